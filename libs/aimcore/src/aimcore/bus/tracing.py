@@ -1,0 +1,53 @@
+"""W3C trace context across NATS: inject into message headers on publish, extract on receive, and
+a tracer provider configured from the standard ``OTEL_*`` environment variables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from opentelemetry import context, propagate, trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+
+
+def inject(headers: dict[str, str] | None = None) -> dict[str, str]:
+    """Headers carrying the current trace context (``traceparent``/``tracestate``)."""
+    carrier: dict[str, str] = dict(headers or {})
+    propagate.inject(carrier)
+    return carrier
+
+
+def extract(headers: Mapping[str, str] | None) -> context.Context:
+    return propagate.extract(dict(headers or {}))
+
+
+def setup(service_name: str) -> TracerProvider:
+    """Install a tracer provider. ``OTEL_TRACES_EXPORTER`` picks ``console``, ``otlp`` or ``none``
+    (default ``none``: spans are created and propagated but not exported)."""
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service_name)})
+    )
+    exporter = _exporter(os.environ.get("OTEL_TRACES_EXPORTER", "none"))
+    if exporter is not None:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    return provider
+
+
+def _exporter(name: str) -> SpanExporter | None:
+    if name == "console":
+        return ConsoleSpanExporter()
+    if name == "otlp":
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # noqa: PLC0415
+                OTLPSpanExporter,
+            )
+        except ImportError as exc:  # pragma: no cover - optional dependency
+            raise RuntimeError(
+                "OTEL_TRACES_EXPORTER=otlp needs opentelemetry-exporter-otlp-proto-http"
+            ) from exc
+        exporter: SpanExporter = OTLPSpanExporter()
+        return exporter
+    return None

@@ -1,0 +1,142 @@
+"""``aimctl``: the operator's command line (embedded stack, CRD generation)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aimcore.crds import generate
+from aimcore.local import binaries
+from aimcore.local.stack import Stack, aim_home, stop_detached
+
+DEMO_SERVICE: dict[str, Any] = {
+    "apiVersion": "aim.eai.amd.com/v1alpha1",
+    "kind": "AIMService",
+    "metadata": {"name": "qwen3-chat", "namespace": "default"},
+    "spec": {"model": {"image": "amdenterpriseai/aim-qwen-qwen3-32b:0.8.5"}},
+}
+
+
+def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [binaries.kubectl(), "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def _demo(kubeconfig: Path, timeout: float = 60.0) -> bool:
+    """Apply one AIMService and show it reach Pending, as a user would with kubectl."""
+    print("\n$ kubectl apply -f - <<EOF (an AIMService)")
+    out = _kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=yaml.safe_dump(DEMO_SERVICE))
+    print(out.stdout.strip() or out.stderr.strip())
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = _kubectl(kubeconfig, "get", "aimsvc", "qwen3-chat", "-o", "jsonpath={.status.status}")
+        if got.stdout.strip():
+            break
+        time.sleep(0.2)
+    print("$ kubectl get aimsvc")
+    listing = _kubectl(kubeconfig, "get", "aimsvc")
+    print(listing.stdout.strip() or listing.stderr.strip())
+    return "Pending" in listing.stdout
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    stack = Stack(detach=args.detach)
+    print(f"Starting the AIM operator in {stack.home} ...", flush=True)
+    started = time.monotonic()
+    try:
+        stack.start()
+    except Exception:
+        stack.stop()
+        raise
+    print(
+        f"Ready in {time.monotonic() - started:.1f}s: "
+        f"kube-apiserver {stack.cluster and stack.cluster.server}, "
+        f"NATS {stack.nats and stack.nats.url}, services {', '.join(stack.services)}.\n\n"
+        f"  export KUBECONFIG={stack.kubeconfig}\n"
+        f"  kubectl get crd\n  kubectl get aim -A\n\n"
+        f"Logs: {stack.home / 'logs'}",
+        flush=True,
+    )
+    ok = True
+    if args.demo:
+        ok = _demo(stack.kubeconfig)
+    if args.detach:
+        print("\nRunning in the background; `aimctl down` stops it.")
+        return 0 if ok else 1
+    print("\nPress Ctrl-C to stop.", flush=True)
+    stop = [False]
+
+    def on_signal(*_: object) -> None:
+        stop[0] = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        stack.supervise(stop)
+    finally:
+        print("Stopping ...", flush=True)
+        stack.stop()
+    return 0 if ok else 1
+
+
+def cmd_down(_: argparse.Namespace) -> int:
+    stopped = stop_detached()
+    print(f"stopped: {', '.join(stopped)}" if stopped else f"nothing running from {aim_home()}")
+    return 0
+
+
+def cmd_crds(args: argparse.Namespace) -> int:
+    directory = Path(args.dir)
+    if args.check:
+        problems = generate.diff(directory)
+        if problems:
+            print(f"{directory} differs from the models: {', '.join(problems)}; run `aimctl crds generate`")
+            return 1
+        print(f"{directory} matches the models")
+        return 0
+    if args.stdout:
+        sys.stdout.write("---\n".join(generate.render(generate.crd_for(k)) for k in generate.all_kinds()))
+        return 0
+    written = generate.write(directory)
+    print(f"wrote {len(written)} files to {directory}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="aimctl", description="AIM operator command line")
+    sub = p.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="run the whole system locally (control plane, NATS, services)")
+    up.add_argument("--detach", action="store_true", help="return once everything is ready")
+    up.add_argument("--demo", action="store_true", help="apply a sample AIMService and show its status")
+    up.set_defaults(func=cmd_up)
+    down = sub.add_parser("down", help="stop what `aimctl up --detach` started")
+    down.set_defaults(func=cmd_down)
+    crds = sub.add_parser("crds", help="generate the CRD YAML from the models")
+    crds.add_argument("action", choices=["generate"], nargs="?", default="generate")
+    crds.add_argument("--dir", default="deploy/crds")
+    crds.add_argument("--check", action="store_true", help="fail if the committed YAML is stale")
+    crds.add_argument("--stdout", action="store_true", help="print all CRDs instead of writing files")
+    crds.set_defaults(func=cmd_crds)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Pydantic models of every served kind, and the CRD YAML generated from them."""

@@ -1,0 +1,279 @@
+"""Building blocks every CRD model is written with, so one set of pydantic classes is both the
+runtime type of an object and the single source the CRD YAML is generated from.
+
+Conventions (the generator in ``aimcore.crds.generate`` relies on them):
+
+- Spec/status types subclass :class:`K8sModel`: snake_case attributes, camelCase on the wire
+  (``alias_generator``), unknown fields rejected so a typo in a manifest is an error, not silence.
+- A pydantic default is the CRD default. Use ``None`` for "unset" and a real default only where the
+  seed documents one.
+- Constraints use pydantic's own (``min_length``, ``ge``, ``pattern``, ``max_length``...); they become
+  OpenAPI constraints. Extra OpenAPI keywords go through ``json_schema_extra``.
+- CEL rules: :func:`cel` on a field (``Field(json_schema_extra=cel(...))``) or on a model
+  (``model_config = k8s_config(cel(...))``). The 1.20 test server ignores CEL, so every rule that
+  needs no ``oldSelf`` is also checked in Python by a ``model_validator``; parsing an object is
+  validating it, and a ``ValidationError`` becomes an ``InvalidSpec`` condition.
+- A top-level kind subclasses :class:`Resource` and declares ``crd: ClassVar[CRDInfo]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic.alias_generators import to_camel
+
+# ---------------------------------------------------------------------------------------------
+# Model configuration
+# ---------------------------------------------------------------------------------------------
+
+_BASE_CONFIG: dict[str, Any] = {
+    "alias_generator": to_camel,
+    "populate_by_name": True,
+    "extra": "forbid",
+    "validate_default": False,
+}
+
+
+def k8s_config(*rules: dict[str, Any], **extra_schema: Any) -> ConfigDict:
+    """A ``model_config`` with the wire conventions plus CEL rules / extra schema keywords."""
+    schema: dict[str, Any] = dict(extra_schema)
+    validations = [r for rs in rules for r in rs.get("x-kubernetes-validations", [])]
+    if validations:
+        schema["x-kubernetes-validations"] = validations
+    cfg: dict[str, Any] = dict(_BASE_CONFIG)
+    if schema:
+        cfg["json_schema_extra"] = schema
+    return cast(ConfigDict, cfg)
+
+
+def cel(*rules: tuple[str, str] | dict[str, str]) -> dict[str, Any]:
+    """CEL validation rules: ``cel(("self == oldSelf", "field is immutable"))``."""
+    out: list[dict[str, str]] = []
+    for r in rules:
+        out.append(r if isinstance(r, dict) else {"rule": r[0], "message": r[1]})
+    return {"x-kubernetes-validations": out}
+
+
+IMMUTABLE = ("self == oldSelf", "field is immutable")
+
+
+def immutable(message: str = "field is immutable") -> dict[str, Any]:
+    return cel(("self == oldSelf", message))
+
+
+class K8sModel(BaseModel):
+    """Base of every spec/status/nested type."""
+
+    model_config = k8s_config()
+
+    def wire(self) -> dict[str, Any]:
+        """The object as the API server wants it: camelCase, unset fields left out."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+# ---------------------------------------------------------------------------------------------
+# Kubernetes built-in types as they appear inside CRD schemas
+# ---------------------------------------------------------------------------------------------
+
+_QUANTITY_SCHEMA = {
+    "anyOf": [{"type": "integer"}, {"type": "string"}],
+    "pattern": (
+        r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+        r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+    ),
+    "x-kubernetes-int-or-string": True,
+}
+
+Quantity = Annotated[int | str, WithJsonSchema(_QUANTITY_SCHEMA)]
+"""resource.Quantity: ``"64Gi"``, ``"500m"`` or an integer."""
+
+Duration = Annotated[str, WithJsonSchema({"type": "string"})]
+"""metav1.Duration: a Go duration string such as ``"1h"`` or ``"15m30s"``."""
+
+Time = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
+"""metav1.Time: RFC 3339."""
+
+JSONValue = Annotated[Any, WithJsonSchema({"x-kubernetes-preserve-unknown-fields": True})]
+"""apiextensions JSON: any value, kept as is."""
+
+FreeObject = Annotated[
+    dict[str, Any], WithJsonSchema({"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+]
+"""An embedded Kubernetes object we do not model field by field (for example an Affinity)."""
+
+
+class LocalObjectReference(K8sModel):
+    name: str = Field(default="", description="Name of the referent.")
+    model_config = k8s_config(**{"x-kubernetes-map-type": "atomic"})
+
+
+class SecretKeySelector(K8sModel):
+    name: str = Field(default="", description="Name of the referent.")
+    key: str = Field(description="The key of the secret to select from.")
+    optional: bool | None = None
+
+
+class ConfigMapKeySelector(K8sModel):
+    name: str = Field(default="", description="Name of the referent.")
+    key: str = Field(description="The key to select.")
+    optional: bool | None = None
+
+
+class ObjectFieldSelector(K8sModel):
+    api_version: str | None = None
+    field_path: str
+
+
+class ResourceFieldSelector(K8sModel):
+    container_name: str | None = None
+    resource: str
+    divisor: Quantity | None = None
+
+
+class EnvVarSource(K8sModel):
+    secret_key_ref: SecretKeySelector | None = None
+    config_map_key_ref: ConfigMapKeySelector | None = None
+    field_ref: ObjectFieldSelector | None = None
+    resource_field_ref: ResourceFieldSelector | None = None
+
+
+class EnvVar(K8sModel):
+    """core/v1 EnvVar."""
+
+    name: str = Field(description="Name of the environment variable.")
+    value: str | None = None
+    value_from: EnvVarSource | None = None
+
+
+class ResourceClaim(K8sModel):
+    name: str
+
+
+class ResourceRequirements(K8sModel):
+    """core/v1 ResourceRequirements."""
+
+    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = None
+    claims: list[ResourceClaim] | None = None
+
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+class Condition(K8sModel):
+    """metav1.Condition."""
+
+    type: str = Field(max_length=316)
+    status: ConditionStatus
+    observed_generation: int | None = Field(default=None, ge=0)
+    last_transition_time: Time
+    reason: str = Field(max_length=1024, min_length=1)
+    message: str = Field(default="", max_length=32768)
+
+
+# ---------------------------------------------------------------------------------------------
+# Object metadata and top-level resources
+# ---------------------------------------------------------------------------------------------
+
+
+class OwnerReference(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(BaseModel):
+    """The parts of metav1.ObjectMeta the operator reads; anything else is kept as is."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+    name: str = ""
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    owner_references: list[OwnerReference] | None = None
+    finalizers: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    name: str
+    json_path: str
+    type: str = "string"
+    priority: int = 0
+    description: str | None = None
+    format: str | None = None
+
+    def wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "type": self.type, "jsonPath": self.json_path}
+        if self.priority:
+            out["priority"] = self.priority
+        if self.description:
+            out["description"] = self.description
+        if self.format:
+            out["format"] = self.format
+        return out
+
+
+AGE = PrinterColumn("Age", ".metadata.creationTimestamp", type="date")
+STATUS = PrinterColumn("Status", ".status.status")
+
+
+@dataclass(frozen=True)
+class CRDInfo:
+    """Everything about a kind the CRD says besides its schema."""
+
+    group: str
+    kind: str
+    plural: str
+    scope: Literal["Namespaced", "Cluster"]
+    version: str = "v1alpha1"
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    printer_columns: tuple[PrinterColumn, ...] = ()
+    description: str = ""
+    # Kinds whose spec is free-form beyond what we model set this to keep unknown fields.
+    singular: str = field(default="")
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def namespaced(self) -> bool:
+        return self.scope == "Namespaced"
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+    @property
+    def singular_name(self) -> str:
+        return self.singular or self.kind.lower()
+
+
+class Resource(BaseModel):
+    """A top-level object of one of our kinds. Subclasses set ``crd`` and type ``spec``/``status``."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    crd: ClassVar[CRDInfo]
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    def wire(self) -> dict[str, Any]:
+        out = self.model_dump(by_alias=True, exclude_none=True, mode="json")
+        out["apiVersion"] = self.crd.api_version
+        out["kind"] = self.crd.kind
+        return out

@@ -1,0 +1,57 @@
+"""Identity of every kind the operator touches (ours and the children it creates), so subjects, KV
+keys, API paths and watches are all built from one description of a kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from aimcore.crds.registry import ALL_KINDS
+
+
+@dataclass(frozen=True, order=True)
+class KindRef:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def short(self) -> str:
+        """``Kind.group`` as kubectl spells a fully qualified resource (for logs and the CLI)."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        """REST path of the collection or of one object."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        return f"{base}/{name}" if name else base
+
+
+# Children and dependencies owned by other projects; their CRDs come from KServe, Gateway API, KEDA.
+INFERENCE_SERVICE = KindRef("serving.kserve.io", "v1beta1", "InferenceService", "inferenceservices", True)
+HTTP_ROUTE = KindRef("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes", True)
+SCALED_OBJECT = KindRef("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects", True)
+EXTERNAL_KINDS = (INFERENCE_SERVICE, HTTP_ROUTE, SCALED_OBJECT)
+
+
+@cache
+def crd_kinds() -> tuple[KindRef, ...]:
+    """Every kind served by our CRDs (three API groups)."""
+    return tuple(
+        KindRef(k.crd.group, k.crd.version, k.crd.kind, k.crd.plural, k.crd.namespaced) for k in ALL_KINDS
+    )
+
+
+def by_kind(group: str, kind: str) -> KindRef:
+    for ref in (*crd_kinds(), *EXTERNAL_KINDS):
+        if ref.group == group and ref.kind == kind:
+            return ref
+    raise KeyError(f"unknown kind {kind}.{group}")

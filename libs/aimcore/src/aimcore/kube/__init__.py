@@ -1,0 +1,1 @@
+"""Kubernetes access for the services: one generic client for every kind, and CRD installation."""

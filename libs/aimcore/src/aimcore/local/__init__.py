@@ -1,0 +1,1 @@
+"""Run the system's servers as local processes: the embedded default and the test fixtures share this."""

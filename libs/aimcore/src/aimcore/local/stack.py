@@ -1,0 +1,165 @@
+"""The embedded default (DESIGN §7): a local control plane, NATS, the CRDs and every service as
+local processes, with a kubeconfig in ``$AIM_HOME`` (default ``~/.aim``).
+
+Foreground mode supervises the services (a crashed one is restarted with backoff, as a Deployment
+would); detached mode leaves everything running and records the PIDs in ``state.json`` for
+``aimctl down``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aimcore.crds.external import stand_in_crds
+from aimcore.crds.generate import all_kinds, crd_for
+from aimcore.kinds import KindRef
+from aimcore.kube import crds as crd_install
+from aimcore.kube.client import ApiException, Kube, connect
+from aimcore.local.cluster import ControlPlane
+from aimcore.local.natsserver import NatsServer
+from aimcore.local.processes import ManagedProcess
+
+SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
+NAMESPACE = KindRef("", "v1", "Namespace", "namespaces", False)
+
+
+def aim_home() -> Path:
+    return Path(os.environ.get("AIM_HOME") or Path.home() / ".aim")
+
+
+def service_module(name: str) -> str:
+    return "aim_" + name.replace("-", "_")
+
+
+async def install_crds(kubeconfig: str, system_namespace: str) -> None:
+    kube = Kube(await connect(kubeconfig), field_manager="aimctl")
+    try:
+        await crd_install.install(kube, [crd_for(k) for k in all_kinds()] + stand_in_crds())
+        try:
+            await kube.create(
+                NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": system_namespace}}
+            )
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+    finally:
+        await kube.close()
+
+
+@dataclass
+class Stack:
+    home: Path = field(default_factory=aim_home)
+    detach: bool = False
+    system_namespace: str = "aim-system"
+    services: dict[str, ManagedProcess] = field(default_factory=dict)
+    cluster: ControlPlane | None = None
+    nats: NatsServer | None = None
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.home / "kubeconfig"
+
+    @property
+    def state_file(self) -> Path:
+        return self.home / "state.json"
+
+    def start(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        keep = not self.detach
+        self.nats = NatsServer(self.home / "nats", die_with_parent=keep).start()
+        self.cluster = ControlPlane(self.home / "cluster", die_with_parent=keep).start()
+        shutil.copyfile(self.cluster.kubeconfig_path, self.kubeconfig)
+        asyncio.run(install_crds(str(self.kubeconfig), self.system_namespace))
+        for name in SERVICES:
+            self.services[name] = self._service(name).start()
+        self._write_state()
+
+    def _service(self, name: str) -> ManagedProcess:
+        assert self.nats is not None
+        env = {
+            "AIM_NATS_URL": self.nats.url,
+            "AIM_KUBECONFIG": str(self.kubeconfig),
+            "AIM_SYSTEM_NAMESPACE": self.system_namespace,
+            "PYTHONUNBUFFERED": "1",
+        }
+        return ManagedProcess(
+            f"aim-{name}",
+            [sys.executable, "-m", service_module(name)],
+            self.home / "logs",
+            env,
+            die_with_parent=not self.detach,
+        )
+
+    def _write_state(self) -> None:
+        assert self.nats is not None and self.cluster is not None
+        procs = [*self.cluster.processes, self.nats.process, *self.services.values()]
+        state = {
+            "nats_url": self.nats.url,
+            "server": self.cluster.server,
+            "kubeconfig": str(self.kubeconfig),
+            "pids": {p.name: p.pid for p in procs if p is not None},
+        }
+        self.state_file.write_text(json.dumps(state, indent=2))
+
+    def supervise(self, stop: list[bool]) -> None:
+        """Restart crashed services (backoff up to 30 s) until ``stop[0]`` becomes true."""
+        backoff = dict.fromkeys(self.services, 1.0)
+        while not stop[0]:
+            for name, proc in list(self.services.items()):
+                if not proc.alive():
+                    time.sleep(min(backoff[name], 30.0))
+                    backoff[name] *= 2
+                    self.services[name] = self._service(name).start()
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        for proc in self.services.values():
+            proc.stop()
+        if self.cluster:
+            self.cluster.stop()
+        if self.nats:
+            self.nats.stop()
+        self.state_file.unlink(missing_ok=True)
+
+
+def stop_detached(home: Path | None = None) -> list[str]:
+    """Stop what ``aimctl up --detach`` started. Returns the names stopped."""
+    state_file = (home or aim_home()) / "state.json"
+    if not state_file.exists():
+        return []
+    state = json.loads(state_file.read_text())
+    stopped = []
+    for name, pid in reversed(list(state.get("pids", {}).items())):
+        try:
+            os.killpg(pid, signal.SIGTERM)
+            stopped.append(name)
+        except (ProcessLookupError, PermissionError):
+            continue
+    deadline = time.monotonic() + 15
+    for pid in state.get("pids", {}).values():
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.1)
+        if _alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    state_file.unlink(missing_ok=True)
+    return stopped
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie of ours still answers kill(0); check its state.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False

@@ -1,0 +1,1 @@
+"""The reconcile runtime every service runs on: durable consumption, ack mapping, status reporting."""

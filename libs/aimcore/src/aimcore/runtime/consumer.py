@@ -1,0 +1,138 @@
+"""Pull messages from a service's durable consumer and run a handler on each.
+
+Replicas of a service bind the same durable consumer, so JetStream spreads the work between them.
+Within one replica, messages for the same subject (the same object) run one after another, others
+concurrently. The handler's outcome becomes an ack decision (``aimcore.bus.errors.decide``), and
+work that runs longer than half the ack wait sends in-progress acks so it is not redelivered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext
+from opentelemetry import trace
+
+from aimcore.bus import tracing
+from aimcore.bus.errors import AckAction, PermanentError, decide
+from aimcore.bus.topology import ConsumerSpec, ensure_consumer
+from aimcore.kube.client import describe_error
+
+log = logging.getLogger(__name__)
+tracer = trace.get_tracer("aimcore.runtime")
+
+Handler = Callable[[Msg], Awaitable[None]]
+
+
+@dataclass
+class ConsumerStats:
+    handled: int = 0
+    acked: int = 0
+    naked: int = 0
+    permanent: int = 0
+
+
+class Consumer:
+    def __init__(
+        self,
+        js: JetStreamContext,
+        spec: ConsumerSpec,
+        handler: Handler,
+        *,
+        batch: int = 64,
+        concurrency: int = 32,
+    ) -> None:
+        self.js = js
+        self.spec = spec
+        self.handler = handler
+        self.batch = batch
+        self.sem = asyncio.Semaphore(concurrency)
+        self.stats = ConsumerStats()
+        self._subject_locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await ensure_consumer(self.js, self.spec)
+        psub = await self.js.pull_subscribe_bind(self.spec.durable, stream=self.spec.stream)
+        try:
+            while not stop.is_set():
+                try:
+                    msgs = await psub.fetch(self.batch, timeout=1.0)
+                except (NatsTimeout, TimeoutError):  # an empty fetch; also raised while draining
+                    continue
+                except ConnectionClosedError:
+                    return
+                for msg in msgs:
+                    await self.sem.acquire()
+                    task = asyncio.create_task(self._handle(msg))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+        finally:
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await psub.unsubscribe()
+
+    async def _handle(self, msg: Msg) -> None:
+        lock, users = self._subject_locks.get(msg.subject, (asyncio.Lock(), 0))
+        self._subject_locks[msg.subject] = (lock, users + 1)
+        try:
+            async with lock:
+                await self._process(msg)
+        finally:
+            lock, users = self._subject_locks[msg.subject]
+            if users == 1:
+                del self._subject_locks[msg.subject]
+            else:
+                self._subject_locks[msg.subject] = (lock, users - 1)
+            self.sem.release()
+
+    async def _process(self, msg: Msg) -> None:
+        attempt = msg.metadata.num_delivered
+        error: BaseException | None = None
+        ctx = tracing.extract(msg.headers)
+        with tracer.start_as_current_span(f"handle {self.spec.durable}", context=ctx) as span:
+            span.set_attribute("messaging.destination", msg.subject)
+            span.set_attribute("messaging.delivery", attempt)
+            keepalive = asyncio.create_task(self._keep_alive(msg))
+            try:
+                await self.handler(msg)
+            except PermanentError as exc:
+                error = exc
+                self.stats.permanent += 1
+                log.warning("%s: permanent failure on %s: %s", self.spec.durable, msg.subject, exc.message)
+            except Exception as exc:
+                error = exc
+                span.record_exception(exc)
+                log.warning(
+                    "%s: attempt %d on %s failed: %s",
+                    self.spec.durable,
+                    attempt,
+                    msg.subject,
+                    describe_error(exc),
+                )
+            finally:
+                keepalive.cancel()
+        self.stats.handled += 1
+        decision = decide(error, attempt)
+        with contextlib.suppress(Exception):
+            if decision.action is AckAction.ACK:
+                await msg.ack()
+                self.stats.acked += 1
+            else:
+                await msg.nak(delay=decision.delay)
+                self.stats.naked += 1
+
+    async def _keep_alive(self, msg: Msg) -> None:
+        interval = max(1.0, self.spec.ack_wait / 2)
+        while True:
+            await asyncio.sleep(interval)
+            with contextlib.suppress(Exception):
+                await msg.in_progress()

@@ -1,0 +1,81 @@
+"""Publishing status reports and decision records (DESIGN §2.8, §3). Services never write
+``.status`` themselves; they say what they own, and the status service writes it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from nats.js import JetStreamContext
+
+from aimcore.bus import subjects, tracing
+from aimcore.bus.messages import ConditionReport, Decision, ObjectRef, StatusReport
+from aimcore.kinds import KindRef
+from aimcore.status.compose import is_current
+
+Obj = dict[str, Any]
+
+
+class Reporter:
+    def __init__(self, js: JetStreamContext, source: str) -> None:
+        self.js = js
+        self.source = source
+        self.sent = 0
+        self.skipped = 0
+
+    def build(
+        self,
+        ref: KindRef,
+        obj: Obj,
+        conditions: Sequence[ConditionReport] = (),
+        fields: dict[str, Any] | None = None,
+        *,
+        progress: bool = False,
+    ) -> StatusReport:
+        meta = obj["metadata"]
+        return StatusReport(
+            object=ObjectRef.of(ref, meta.get("namespace"), meta["name"]),
+            uid=meta.get("uid"),
+            source=self.source,
+            observed_generation=meta.get("generation"),
+            based_on=str(meta.get("resourceVersion", "")) or None,
+            conditions=tuple(conditions),
+            fields=fields or {},
+            progress=progress,
+        )
+
+    async def report(
+        self,
+        ref: KindRef,
+        obj: Obj,
+        conditions: Sequence[ConditionReport] = (),
+        fields: dict[str, Any] | None = None,
+        *,
+        progress: bool = False,
+    ) -> bool:
+        """Publish unless the object's status already says exactly this. Returns True if sent."""
+        report = self.build(ref, obj, conditions, fields, progress=progress)
+        if is_current(obj, report):
+            self.skipped += 1
+            return False
+        meta = obj["metadata"]
+        subject = subjects.status_subject(ref, meta.get("namespace"), meta["name"])
+        headers = tracing.inject({"Nats-Msg-Id": report.msg_id})
+        await self.js.publish(subject, report.encode(), headers=headers)
+        self.sent += 1
+        return True
+
+    async def decide(
+        self, ref: KindRef, obj: Obj, action: str, reason: str, message: str, **details: Any
+    ) -> None:
+        meta = obj["metadata"]
+        decision = Decision(
+            object=ObjectRef.of(ref, meta.get("namespace"), meta["name"]),
+            source=self.source,
+            action=action,
+            reason=reason,
+            message=message,
+            details=details,
+        )
+        subject = subjects.decision_subject(self.source, ref, meta.get("namespace"), meta["name"])
+        await self.js.publish(subject, decision.encode(), headers=tracing.inject())

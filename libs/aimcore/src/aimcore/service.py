@@ -1,0 +1,90 @@
+"""The process shell every service runs in: logging, tracing, a NATS connection that reconnects
+forever, an optional Kubernetes client, and clean shutdown on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import nats
+from nats.aio.client import Client as NatsClient
+from nats.js import JetStreamContext
+
+from aimcore.bus import tracing
+from aimcore.kube.client import Kube, connect
+from aimcore.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ServiceContext:
+    name: str
+    settings: Settings
+    nc: NatsClient
+    js: JetStreamContext
+    kube: Kube | None
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+Main = Callable[[ServiceContext], Coroutine[Any, Any, None]]
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+async def connect_nats(url: str, name: str) -> NatsClient:
+    async def on_disconnect() -> None:
+        log.warning("NATS disconnected; reconnecting")
+
+    async def on_reconnect() -> None:
+        log.info("NATS reconnected")
+
+    return await nats.connect(
+        url,
+        name=name,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=0.5,
+        disconnected_cb=on_disconnect,
+        reconnected_cb=on_reconnect,
+    )
+
+
+async def run_service(name: str, main: Main, *, needs_kube: bool, settings: Settings | None = None) -> None:
+    """Connect, run ``main`` until a signal arrives or it returns, then clean up."""
+    settings = settings or Settings()
+    configure_logging(settings.log_level)
+    tracing.setup(f"aim-{name}")
+    nc = await connect_nats(settings.nats_url, f"aim-{name}")
+    kube = Kube(await connect(settings.kubeconfig), field_manager=f"aim-{name}") if needs_kube else None
+    ctx = ServiceContext(name, settings, nc, nc.jetstream(), kube)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, ctx.stop.set)
+    log.info("aim-%s starting (nats %s)", name, settings.nats_url)
+    try:
+        task = asyncio.create_task(main(ctx))
+        stopper = asyncio.create_task(ctx.stop.wait())
+        done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        ctx.stop.set()
+        if task in done:
+            task.result()
+        else:
+            await asyncio.wait_for(task, 15)
+    finally:
+        stopper.cancel()
+        if kube:
+            await kube.close()
+        with contextlib.suppress(Exception):
+            await nc.drain()
+        log.info("aim-%s stopped", name)

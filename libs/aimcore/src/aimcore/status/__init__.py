@@ -1,0 +1,1 @@
+"""How status reports become CR status: condition merge, observedGeneration, no-op detection."""

@@ -1,0 +1,1 @@
+"""Test support: the pytest plugin that runs real servers as processes."""

@@ -1,0 +1,135 @@
+"""pytest plugin: real servers as processes for the test session.
+
+- ``aim_servers`` (session): etcd + kube-apiserver + kube-controller-manager + nats-server on random
+  loopback ports, every CRD of the three API groups plus stand-in CRDs for InferenceService,
+  HTTPRoute and ScaledObject. Stopped at the end of the session, even when tests fail; a killed
+  pytest takes them along (``PR_SET_PDEATHSIG``).
+- ``kube`` / ``namespace`` (per test): an async client and a fresh namespace, deleted afterwards.
+- ``nats_client`` / ``js`` (per test): a NATS connection and its JetStream context.
+- ``nats_factory``: extra nats-servers a test may stop, kill and restart.
+
+Servers start only when a test asks for them; unit tests pay nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import shutil
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import nats
+import pytest
+from nats.aio.client import Client as NatsClient
+from nats.js import JetStreamContext
+
+from aimcore.crds.external import stand_in_crds
+from aimcore.crds.generate import all_kinds, crd_for
+from aimcore.kinds import KindRef
+from aimcore.kube import crds as crd_install
+from aimcore.kube.client import Kube, connect
+from aimcore.local.cluster import ControlPlane
+from aimcore.local.natsserver import NatsServer
+
+NAMESPACE = KindRef("", "v1", "Namespace", "namespaces", False)
+
+
+@dataclass
+class LocalServers:
+    control_plane: ControlPlane
+    nats: NatsServer
+    workdir: Path
+
+    @property
+    def kubeconfig(self) -> str:
+        return str(self.control_plane.kubeconfig_path)
+
+
+def all_crds() -> list[dict[str, object]]:
+    return [crd_for(k) for k in all_kinds()] + stand_in_crds()
+
+
+async def _install_crds(kubeconfig: str) -> None:
+    kube = Kube(await connect(kubeconfig), field_manager="aim-tests")
+    try:
+        await crd_install.install(kube, all_crds())
+    finally:
+        await kube.close()
+
+
+@pytest.fixture(scope="session")
+def aim_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    """A nats-server with JetStream for the whole session."""
+    server = NatsServer(tmp_path_factory.mktemp("aim-nats"))
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def aim_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver + kube-controller-manager with every CRD installed."""
+    cp = ControlPlane(tmp_path_factory.mktemp("aim-cluster"))
+    try:
+        cp.start()
+        asyncio.run(_install_crds(str(cp.kubeconfig_path)))
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture(scope="session")
+def aim_servers(aim_cluster: ControlPlane, aim_nats: NatsServer) -> LocalServers:
+    return LocalServers(aim_cluster, aim_nats, aim_cluster.workdir.parent)
+
+
+@pytest.fixture
+async def kube(aim_cluster: ControlPlane) -> AsyncIterator[Kube]:
+    client = Kube(await connect(str(aim_cluster.kubeconfig_path)), field_manager="aim-tests")
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def namespace(kube: Kube) -> AsyncIterator[str]:
+    name = f"t-{secrets.token_hex(4)}"
+    await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        await kube.delete(NAMESPACE, None, name)
+
+
+@pytest.fixture
+async def nats_client(aim_nats: NatsServer) -> AsyncIterator[NatsClient]:
+    nc = await nats.connect(aim_nats.url)
+    try:
+        yield nc
+    finally:
+        await nc.close()
+
+
+@pytest.fixture
+async def js(nats_client: NatsClient) -> JetStreamContext:
+    return nats_client.jetstream()
+
+
+@pytest.fixture
+def nats_factory(tmp_path: Path) -> Iterator[Callable[[], NatsServer]]:
+    """Start private nats-servers (for tests that stop or restart the server)."""
+    started: list[NatsServer] = []
+
+    def make() -> NatsServer:
+        server = NatsServer(tmp_path / f"nats-{len(started)}").start()
+        started.append(server)
+        return server
+
+    yield make
+    for server in started:
+        server.stop()
+    shutil.rmtree(tmp_path, ignore_errors=True)

@@ -1,0 +1,1 @@
+"""The AIM operator's cache service."""

@@ -1,0 +1,1 @@
+"""The AIM operator's deployer service."""

@@ -1,0 +1,45 @@
+"""The discovery service. It owns models, service templates and runtime configs (both AIM groups).
+
+Skeleton stage: it consumes its kinds' change events and validates every spec (reporting
+``InvalidSpec`` where the 1.20 API server cannot enforce CEL); its controllers come next."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aimcore.kinds import KindRef
+from aimcore.runtime.reconciler import kinds_of, run_reconciler, validate_only
+from aimcore.service import ServiceContext, run_service
+
+
+def kinds() -> tuple[KindRef, ...]:
+    return (
+        *kinds_of(
+            "aim.eai.amd.com",
+            "AIMModel",
+            "AIMClusterModel",
+            "AIMServiceTemplate",
+            "AIMClusterServiceTemplate",
+            "AIMRuntimeConfig",
+            "AIMClusterRuntimeConfig",
+        ),
+        *kinds_of(
+            "aim.silogen.ai",
+            "AIMImage",
+            "AIMClusterImage",
+            "AIMModel",
+            "AIMClusterModel",
+            "AIMServiceTemplate",
+            "AIMClusterServiceTemplate",
+            "AIMRuntimeConfig",
+            "AIMClusterRuntimeConfig",
+        ),
+    )
+
+
+async def main(ctx: ServiceContext) -> None:
+    await run_reconciler(ctx, kinds(), validate_only())
+
+
+def run() -> None:
+    asyncio.run(run_service("discovery", main, needs_kube=False))

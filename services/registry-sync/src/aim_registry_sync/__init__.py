@@ -1,0 +1,1 @@
+"""The AIM operator's registry-sync service."""

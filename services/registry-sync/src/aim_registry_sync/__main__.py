@@ -1,0 +1,11 @@
+"""Entry point: ``python -m aim_registry_sync`` or ``aim-watcher``."""
+
+from aim_registry_sync.app import run
+
+
+def main() -> None:
+    run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+"""The registry-sync service. It owns AIMClusterModelSource: registry catalogs, filters, semver ranges.
+
+Skeleton stage: it consumes its kinds' change events and validates every spec (reporting
+``InvalidSpec`` where the 1.20 API server cannot enforce CEL); its controllers come next."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aimcore.kinds import KindRef
+from aimcore.runtime.reconciler import kinds_of, run_reconciler, validate_only
+from aimcore.service import ServiceContext, run_service
+
+
+def kinds() -> tuple[KindRef, ...]:
+    return kinds_of("aim.eai.amd.com", "AIMClusterModelSource")
+
+
+async def main(ctx: ServiceContext) -> None:
+    await run_reconciler(ctx, kinds(), validate_only())
+
+
+def run() -> None:
+    asyncio.run(run_service("registry-sync", main, needs_kube=False))

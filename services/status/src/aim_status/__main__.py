@@ -1,0 +1,11 @@
+"""Entry point: ``python -m aim_status`` or ``aim-watcher``."""
+
+from aim_status.app import run
+
+
+def main() -> None:
+    run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""List-then-watch one kind, the way informers do: bookmarks keep the resourceVersion fresh, a
+``410 Gone`` or a broken stream goes back to listing, and a periodic relist republishes every object
+as a ``resync`` event so a lost message delays work but never loses it. Deletions that happened
+while no watch was open are found by diffing the relist against what was known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from aim_watcher.publisher import Publisher
+from aimcore.bus.messages import ChangeType
+from aimcore.kinds import KindRef
+from aimcore.kube.client import ApiException, Gone, Kube
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+ObjKey = tuple[str | None, str]
+
+
+@dataclass
+class Known:
+    uid: str
+    resource_version: str
+    obj: Obj
+
+
+def object_key(obj: Obj) -> ObjKey:
+    meta = obj.get("metadata", {})
+    return meta.get("namespace"), meta["name"]
+
+
+class KindWatcher:
+    def __init__(
+        self,
+        kube: Kube,
+        ref: KindRef,
+        publisher: Publisher,
+        *,
+        resync_seconds: float = 600.0,
+        watch_timeout: int = 300,
+        label_selector: str | None = None,
+    ) -> None:
+        self.kube = kube
+        self.ref = ref
+        self.publisher = publisher
+        self.resync_seconds = resync_seconds
+        self.watch_timeout = watch_timeout
+        self.label_selector = label_selector
+        self.known: dict[ObjKey, Known] = {}
+        self.synced = asyncio.Event()
+        self.relists = 0
+
+    def seed(self, objects: list[Obj]) -> None:
+        """Objects the mirror already holds (from a previous run), so deletions are noticed."""
+        for obj in objects:
+            meta = obj.get("metadata", {})
+            self.known[object_key(obj)] = Known(
+                meta.get("uid", ""), str(meta.get("resourceVersion", "")), obj
+            )
+
+    async def run(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        next_resync = loop.time() + self.resync_seconds
+        resync = True  # the first list republishes everything
+        while not stop.is_set():
+            try:
+                rv = await self._relist(resync=resync)
+                resync = False
+                self.synced.set()
+                while not stop.is_set():
+                    rv = await self._watch(rv, stop, until=next_resync)
+                    if loop.time() >= next_resync:
+                        next_resync = loop.time() + self.resync_seconds
+                        resync = True
+                        break
+            except Gone:
+                log.info("%s: resourceVersion expired; relisting", self.ref.short)
+            except (ApiException, OSError, TimeoutError, ValueError) as exc:
+                log.warning("%s: watch failed (%r); relisting", self.ref.short, exc)
+                await asyncio.sleep(1.0)
+
+    async def _relist(self, *, resync: bool) -> str:
+        items, rv = await self.kube.list(self.ref, label_selector=self.label_selector)
+        self.relists += 1
+        seen: set[ObjKey] = set()
+        for obj in items:
+            key = object_key(obj)
+            seen.add(key)
+            meta = obj["metadata"]
+            prev = self.known.get(key)
+            changed = prev is None or prev.resource_version != str(meta.get("resourceVersion"))
+            if resync or changed:
+                change = ChangeType.RESYNC if resync else ChangeType.MODIFIED
+                await self.publisher.observe(self.ref, obj, change)
+            self.known[key] = Known(meta.get("uid", ""), str(meta.get("resourceVersion", "")), obj)
+        for key in set(self.known) - seen:
+            gone = self.known.pop(key)
+            await self.publisher.observe(self.ref, gone.obj, ChangeType.DELETED)
+        return rv
+
+    async def _watch(self, rv: str, stop: asyncio.Event, until: float) -> str:
+        loop = asyncio.get_running_loop()
+        timeout = max(1, min(self.watch_timeout, int(until - loop.time()) + 1))
+        stream = self.kube.watch(self.ref, rv, timeout_seconds=timeout, label_selector=self.label_selector)
+        async with asyncio.timeout(timeout + 60):  # a silently stalled stream is abandoned
+            async for event in stream:
+                if stop.is_set():
+                    break
+                obj = event["object"]
+                new_rv = str(obj.get("metadata", {}).get("resourceVersion", rv))
+                kind = event["type"]
+                if kind == "BOOKMARK":
+                    rv = new_rv
+                    continue
+                key = object_key(obj)
+                if kind == "DELETED":
+                    self.known.pop(key, None)
+                    await self.publisher.observe(self.ref, obj, ChangeType.DELETED)
+                else:
+                    change = ChangeType.ADDED if kind == "ADDED" else ChangeType.MODIFIED
+                    await self.publisher.observe(self.ref, obj, change)
+                    meta = obj["metadata"]
+                    self.known[key] = Known(meta.get("uid", ""), new_rv, obj)
+                rv = new_rv
+        return rv

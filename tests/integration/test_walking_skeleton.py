@@ -1,0 +1,173 @@
+"""The walking skeleton through real processes: kubectl apply an AIMService, and the watcher,
+the deployer and the status service make ``kubectl get aimsvc`` show ``Pending`` with the
+generation observed; invalid specs get ``InvalidSpec``; paused objects are left alone."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from typing import Any
+
+import yaml
+from nats.js import JetStreamContext
+
+from aimcore.bus import topology
+from aimcore.kinds import by_kind
+from aimcore.kube.client import Kube
+from aimcore.local import binaries
+from aimcore.testing.plugin import LocalServers
+from tests.conftest import eventually
+
+AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
+LEGACY_AIMSVC = by_kind("aim.silogen.ai", "AIMService")
+
+
+def kubectl(servers: LocalServers, *args: str, stdin: str | None = None) -> str:
+    done = subprocess.run(
+        [binaries.kubectl(), "--kubeconfig", servers.kubeconfig, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def service(name: str, namespace: str, spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "aim.eai.amd.com/v1alpha1",
+        "kind": "AIMService",
+        "metadata": {"name": name, "namespace": namespace, **meta},
+        "spec": spec,
+    }
+
+
+async def status_of(kube: Kube, namespace: str, name: str, ref: Any = AIMSVC) -> dict[str, Any]:
+    obj = await kube.get(ref, namespace, name)
+    return (obj or {}).get("status") or {}
+
+
+async def test_apply_then_get_shows_pending(running, aim_servers, kube, namespace) -> None:  # type: ignore[no-untyped-def]
+    manifest = service(
+        "qwen3-chat", namespace, {"model": {"image": "amdenterpriseai/aim-qwen-qwen3-32b:0.8.5"}}
+    )
+    kubectl(aim_servers, "apply", "--validate=false", "-f", "-", stdin=yaml.safe_dump(manifest))
+
+    async def shows_pending() -> str | None:
+        out = kubectl(aim_servers, "get", "aimsvc", "-n", namespace)
+        return out if "Pending" in out else None
+
+    table = await eventually(shows_pending, timeout=30, what="kubectl get aimsvc to show Pending")
+    header, row = table.strip().splitlines()[:2]
+    assert header.split()[:2] == ["NAME", "STATUS"]
+    assert row.split()[:2] == ["qwen3-chat", "Pending"]
+
+    obj = await kube.get(AIMSVC, namespace, "qwen3-chat")
+    assert obj is not None
+    status = obj["status"]
+    assert status["observedGeneration"] == obj["metadata"]["generation"] == 1
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "False"
+    assert ready["observedGeneration"] == 1
+    assert ready["lastTransitionTime"]
+
+
+async def test_spec_change_updates_observed_generation(running, kube, namespace) -> None:  # type: ignore[no-untyped-def]
+    await kube.create(AIMSVC, service("gen", namespace, {"model": {"name": "llama"}, "replicas": 1}))
+
+    async def observed(gen: int) -> bool:
+        return (await status_of(kube, namespace, "gen")).get("observedGeneration") == gen
+
+    await eventually(lambda: observed(1), what="generation 1 observed")
+    first = (await status_of(kube, namespace, "gen"))["conditions"]
+    await kube.patch(AIMSVC, namespace, "gen", {"spec": {"replicas": 3}})
+    await eventually(lambda: observed(2), what="generation 2 observed")
+    second = (await status_of(kube, namespace, "gen"))["conditions"]
+    by_type = {c["type"]: c for c in second}
+    assert all(c["observedGeneration"] == 2 for c in second)
+    # Same status, so the transition time is kept.
+    old_ready = next(c for c in first if c["type"] == "Ready")
+    assert by_type["Ready"]["lastTransitionTime"] == old_ready["lastTransitionTime"]
+
+
+async def test_invalid_spec_is_reported_not_retried(running, kube, namespace, js: JetStreamContext) -> None:  # type: ignore[no-untyped-def]
+    # Both model.name and model.image: the seed says exactly one. The 1.20 server has no CEL,
+    # so it accepts the object and the deployer must say why it will not act on it.
+    bad = service("both", namespace, {"model": {"name": "llama", "image": "ghcr.io/x/y:1"}})
+    await kube.create(AIMSVC, bad)
+
+    async def failed() -> dict[str, Any] | None:
+        st = await status_of(kube, namespace, "both")
+        return st if st.get("status") == "Failed" else None
+
+    status = await eventually(failed, what="InvalidSpec to be reported")
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert ready["reason"] == "InvalidSpec"
+    assert "exactly one" in ready["message"]
+    assert status["observedGeneration"] == 1
+
+    # Fixing the spec recovers the object.
+    await kube.patch(AIMSVC, namespace, "both", {"spec": {"model": {"image": None}}})
+    recovered = await eventually(
+        lambda: _status_is(kube, namespace, "both", "Pending"), what="recovery after the fix"
+    )
+    assert recovered["observedGeneration"] == 2
+
+
+async def _status_is(kube: Kube, namespace: str, name: str, value: str) -> dict[str, Any] | None:
+    st = await status_of(kube, namespace, name)
+    return st if st.get("status") == value else None
+
+
+async def test_legacy_group_service_is_reconciled(running, kube, namespace) -> None:  # type: ignore[no-untyped-def]
+    legacy = {
+        "apiVersion": "aim.silogen.ai/v1alpha1",
+        "kind": "AIMService",
+        "metadata": {"name": "legacy", "namespace": namespace},
+        "spec": {"model": {"ref": "meta-llama-3-8b-instruct"}},
+    }
+    await kube.create(LEGACY_AIMSVC, legacy)
+    status = await eventually(
+        lambda: _legacy_pending(kube, namespace), what="legacy AIMService to be Pending"
+    )
+    assert status["observedGeneration"] == 1
+
+
+async def _legacy_pending(kube: Kube, namespace: str) -> dict[str, Any] | None:
+    st = await status_of(kube, namespace, "legacy", LEGACY_AIMSVC)
+    return st if st.get("status") == "Pending" else None
+
+
+async def test_paused_service_is_left_alone(running, kube, namespace, js: JetStreamContext) -> None:  # type: ignore[no-untyped-def]
+    paused = service(
+        "paused",
+        namespace,
+        {"model": {"name": "llama"}},
+        annotations={"aim.eai.amd.com/reconciliation-paused": "true"},
+    )
+    await kube.create(AIMSVC, paused)
+    await kube.create(AIMSVC, service("witness", namespace, {"model": {"name": "llama"}}))
+    await eventually(lambda: _status_is(kube, namespace, "witness", "Pending"), what="witness Pending")
+    await _drained(js, topology.EVENTS_STREAM, "aim-deployer")
+    await _drained(js, topology.STATUS_STREAM, "aim-status")
+    assert await status_of(kube, namespace, "paused") == {}
+
+    # Unpausing hands it back to the operator.
+    await kube.patch(
+        AIMSVC,
+        namespace,
+        "paused",
+        {"metadata": {"annotations": {"aim.eai.amd.com/reconciliation-paused": None}}},
+    )
+    await eventually(lambda: _status_is(kube, namespace, "paused", "Pending"), what="unpaused Pending")
+
+
+async def _drained(js: JetStreamContext, stream: str, durable: str) -> None:
+    async def idle() -> bool:
+        info = await js.consumer_info(stream, durable)
+        return info.num_pending == 0 and info.num_ack_pending == 0
+
+    await eventually(idle, what=f"{durable} to finish its backlog")
+    await asyncio.sleep(0)

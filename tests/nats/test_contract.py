@@ -1,0 +1,170 @@
+"""The NATS contract against a real nats-server with JetStream: dedup, nak delay, max_deliver,
+KV compare-and-set, and the topology owner's idempotence."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+
+import nats
+import pytest
+from nats.aio.client import Client as NatsClient
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
+from nats.js.errors import KeyWrongLastSequenceError
+
+from aimcore.bus import subjects, topology
+from aimcore.bus.errors import PermanentError, TransientError
+from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef
+from aimcore.bus.topology import ConsumerSpec
+from aimcore.kinds import KindRef
+from aimcore.runtime.consumer import Consumer
+from tests.conftest import eventually
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+AIMSVC = KindRef("aim.eai.amd.com", "v1alpha1", "AIMService", "aimservices", True)
+
+
+async def _stream(js: JetStreamContext) -> tuple[str, str]:
+    name = f"T_{secrets.token_hex(4)}"
+    subject = f"t.{name.lower()}"
+    await js.add_stream(StreamConfig(name=name, subjects=[f"{subject}.>"], duplicate_window=60))
+    return name, subject
+
+
+def _event(name: str = "llama.3") -> ChangeEvent:
+    return ChangeEvent(
+        object=ObjectRef.of(AIMSVC, "team-a", name),
+        uid="1b4e28ba-2fa1-11d2-883f-0016d3cca427",
+        resource_version="4711",
+        generation=2,
+        change=ChangeType.MODIFIED,
+    )
+
+
+async def test_duplicate_publish_is_stored_once(js: JetStreamContext) -> None:
+    stream, subject = await _stream(js)
+    event = _event()
+    target = f"{subject}.{subjects.object_tokens(AIMSVC, 'team-a', 'llama.3')}"
+    first = await js.publish(target, event.encode(), headers={"Nats-Msg-Id": event.msg_id})
+    again = _event()  # a second watcher replica observing the same change
+    second = await js.publish(target, again.encode(), headers={"Nats-Msg-Id": again.msg_id})
+    assert not first.duplicate
+    assert second.duplicate
+    assert second.seq == first.seq
+    info = await js.stream_info(stream)
+    assert info.state.messages == 1
+
+
+async def test_nacked_message_returns_after_its_delay(js: JetStreamContext) -> None:
+    stream, subject = await _stream(js)
+    await js.publish(f"{subject}.x", b"payload")
+    psub = await js.pull_subscribe(f"{subject}.>", durable="nak", stream=stream)
+    (msg,) = await psub.fetch(1, timeout=5)
+    assert msg.metadata.num_delivered == 1
+    await msg.nak(delay=3.0)
+    nacked_at = time.monotonic()
+    with pytest.raises(NatsTimeout):
+        await psub.fetch(1, timeout=1.0)  # well inside the delay: nothing comes back
+    (again,) = await psub.fetch(1, timeout=15)
+    assert again.data == b"payload"
+    assert again.metadata.num_delivered == 2
+    assert time.monotonic() - nacked_at >= 2.5
+    await again.ack()
+
+
+async def test_max_deliver_stops_a_poison_message(nats_client: NatsClient, js: JetStreamContext) -> None:
+    stream, subject = await _stream(js)
+    advisories = await nats_client.subscribe(f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{stream}.poison")
+    await js.add_consumer(
+        stream,
+        ConsumerConfig(durable_name="poison", ack_policy=AckPolicy.EXPLICIT, max_deliver=3, ack_wait=5),
+    )
+    await js.publish(f"{subject}.bad", b"poison")
+    psub = await js.pull_subscribe_bind("poison", stream=stream)
+    deliveries = []
+    for _ in range(3):
+        (msg,) = await psub.fetch(1, timeout=5)
+        deliveries.append(msg.metadata.num_delivered)
+        await msg.nak()
+    assert deliveries == [1, 2, 3]
+    with pytest.raises(NatsTimeout):
+        await psub.fetch(1, timeout=1.5)  # a fourth delivery never comes
+    advisory = await advisories.next_msg(timeout=5)
+    assert json.loads(advisory.data)["deliveries"] == 3
+
+
+async def test_kv_compare_and_set_rejects_a_stale_writer(js: JetStreamContext) -> None:
+    kv = await js.create_key_value(bucket=f"cas-{secrets.token_hex(4)}")
+    rev = await kv.create("lease.obj", b"replica-a")
+    newer = await kv.update("lease.obj", b"replica-a-renewed", last=rev)
+    with pytest.raises(KeyWrongLastSequenceError):
+        await kv.update("lease.obj", b"replica-b", last=rev)  # b read before a renewed
+    with pytest.raises(KeyWrongLastSequenceError):
+        await kv.create("lease.obj", b"replica-c")
+    entry = await kv.get("lease.obj")
+    assert entry.value == b"replica-a-renewed"
+    assert entry.revision == newer
+
+
+async def test_topology_is_declared_idempotently_and_updated(nats_factory) -> None:  # type: ignore[no-untyped-def]
+    server = nats_factory()
+    nc = await nats.connect(server.url)
+    try:
+        js = nc.jetstream()
+        await topology.ensure_topology(js)
+        await topology.ensure_topology(js)  # same config again: no error
+        changed = topology.Retention(max_age=3600, max_bytes=1 << 20)
+        await topology.ensure_topology(js, changed)
+        info = await js.stream_info(topology.EVENTS_STREAM)
+        assert info.config.max_age == 3600
+        assert info.config.max_bytes == 1 << 20
+        names = {s.config.name for s in await js.streams_info()}
+        assert {topology.EVENTS_STREAM, topology.STATUS_STREAM, topology.DECISIONS_STREAM} <= names
+        kv = await js.key_value(topology.OBJECTS_BUCKET)
+        assert (await kv.status()).bucket == topology.OBJECTS_BUCKET
+    finally:
+        await nc.close()
+
+
+async def test_consumer_maps_errors_to_ack_and_nak(js: JetStreamContext) -> None:
+    stream, subject = await _stream(js)
+    calls: dict[str, list[int]] = {"ok": [], "invalid": [], "flaky": []}
+
+    async def handler(msg) -> None:  # type: ignore[no-untyped-def]
+        key = msg.subject.rsplit(".", 1)[-1]
+        calls[key].append(msg.metadata.num_delivered)
+        if key == "invalid":
+            raise PermanentError("InvalidSpec", "spec.model: exactly one of name, image, custom")
+        if key == "flaky" and msg.metadata.num_delivered < 3:
+            raise TransientError("not yet", delay=0.2)
+
+    spec = ConsumerSpec(durable="mapper", stream=stream, filter_subjects=[f"{subject}.>"], max_deliver=5)
+    consumer = Consumer(js, spec, handler)
+    stop = asyncio.Event()
+    task = asyncio.create_task(consumer.run(stop))
+    for key in calls:
+        await js.publish(f"{subject}.{key}", b"{}")
+    try:
+        await eventually(lambda: _true(calls["flaky"] == [1, 2, 3]), what="three deliveries of the flaky one")
+
+        async def settled() -> bool:
+            info = await js.consumer_info(stream, "mapper")
+            return not (info.num_ack_pending or info.num_pending)
+
+        await eventually(settled, what="the consumer to settle")
+    finally:
+        stop.set()
+        await task
+    assert calls["ok"] == [1]
+    assert calls["invalid"] == [1]  # permanent: acknowledged, never redelivered
+    assert calls["flaky"] == [1, 2, 3]
+    assert consumer.stats.permanent == 1
+    assert consumer.stats.naked == 2
