@@ -98,7 +98,7 @@ if ! have_src; then
 fi
 
 # Python toolchain: uv from PyPI.
-if ! command -v uv >/dev/null 2>&1; then
+if ! python3 -m uv --version >/dev/null 2>&1; then
   log "installing uv"
   python3 -m pip install -q uv
 fi

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Every check the project has, from a fresh machine: install what is missing (once per machine),
+# then lint, types, CRD drift, and the test suite against real servers. Extra args go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+uv() { python3 -m uv "$@"; }
+uv sync --frozen --quiet
+echo "== ruff"; uv run ruff check . && uv run ruff format --check .
+echo "== mypy"; uv run mypy libs/aimcore/src services/*/src
+echo "== crd drift"; uv run aimctl crds generate --check
+echo "== pytest"; uv run pytest "$@"

@@ -1,0 +1,63 @@
+"""The embedded default as the README tells a newcomer to use it: ``aimctl up --detach --demo``
+brings everything up, writes the kubeconfig into ``$AIM_HOME``, shows the sample AIMService
+Pending; kubectl then sees every CRD; ``aimctl down`` stops every process it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from aimcore.crds.registry import ALL_KINDS
+from aimcore.local import binaries
+
+
+def aimctl(home: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AIM_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "aimcore.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_up_detach_demo_then_down(tmp_path: Path) -> None:
+    home = tmp_path / "aim-home"
+    try:
+        up = aimctl(home, "up", "--detach", "--demo")
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert f"export KUBECONFIG={home / 'kubeconfig'}" in up.stdout
+        pending_row = [line for line in up.stdout.splitlines() if line.startswith("qwen3-chat")]
+        assert pending_row and pending_row[0].split()[1] == "Pending", up.stdout
+
+        state = json.loads((home / "state.json").read_text())
+        pids = state["pids"]
+        assert {"etcd", "kube-apiserver", "kube-controller-manager", "nats-server"} <= set(pids)
+        assert {
+            f"aim-{s}" for s in ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
+        } <= set(pids)
+        crds = subprocess.run(
+            [binaries.kubectl(), "--kubeconfig", str(home / "kubeconfig"), "get", "crd", "-o", "name"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for kind in ALL_KINDS:
+            assert kind.crd.crd_name in crds
+    finally:
+        down = aimctl(home, "down")
+    assert down.returncode == 0
+    assert not (home / "state.json").exists()
+    assert [name for name, pid in pids.items() if alive(pid)] == []
