@@ -183,6 +183,9 @@ def test_dev_overlay_renders(base: list[Obj]) -> None:
     }
     for dep in of_kind(dev, "Deployment").values():
         assert [c["image"] for c in containers(dep)] == ["aim-engine-py:dev"]
+        assert dep["spec"]["replicas"] == 1
+    for hpa in of_kind(dev, "HorizontalPodAutoscaler").values():
+        assert hpa["spec"]["minReplicas"] == 1
 
 
 # -- against the real API server -----------------------------------------------------------------

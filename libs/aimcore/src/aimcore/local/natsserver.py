@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aimcore.local import binaries
-from aimcore.local.processes import ManagedProcess, free_port
+from aimcore.local.processes import ManagedProcess, ProcessFailed, free_port
 
 
 @dataclass
@@ -23,7 +23,19 @@ class NatsServer:
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> NatsServer:
+    def start(self, timeout: float = 30.0, attempts: int = 3) -> NatsServer:
+        """Start the server; a port taken between choosing and binding it is retried on new ports."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start(timeout)
+            except ProcessFailed:
+                self.stop()
+                if attempt == attempts:
+                    raise
+                self.port, self.monitor_port = free_port(), free_port()
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> NatsServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.process = ManagedProcess(
             "nats-server",
@@ -66,4 +78,4 @@ class NatsServer:
     def restart(self, timeout: float = 30.0) -> None:
         """Stop and start on the same ports and store (for reliability tests)."""
         self.stop()
-        self.start(timeout)
+        self._start(timeout)
