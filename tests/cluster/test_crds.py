@@ -5,7 +5,6 @@ accepted without the server pruning any of its fields."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,23 +15,14 @@ from aimcore.crds.registry import ALL_KINDS
 from aimcore.kinds import by_kind
 from aimcore.kube.client import Kube
 from aimcore.kube.crds import CRD
-from aimcore.local import binaries
 from aimcore.local.cluster import ControlPlane
-from tests import seeds
+from tests import helpers, seeds
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def kubectl(cp: ControlPlane, *args: str) -> str:
-    done = subprocess.run(
-        [binaries.kubectl(), "--kubeconfig", str(cp.kubeconfig_path), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    return helpers.kubectl(*args, kubeconfig=cp.kubeconfig_path)
 
 
 def test_committed_crds_match_the_models() -> None:

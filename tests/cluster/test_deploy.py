@@ -6,7 +6,6 @@ overlay renders; the compose file and the Dockerfile agree with the services' co
 from __future__ import annotations
 
 import re
-import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +16,8 @@ import yaml
 
 from aimcore.kinds import KindRef
 from aimcore.kube.client import ApiException, Kube
-from aimcore.local import binaries
 from aimcore.local.cluster import ControlPlane
+from tests import helpers
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = REPO / "deploy" / "base"
@@ -33,13 +32,7 @@ Obj = dict[str, Any]
 
 
 def run_kubectl(*args: str, kubeconfig: Path | None = None, check: bool = True) -> str:
-    cmd = [binaries.kubectl()]
-    if kubeconfig is not None:
-        cmd += ["--kubeconfig", str(kubeconfig)]
-    done = subprocess.run([*cmd, *args], capture_output=True, text=True, check=False, timeout=120)
-    if check:
-        assert done.returncode == 0, f"kubectl {' '.join(args)}:\n{done.stderr}"
-    return done.stdout
+    return helpers.kubectl(*args, kubeconfig=kubeconfig, check=check)
 
 
 def render(path: Path) -> list[Obj]:

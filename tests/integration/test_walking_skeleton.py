@@ -5,7 +5,6 @@ generation observed; invalid specs get ``InvalidSpec``; paused objects are left 
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from typing import Any
 
 import yaml
@@ -14,25 +13,16 @@ from nats.js import JetStreamContext
 from aimcore.bus import topology
 from aimcore.kinds import by_kind
 from aimcore.kube.client import Kube
-from aimcore.local import binaries
 from aimcore.testing.plugin import LocalServers
-from tests.conftest import eventually
+from tests import helpers
+from tests.helpers import eventually
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
 LEGACY_AIMSVC = by_kind("aim.silogen.ai", "AIMService")
 
 
 def kubectl(servers: LocalServers, *args: str, stdin: str | None = None) -> str:
-    done = subprocess.run(
-        [binaries.kubectl(), "--kubeconfig", servers.kubeconfig, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    return helpers.kubectl(*args, kubeconfig=servers.kubeconfig, stdin=stdin)
 
 
 def service(name: str, namespace: str, spec: dict[str, Any], **meta: Any) -> dict[str, Any]:

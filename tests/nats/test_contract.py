@@ -22,7 +22,7 @@ from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.bus.topology import ConsumerSpec
 from aimcore.kinds import KindRef
 from aimcore.runtime.consumer import Consumer
-from tests.conftest import eventually
+from tests.helpers import eventually
 
 
 async def _true(value: bool) -> bool:

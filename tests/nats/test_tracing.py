@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from aimcore.bus import tracing
 from aimcore.bus.topology import ConsumerSpec
 from aimcore.runtime.consumer import Consumer
-from tests.conftest import eventually
+from tests.helpers import eventually
 
 
 @pytest.fixture(scope="module")

@@ -25,13 +25,7 @@ DEMO_SERVICE: dict[str, Any] = {
 
 
 def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [binaries.kubectl(), "--kubeconfig", str(kubeconfig), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return binaries.run_kubectl(*args, kubeconfig=kubeconfig, stdin=stdin)
 
 
 def _demo(kubeconfig: Path, timeout: float = 60.0) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -37,3 +38,18 @@ def find(name: str) -> str:
 def kubectl() -> str:
     """Debian's kubectl 1.20 (matching the local API server) if bootstrapped, else any kubectl."""
     return find("kubectl")
+
+
+def run_kubectl(
+    *args: str, kubeconfig: str | Path | None = None, stdin: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run kubectl (against ``kubeconfig`` if given), capturing its output."""
+    config = ["--kubeconfig", str(kubeconfig)] if kubeconfig else []
+    return subprocess.run(
+        [kubectl(), *config, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )

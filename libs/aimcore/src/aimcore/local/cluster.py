@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from aimcore.local import binaries
-from aimcore.local.processes import ManagedProcess, ProcessFailed, free_port, port_open
+from aimcore.local.processes import ManagedProcess, free_port, port_open, start_with_retries
 
 
 @dataclass
@@ -68,15 +68,11 @@ class ControlPlane:
 
     def start(self, timeout: float = 90.0, attempts: int = 3) -> ControlPlane:
         """Start all three; a port taken between choosing and binding it is retried on new ports."""
-        for attempt in range(1, attempts + 1):
-            try:
-                return self._start(timeout)
-            except ProcessFailed:
-                self.stop()
-                if attempt == attempts:
-                    raise
-                self.etcd_port, self.apiserver_port = free_port(), free_port()
-        raise AssertionError("unreachable")
+
+        def new_ports() -> None:
+            self.etcd_port, self.apiserver_port = free_port(), free_port()
+
+        return start_with_retries(lambda: self._start(timeout), self.stop, new_ports, attempts)
 
     def _start(self, timeout: float) -> ControlPlane:
         self.workdir.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aimcore.local import binaries
-from aimcore.local.processes import ManagedProcess, ProcessFailed, free_port
+from aimcore.local.processes import ManagedProcess, free_port, start_with_retries
 
 
 @dataclass
@@ -25,15 +25,11 @@ class NatsServer:
 
     def start(self, timeout: float = 30.0, attempts: int = 3) -> NatsServer:
         """Start the server; a port taken between choosing and binding it is retried on new ports."""
-        for attempt in range(1, attempts + 1):
-            try:
-                return self._start(timeout)
-            except ProcessFailed:
-                self.stop()
-                if attempt == attempts:
-                    raise
-                self.port, self.monitor_port = free_port(), free_port()
-        raise AssertionError("unreachable")
+
+        def new_ports() -> None:
+            self.port, self.monitor_port = free_port(), free_port()
+
+        return start_with_retries(lambda: self._start(timeout), self.stop, new_ports, attempts)
 
     def _start(self, timeout: float) -> NatsServer:
         self.workdir.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 _PR_SET_PDEATHSIG = 1
 
@@ -46,6 +47,25 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
 
 class ProcessFailed(RuntimeError):
     pass
+
+
+T = TypeVar("T")
+
+
+def start_with_retries(
+    start: Callable[[], T], stop: Callable[[], None], new_ports: Callable[[], None], attempts: int = 3
+) -> T:
+    """Run ``start``; if a server fails (typically a port taken between choosing and binding it),
+    stop what started, pick new ports and try again."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return start()
+        except ProcessFailed:
+            stop()
+            if attempt == attempts:
+                raise
+            new_ports()
+    raise AssertionError("unreachable")
 
 
 class ManagedProcess:
