@@ -8,13 +8,10 @@ shared harness. Model resolution, template selection and the InferenceService co
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from aimcore.bus.messages import ConditionReport
-from aimcore.crds.base import Resource
-from aimcore.kinds import KindRef, by_kind
-from aimcore.runtime.reconciler import run_reconciler
-from aimcore.runtime.report import Reporter
+from aimcore.kinds import by_kind
+from aimcore.runtime.reconciler import Controller, Request, Result, run_controller
 from aimcore.service import ServiceContext, run_service
 
 SERVICE_KINDS = (by_kind("aim.eai.amd.com", "AIMService"), by_kind("aim.silogen.ai", "AIMService"))
@@ -34,13 +31,13 @@ def pending_conditions() -> list[ConditionReport]:
     ]
 
 
+async def reconcile(request: Request) -> Result | None:
+    await request.reporter.report(request.ref, request.obj, pending_conditions(), {"status": PENDING})
+    return None
+
+
 async def main(ctx: ServiceContext) -> None:
-    reporter = Reporter(ctx.js, ctx.name)
-
-    async def reconcile(ref: KindRef, resource: Resource, obj: dict[str, Any]) -> None:
-        await reporter.report(ref, obj, pending_conditions(), {"status": PENDING})
-
-    await run_reconciler(ctx, SERVICE_KINDS, reconcile, reporter)
+    await run_controller(ctx, Controller(ctx.name, SERVICE_KINDS, reconcile))
 
 
 def run() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from aimcore.kinds import KindRef
-from aimcore.runtime.reconciler import kinds_of, run_reconciler, validate_only
+from aimcore.runtime.reconciler import Controller, kinds_of, run_controller, validate_only
 from aimcore.service import ServiceContext, run_service
 
 
@@ -17,7 +17,7 @@ def kinds() -> tuple[KindRef, ...]:
 
 
 async def main(ctx: ServiceContext) -> None:
-    await run_reconciler(ctx, kinds(), validate_only())
+    await run_controller(ctx, Controller(ctx.name, kinds(), validate_only))
 
 
 def run() -> None:

@@ -23,6 +23,7 @@ class ChangeType(StrEnum):
     MODIFIED = "modified"
     DELETED = "deleted"
     RESYNC = "resync"
+    REQUEUE = "requeue"
 
 
 class Message(BaseModel):

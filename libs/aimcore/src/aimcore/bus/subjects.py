@@ -10,6 +10,7 @@ Layout (``{g}`` group alias, ``{k}`` kind, ``{ns}`` namespace or ``_`` for clust
 - change events:   ``aim.events.{g}.{k}.{ns}.{name}``
 - status reports:  ``aim.status.{g}.{k}.{ns}.{name}``
 - decisions:       ``aim.decisions.{service}.{g}.{k}.{ns}.{name}``
+- requeues:        ``aim.requeue.{service}.{g}.{k}.{ns}.{name}`` (a service's own time-based work)
 - object mirror:   KV ``aim-objects`` key ``{g}.{k}.{ns}.{name}``
 """
 
@@ -22,6 +23,7 @@ from aimcore.kinds import KindRef
 EVENTS_PREFIX = "aim.events"
 STATUS_PREFIX = "aim.status"
 DECISIONS_PREFIX = "aim.decisions"
+REQUEUE_PREFIX = "aim.requeue"
 CLUSTER_SCOPE = "_"
 
 _SAFE = re.compile(rb"[-_a-zA-Z0-9]")
@@ -90,6 +92,10 @@ def status_subject(ref: KindRef, namespace: str | None, name: str) -> str:
 
 def decision_subject(service: str, ref: KindRef, namespace: str | None, name: str) -> str:
     return f"{DECISIONS_PREFIX}.{escape(service)}.{object_tokens(ref, namespace, name)}"
+
+
+def requeue_subject(service: str, ref: KindRef, namespace: str | None, name: str) -> str:
+    return f"{REQUEUE_PREFIX}.{escape(service)}.{object_tokens(ref, namespace, name)}"
 
 
 def object_key(ref: KindRef, namespace: str | None, name: str) -> str:

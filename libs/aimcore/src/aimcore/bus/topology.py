@@ -38,6 +38,7 @@ STATUS_STREAM = "AIM_STATUS"
 DECISIONS_STREAM = "AIM_DECISIONS"
 OBJECTS_BUCKET = "aim-objects"
 LEASES_BUCKET = "aim-leases"
+DIRTY_BUCKET = "aim-dirty"
 
 DAY = 86_400.0
 GIB = 1 << 30
@@ -62,11 +63,11 @@ class Retention:
 def stream_configs(retention: Retention | None = None) -> list[StreamConfig]:
     r = retention or Retention()
 
-    def make(name: str, subject: str, description: str) -> StreamConfig:
+    def make(name: str, subject: str, description: str, *more: str) -> StreamConfig:
         return StreamConfig(
             name=name,
             description=description,
-            subjects=[f"{subject}.>"],
+            subjects=[f"{s}.>" for s in (subject, *more)],
             retention=RetentionPolicy.LIMITS,
             storage=StorageType.FILE,
             max_age=r.max_age,
@@ -75,7 +76,12 @@ def stream_configs(retention: Retention | None = None) -> list[StreamConfig]:
         )
 
     return [
-        make(EVENTS_STREAM, subjects.EVENTS_PREFIX, "Change events observed by the watcher"),
+        make(
+            EVENTS_STREAM,
+            subjects.EVENTS_PREFIX,
+            "Change events observed by the watcher, and services' own requeues",
+            subjects.REQUEUE_PREFIX,
+        ),
         make(STATUS_STREAM, subjects.STATUS_PREFIX, "Status reports from the services"),
         make(DECISIONS_STREAM, subjects.DECISIONS_PREFIX, "Explained decisions, for audit"),
     ]
@@ -94,7 +100,13 @@ def bucket_configs() -> list[KeyValueConfig]:
             description="Per-object reconcile leases (compare-and-set, short TTL)",
             history=1,
             ttl=30.0,
-            storage=StorageType.MEMORY,
+            storage=StorageType.FILE,
+        ),
+        KeyValueConfig(
+            bucket=DIRTY_BUCKET,
+            description="Triggers that arrived while another replica held an object's lease",
+            history=1,
+            storage=StorageType.FILE,
         ),
     ]
 
@@ -164,3 +176,7 @@ async def wait_for_stream(js: JetStreamContext, stream: str, stop: asyncio.Event
             log.info("waiting for stream %s", stream)
             await asyncio.sleep(1.0)
     return False
+
+
+async def leases_buckets(js: JetStreamContext) -> tuple[KeyValue, KeyValue]:
+    return await js.key_value(LEASES_BUCKET), await js.key_value(DIRTY_BUCKET)

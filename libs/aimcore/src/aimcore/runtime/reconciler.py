@@ -1,26 +1,41 @@
-"""The part of every controller that is the same everywhere: turn a change event into the current
-object (from the KV mirror, never older than the event), skip deleted and paused objects, validate
-the spec by parsing it, and report ``InvalidSpec`` instead of retrying invalid input. What remains
-for a service is one ``reconcile(ref, resource, obj)`` function.
+"""The reconcile runtime every service runs on, so none re-invents it (DESIGN §2.3-2.7).
+
+A service declares a :class:`Controller`: the primary kinds it reconciles, the dependency kinds it
+watches with a function mapping a dependency's change to the primaries that depend on it (as
+controller-runtime's ``Watches``), indexes for its lookups, and one ``reconcile`` function. The
+runtime then:
+
+- consumes change events through the service's durable consumer (replicas share it);
+- keeps an informer cache of the primary and dependency kinds, fed by the KV mirror;
+- takes the object's lease (one reconcile per object across replicas, no lost trigger);
+- reads the object never older than the event, skips deleted and paused objects;
+- validates the spec by parsing it and reports ``InvalidSpec`` instead of retrying invalid input;
+- runs ``reconcile``; a transient error is retried with backoff through a nak, a
+  :class:`Result` with ``requeue_after`` schedules the object again (time-based work).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from nats.aio.msg import Msg
+from nats.js import JetStreamContext
 from pydantic import ValidationError
 
-from aimcore.bus import subjects, topology
-from aimcore.bus.messages import ChangeEvent, ChangeType, ConditionReport
+from aimcore.bus import subjects, topology, tracing
+from aimcore.bus.messages import ChangeEvent, ChangeType, ConditionReport, ObjectRef
 from aimcore.bus.topology import ConsumerSpec
 from aimcore.crds.base import Resource
 from aimcore.crds.validation import INVALID_SPEC, describe, parse
 from aimcore.kinds import KindRef, by_kind
 from aimcore.runtime.consumer import Consumer
-from aimcore.runtime.mirror import Mirror
+from aimcore.runtime.informer import Indexer, Informer
+from aimcore.runtime.lease import ObjectLeases
 from aimcore.runtime.report import Reporter
 from aimcore.service import ServiceContext
 from aimcore.status.compose import is_paused
@@ -28,22 +43,63 @@ from aimcore.status.compose import is_paused
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-Reconcile = Callable[[KindRef, Resource, Obj], Awaitable[None]]
+Target = tuple[KindRef, str | None, str]
 
 FAILED = "Failed"
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a reconcile asks of the runtime beyond its writes."""
+
+    requeue_after: float | None = None
+
+
+@dataclass
+class Request:
+    """Everything a reconcile needs about one object."""
+
+    ref: KindRef
+    resource: Resource
+    obj: Obj
+    informer: Informer
+    reporter: Reporter
+
+    @property
+    def namespace(self) -> str | None:
+        ns: str | None = self.obj["metadata"].get("namespace")
+        return ns
+
+    @property
+    def name(self) -> str:
+        name: str = self.obj["metadata"]["name"]
+        return name
+
+
+Reconcile = Callable[[Request], Awaitable[Result | None]]
+Mapper = Callable[[ChangeEvent, Obj | None, Informer], Iterable[Target]]
+
+
+@dataclass(frozen=True)
+class Watch:
+    """A dependency: changes of ``kind`` enqueue the primaries ``mapper`` returns."""
+
+    kind: KindRef
+    mapper: Mapper
+
+
+@dataclass
+class Controller:
+    service: str
+    kinds: Sequence[KindRef]
+    reconcile: Reconcile
+    watches: Sequence[Watch] = ()
+    indexers: dict[str, Indexer] = field(default_factory=dict)
 
 
 def failed_fields(ref: KindRef) -> dict[str, Any]:
     """The top-level status field that says "failed" for a kind (LLMKube uses ``phase``)."""
     return {"phase": FAILED} if ref.group == "inference.llmkube.dev" else {"status": FAILED}
-
-
-def event_consumer(service: str, kinds: Sequence[KindRef]) -> ConsumerSpec:
-    return ConsumerSpec(
-        durable=f"aim-{service}",
-        stream=topology.EVENTS_STREAM,
-        filter_subjects=[subjects.kind_filter(subjects.EVENTS_PREFIX, k) for k in kinds],
-    )
 
 
 def invalid_spec_conditions(message: str) -> list[ConditionReport]:
@@ -53,24 +109,74 @@ def invalid_spec_conditions(message: str) -> list[ConditionReport]:
     ]
 
 
-class EventHandler:
-    """Callable for :class:`~aimcore.runtime.consumer.Consumer`: event in, reconcile out."""
+def event_consumer(controller: Controller) -> ConsumerSpec:
+    kinds = [*controller.kinds, *(w.kind for w in controller.watches)]
+    filters = [subjects.kind_filter(subjects.EVENTS_PREFIX, k) for k in dict.fromkeys(kinds)]
+    filters.append(f"{subjects.REQUEUE_PREFIX}.{subjects.escape(controller.service)}.>")
+    return ConsumerSpec(
+        durable=f"aim-{controller.service}", stream=topology.EVENTS_STREAM, filter_subjects=filters
+    )
 
-    def __init__(self, mirror: Mirror, reporter: Reporter, reconcile: Reconcile) -> None:
-        self.mirror = mirror
+
+class Runtime:
+    """Runs one :class:`Controller` against the bus."""
+
+    def __init__(
+        self,
+        js: JetStreamContext,
+        controller: Controller,
+        informer: Informer,
+        leases: ObjectLeases,
+        reporter: Reporter,
+    ) -> None:
+        self.js = js
+        self.controller = controller
+        self.informer = informer
+        self.leases = leases
         self.reporter = reporter
-        self.reconcile = reconcile
+        self.primaries = {(k.group, k.kind) for k in controller.kinds}
+        self.watches = {(w.kind.group, w.kind.kind): w for w in controller.watches}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._publishing: set[asyncio.Task[Any]] = set()
+        self.reconciled = 0
 
-    async def __call__(self, msg: Msg) -> None:
+    async def handle(self, msg: Msg) -> None:
         event = ChangeEvent.model_validate_json(msg.data)
-        if event.change is ChangeType.DELETED:
+        identity = (event.object.group, event.object.kind)
+        if identity in self.primaries:
+            if event.change is ChangeType.DELETED:
+                return  # children go with their owner references
+            ref = by_kind(*identity)
+            await self.reconcile_object(
+                ref, event.object.namespace, event.object.name, event.resource_version
+            )
             return
-        ref = by_kind(event.object.group, event.object.kind)
-        obj = await self.mirror.get(
-            ref, event.object.namespace, event.object.name, at_least=event.resource_version
-        )
-        if obj is None or is_paused(obj):
+        watch = self.watches.get(identity)
+        if watch is None:
             return
+        ref = by_kind(*identity)
+        dep = None
+        if event.change is not ChangeType.DELETED:
+            dep = await self.informer.wait_for(
+                ref, event.object.namespace, event.object.name, event.resource_version
+            )
+        for target_ref, ns, name in dict.fromkeys(watch.mapper(event, dep, self.informer)):
+            await self.reconcile_object(target_ref, ns, name, None)
+
+    async def reconcile_object(
+        self, ref: KindRef, namespace: str | None, name: str, at_least: str | None
+    ) -> None:
+        key = subjects.object_key(ref, namespace, name)
+
+        async def work() -> None:
+            obj = await self.informer.wait_for(ref, namespace, name, at_least)
+            if obj is None or is_paused(obj):
+                return
+            await self._reconcile(ref, obj)
+
+        await self.leases.run_exclusive(key, work)
+
+    async def _reconcile(self, ref: KindRef, obj: Obj) -> None:
         try:
             resource = parse(obj)
         except ValidationError as exc:
@@ -78,29 +184,68 @@ class EventHandler:
             if await self.reporter.report(ref, obj, invalid_spec_conditions(message), failed_fields(ref)):
                 await self.reporter.decide(ref, obj, "reject", INVALID_SPEC, message)
             return
-        await self.reconcile(ref, resource, obj)
+        result = await self.controller.reconcile(Request(ref, resource, obj, self.informer, self.reporter))
+        self.reconciled += 1
+        if result and result.requeue_after is not None:
+            self._schedule(ref, obj, result.requeue_after)
+
+    def _schedule(self, ref: KindRef, obj: Obj, delay: float) -> None:
+        """Publish a requeue for this service after ``delay`` (lost with the replica: the periodic
+        resync covers that)."""
+        meta = obj["metadata"]
+        key = subjects.object_key(ref, meta.get("namespace"), meta["name"])
+        if (old := self._timers.pop(key, None)) is not None:
+            old.cancel()
+        due = int(time.time() + delay)
+        event = ChangeEvent(
+            object=ObjectRef.of(ref, meta.get("namespace"), meta["name"]),
+            uid=meta.get("uid", ""),
+            resource_version=str(meta.get("resourceVersion", "")),
+            generation=meta.get("generation"),
+            change=ChangeType.REQUEUE,
+        )
+        subject = subjects.requeue_subject(self.controller.service, ref, meta.get("namespace"), meta["name"])
+        headers = {"Nats-Msg-Id": f"requeue:{event.uid}:{event.resource_version}:{due}"}
+
+        def fire() -> None:
+            self._timers.pop(key, None)
+            task = asyncio.create_task(
+                self.js.publish(subject, event.encode(), headers=tracing.inject(headers))
+            )
+            self._publishing.add(task)
+            task.add_done_callback(self._publishing.discard)
+
+        self._timers[key] = asyncio.get_running_loop().call_later(delay, fire)
 
 
-async def run_reconciler(
-    ctx: ServiceContext, kinds: Sequence[KindRef], reconcile: Reconcile, reporter: Reporter | None = None
-) -> None:
-    """Consume change events for ``kinds`` with this service's durable consumer until stopped."""
+async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime | None:
+    """Run ``controller`` until the service stops."""
     if not await topology.wait_for_stream(ctx.js, topology.EVENTS_STREAM, ctx.stop):
-        return
-    mirror = Mirror(await topology.objects_bucket(ctx.js))
-    handler = EventHandler(mirror, reporter or Reporter(ctx.js, ctx.name), reconcile)
-    await Consumer(ctx.js, event_consumer(ctx.name, kinds), handler).run(ctx.stop)
-
-
-def validate_only() -> Reconcile:
-    """A reconcile for kinds whose controller is not built yet: validation (done by the harness)
-    is all that happens, and nothing else is claimed."""
-
-    async def reconcile(ref: KindRef, resource: Resource, obj: Obj) -> None:
-        log.debug("%s %s is valid; no controller for it yet", ref.short, obj["metadata"]["name"])
-
-    return reconcile
+        return None
+    kinds = list(dict.fromkeys([*controller.kinds, *(w.kind for w in controller.watches)]))
+    informer = Informer(await topology.objects_bucket(ctx.js), kinds, controller.indexers)
+    await informer.start()
+    leases_kv, dirty_kv = await topology.leases_buckets(ctx.js)
+    runtime = Runtime(
+        ctx.js,
+        controller,
+        informer,
+        ObjectLeases(leases_kv, dirty_kv, controller.service),
+        Reporter(ctx.js, ctx.name),
+    )
+    try:
+        await Consumer(ctx.js, event_consumer(controller), runtime.handle).run(ctx.stop)
+    finally:
+        await informer.stop()
+    return runtime
 
 
 def kinds_of(group: str, *names: str) -> tuple[KindRef, ...]:
     return tuple(by_kind(group, n) for n in names)
+
+
+async def validate_only(request: Request) -> Result | None:
+    """The reconcile of kinds whose controller is not built yet: validation (done by the runtime)
+    is all that happens, and nothing else is claimed."""
+    log.debug("%s %s is valid; no controller for it yet", request.ref.short, request.name)
+    return None

@@ -1,0 +1,181 @@
+"""An informer-like local cache of the objects a service needs, fed by watching the KV mirror.
+
+The watcher is the only process that watches the API server; each service replica keeps its own
+in-memory copy of the kinds it cares about by watching the mirror bucket (one KV watch per kind),
+and looks objects up locally: by key, by label, by owner, or by any field a service registers an
+index for (``spec.modelName``, ``spec.model.image``...). Reads never go back in time: a reader
+handling an event waits until the cache has caught up with that event's resourceVersion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from nats.js.errors import KeyDeletedError, KeyNotFoundError
+from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
+
+from aimcore.bus import subjects
+from aimcore.bus.errors import TransientError
+from aimcore.kinds import KindRef
+from aimcore.runtime.versions import rv_int
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+Indexer = Callable[[Obj], Iterable[str]]
+Key = str  # the mirror key: subjects.object_key(ref, namespace, name)
+
+
+def owner_uids(obj: Obj) -> Iterable[str]:
+    return [o["uid"] for o in obj.get("metadata", {}).get("ownerReferences") or [] if "uid" in o]
+
+
+def field_indexer(*path: str) -> Indexer:
+    """Index by the string value at ``path`` (for example ``field_indexer("spec", "modelName")``)."""
+
+    def index(obj: Obj) -> Iterable[str]:
+        node: Any = obj
+        for part in path:
+            if not isinstance(node, dict):
+                return []
+            node = node.get(part)
+        return [node] if isinstance(node, str) and node else []
+
+    return index
+
+
+class Informer:
+    def __init__(
+        self, kv: KeyValue, kinds: Sequence[KindRef], indexers: dict[str, Indexer] | None = None
+    ) -> None:
+        self.kv = kv
+        self.kinds = list(kinds)
+        self.indexers: dict[str, Indexer] = {"owner": owner_uids, **(indexers or {})}
+        self.objects: dict[Key, Obj] = {}
+        self._index: dict[str, dict[str, set[Key]]] = {name: defaultdict(set) for name in self.indexers}
+        self._indexed_values: dict[Key, dict[str, list[str]]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self.synced = asyncio.Event()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start one KV watch per kind; returns once the current state is loaded."""
+        initial = [asyncio.Event() for _ in self.kinds]
+        for ref, done in zip(self.kinds, initial, strict=True):
+            prefix = f"{subjects.group_token(ref.group)}.{ref.kind}.>"
+            self._tasks.append(asyncio.create_task(self._follow(prefix, done)))
+        await asyncio.gather(*(e.wait() for e in initial))
+        self.synced.set()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _follow(self, prefix: str, initial_done: asyncio.Event) -> None:
+        while True:
+            watcher = await self.kv.watch(prefix)
+            try:
+                async for entry in watcher:
+                    if entry is None:  # the end of the current values
+                        initial_done.set()
+                        continue
+                    if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
+                        self._remove(entry.key)
+                    else:
+                        self._store(entry.key, json.loads(entry.value))
+            except Exception as exc:  # a NATS outage: watch again (current values are re-sent)
+                log.warning("mirror watch %s failed (%r); re-watching", prefix, exc)
+                await asyncio.sleep(1.0)
+            finally:
+                with contextlib.suppress(Exception):
+                    await watcher.stop()  # type: ignore[no-untyped-call]
+
+    # -- updates -----------------------------------------------------------------------------
+
+    def _store(self, key: Key, obj: Obj) -> None:
+        old = self.objects.get(key)
+        if old is not None and rv_int(_rv(old)) > rv_int(_rv(obj)):
+            return  # never go back in time (a lagging writer)
+        self._unindex(key)
+        self.objects[key] = obj
+        values = {name: list(fn(obj)) for name, fn in self.indexers.items()}
+        self._indexed_values[key] = values
+        for name, vals in values.items():
+            for v in vals:
+                self._index[name][v].add(key)
+
+    def _remove(self, key: Key) -> None:
+        self._unindex(key)
+        self.objects.pop(key, None)
+
+    def _unindex(self, key: Key) -> None:
+        for name, vals in self._indexed_values.pop(key, {}).items():
+            for v in vals:
+                keys = self._index[name].get(v)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self._index[name][v]
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(self, ref: KindRef, namespace: str | None, name: str) -> Obj | None:
+        return self.objects.get(subjects.object_key(ref, namespace, name))
+
+    async def wait_for(
+        self, ref: KindRef, namespace: str | None, name: str, at_least: str | None
+    ) -> Obj | None:
+        """The object at resourceVersion ``at_least`` or newer; ``None`` if it no longer exists.
+
+        A cache miss or an older copy means the KV watch has not caught up yet (or the object is
+        gone): the mirror itself is read then, which is authoritative."""
+        key = subjects.object_key(ref, namespace, name)
+        want = rv_int(at_least)
+        obj = self.objects.get(key)
+        if obj is not None and rv_int(_rv(obj)) >= want:
+            return obj
+        try:
+            entry = await self.kv.get(key)
+        except (KeyNotFoundError, KeyDeletedError):
+            return None
+        if not entry.value:
+            return None
+        fresh: Obj = json.loads(entry.value)
+        self._store(key, fresh)
+        if rv_int(_rv(fresh)) < want:
+            raise TransientError(f"mirror of {key} is at {_rv(fresh)}, older than {at_least}")
+        return fresh
+
+    def by_index(self, index: str, value: str) -> list[Obj]:
+        return [self.objects[k] for k in sorted(self._index[index].get(value, ()))]
+
+    def list(
+        self, ref: KindRef, namespace: str | None = None, labels: dict[str, str] | None = None
+    ) -> list[Obj]:
+        prefix = f"{subjects.group_token(ref.group)}.{ref.kind}."
+        if namespace is not None and ref.namespaced:
+            prefix += f"{subjects.ns_token(namespace)}."
+        out = []
+        for key, obj in self.objects.items():
+            if not key.startswith(prefix):
+                continue
+            have = obj.get("metadata", {}).get("labels") or {}
+            if labels and any(have.get(k) != v for k, v in labels.items()):
+                continue
+            out.append(obj)
+        return out
+
+
+def _rv(obj: Obj) -> str | None:
+    rv = obj.get("metadata", {}).get("resourceVersion")
+    return str(rv) if rv is not None else None

@@ -1,0 +1,98 @@
+"""The informer cache fed by a real KV bucket: indexes follow updates and deletes, reads never go
+back in time, and a cache miss falls back to the mirror itself."""
+
+from __future__ import annotations
+
+import json
+import secrets
+
+import pytest
+from nats.js import JetStreamContext
+
+from aimcore.bus import subjects
+from aimcore.bus.errors import TransientError
+from aimcore.kinds import by_kind
+from aimcore.runtime.informer import Informer, field_indexer
+from tests.helpers import eventually
+
+TEMPLATE = by_kind("aim.eai.amd.com", "AIMServiceTemplate")
+SERVICE = by_kind("aim.eai.amd.com", "AIMService")
+
+
+def template(name: str, model: str, rv: int, owner: str | None = None) -> dict[str, object]:
+    meta: dict[str, object] = {
+        "name": name,
+        "namespace": "ns",
+        "resourceVersion": str(rv),
+        "uid": f"u-{name}",
+    }
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "X", "name": "o", "uid": owner}]
+    return {
+        "apiVersion": TEMPLATE.api_version,
+        "kind": TEMPLATE.kind,
+        "metadata": meta,
+        "spec": {"modelName": model},
+    }
+
+
+async def put(kv, obj) -> None:  # type: ignore[no-untyped-def]
+    meta = obj["metadata"]
+    await kv.put(subjects.object_key(TEMPLATE, meta["namespace"], meta["name"]), json.dumps(obj).encode())
+
+
+async def test_indexes_follow_updates_and_deletes(js: JetStreamContext) -> None:
+    kv = await js.create_key_value(bucket=f"mirror-{secrets.token_hex(4)}")
+    await put(kv, template("t.1", "llama", 10, owner="svc-uid"))
+    informer = Informer(kv, [TEMPLATE, SERVICE], {"model": field_indexer("spec", "modelName")})
+    await informer.start()
+    try:
+        assert [o["metadata"]["name"] for o in informer.by_index("model", "llama")] == ["t.1"]
+        assert [o["metadata"]["name"] for o in informer.by_index("owner", "svc-uid")] == ["t.1"]
+
+        await put(kv, template("t.1", "qwen", 11))
+        await put(kv, template("t.2", "qwen", 12))
+
+        async def moved() -> bool:
+            return len(informer.by_index("model", "qwen")) == 2
+
+        await eventually(moved, what="the index to follow the update")
+        assert informer.by_index("model", "llama") == []
+        assert informer.by_index("owner", "svc-uid") == []
+
+        await kv.delete(subjects.object_key(TEMPLATE, "ns", "t.2"))
+
+        async def removed() -> bool:
+            return informer.get(TEMPLATE, "ns", "t.2") is None
+
+        await eventually(removed, what="the delete")
+        assert [o["metadata"]["name"] for o in informer.by_index("model", "qwen")] == ["t.1"]
+        assert [o["metadata"]["name"] for o in informer.list(TEMPLATE, "ns")] == ["t.1"]
+    finally:
+        await informer.stop()
+
+
+async def test_reads_never_go_back_in_time(js: JetStreamContext) -> None:
+    kv = await js.create_key_value(bucket=f"mirror-{secrets.token_hex(4)}")
+    informer = Informer(kv, [TEMPLATE])
+    await informer.start()
+    try:
+        await put(kv, template("t", "llama", 20))
+        # Whether or not the watch has delivered it yet, a read at rv 20 returns rv >= 20.
+        obj = await informer.wait_for(TEMPLATE, "ns", "t", "20")
+        assert obj is not None and obj["metadata"]["resourceVersion"] == "20"
+        with pytest.raises(TransientError):
+            await informer.wait_for(TEMPLATE, "ns", "t", "21")  # the mirror has not seen 21
+        assert await informer.wait_for(TEMPLATE, "ns", "missing", "1") is None
+        await put(kv, template("t", "older", 19))  # a lagging writer
+        await put(kv, template("marker", "m", 30))  # the watch delivers in order: once the
+        # marker is in the cache, the older write has been seen too
+
+        async def seen_marker() -> bool:
+            return informer.get(TEMPLATE, "ns", "marker") is not None
+
+        await eventually(seen_marker)
+        cached = informer.get(TEMPLATE, "ns", "t")
+        assert cached is not None and cached["spec"]["modelName"] == "llama"
+    finally:
+        await informer.stop()
