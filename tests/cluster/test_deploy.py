@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aimcore.kinds import KindRef
+from aimcore.kinds import NAMESPACE
 from aimcore.kube.client import ApiException, Kube
 from aimcore.local.cluster import ControlPlane
 from tests import helpers
@@ -25,7 +25,6 @@ DEV = REPO / "deploy" / "overlays" / "dev"
 SYSTEM_NS = "aim-system"
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
 AIM_GROUPS = ("aim.eai.amd.com", "aim.silogen.ai", "inference.llmkube.dev")
-NAMESPACE = KindRef("", "v1", "Namespace", "namespaces", False)
 MAX_MEMORY = 256 * 2**20
 
 Obj = dict[str, Any]

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from aimcore import cli_audit
 from aimcore.crds import generate
 from aimcore.local import binaries
 from aimcore.local.stack import Stack, aim_home, stop_detached
@@ -123,6 +124,7 @@ def parser() -> argparse.ArgumentParser:
     crds.add_argument("--check", action="store_true", help="fail if the committed YAML is stale")
     crds.add_argument("--stdout", action="store_true", help="print all CRDs instead of writing files")
     crds.set_defaults(func=cmd_crds)
+    cli_audit.register(sub)
     return p
 
 

@@ -41,6 +41,25 @@ HTTP_ROUTE = KindRef("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes
 SCALED_OBJECT = KindRef("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects", True)
 EXTERNAL_KINDS = (INFERENCE_SERVICE, HTTP_ROUTE, SCALED_OBJECT)
 
+# Built-in kinds the services create or read.
+POD = KindRef("", "v1", "Pod", "pods", True)
+PVC = KindRef("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True)
+NODE = KindRef("", "v1", "Node", "nodes", False)
+SECRET = KindRef("", "v1", "Secret", "secrets", True)
+NAMESPACE = KindRef("", "v1", "Namespace", "namespaces", False)
+JOB = KindRef("batch", "v1", "Job", "jobs", True)
+BUILTIN_KINDS = (POD, PVC, NODE, SECRET, NAMESPACE, JOB)
+
+# Every child object the operator creates carries this label; the watcher selects children by it,
+# so it never mirrors the rest of the cluster's Pods, Jobs or PVCs.
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+PART_OF_VALUE = "aim-engine"
+CHILD_SELECTOR = f"{PART_OF_LABEL}={PART_OF_VALUE}"
+
+# Children watched by label (their changes map back to the owning AIM objects), and Nodes (for GPU
+# labels). Secrets are never watched: services read them by name when a spec references one.
+CHILD_KINDS = (INFERENCE_SERVICE, HTTP_ROUTE, SCALED_OBJECT, JOB, POD, PVC)
+
 
 @cache
 def crd_kinds() -> tuple[KindRef, ...]:
@@ -51,7 +70,7 @@ def crd_kinds() -> tuple[KindRef, ...]:
 
 
 def by_kind(group: str, kind: str) -> KindRef:
-    for ref in (*crd_kinds(), *EXTERNAL_KINDS):
+    for ref in (*crd_kinds(), *EXTERNAL_KINDS, *BUILTIN_KINDS):
         if ref.group == group and ref.kind == kind:
             return ref
     raise KeyError(f"unknown kind {kind}.{group}")

@@ -1,19 +1,33 @@
 """The status service: the only writer of ``.status`` (DESIGN §3). It consumes status reports from
-every service through one durable consumer shared by its replicas."""
+every service through one durable consumer shared by its replicas, applies them with the kinds'
+aggregation rules (:mod:`aimcore.status.rules`), coalesces progress bursts
+(:mod:`aim_status.coalesce`) and publishes an audit record per write (:mod:`aim_status.audit`).
+
+Settings: ``AIM_STATUS_COALESCE_SECONDS`` (default 3; 0 turns coalescing off) — at most one write
+per object per this many seconds for ``progress`` reports, per replica.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 
 from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
+from pydantic import ValidationError
 
+from aim_status.audit import Auditor
+from aim_status.coalesce import DEFAULT_WINDOW, Coalescer, StreamGuard
 from aim_status.writer import StatusWriter
 from aimcore.bus import topology
+from aimcore.bus.errors import PermanentError
 from aimcore.bus.messages import StatusReport
 from aimcore.bus.topology import ConsumerSpec
 from aimcore.runtime.consumer import Consumer
 from aimcore.service import ServiceContext, run_service
+
+log = logging.getLogger(__name__)
 
 CONSUMER = ConsumerSpec(
     durable="aim-status",
@@ -23,16 +37,42 @@ CONSUMER = ConsumerSpec(
 )
 
 
+def coalesce_window() -> float:
+    raw = os.environ.get("AIM_STATUS_COALESCE_SECONDS")
+    if not raw:
+        return DEFAULT_WINDOW
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        log.warning("AIM_STATUS_COALESCE_SECONDS=%r is not a number; using %s", raw, DEFAULT_WINDOW)
+        return DEFAULT_WINDOW
+
+
+def parse(msg: Msg) -> StatusReport:
+    try:
+        return StatusReport.model_validate_json(msg.data)
+    except ValidationError as exc:  # a malformed report will not get better by redelivery
+        raise PermanentError("InvalidReport", f"unreadable status report on {msg.subject}: {exc}") from exc
+
+
 async def main(ctx: ServiceContext) -> None:
     assert ctx.kube is not None
-    writer = StatusWriter(ctx.kube)
+    writer = StatusWriter(ctx.kube, on_write=Auditor(ctx.js))
+    coalescer = Coalescer(
+        writer.apply_all,
+        coalesce_window(),
+        superseded=StreamGuard(ctx.js, topology.STATUS_STREAM),
+    )
 
     async def handle(msg: Msg) -> None:
-        await writer.apply(StatusReport.model_validate_json(msg.data))
+        await coalescer.submit(msg.subject, parse(msg), msg.metadata.sequence.stream)
 
     if not await topology.wait_for_stream(ctx.js, topology.STATUS_STREAM, ctx.stop):
         return
-    await Consumer(ctx.js, CONSUMER, handle).run(ctx.stop)
+    try:
+        await Consumer(ctx.js, CONSUMER, handle).run(ctx.stop)
+    finally:
+        await coalescer.close()
 
 
 def run() -> None:

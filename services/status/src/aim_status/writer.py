@@ -1,55 +1,110 @@
-"""Applies one status report to the cluster: fresh read, merge, conditional status patch, retry on
-conflict, nothing written when nothing changes, and paused or replaced objects left alone."""
+"""Applies status reports to the cluster: fresh read, merge (with the kind's aggregation rule),
+conditional status patch, retry on conflict with fresh state, nothing written when nothing changes,
+and paused or replaced objects left alone. Several reports for one object (a coalesced progress
+report and the report that follows it) are applied in order in one write."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from opentelemetry import trace
 
-from aimcore.bus.errors import TransientError
-from aimcore.bus.messages import StatusReport
-from aimcore.kinds import by_kind
+from aimcore.bus.errors import PermanentError, TransientError
+from aimcore.bus.messages import ObjectRef, StatusReport
+from aimcore.kinds import KindRef, by_kind
 from aimcore.kube.client import ApiException, Kube
-from aimcore.status.compose import is_paused, status_patch
+from aimcore.status.compose import compose_all, is_paused, status_patch
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aim.status")
 
+Obj = dict[str, Any]
+
 MAX_CONFLICTS = 5
 
 
+@dataclass(frozen=True)
+class Written:
+    """One successful status write, for the audit record."""
+
+    ref: KindRef
+    object: ObjectRef
+    uid: str
+    old: Obj
+    new: Obj
+    resource_version: str
+
+
+OnWrite = Callable[[Written], Awaitable[None]]
+
+
 class StatusWriter:
-    def __init__(self, kube: Kube) -> None:
+    def __init__(self, kube: Kube, on_write: OnWrite | None = None) -> None:
         self.kube = kube
+        self.on_write = on_write
         self.writes = 0
         self.noops = 0
+        self.conflicts = 0
 
-    async def apply(self, report: StatusReport) -> bool:
-        """Write the report; True if the API server was written to."""
-        ref = by_kind(report.object.group, report.object.kind)
-        ns, name = report.object.namespace, report.object.name
+    async def apply_all(self, reports: Sequence[StatusReport]) -> bool:
+        return await self.apply(*reports)
+
+    async def apply(self, *reports: StatusReport) -> bool:
+        """Write ``reports`` (all about one object, oldest first); True if the API server was
+        written to."""
+        if not reports:
+            return False
+        target = reports[0].object
+        try:
+            ref = by_kind(target.group, target.kind)
+        except KeyError as exc:
+            raise PermanentError(
+                "UnknownKind", f"status report for an unknown kind: {target.display}"
+            ) from exc
+        ns, name = target.namespace, target.name
         with tracer.start_as_current_span(f"write status {ref.kind}") as span:
-            span.set_attribute("k8s.object", report.object.display)
+            span.set_attribute("k8s.object", target.display)
+            span.set_attribute("aim.status.reports", len(reports))
             for _ in range(MAX_CONFLICTS):
                 obj = await self.kube.get(ref, ns, name)
-                if obj is None or (report.uid and obj["metadata"].get("uid") != report.uid):
-                    return False  # deleted, or a new object under the same name
-                if is_paused(obj):
-                    return False
-                patch = status_patch(obj, report, datetime.now(UTC))
+                if obj is None or is_paused(obj):
+                    return False  # deleted, or the user froze it
+                uid = str(obj["metadata"].get("uid", ""))
+                live = [r for r in reports if not r.uid or r.uid == uid]
+                if not live:
+                    return False  # a new object under the same name: the reports are about the old one
+                now = datetime.now(UTC)
+                patch = status_patch(obj, live, now)
                 if patch is None:
                     self.noops += 1
                     return False
                 try:
-                    await self.kube.patch_status(ref, ns, name, patch)
+                    result = await self.kube.patch_status(ref, ns, name, patch)
                 except ApiException as exc:
                     if exc.status == 409:
-                        continue
+                        self.conflicts += 1
+                        continue  # someone else wrote in between: recompute on fresh state
                     if exc.status == 404:
                         return False
                     raise
                 self.writes += 1
+                if self.on_write is not None:
+                    old = obj.get("status") or {}
+                    await self.on_write(
+                        Written(
+                            ref=ref,
+                            object=target,
+                            uid=uid,
+                            old=old,
+                            # What we wrote, not the server's echo: defaults the server adds
+                            # (e.g. ``status: Pending``) are not our change.
+                            new=compose_all(old, live, now),
+                            resource_version=str(result.get("metadata", {}).get("resourceVersion", "")),
+                        )
+                    )
                 return True
-        raise TransientError(f"status of {report.object.display}: {MAX_CONFLICTS} conflicts in a row")
+        raise TransientError(f"status of {target.display}: {MAX_CONFLICTS} conflicts in a row")

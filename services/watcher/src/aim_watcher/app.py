@@ -1,5 +1,7 @@
 """The watcher: the only process that watches the Kubernetes API. It declares the NATS topology
-(it owns the streams and buckets), then runs one list/watch loop per kind."""
+(it owns the streams and buckets), wins the leader election among watcher replicas, then runs one
+list/watch loop per kind: every kind of the three API groups, the children the services create
+(selected by label), and Nodes."""
 
 from __future__ import annotations
 
@@ -10,10 +12,12 @@ from collections.abc import Sequence
 
 from nats.js.kv import KeyValue
 
+from aim_watcher.election import Election
 from aim_watcher.kind_watch import KindWatcher
 from aim_watcher.publisher import Publisher
 from aimcore.bus import subjects, topology
-from aimcore.kinds import KindRef, crd_kinds
+from aimcore.kinds import CHILD_KINDS, CHILD_SELECTOR, NODE, KindRef, crd_kinds
+from aimcore.runtime.lease import holder_id
 from aimcore.service import ServiceContext, run_service
 
 log = logging.getLogger(__name__)
@@ -34,23 +38,50 @@ async def mirrored(kv: KeyValue, ref: KindRef) -> list[dict[str, object]]:
     return out
 
 
-async def start_watchers(ctx: ServiceContext, kinds: Sequence[KindRef]) -> list[KindWatcher]:
-    await topology.ensure_topology(ctx.js)
+def watched() -> list[tuple[KindRef, str | None]]:
+    """(kind, label selector) for everything the watcher mirrors."""
+    return [
+        *((ref, None) for ref in crd_kinds()),
+        *((ref, CHILD_SELECTOR) for ref in CHILD_KINDS),
+        (NODE, None),
+    ]
+
+
+async def start_watchers(
+    ctx: ServiceContext, kinds: Sequence[tuple[KindRef, str | None]]
+) -> list[KindWatcher]:
     kv = await topology.objects_bucket(ctx.js)
     publisher = Publisher(ctx.js, kv)
     assert ctx.kube is not None
     watchers = []
-    for ref in kinds:
-        w = KindWatcher(ctx.kube, ref, publisher, resync_seconds=ctx.settings.resync_seconds)
+    for ref, selector in kinds:
+        w = KindWatcher(
+            ctx.kube, ref, publisher, resync_seconds=ctx.settings.resync_seconds, label_selector=selector
+        )
         w.seed(await mirrored(kv, ref))
         watchers.append(w)
     return watchers
 
 
 async def main(ctx: ServiceContext) -> None:
-    watchers = await start_watchers(ctx, crd_kinds())
-    log.info("watching %d kinds", len(watchers))
-    await asyncio.gather(*(w.run(ctx.stop) for w in watchers))
+    await topology.ensure_topology(ctx.js)
+    election = Election(await ctx.js.key_value(topology.ELECTION_BUCKET), holder_id())
+
+    async def lead(step_down: asyncio.Event) -> None:
+        watchers = await start_watchers(ctx, watched())
+        log.info("watching %d kinds", len(watchers))
+        either = asyncio.Event()
+
+        async def relay() -> None:
+            await asyncio.wait(
+                [asyncio.create_task(ctx.stop.wait()), asyncio.create_task(step_down.wait())],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            either.set()
+
+        await asyncio.gather(relay(), *(w.run(either) for w in watchers))
+
+    await election.run(ctx.stop, lead)
 
 
 def run() -> None:

@@ -7,14 +7,16 @@ while no watch was open are found by diffing the relist against what was known.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from aim_watcher.publisher import Publisher
+from aimcore.bus.errors import backoff
 from aimcore.bus.messages import ChangeType
 from aimcore.kinds import KindRef
-from aimcore.kube.client import ApiException, Gone, Kube
+from aimcore.kube.client import ApiException, Gone, Kube, describe_error
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,7 @@ class KindWatcher:
         self.known: dict[ObjKey, Known] = {}
         self.synced = asyncio.Event()
         self.relists = 0
+        self.expired = 0
 
     def seed(self, objects: list[Obj]) -> None:
         """Objects the mirror already holds (from a previous run), so deletions are noticed."""
@@ -64,13 +67,25 @@ class KindWatcher:
             )
 
     async def run(self, stop: asyncio.Event) -> None:
+        """List and watch until ``stop`` is set; a watch blocked on a quiet stream is cancelled."""
+        work = asyncio.create_task(self._run(stop))
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({work, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (work, stopping):
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await work
+
+    async def _run(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         next_resync = loop.time() + self.resync_seconds
         resync = True  # the first list republishes everything
+        failures = 0
         while not stop.is_set():
             try:
                 rv = await self._relist(resync=resync)
                 resync = False
+                failures = 0
                 self.synced.set()
                 while not stop.is_set():
                     rv = await self._watch(rv, stop, until=next_resync)
@@ -79,10 +94,25 @@ class KindWatcher:
                         resync = True
                         break
             except Gone:
+                self.expired += 1
                 log.info("%s: resourceVersion expired; relisting", self.ref.short)
             except (ApiException, OSError, TimeoutError, ValueError) as exc:
-                log.warning("%s: watch failed (%r); relisting", self.ref.short, exc)
-                await asyncio.sleep(1.0)
+                failures += 1
+                delay = backoff(failures, base=1.0, cap=60.0)
+                if isinstance(exc, ApiException) and exc.status == 404:
+                    # The kind is not served (e.g. KServe not installed): check again now and then.
+                    if failures == 1:
+                        log.info("%s is not served by this cluster; checking every minute", self.ref.short)
+                    delay = 60.0
+                else:
+                    log.warning(
+                        "%s: watch failed (%s); relisting in %.0fs",
+                        self.ref.short,
+                        describe_error(exc),
+                        delay,
+                    )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
 
     async def _relist(self, *, resync: bool) -> str:
         items, rv = await self.kube.list(self.ref, label_selector=self.label_selector)

@@ -9,21 +9,21 @@ pauses until the bus is back.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from typing import Any
 
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
-from nats.js.errors import KeyNotFoundError
+from nats.js.errors import KeyDeletedError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 from opentelemetry import trace
 
 from aimcore.bus import subjects, tracing
-from aimcore.bus.errors import backoff
+from aimcore.bus.errors import TransientError, backoff
 from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.kinds import KindRef
+from aimcore.runtime.versions import rv_int
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aim.watcher")
@@ -36,6 +36,7 @@ class Publisher:
         self.js = js
         self.kv = kv
         self.published = 0
+        self.stale_skipped = 0
 
     async def observe(self, ref: KindRef, obj: Obj, change: ChangeType) -> None:
         meta = obj.get("metadata", {})
@@ -60,11 +61,35 @@ class Publisher:
         self.published += 1
 
     async def _mirror(self, key: str, obj: Obj, change: ChangeType) -> None:
-        if change is ChangeType.DELETED:
-            with contextlib.suppress(KeyNotFoundError):
-                await self.kv.delete(key)
-        else:
-            await self.kv.put(key, json.dumps(obj, separators=(",", ":")).encode())
+        """Write (or tombstone) the object unless the mirror already holds a newer version.
+
+        The compare-and-set keeps a lagging writer (a watcher that just lost leadership, or a
+        relist racing a watch) from replacing newer state with older."""
+        rv = rv_int(obj.get("metadata", {}).get("resourceVersion"))
+        value = json.dumps(obj, separators=(",", ":")).encode()
+        for _ in range(5):
+            try:
+                entry = await self.kv.get(key)
+                last, current = entry.revision, (json.loads(entry.value) if entry.value else None)
+            except (KeyNotFoundError, KeyDeletedError) as exc:
+                last = getattr(getattr(exc, "entry", None), "revision", None)
+                current = None
+            have = rv_int((current or {}).get("metadata", {}).get("resourceVersion"))
+            if current is not None and (have > rv or (have == rv and change is not ChangeType.DELETED)):
+                self.stale_skipped += 1  # newer (or this very) version is already there
+                return
+            try:
+                if change is ChangeType.DELETED:
+                    if current is not None and last is not None:
+                        await self.kv.delete(key, last=last)
+                elif last is None:
+                    await self.kv.create(key, value)
+                else:
+                    await self.kv.update(key, value, last=last)
+                return
+            except KeyWrongLastSequenceError:
+                continue  # another writer got there first: look again
+        raise TransientError(f"mirror {key}: too many concurrent writers")
 
     async def _retry(self, op: Any, what: str) -> None:
         attempt = 0
@@ -73,7 +98,7 @@ class Publisher:
             try:
                 await op()
                 return
-            except (NatsError, TimeoutError, OSError) as exc:
+            except (NatsError, TimeoutError, OSError, TransientError) as exc:
                 delay = backoff(attempt, base=0.2, cap=5.0)
                 log.warning("%s failed (%r); retrying in %.1fs", what, exc, delay)
                 await asyncio.sleep(delay)

@@ -39,6 +39,7 @@ DECISIONS_STREAM = "AIM_DECISIONS"
 OBJECTS_BUCKET = "aim-objects"
 LEASES_BUCKET = "aim-leases"
 DIRTY_BUCKET = "aim-dirty"
+ELECTION_BUCKET = "aim-election"
 
 DAY = 86_400.0
 GIB = 1 << 30
@@ -100,6 +101,13 @@ def bucket_configs() -> list[KeyValueConfig]:
             description="Per-object reconcile leases (compare-and-set, short TTL)",
             history=1,
             ttl=30.0,
+            storage=StorageType.FILE,
+        ),
+        KeyValueConfig(
+            bucket=ELECTION_BUCKET,
+            description="Leader election among watcher replicas (compare-and-set, short TTL)",
+            history=1,
+            ttl=10.0,
             storage=StorageType.FILE,
         ),
         KeyValueConfig(

@@ -9,7 +9,7 @@ line so bookmarks, ``410 Gone`` and inactivity are handled by the caller (the wa
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
 from kubernetes_asyncio import client, config
@@ -20,6 +20,7 @@ from aimcore.kinds import KindRef
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 JSON = "application/json"
+JSON_PATCH = "application/json-patch+json"
 
 Obj = dict[str, Any]
 
@@ -179,6 +180,10 @@ class Kube:
 
     async def patch(self, ref: KindRef, namespace: str | None, name: str, patch: Obj) -> Obj:
         return await self._call("PATCH", ref.path(namespace, name), body=patch, content_type=MERGE_PATCH)
+
+    async def patch_json(self, ref: KindRef, namespace: str | None, name: str, ops: Sequence[Obj]) -> Obj:
+        """A JSON Patch (RFC 6902) of the object."""
+        return await self._call("PATCH", ref.path(namespace, name), body=list(ops), content_type=JSON_PATCH)
 
     async def patch_status(self, ref: KindRef, namespace: str | None, name: str, patch: Obj) -> Obj:
         """Merge-patch the status subresource. Put ``metadata.resourceVersion`` in ``patch`` to

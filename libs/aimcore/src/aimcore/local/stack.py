@@ -20,7 +20,7 @@ from pathlib import Path
 
 from aimcore.crds.external import stand_in_crds
 from aimcore.crds.generate import all_kinds, crd_for
-from aimcore.kinds import KindRef
+from aimcore.kinds import NAMESPACE
 from aimcore.kube import crds as crd_install
 from aimcore.kube.client import ApiException, Kube, connect
 from aimcore.local.cluster import ControlPlane
@@ -28,7 +28,6 @@ from aimcore.local.natsserver import NatsServer
 from aimcore.local.processes import ManagedProcess
 
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
-NAMESPACE = KindRef("", "v1", "Namespace", "namespaces", False)
 
 
 def aim_home() -> Path:

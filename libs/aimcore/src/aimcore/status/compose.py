@@ -2,19 +2,27 @@
 
 - A reported condition replaces the condition of the same type; ``lastTransitionTime`` is kept
   unless its status flips. Conditions no report mentions are left alone (another service owns them).
-- ``observedGeneration`` is set on the object's status and on every reported condition.
+- ``observedGeneration`` is set on the object's status (unless the kind's status schema has no such
+  field, as LLMKube's ``Model``: the API server would prune it and every report would look like a
+  change) and on every reported condition.
 - Reported fields are merged key-wise at the top level of ``.status``; ``None`` removes a field.
-- :func:`status_patch` answers ``None`` when nothing changes, so no write is made.
+- Then the kind's aggregation rule (:mod:`aimcore.status.rules`) derives the top-level state and
+  the ``Ready`` condition from the component conditions, when there are any; ``Ready`` keeps its
+  ``lastTransitionTime`` relative to the status *before* the report, so a reporter's own ``Ready``
+  that the rule overrides does not reset it.
+- :func:`status_patch` answers ``None`` when nothing changes, so no write is made, and
+  :func:`is_current` (what reporters check before publishing) runs the very same composition.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from aimcore.bus.messages import ConditionReport, StatusReport
+from aimcore.status import rules
 
 Obj = dict[str, Any]
 
@@ -26,8 +34,7 @@ def is_paused(obj: Obj) -> bool:
     return str(annotations.get(PAUSE_ANNOTATION, "")).lower() == "true"
 
 
-def rfc3339(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+rfc3339 = rules.rfc3339
 
 
 def merge_conditions(
@@ -66,8 +73,13 @@ def compose(status: Obj | None, report: StatusReport, now: datetime) -> Obj:
         out["conditions"] = merge_conditions(
             out.get("conditions") or [], report.conditions, report.observed_generation, now
         )
-    if report.observed_generation is not None:
+    if report.observed_generation is not None and rules.has_status_field(
+        report.object.group, report.object.kind, "observedGeneration"
+    ):
         out["observedGeneration"] = report.observed_generation
+    rule = rules.rule_for(report.object.group, report.object.kind)
+    if rule is not None:
+        out = rules.aggregate(rule, out, now=now, previous=status or {})
     return out
 
 
@@ -87,13 +99,38 @@ def is_current(obj: Obj, report: StatusReport) -> bool:
     return _without_times(compose(status, report, now)) == _without_times(status)
 
 
-def status_patch(obj: Obj, report: StatusReport, now: datetime) -> Obj | None:
-    """A conditional merge patch for the status subresource, or ``None`` if nothing changes."""
+def compose_all(status: Obj | None, reports: Iterable[StatusReport], now: datetime) -> Obj:
+    """``reports`` applied one after another, in order (a coalesced burst, then what follows it)."""
+    out: Obj = copy.deepcopy(status or {})
+    for report in reports:
+        out = compose(out, report, now)
+    return out
+
+
+def status_patch(obj: Obj, report: StatusReport | Sequence[StatusReport], now: datetime) -> Obj | None:
+    """A conditional merge patch for the status subresource, or ``None`` if nothing changes.
+    ``report`` may be several reports for the object, applied in order in one write."""
     old = obj.get("status") or {}
-    new = compose(old, report, now)
+    reports = (report,) if isinstance(report, StatusReport) else tuple(report)
+    new = compose_all(old, reports, now)
     if new == old:
         return None
-    patch: Obj = {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}, "status": new}
-    removed = {k: None for k in old if k not in new}
-    patch["status"].update(removed)
-    return patch
+    return {
+        "metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
+        "status": _with_removals(old, new),
+    }
+
+
+def _with_removals(old: Obj, new: Obj) -> Obj:
+    """``new`` as a JSON merge patch over ``old``: every key ``new`` lacks, at any depth of nested
+    objects, is sent as ``null`` (a merge patch would otherwise keep it)."""
+    out: Obj = {}
+    for key, value in new.items():
+        before = old.get(key)
+        out[key] = (
+            _with_removals(before, value) if isinstance(before, dict) and isinstance(value, dict) else value
+        )
+    for key in old:
+        if key not in new:
+            out[key] = None
+    return out

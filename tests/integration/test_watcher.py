@@ -1,0 +1,174 @@
+"""The watcher's list/watch loop against the real API server and a private nats-server: a watch
+whose resourceVersion expired (HTTP 410) relists and misses nothing, deletions included; the
+mirror never regresses to an older version."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import nats
+import pytest
+
+from aim_watcher.kind_watch import KindWatcher
+from aim_watcher.publisher import Publisher
+from aimcore.bus import subjects, topology
+from aimcore.bus.messages import ChangeEvent, ChangeType
+from aimcore.kinds import by_kind
+from aimcore.kube.client import Gone, Kube
+from aimcore.kube.crds import CRD
+from tests.helpers import eventually
+
+MODEL = by_kind("aim.eai.amd.com", "AIMModel")
+# A kind no other test uses: this test changes its CRD.
+UNCACHED = by_kind("aim.silogen.ai", "AIMRuntimeConfig")
+
+
+def model(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": MODEL.api_version,
+        "kind": MODEL.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"image": f"ghcr.io/example/{name}:1"},
+    }
+
+
+def runtime_config(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": UNCACHED.api_version,
+        "kind": UNCACHED.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"defaultStorageClassName": "fast"},
+    }
+
+
+@pytest.fixture
+async def bus(nats_factory):  # type: ignore[no-untyped-def]
+    server = nats_factory()
+    nc = await nats.connect(server.url)
+    js = nc.jetstream()
+    await topology.ensure_topology(js)
+    try:
+        yield js
+    finally:
+        await nc.close()
+
+
+class GapAfterFirstList(KindWatcher):
+    """Runs ``gap`` between the first list and the first watch, as if the watch had been down."""
+
+    def __init__(self, *args: Any, gap: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gap = gap
+
+    async def _relist(self, *, resync: bool) -> str:
+        rv = await super()._relist(resync=resync)
+        if self.relists == 1:
+            await self.gap()
+        return rv
+
+
+async def touch_crd(kube: Kube, name: str) -> None:
+    crd = await kube.get(CRD, None, name)
+    assert crd is not None
+    columns = crd["spec"]["versions"][0].get("additionalPrinterColumns", [])
+    column = {"name": f"Touched{len(columns)}", "type": "string", "jsonPath": ".metadata.name", "priority": 1}
+    patch = [{"op": "add", "path": "/spec/versions/0/additionalPrinterColumns", "value": [*columns, column]}]
+    await kube.patch_json(CRD, None, name, patch)
+
+
+async def expired(kube: Kube, resource_version: str) -> bool:
+    try:
+        async for _ in kube.watch(UNCACHED, resource_version, timeout_seconds=1):
+            return False
+    except Gone:
+        return True
+    return False
+
+
+async def events_for(js, namespace: str) -> list[ChangeEvent]:  # type: ignore[no-untyped-def]
+    sub = await js.subscribe(
+        f"{subjects.EVENTS_PREFIX}.silogen.AIMRuntimeConfig.{subjects.escape(namespace)}.>",
+        ordered_consumer=True,
+    )
+    out = []
+    try:
+        while True:
+            msg = await sub.next_msg(timeout=1.0)
+            out.append(ChangeEvent.model_validate_json(msg.data))
+    except (TimeoutError, nats.errors.TimeoutError):
+        return out
+    finally:
+        await sub.unsubscribe()
+
+
+async def test_expired_watch_relists_and_misses_nothing(kube: Kube, namespace: str, bus) -> None:  # type: ignore[no-untyped-def]
+    for name in ("a", "b", "gone"):
+        await kube.create(UNCACHED, runtime_config(name, namespace))
+
+    _, listed_at = await kube.list(UNCACHED, namespace)
+
+    async def gap() -> None:
+        # While the watch is "down": one object changes, one appears, one goes, and the CRD is
+        # upgraded, which rebuilds the API server's watch cache for the kind: watches from older
+        # resourceVersions now get 410 Gone, as they do after a CRD upgrade on a real cluster.
+        await kube.patch(UNCACHED, namespace, "b", {"metadata": {"annotations": {"n": "changed"}}})
+        await kube.create(UNCACHED, runtime_config("late", namespace))
+        await kube.delete(UNCACHED, namespace, "gone")
+        await touch_crd(kube, UNCACHED.plural + "." + UNCACHED.group)
+        await eventually(lambda: expired(kube, listed_at), what="the old resourceVersion to expire")
+
+    kv = await topology.objects_bucket(bus)
+    watcher = GapAfterFirstList(kube, UNCACHED, Publisher(bus, kv), gap=gap)
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    try:
+
+        async def caught_up() -> bool:
+            names = {k[1] for k in watcher.known if k[0] == namespace}
+            return watcher.expired >= 1 and "late" in names and "gone" not in names
+
+        await eventually(caught_up, timeout=30, what="the watcher to hit 410 and relist")
+    finally:
+        stop.set()
+        await task
+
+    def key(name: str) -> str:
+        return subjects.object_key(UNCACHED, namespace, name)
+
+    late = json.loads((await kv.get(key("late"))).value)
+    assert late["metadata"]["name"] == "late"
+    b = json.loads((await kv.get(key("b"))).value)
+    assert b["metadata"]["annotations"]["n"] == "changed"
+    with pytest.raises(Exception, match=r"(?i)not ?found|deleted"):
+        await kv.get(key("gone"))
+    events = await events_for(bus, namespace)
+    changes = {(e.object.name, e.change) for e in events}
+    assert ("gone", ChangeType.DELETED) in changes
+    assert ("late", ChangeType.MODIFIED) in changes
+    assert ("b", ChangeType.MODIFIED) in changes
+    assert watcher.relists >= 2
+
+
+async def test_mirror_never_regresses(bus) -> None:  # type: ignore[no-untyped-def]
+    kv = await topology.objects_bucket(bus)
+    publisher = Publisher(bus, kv)
+    newer = {
+        **model("m", "ns"),
+        "metadata": {"name": "m", "namespace": "ns", "uid": "u", "resourceVersion": "20"},
+    }
+    older = {
+        **model("m", "ns"),
+        "metadata": {"name": "m", "namespace": "ns", "uid": "u", "resourceVersion": "19"},
+    }
+    await publisher.observe(MODEL, newer, ChangeType.MODIFIED)
+    await publisher.observe(MODEL, older, ChangeType.MODIFIED)  # a lagging replica
+    stored = json.loads((await kv.get(subjects.object_key(MODEL, "ns", "m"))).value)
+    assert stored["metadata"]["resourceVersion"] == "20"
+    assert publisher.stale_skipped == 1
+    # A delete tombstones it; a late write of an older version does not resurrect it.
+    gone = {**newer, "metadata": {**newer["metadata"], "resourceVersion": "21"}}
+    await publisher.observe(MODEL, gone, ChangeType.DELETED)
+    with pytest.raises(Exception, match=r"(?i)not ?found|deleted"):
+        await kv.get(subjects.object_key(MODEL, "ns", "m"))

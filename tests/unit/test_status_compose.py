@@ -1,0 +1,143 @@
+"""Composition of reports into ``.status``: condition merge, generations, the kind's rule, patches."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aimcore.bus.messages import ConditionReport, ObjectRef, StatusReport
+from aimcore.status.compose import compose, compose_all, is_current, merge_conditions, status_patch
+
+T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+T1 = T0 + timedelta(minutes=1)
+T2 = T0 + timedelta(minutes=2)
+
+SERVICE = ObjectRef(group="aim.eai.amd.com", version="v1alpha1", kind="AIMService", namespace="ns", name="s")
+CACHE = ObjectRef(group="aim.eai.amd.com", version="v1alpha1", kind="AIMModelCache", namespace="ns", name="c")
+LLMKUBE = ObjectRef(group="inference.llmkube.dev", version="v1alpha1", kind="Model", namespace="ns", name="m")
+
+
+def report(
+    *conditions: tuple[str, str, str],
+    obj: ObjectRef = SERVICE,
+    source: str = "test",
+    generation: int | None = 1,
+    **fields: Any,
+) -> StatusReport:
+    return StatusReport(
+        object=obj,
+        source=source,
+        observed_generation=generation,
+        conditions=tuple(ConditionReport(type=t, status=s, reason=r) for t, s, r in conditions),
+        fields=fields,
+    )
+
+
+def by_type(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in status.get("conditions") or []}
+
+
+def obj_with(status: dict[str, Any], rv: str = "7") -> dict[str, Any]:
+    return {
+        "metadata": {"name": "s", "namespace": "ns", "resourceVersion": rv, "generation": 1},
+        "status": status,
+    }
+
+
+def test_merge_keeps_transition_time_unless_status_flips() -> None:
+    first = merge_conditions([], [ConditionReport(type="A", status="False", reason="X")], 1, T0)
+    same = merge_conditions(
+        first, [ConditionReport(type="A", status="False", reason="Y", message="m")], 2, T1
+    )
+    assert same[0]["lastTransitionTime"] == "2025-01-01T12:00:00Z"
+    assert (same[0]["reason"], same[0]["message"], same[0]["observedGeneration"]) == ("Y", "m", 2)
+    flipped = merge_conditions(same, [ConditionReport(type="A", status="True", reason="Z")], 2, T2)
+    assert flipped[0]["lastTransitionTime"] == "2025-01-01T12:02:00Z"
+    assert "message" not in flipped[0]
+
+
+def test_explicit_fields_stand_without_component_conditions() -> None:
+    """Today's reporters (deployer, harness) set status and Ready themselves; no rule interferes."""
+    out = compose(
+        None,
+        report(
+            ("Ready", "False", "Reconciling"), ("ConfigValid", "True", "ConfigurationValid"), status="Pending"
+        ),
+        T0,
+    )
+    assert out["status"] == "Pending"
+    assert by_type(out)["Ready"]["reason"] == "Reconciling"
+    assert out["observedGeneration"] == 1
+    assert all(c["observedGeneration"] == 1 for c in out["conditions"])
+
+
+def test_component_conditions_drive_status_and_ready_across_reporters() -> None:
+    status = compose(None, report(("Ready", "False", "Reconciling"), source="deployer", status="Pending"), T0)
+    status = compose(status, report(("ModelReady", "True", "ModelResolved"), source="a"), T1)
+    assert status["status"] == "Running"
+    assert by_type(status)["Ready"]["status"] == "True"
+    assert by_type(status)["Ready"]["reason"] == "AllComponentsReady"
+    # A reporter's explicit status and Ready lose to the rule once components exist ...
+    again = compose(
+        status, report(("Ready", "False", "Reconciling"), source="deployer", status="Pending"), T2
+    )
+    assert again["status"] == "Running"
+    ready = by_type(again)["Ready"]
+    assert (ready["status"], ready["lastTransitionTime"]) == ("True", "2025-01-01T12:01:00Z")
+    # ... so that report is current (reporters skip sending it) and the writer would not write.
+    assert is_current(obj_with(status), report(("Ready", "False", "Reconciling"), status="Pending"))
+    assert (
+        status_patch(obj_with(status), report(("Ready", "False", "Reconciling"), status="Pending"), T2)
+        is None
+    )
+
+
+def test_generation_change_updates_ready_generation_but_keeps_its_time() -> None:
+    status = compose(None, report(("ModelReady", "False", "ModelNotReady")), T0)
+    assert status["status"] == "Starting"
+    later = compose(status, report(("ModelReady", "False", "ModelNotReady"), generation=2), T1)
+    ready = by_type(later)["Ready"]
+    assert ready["observedGeneration"] == 2 == later["observedGeneration"]
+    assert ready["lastTransitionTime"] == "2025-01-01T12:00:00Z"
+
+
+def test_compose_is_idempotent() -> None:
+    rep = report(("ModelReady", "True", "ModelResolved"), ("TemplateReady", "False", "TemplateNotFound"))
+    once = compose(None, rep, T0)
+    assert compose(once, rep, T1) == once
+    assert is_current(obj_with(once), rep)
+
+
+def test_status_patch_is_conditional_and_removes_nested_keys() -> None:
+    old = {
+        "progress": {"totalBytes": 10, "downloadedBytes": 5, "displayPercentage": "50 %"},
+        "status": "Pending",
+    }
+    rep = report(obj=CACHE, progress={"totalBytes": 10, "downloadedBytes": 7}, persistentVolumeClaim=None)
+    patch = status_patch(obj_with({**old, "persistentVolumeClaim": "pvc"}), rep, T0)
+    assert patch is not None
+    assert patch["metadata"] == {"resourceVersion": "7"}
+    assert patch["status"]["progress"] == {"totalBytes": 10, "downloadedBytes": 7, "displayPercentage": None}
+    assert patch["status"]["persistentVolumeClaim"] is None
+
+
+def test_several_reports_apply_in_order_in_one_patch() -> None:
+    progress = report(obj=CACHE, progress={"downloadedBytes": 9}, source="cache")
+    final = report(("DownloadJobReady", "True", "Complete"), obj=CACHE, source="cache")
+    patch = status_patch(obj_with({}), [progress, final], T0)
+    assert patch is not None
+    assert patch["status"]["progress"] == {"downloadedBytes": 9}
+    assert patch["status"]["status"] == "Ready"
+    assert compose_all({}, [progress, final], T0) == {
+        k: v for k, v in patch["status"].items() if v is not None
+    }
+
+
+def test_llmkube_model_has_no_rule_and_no_top_level_generation() -> None:
+    """Model's status schema has no observedGeneration (the server would prune it, and every report
+    would then look like a change); its phase is the reporter's."""
+    out = compose(None, report(("Available", "False", "Downloading"), obj=LLMKUBE, phase="Downloading"), T0)
+    assert "observedGeneration" not in out
+    assert out["phase"] == "Downloading"
+    assert by_type(out)["Available"]["observedGeneration"] == 1
+    assert "Ready" not in by_type(out)
