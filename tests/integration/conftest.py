@@ -12,32 +12,53 @@ import pytest
 from nats.js import JetStreamContext
 
 from aimcore.bus import topology
+from aimcore.local.cluster import ControlPlane
+from aimcore.local.natsserver import NatsServer
 from aimcore.local.processes import ManagedProcess
 from aimcore.local.stack import service_module
-from aimcore.testing.plugin import LocalServers
+from aimcore.testing.plugin import LocalServers, install_all_crds
 
 
 class Services:
-    def __init__(self, servers: LocalServers, log_dir: Path) -> None:
+    """Service processes (any number of replicas each) against one set of servers."""
+
+    def __init__(self, servers: LocalServers, log_dir: Path, env: dict[str, str] | None = None) -> None:
         self.servers = servers
         self.log_dir = log_dir
+        self.env = env or {}
         self.procs: dict[str, ManagedProcess] = {}
+        self.replicas: dict[str, tuple[str, int]] = {}
 
-    def start(self, name: str) -> ManagedProcess:
+    def start(self, name: str, replica: int = 0) -> ManagedProcess:
         env = {
             "AIM_NATS_URL": self.servers.nats.url,
             "AIM_KUBECONFIG": self.servers.kubeconfig,
             "AIM_RESYNC_SECONDS": "600",
             "PYTHONUNBUFFERED": "1",
             "AIM_LOG_LEVEL": os.environ.get("AIM_LOG_LEVEL", "INFO"),
+            **self.env,
         }
-        proc = ManagedProcess(name, [sys.executable, "-m", service_module(name)], self.log_dir, env).start()
-        self.procs[name] = proc
+        label = name if replica == 0 else f"{name}-{replica}"
+        argv = [sys.executable, "-m", service_module(name)]
+        proc = ManagedProcess(label, argv, self.log_dir, env).start()
+        self.procs[label] = proc
+        self.replicas[label] = (name, replica)
         return proc
+
+    def kill(self, label: str) -> None:
+        """SIGKILL, as an OOM kill or a node loss would."""
+        self.procs[label].kill()
+
+    def restart(self, label: str) -> ManagedProcess:
+        return self.start(*self.replicas[label])
 
     def stop_all(self) -> None:
         for proc in self.procs.values():
             proc.stop()
+
+    def assert_alive(self) -> None:
+        for label, proc in self.procs.items():
+            assert proc.alive(), f"{label} died:\n{proc.log_tail()}"
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +88,19 @@ async def running(services: Services, js: JetStreamContext) -> AsyncIterator[Ser
     yield services
     for name, proc in services.procs.items():
         assert proc.alive(), f"{name} died during the test:\n{proc.log_tail()}"
+
+
+@pytest.fixture
+def private_stack(tmp_path: Path) -> Iterator[LocalServers]:
+    """A control plane and NATS of the test's own, for tests that kill servers or must not share
+    the session's services (which reconcile every namespace)."""
+    cluster = ControlPlane(tmp_path / "cluster")
+    bus = NatsServer(tmp_path / "nats")
+    try:
+        bus.start()
+        cluster.start()
+        asyncio.run(install_all_crds(str(cluster.kubeconfig_path)))
+        yield LocalServers(cluster, bus, tmp_path)
+    finally:
+        cluster.stop()
+        bus.stop()

@@ -11,6 +11,7 @@ from typing import Any
 import nats
 import pytest
 
+from aim_watcher.app import mirrored
 from aim_watcher.kind_watch import KindWatcher
 from aim_watcher.publisher import Publisher
 from aimcore.bus import subjects, topology
@@ -172,3 +173,29 @@ async def test_mirror_never_regresses(bus) -> None:  # type: ignore[no-untyped-d
     await publisher.observe(MODEL, gone, ChangeType.DELETED)
     with pytest.raises(Exception, match=r"(?i)not ?found|deleted"):
         await kv.get(subjects.object_key(MODEL, "ns", "m"))
+
+
+async def test_deletion_while_no_watcher_ran_is_noticed(kube: Kube, namespace: str, bus) -> None:  # type: ignore[no-untyped-def]
+    kv = await topology.objects_bucket(bus)
+    publisher = Publisher(bus, kv)
+    await kube.create(UNCACHED, runtime_config("stays", namespace))
+    created = await kube.create(UNCACHED, runtime_config("deleted-while-down", namespace))
+    await publisher.observe(UNCACHED, created, ChangeType.ADDED)  # mirrored by an earlier run
+    await kube.delete(UNCACHED, namespace, "deleted-while-down")
+
+    watcher = KindWatcher(kube, UNCACHED, publisher)
+    watcher.seed(await mirrored(kv, UNCACHED))
+    assert (namespace, "deleted-while-down") in watcher.known
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    try:
+        await watcher.synced.wait()
+    finally:
+        stop.set()
+        await task
+    assert (namespace, "deleted-while-down") not in watcher.known
+    with pytest.raises(Exception, match=r"(?i)not ?found|deleted"):
+        await kv.get(subjects.object_key(UNCACHED, namespace, "deleted-while-down"))
+    changes = {(e.object.name, e.change) for e in await events_for(bus, namespace)}
+    assert ("deleted-while-down", ChangeType.DELETED) in changes
+    assert ("stays", ChangeType.RESYNC) in changes

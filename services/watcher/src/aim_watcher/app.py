@@ -6,7 +6,6 @@ list/watch loop per kind: every kind of the three API groups, the children the s
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Sequence
 
@@ -15,8 +14,9 @@ from nats.js.kv import KeyValue
 from aim_watcher.election import Election
 from aim_watcher.kind_watch import KindWatcher
 from aim_watcher.publisher import Publisher
-from aimcore.bus import subjects, topology
+from aimcore.bus import topology
 from aimcore.kinds import CHILD_KINDS, CHILD_SELECTOR, NODE, KindRef, crd_kinds
+from aimcore.runtime.informer import kind_pattern, snapshot
 from aimcore.runtime.lease import holder_id
 from aimcore.service import ServiceContext, run_service
 
@@ -24,18 +24,8 @@ log = logging.getLogger(__name__)
 
 
 async def mirrored(kv: KeyValue, ref: KindRef) -> list[dict[str, object]]:
-    """Objects of one kind currently in the mirror."""
-    prefix = f"{subjects.group_token(ref.group)}.{ref.kind}."
-    try:
-        keys = await kv.keys(filters=[prefix + ">"])
-    except Exception:  # nats-py raises NoKeysError on an empty bucket
-        return []
-    out = []
-    for key in keys:
-        entry = await kv.get(key)
-        if entry.value:
-            out.append(json.loads(entry.value))
-    return out
+    """Objects of one kind currently in the mirror (so deletions while no watcher ran are seen)."""
+    return list((await snapshot(kv, kind_pattern(ref))).values())
 
 
 def watched() -> list[tuple[KindRef, str | None]]:

@@ -50,6 +50,30 @@ def field_indexer(*path: str) -> Indexer:
     return index
 
 
+async def snapshot(kv: KeyValue, pattern: str) -> dict[Key, Obj]:
+    """Current objects under a key pattern (``aim.AIMService.>``), read through a KV watch.
+
+    (nats-py's ``KeyValue.keys(filters=...)`` also substring-matches the filter on the client, so
+    a wildcard filter never matches anything; a watch is the reliable way to enumerate.)"""
+    out: dict[Key, Obj] = {}
+    watcher = await kv.watch(pattern, ignore_deletes=True)
+    try:
+        async for entry in watcher:
+            if entry is None:
+                break
+            if entry.value:
+                out[entry.key] = json.loads(entry.value)
+    finally:
+        await watcher.stop()  # type: ignore[no-untyped-call]
+    return out
+
+
+def kind_pattern(ref: KindRef, namespace: str | None = None) -> str:
+    """The KV key pattern of every object of a kind (in one namespace, if given)."""
+    ns = f"{subjects.ns_token(namespace)}." if namespace is not None and ref.namespaced else ""
+    return f"{subjects.group_token(ref.group)}.{ref.kind}.{ns}>"
+
+
 class Informer:
     def __init__(
         self, kv: KeyValue, kinds: Sequence[KindRef], indexers: dict[str, Indexer] | None = None
@@ -69,8 +93,7 @@ class Informer:
         """Start one KV watch per kind; returns once the current state is loaded."""
         initial = [asyncio.Event() for _ in self.kinds]
         for ref, done in zip(self.kinds, initial, strict=True):
-            prefix = f"{subjects.group_token(ref.group)}.{ref.kind}.>"
-            self._tasks.append(asyncio.create_task(self._follow(prefix, done)))
+            self._tasks.append(asyncio.create_task(self._follow(kind_pattern(ref), done)))
         await asyncio.gather(*(e.wait() for e in initial))
         self.synced.set()
 

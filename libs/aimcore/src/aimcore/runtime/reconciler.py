@@ -17,7 +17,9 @@ runtime then:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -109,6 +111,41 @@ def invalid_spec_conditions(message: str) -> list[ConditionReport]:
     ]
 
 
+def spec_valid_again(ref: KindRef) -> tuple[list[ConditionReport], dict[str, Any]]:
+    """What undoes the runtime's own ``InvalidSpec`` verdict once the spec parses again; the
+    controller's reconcile, which runs right after, reports the real state."""
+    conditions = [
+        ConditionReport(type="ConfigValid", status="True", reason="ConfigurationValid"),
+        ConditionReport(
+            type="Ready", status="False", reason="Reconciling", message="The spec is valid again"
+        ),
+    ]
+    fields = {"phase": "Pending"} if ref.group == "inference.llmkube.dev" else {"status": "Pending"}
+    return conditions, fields
+
+
+def _rejected_by_runtime(obj: Obj) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "ConfigValid" and c.get("reason") == INVALID_SPEC for c in conditions)
+
+
+class Journal:
+    """Optional record of every reconcile (``AIM_RECONCILE_JOURNAL=path``): one JSON line per run
+    with the object, this process and monotonic start/end times. For diagnosing concurrency; the
+    scaling tests use it to prove no two replicas reconcile an object at once."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.pid = os.getpid()
+
+    def record(self, key: str, started: int, ended: int) -> None:
+        if not self.path:
+            return
+        line = json.dumps({"key": key, "pid": self.pid, "start": started, "end": ended}) + "\n"
+        with open(self.path, "a") as f:  # one short write per line: appends are atomic
+            f.write(line)
+
+
 def event_consumer(controller: Controller) -> ConsumerSpec:
     kinds = [*controller.kinds, *(w.kind for w in controller.watches)]
     filters = [subjects.kind_filter(subjects.EVENTS_PREFIX, k) for k in dict.fromkeys(kinds)]
@@ -139,6 +176,7 @@ class Runtime:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._publishing: set[asyncio.Task[Any]] = set()
         self.reconciled = 0
+        self.journal = Journal(os.environ.get("AIM_RECONCILE_JOURNAL"))
 
     async def handle(self, msg: Msg) -> None:
         event = ChangeEvent.model_validate_json(msg.data)
@@ -172,7 +210,11 @@ class Runtime:
             obj = await self.informer.wait_for(ref, namespace, name, at_least)
             if obj is None or is_paused(obj):
                 return
-            await self._reconcile(ref, obj)
+            started = time.monotonic_ns()
+            try:
+                await self._reconcile(ref, obj)
+            finally:
+                self.journal.record(key, started, time.monotonic_ns())
 
         await self.leases.run_exclusive(key, work)
 
@@ -184,6 +226,9 @@ class Runtime:
             if await self.reporter.report(ref, obj, invalid_spec_conditions(message), failed_fields(ref)):
                 await self.reporter.decide(ref, obj, "reject", INVALID_SPEC, message)
             return
+        if _rejected_by_runtime(obj):
+            conditions, fields = spec_valid_again(ref)
+            await self.reporter.report(ref, obj, conditions, fields)
         result = await self.controller.reconcile(Request(ref, resource, obj, self.informer, self.reporter))
         self.reconciled += 1
         if result and result.requeue_after is not None:

@@ -51,7 +51,7 @@ def all_crds() -> list[dict[str, object]]:
     return [crd_for(k) for k in all_kinds()] + stand_in_crds()
 
 
-async def _install_crds(kubeconfig: str) -> None:
+async def install_all_crds(kubeconfig: str) -> None:
     kube = Kube(await connect(kubeconfig), field_manager="aim-tests")
     try:
         await crd_install.install(kube, all_crds())
@@ -75,7 +75,7 @@ def aim_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPla
     cp = ControlPlane(tmp_path_factory.mktemp("aim-cluster"))
     try:
         cp.start()
-        asyncio.run(_install_crds(str(cp.kubeconfig_path)))
+        asyncio.run(install_all_crds(str(cp.kubeconfig_path)))
         yield cp
     finally:
         cp.stop()
