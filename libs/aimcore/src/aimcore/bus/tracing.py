@@ -3,6 +3,7 @@ a tracer provider configured from the standard ``OTEL_*`` environment variables.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 
@@ -38,7 +39,9 @@ def setup(service_name: str) -> TracerProvider:
 
 def _exporter(name: str) -> SpanExporter | None:
     if name == "console":
-        return ConsoleSpanExporter()
+        # One JSON object per line (the SDK's default is indented over many lines), so spans in a
+        # service's log can be read by tools.
+        return ConsoleSpanExporter(formatter=lambda span: json.dumps(json.loads(span.to_json())) + "\n")
     if name == "otlp":
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # noqa: PLC0415
