@@ -109,6 +109,12 @@ def cmd_crds(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from aimcore import bench  # noqa: PLC0415 - only the benchmark needs it
+
+    return bench.main(args.home, args.singles, args.objects, args.idle)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="aimctl", description="AIM operator command line")
     sub = p.add_subparsers(dest="command", required=True)
@@ -124,6 +130,13 @@ def parser() -> argparse.ArgumentParser:
     crds.add_argument("--check", action="store_true", help="fail if the committed YAML is stale")
     crds.add_argument("--stdout", action="store_true", help="print all CRDs instead of writing files")
     crds.set_defaults(func=cmd_crds)
+    bench = sub.add_parser("bench", help="benchmarks; prints one JSON object on its last line")
+    bench.add_argument("suite", choices=["backbone"])
+    bench.add_argument("--home", help="AIM home for the stack (default: a temporary directory)")
+    bench.add_argument("--singles", type=int, default=100, help="single objects for the latency figures")
+    bench.add_argument("--objects", type=int, default=1000, help="objects applied at once")
+    bench.add_argument("--idle", type=float, default=30.0, help="seconds of steady state to observe")
+    bench.set_defaults(func=cmd_bench)
     cli_audit.register(sub)
     return p
 
