@@ -17,6 +17,7 @@ from aimcore.local.natsserver import NatsServer
 from aimcore.local.processes import ManagedProcess
 from aimcore.local.stack import service_module
 from aimcore.testing.plugin import LocalServers, install_all_crds
+from tests.helpers import eventually
 
 
 class Services:
@@ -61,6 +62,22 @@ class Services:
             assert proc.alive(), f"{label} died:\n{proc.log_tail()}"
 
 
+async def consumers_ready(js: JetStreamContext, services: Services) -> None:
+    """Wait until the deployer's and the status service's durable consumers exist (the watcher
+    has declared the streams and the services have bound), failing early if a service died."""
+
+    async def ready() -> bool:
+        services.assert_alive()
+        try:
+            await js.consumer_info(topology.EVENTS_STREAM, "aim-deployer")
+            await js.consumer_info(topology.STATUS_STREAM, "aim-status")
+        except Exception:
+            return False
+        return True
+
+    await eventually(ready, timeout=60, what="the services' consumers")
+
+
 @pytest.fixture(scope="session")
 def services(aim_servers: LocalServers) -> Iterator[Services]:
     svc = Services(aim_servers, aim_servers.workdir / "service-logs")
@@ -75,16 +92,7 @@ def services(aim_servers: LocalServers) -> Iterator[Services]:
 @pytest.fixture
 async def running(services: Services, js: JetStreamContext) -> AsyncIterator[Services]:
     """The services, once the watcher has declared the topology and the consumers exist."""
-    async with asyncio.timeout(60):
-        while True:
-            for name, proc in services.procs.items():
-                assert proc.alive(), f"{name} died:\n{proc.log_tail()}"
-            try:
-                await js.consumer_info(topology.EVENTS_STREAM, "aim-deployer")
-                await js.consumer_info(topology.STATUS_STREAM, "aim-status")
-                break
-            except Exception:
-                await asyncio.sleep(0.1)
+    await consumers_ready(js, services)
     yield services
     for name, proc in services.procs.items():
         assert proc.alive(), f"{name} died during the test:\n{proc.log_tail()}"

@@ -26,7 +26,7 @@ from aimcore.kube.client import Kube, connect
 from aimcore.runtime.informer import kind_pattern, snapshot
 from aimcore.testing.plugin import LocalServers
 from tests.helpers import eventually
-from tests.integration.conftest import Services
+from tests.integration.conftest import Services, consumers_ready
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
 NS = "rollout"
@@ -110,25 +110,6 @@ async def drained(servers: LocalServers) -> None:
         await nc.close()
 
 
-async def consumers_ready(servers: LocalServers, services: Services) -> None:
-    nc = await nats.connect(servers.nats.url)
-    try:
-        js = nc.jetstream()
-
-        async def ready() -> bool:
-            services.assert_alive()
-            try:
-                await js.consumer_info(topology.EVENTS_STREAM, "aim-deployer")
-                await js.consumer_info(topology.STATUS_STREAM, "aim-status")
-            except Exception:
-                return False
-            return True
-
-        await eventually(ready, timeout=60, what="the services' consumers")
-    finally:
-        await nc.close()
-
-
 async def mirrored(servers: LocalServers) -> int:
     nc = await nats.connect(servers.nats.url)
     try:
@@ -148,7 +129,11 @@ async def with_stack(
     counter = WriteCounter(kube)
     try:
         await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-        await consumers_ready(stack, services)
+        nc = await nats.connect(stack.nats.url)
+        try:
+            await consumers_ready(nc.jetstream(), services)
+        finally:
+            await nc.close()
         await counter.start()
         await scenario(kube, services)
 

@@ -11,12 +11,11 @@ from typing import Any
 
 import nats
 
-from aimcore.bus import topology
 from aimcore.kinds import NAMESPACE, by_kind
 from aimcore.kube.client import Kube, connect
 from aimcore.testing.plugin import LocalServers
 from tests.helpers import eventually
-from tests.integration.conftest import Services
+from tests.integration.conftest import Services, consumers_ready
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
 HOPS = {"handle aim-deployer", "handle aim-status", "write status AIMService"}
@@ -39,18 +38,7 @@ async def test_one_trace_from_watch_to_status_write(private_stack: LocalServers)
     kube = Kube(await connect(private_stack.kubeconfig), field_manager="aim-tests")
     nc = await nats.connect(private_stack.nats.url)
     try:
-        js = nc.jetstream()
-
-        async def ready() -> bool:
-            services.assert_alive()
-            try:
-                await js.consumer_info(topology.EVENTS_STREAM, "aim-deployer")
-                await js.consumer_info(topology.STATUS_STREAM, "aim-status")
-            except Exception:
-                return False
-            return True
-
-        await eventually(ready, timeout=60, what="the consumers")
+        await consumers_ready(nc.jetstream(), services)
         await kube.create(
             NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "traced"}}
         )
