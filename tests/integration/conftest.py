@@ -29,6 +29,7 @@ class Services:
         self.env = env or {}
         self.procs: dict[str, ManagedProcess] = {}
         self.replicas: dict[str, tuple[str, int]] = {}
+        self.killed: set[str] = set()
 
     def start(self, name: str, replica: int = 0) -> ManagedProcess:
         env = {
@@ -44,11 +45,13 @@ class Services:
         proc = ManagedProcess(label, argv, self.log_dir, env).start()
         self.procs[label] = proc
         self.replicas[label] = (name, replica)
+        self.killed.discard(label)
         return proc
 
     def kill(self, label: str) -> None:
         """SIGKILL, as an OOM kill or a node loss would."""
         self.procs[label].kill()
+        self.killed.add(label)
 
     def restart(self, label: str) -> ManagedProcess:
         return self.start(*self.replicas[label])
@@ -59,7 +62,7 @@ class Services:
 
     def assert_alive(self) -> None:
         for label, proc in self.procs.items():
-            assert proc.alive(), f"{label} died:\n{proc.log_tail()}"
+            assert label in self.killed or proc.alive(), f"{label} died:\n{proc.log_tail()}"
 
 
 async def consumers_ready(js: JetStreamContext, services: Services) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 import yaml
 from nats.js import JetStreamContext
 
-from aimcore.bus import topology
+from aimcore.bus import subjects, topology
+from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.kinds import by_kind
 from aimcore.kube.client import Kube
 from aimcore.testing.plugin import LocalServers
@@ -161,3 +162,34 @@ async def _drained(js: JetStreamContext, stream: str, durable: str) -> None:
 
     await eventually(idle, what=f"{durable} to finish its backlog")
     await asyncio.sleep(0)
+
+
+async def test_duplicate_delivery_changes_nothing(running, kube, namespace, js: JetStreamContext) -> None:  # type: ignore[no-untyped-def]
+    await kube.create(AIMSVC, service("dup", namespace, {"model": {"name": "llama"}}))
+    await eventually(lambda: _status_is(kube, namespace, "dup", "Pending"), what="dup Pending")
+    await _drained(js, topology.EVENTS_STREAM, "aim-deployer")
+    await _drained(js, topology.STATUS_STREAM, "aim-status")
+    before = await kube.get(AIMSVC, namespace, "dup")
+    assert before is not None
+    meta = before["metadata"]
+    # The same change delivered again (as after a crash before the ack), under a new Msg-Id so
+    # the stream's dedup does not hide it: the handlers must find nothing to do.
+    again = ChangeEvent(
+        object=ObjectRef.of(AIMSVC, namespace, "dup"),
+        uid=meta["uid"],
+        resource_version=meta["resourceVersion"],
+        generation=meta["generation"],
+        change=ChangeType.MODIFIED,
+    )
+    for attempt in range(3):
+        ack = await js.publish(
+            subjects.event_subject(AIMSVC, namespace, "dup"),
+            again.encode(),
+            headers={"Nats-Msg-Id": f"{again.msg_id}:redelivery-{attempt}"},
+        )
+        assert not ack.duplicate
+    await _drained(js, topology.EVENTS_STREAM, "aim-deployer")
+    await _drained(js, topology.STATUS_STREAM, "aim-status")
+    after = await kube.get(AIMSVC, namespace, "dup")
+    assert after is not None
+    assert after["metadata"]["resourceVersion"] == meta["resourceVersion"]

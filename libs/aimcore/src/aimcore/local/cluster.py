@@ -127,6 +127,17 @@ class ControlPlane:
             proc.stop()
         self.processes.clear()
 
+    def restart_apiserver(self, timeout: float = 90.0) -> None:
+        """Stop kube-apiserver and start it again on the same port and etcd (a control-plane
+        upgrade or crash, as clients see it)."""
+        old = next(p for p in self.processes if p.name == "kube-apiserver")
+        old.stop()
+        new = ManagedProcess(
+            "kube-apiserver", old.argv, old.log_path.parent, die_with_parent=self.die_with_parent
+        )
+        self.processes[self.processes.index(old)] = new.start()
+        new.wait_until(self._ready, timeout, "kube-apiserver /readyz after restart")
+
     # -- helpers -----------------------------------------------------------------------------
 
     def _spawn(self, name: str, argv: list[str], logs: Path) -> ManagedProcess:

@@ -1,0 +1,114 @@
+"""The reconcile runtime on a real nats-server: a dependency's change is mapped to the primaries
+that use it (through an informer index), and ``requeue_after`` publishes a requeue for the service
+when it is due."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from typing import Any
+
+import nats
+import pytest
+
+from aimcore.bus import subjects, topology
+from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef
+from aimcore.kinds import by_kind
+from aimcore.runtime.informer import Informer, field_indexer
+from aimcore.runtime.lease import ObjectLeases
+from aimcore.runtime.reconciler import Controller, Request, Result, Runtime, Watch
+from aimcore.runtime.report import Reporter
+
+AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
+TEMPLATE = by_kind("aim.eai.amd.com", "AIMServiceTemplate")
+
+
+def obj(ref: Any, name: str, spec: dict[str, Any], rv: int) -> dict[str, Any]:
+    return {
+        "apiVersion": ref.api_version,
+        "kind": ref.kind,
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"uid-{name}",
+            "resourceVersion": str(rv),
+            "generation": 1,
+        },
+        "spec": spec,
+    }
+
+
+def event(o: dict[str, Any], ref: Any, change: ChangeType = ChangeType.MODIFIED) -> SimpleNamespace:
+    meta = o["metadata"]
+    ev = ChangeEvent(
+        object=ObjectRef.of(ref, meta["namespace"], meta["name"]),
+        uid=meta["uid"],
+        resource_version=meta["resourceVersion"],
+        change=change,
+    )
+    return SimpleNamespace(data=ev.encode())  # all Runtime.handle reads of a message
+
+
+@pytest.fixture
+async def js(nats_factory):  # type: ignore[no-untyped-def]
+    nc = await nats.connect(nats_factory().url)
+    js = nc.jetstream()
+    await topology.ensure_topology(js)
+    try:
+        yield js
+    finally:
+        await nc.close()
+
+
+async def test_dependency_changes_reach_their_primaries_and_requeues_fire(js) -> None:  # type: ignore[no-untyped-def]
+    kv = await topology.objects_bucket(js)
+    uses = obj(AIMSVC, "uses-tpl", {"model": {"name": "m"}, "template": {"name": "tpl"}}, 10)
+    other = obj(AIMSVC, "other", {"model": {"name": "m"}, "template": {"name": "another"}}, 11)
+    tpl = obj(TEMPLATE, "tpl", {"modelName": "m"}, 12)
+    for o, ref in ((uses, AIMSVC), (other, AIMSVC), (tpl, TEMPLATE)):
+        await kv.put(subjects.object_key(ref, "ns", o["metadata"]["name"]), json.dumps(o).encode())
+
+    reconciled: list[str] = []
+
+    async def reconcile(request: Request) -> Result | None:
+        reconciled.append(request.name)
+        return Result(requeue_after=0.2) if reconciled.count(request.name) == 1 else None
+
+    def services_using(event: ChangeEvent, dep: Any, informer: Informer) -> list[Any]:
+        return [
+            (AIMSVC, o["metadata"]["namespace"], o["metadata"]["name"])
+            for o in informer.by_index("template", event.object.name)
+        ]
+
+    controller = Controller(
+        "svc-test",
+        [AIMSVC],
+        reconcile,
+        watches=[Watch(TEMPLATE, services_using)],
+        indexers={"template": field_indexer("spec", "template", "name")},
+    )
+    informer = Informer(kv, [AIMSVC, TEMPLATE], controller.indexers)
+    await informer.start()
+    leases, dirty = await topology.leases_buckets(js)
+    runtime = Runtime(
+        js, controller, informer, ObjectLeases(leases, dirty, "svc-test"), Reporter(js, "svc-test")
+    )
+    requeues = await js.subscribe(f"{subjects.REQUEUE_PREFIX}.svc-test.>", ordered_consumer=True)
+    try:
+        await runtime.handle(event(tpl, TEMPLATE))
+        assert reconciled == ["uses-tpl"]  # only the service that uses the template
+
+        msg = await requeues.next_msg(timeout=10)
+        requeue = ChangeEvent.model_validate_json(msg.data)
+        assert requeue.change is ChangeType.REQUEUE
+        assert requeue.object.name == "uses-tpl"
+
+        await runtime.handle(msg)  # the requeue comes back through the same handler
+        assert reconciled == ["uses-tpl", "uses-tpl"]
+
+        await runtime.handle(event(other, AIMSVC))  # a primary's own event
+        assert reconciled[-1] == "other"
+        assert runtime.reconciled == 3
+    finally:
+        await requeues.unsubscribe()
+        await informer.stop()
