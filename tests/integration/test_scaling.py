@@ -140,7 +140,9 @@ async def with_stack(
         async def all_pending() -> bool:
             return await pending(kube) == COUNT
 
-        await eventually(all_pending, timeout=120, interval=0.2, what=f"all {COUNT} AIMServices Pending")
+        # Generous: a killed watcher's leadership must expire (10 s) before the standby leads, and
+        # this test shares two cores with a second control plane and seven service processes.
+        await eventually(all_pending, timeout=240, interval=0.2, what=f"all {COUNT} AIMServices Pending")
         await drained(stack)
         services.assert_alive()
     finally:
@@ -149,6 +151,14 @@ async def with_stack(
         await kube.close()
         services.stop_all()
     return services, counter
+
+
+def assert_written_once(counter: WriteCounter) -> None:
+    missing = sorted(f"svc-{i:03d}" for i in range(COUNT) if counter.writes[f"svc-{i:03d}"] == 0)
+    repeated = {name: n for name, n in counter.writes.items() if n > 1}
+    assert not missing and not repeated, (
+        f"status never written: {missing[:10]}; written more than once: {repeated}"
+    )
 
 
 def journal_runs(path: Path) -> dict[str, list[tuple[int, int, int]]]:
@@ -179,8 +189,7 @@ async def test_two_replicas_share_200_objects(private_stack: LocalServers, tmp_p
     deployer_pids = {services.procs["deployer"].pid, services.procs["deployer-1"].pid}
     assert pids == deployer_pids, "both replicas took part"
     assert {k: v for k in keys if (v := overlapping(runs[k]))} == {}
-    assert sorted(counter.writes) == sorted(f"svc-{i:03d}" for i in range(COUNT))
-    assert set(counter.writes.values()) == {1}, "each object's status is written exactly once"
+    assert_written_once(counter)
 
 
 async def test_kill_9_each_part_and_restart_nats_mid_rollout(
@@ -203,6 +212,5 @@ async def test_kill_9_each_part_and_restart_nats_mid_rollout(
     _, counter = await with_stack(private_stack, journal, rollout)
 
     assert await mirrored(private_stack) == COUNT
-    assert sorted(counter.writes) == sorted(f"svc-{i:03d}" for i in range(COUNT))
-    assert set(counter.writes.values()) == {1}, "no status written twice, none lost"
+    assert_written_once(counter)
     assert {k: v for k, r in journal_runs(journal).items() if (v := overlapping(r))} == {}
