@@ -12,7 +12,7 @@ from nats.js import JetStreamContext
 from aimcore.bus import subjects
 from aimcore.bus.errors import TransientError
 from aimcore.kinds import by_kind
-from aimcore.runtime.informer import Informer, field_indexer
+from aimcore.runtime.informer import Informer, field_indexer, kind_pattern, snapshot
 from tests.helpers import eventually
 
 TEMPLATE = by_kind("aim.eai.amd.com", "AIMServiceTemplate")
@@ -94,5 +94,25 @@ async def test_reads_never_go_back_in_time(js: JetStreamContext) -> None:
         await eventually(seen_marker)
         cached = informer.get(TEMPLATE, "ns", "t")
         assert cached is not None and cached["spec"]["modelName"] == "llama"
+    finally:
+        await informer.stop()
+
+
+async def test_snapshot_is_exact_with_many_keys(js: JetStreamContext) -> None:
+    kv = await js.create_key_value(bucket=f"mirror-{secrets.token_hex(4)}")
+    for i in range(300):
+        await put(kv, template(f"t-{i:03d}", "m", i + 1))
+    await kv.delete(subjects.object_key(TEMPLATE, "ns", "t-007"))
+    other = {**template("svc", "m", 1), "kind": SERVICE.kind}
+    await kv.put(subjects.object_key(SERVICE, "ns", "svc"), json.dumps(other).encode())
+    for _ in range(5):  # the nats-py KV watch could end its initial values early; this must not
+        got = await snapshot(kv, kind_pattern(TEMPLATE))
+        assert len(got) == 299
+        assert subjects.object_key(TEMPLATE, "ns", "t-007") not in got
+    assert len(await snapshot(kv, kind_pattern(TEMPLATE, "elsewhere"))) == 0
+    informer = Informer(kv, [TEMPLATE])
+    await informer.start()
+    try:
+        assert len(informer.list(TEMPLATE)) == 299  # complete as soon as start() returns
     finally:
         await informer.stop()

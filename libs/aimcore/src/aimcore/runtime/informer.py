@@ -17,6 +17,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import KeyDeletedError, KeyNotFoundError
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
@@ -51,20 +53,40 @@ def field_indexer(*path: str) -> Indexer:
 
 
 async def snapshot(kv: KeyValue, pattern: str) -> dict[Key, Obj]:
-    """Current objects under a key pattern (``aim.AIMService.>``), read through a KV watch.
+    """Current objects under a key pattern (``aim.AIMService.>``), read deterministically.
 
-    (nats-py's ``KeyValue.keys(filters=...)`` also substring-matches the filter on the client, so
-    a wildcard filter never matches anything; a watch is the reliable way to enumerate.)"""
+    Two nats-py shortcuts are unreliable here: ``KeyValue.keys(filters=...)`` also
+    substring-matches each filter on the client (a wildcard never matches), and a KV watch may
+    signal "initial values done" before values it already received are processed. So this reads
+    the bucket's stream with an ephemeral pull consumer (last message per key) and stops after
+    exactly the number of messages the consumer reported pending when it was created."""
+    js: JetStreamContext = kv._js
+    prefix: str = kv._pre
+    psub = await js.pull_subscribe(
+        prefix + pattern,
+        stream=kv._stream,
+        config=ConsumerConfig(
+            deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
+            ack_policy=AckPolicy.NONE,
+            inactive_threshold=60.0,
+            mem_storage=True,
+        ),
+    )
     out: dict[Key, Obj] = {}
-    watcher = await kv.watch(pattern, ignore_deletes=True)
     try:
-        async for entry in watcher:
-            if entry is None:
-                break
-            if entry.value:
-                out[entry.key] = json.loads(entry.value)
+        remaining = (await psub.consumer_info()).num_pending or 0
+        while remaining > 0:
+            for msg in await psub.fetch(min(remaining, 512), timeout=10):
+                remaining = msg.metadata.num_pending or 0
+                key = msg.subject[len(prefix) :]
+                operation = (msg.headers or {}).get("KV-Operation")
+                if operation in (KV_DEL, KV_PURGE) or not msg.data:
+                    out.pop(key, None)
+                else:
+                    out[key] = json.loads(msg.data)
     finally:
-        await watcher.stop()  # type: ignore[no-untyped-call]
+        with contextlib.suppress(Exception):
+            await psub.unsubscribe()
     return out
 
 
@@ -90,11 +112,16 @@ class Informer:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start one KV watch per kind; returns once the current state is loaded."""
-        initial = [asyncio.Event() for _ in self.kinds]
-        for ref, done in zip(self.kinds, initial, strict=True):
-            self._tasks.append(asyncio.create_task(self._follow(kind_pattern(ref), done)))
-        await asyncio.gather(*(e.wait() for e in initial))
+        """Start one KV watch per kind; returns once the current state is loaded.
+
+        The watches are started first (so no update can fall between) and the current state is
+        then read with :func:`snapshot`, which is exact; a value both deliver is stored once (the
+        resourceVersion guard keeps the newer)."""
+        for ref in self.kinds:
+            self._tasks.append(asyncio.create_task(self._follow(kind_pattern(ref))))
+        for ref in self.kinds:
+            for key, obj in (await snapshot(self.kv, kind_pattern(ref))).items():
+                self._store(key, obj)
         self.synced.set()
 
     async def stop(self) -> None:
@@ -104,13 +131,12 @@ class Informer:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _follow(self, prefix: str, initial_done: asyncio.Event) -> None:
+    async def _follow(self, prefix: str) -> None:
         while True:
             watcher = await self.kv.watch(prefix)
             try:
                 async for entry in watcher:
-                    if entry is None:  # the end of the current values
-                        initial_done.set()
+                    if entry is None:  # nats-py's "current values done" marker; start() knows better
                         continue
                     if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
                         self._remove(entry.key)
