@@ -7,6 +7,8 @@
 - ``kube`` / ``namespace`` (per test): an async client and a fresh namespace, deleted afterwards.
 - ``nats_client`` / ``js`` (per test): a NATS connection and its JetStream context.
 - ``nats_factory``: extra nats-servers a test may stop, kill and restart.
+- ``oci_registry`` / ``oci_registry_auth`` (session): Debian's docker-registry, anonymous and with
+  basic auth; push images with ``aimcore.testing.oci.push_image``.
 
 Servers start only when a test asks for them; unit tests pay nothing.
 """
@@ -32,6 +34,7 @@ from aimcore.kube import crds as crd_install
 from aimcore.kube.client import Kube, connect
 from aimcore.local.cluster import ControlPlane
 from aimcore.local.natsserver import NatsServer
+from aimcore.local.registry import Registry
 
 NAMESPACE = KindRef("", "v1", "Namespace", "namespaces", False)
 
@@ -133,3 +136,30 @@ def nats_factory(tmp_path: Path) -> Iterator[Callable[[], NatsServer]]:
     for server in started:
         server.stop()
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# OCI registries (Debian's docker-registry as a process); push images with aimcore.testing.oci
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def oci_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """An anonymous registry on loopback (``.host`` for references, ``.url`` for HTTP)."""
+    registry = Registry(tmp_path_factory.mktemp("oci-registry"))
+    try:
+        yield registry.start()
+    finally:
+        registry.stop()
+
+
+@pytest.fixture(scope="session")
+def oci_registry_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """A registry with htpasswd basic auth; ``.username``/``.password`` (also ``.auth``) log in."""
+    registry = Registry(
+        tmp_path_factory.mktemp("oci-registry-auth"), username="aim-tests", password=secrets.token_urlsafe(16)
+    )
+    try:
+        yield registry.start()
+    finally:
+        registry.stop()
