@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aimcore.local import binaries
-from aimcore.local.processes import ManagedProcess, free_port, start_with_retries
+from aimcore.local.processes import ManagedProcess, SingleProcessServer, free_port, start_with_retries
 
 
 @dataclass
-class NatsServer:
+class NatsServer(SingleProcessServer):
     workdir: Path
     port: int = field(default_factory=free_port)
     monitor_port: int = field(default_factory=free_port)
@@ -62,16 +62,3 @@ class NatsServer:
                 return bool(resp.status == 200)
         except (urllib.error.URLError, OSError):
             return False
-
-    def stop(self) -> None:
-        if self.process:
-            self.process.stop()
-
-    def kill(self) -> None:
-        if self.process:
-            self.process.kill()
-
-    def restart(self, timeout: float = 30.0) -> None:
-        """Stop and start on the same ports and store (for reliability tests)."""
-        self.stop()
-        self._start(timeout)

@@ -144,3 +144,26 @@ class ManagedProcess:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
+
+
+class SingleProcessServer:
+    """A server that is one managed process: stop, kill and restart on the same ports and data.
+    Subclasses set ``process`` in their ``_start``."""
+
+    process: ManagedProcess | None
+
+    def _start(self, timeout: float) -> object:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self.process:
+            self.process.stop()
+
+    def kill(self) -> None:
+        if self.process:
+            self.process.kill()
+
+    def restart(self, timeout: float = 30.0) -> None:
+        """Stop and start again on the same ports and data (for reliability tests)."""
+        self.stop()
+        self._start(timeout)

@@ -24,14 +24,14 @@ from pathlib import Path
 import yaml
 
 from aimcore.local import binaries
-from aimcore.local.processes import ManagedProcess, free_port, start_with_retries
+from aimcore.local.processes import ManagedProcess, SingleProcessServer, free_port, start_with_retries
 
 BCRYPT_COST = 5
 """Low on purpose: the registry checks the password on every request of a local test registry."""
 
 
 @dataclass
-class Registry:
+class Registry(SingleProcessServer):
     workdir: Path
     port: int = field(default_factory=free_port)
     username: str | None = None
@@ -115,19 +115,6 @@ class Registry:
             return e.code == 401 and self.auth is None
         except (urllib.error.URLError, OSError):
             return False
-
-    def stop(self) -> None:
-        if self.process:
-            self.process.stop()
-
-    def kill(self) -> None:
-        if self.process:
-            self.process.kill()
-
-    def restart(self, timeout: float = 30.0) -> None:
-        """Stop and start on the same port and storage."""
-        self.stop()
-        self._start(timeout)
 
 
 def bcrypt_htpasswd(password: str, cost: int = BCRYPT_COST) -> str:
