@@ -18,6 +18,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nats
+from nats.js.errors import NotFoundError
+
+from aimcore.bus import topology
 from aimcore.crds.external import stand_in_crds
 from aimcore.crds.generate import all_kinds, crd_for
 from aimcore.kinds import NAMESPACE
@@ -79,7 +83,34 @@ class Stack:
         asyncio.run(install_crds(str(self.kubeconfig), self.system_namespace))
         for name in SERVICES:
             self.services[name] = self._service(name).start()
+        asyncio.run(self._wait_until_consuming())
         self._write_state()
+
+    async def _wait_until_consuming(self, timeout: float = 120.0) -> None:
+        """Ready means ready: every service has bound its durable consumer (so the watcher has
+        declared the topology and each service is receiving events)."""
+        assert self.nats is not None
+        nc = await nats.connect(self.nats.url)
+        try:
+            js = nc.jetstream()
+            wanted = [(topology.STATUS_STREAM, "aim-status")] + [
+                (topology.EVENTS_STREAM, f"aim-{name}")
+                for name in SERVICES
+                if name not in ("watcher", "status")
+            ]
+            async with asyncio.timeout(timeout):
+                for stream, durable in wanted:
+                    while True:
+                        for label, proc in self.services.items():
+                            if not proc.alive():
+                                raise RuntimeError(f"{label} exited during start-up:\n{proc.log_tail()}")
+                        try:
+                            await js.consumer_info(stream, durable)
+                            break
+                        except (NotFoundError, TimeoutError):
+                            await asyncio.sleep(0.1)
+        finally:
+            await nc.close()
 
     def _service(self, name: str) -> ManagedProcess:
         assert self.nats is not None
