@@ -168,3 +168,47 @@ async def test_consumer_maps_errors_to_ack_and_nak(js: JetStreamContext) -> None
     assert calls["flaky"] == [1, 2, 3]
     assert consumer.stats.permanent == 1
     assert consumer.stats.naked == 2
+
+
+async def test_consumer_survives_a_nats_restart(nats_factory) -> None:  # type: ignore[no-untyped-def]
+    server = nats_factory()
+    nc = await nats.connect(server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+    try:
+        js = nc.jetstream()
+        stream, subject = await _stream(js)
+        seen: list[bytes] = []
+
+        async def handler(msg) -> None:  # type: ignore[no-untyped-def]
+            seen.append(msg.data)
+
+        spec = ConsumerSpec(durable="survivor", stream=stream, filter_subjects=[f"{subject}.>"])
+        stop = asyncio.Event()
+        consumer = Consumer(js, spec, handler)
+        task = asyncio.create_task(consumer.run(stop))
+        await js.publish(f"{subject}.a", b"before")
+        await eventually(lambda: _true(seen == [b"before"]), what="the first message")
+
+        # The server comes back without JetStream first (as JetStream is briefly unavailable after
+        # a restart: every JetStream request fails), then with it.
+        server.stop()
+        server.jetstream = False
+        server.restart()
+        await eventually(lambda: _true(consumer.stats.bus_errors > 0), timeout=30, what="a failed fetch")
+        assert not task.done(), "a failed fetch must not end the consumer loop"
+        server.jetstream = True
+        server.restart()
+
+        async def published_after() -> bool:
+            try:
+                await js.publish(f"{subject}.a", b"after")
+            except Exception:
+                return False
+            return True
+
+        await eventually(published_after, timeout=30, what="publishing after the restart")
+        await eventually(lambda: _true(b"after" in seen), timeout=30, what="delivery after the restart")
+        assert not task.done(), "the consumer loop must outlive the restart"
+        stop.set()
+        await task
+    finally:
+        await nc.close()

@@ -18,6 +18,7 @@ class NatsServer(SingleProcessServer):
     monitor_port: int = field(default_factory=free_port)
     process: ManagedProcess | None = None
     die_with_parent: bool = True
+    jetstream: bool = True  # tests turn it off for a moment to see JetStream unavailable
 
     @property
     def url(self) -> str:
@@ -43,9 +44,7 @@ class NatsServer(SingleProcessServer):
                 str(self.port),
                 "-m",
                 str(self.monitor_port),
-                "-js",
-                "-sd",
-                str(self.workdir / "jetstream"),
+                *(["-js", "-sd", str(self.workdir / "jetstream")] if self.jetstream else []),
                 "--server_name",
                 "aim-local",
             ],
@@ -57,7 +56,8 @@ class NatsServer(SingleProcessServer):
 
     def _healthy(self) -> bool:
         try:
-            url = f"http://127.0.0.1:{self.monitor_port}/healthz?js-enabled-only=true"
+            query = "?js-enabled-only=true" if self.jetstream else ""
+            url = f"http://127.0.0.1:{self.monitor_port}/healthz{query}"
             with urllib.request.urlopen(url, timeout=1) as resp:
                 return bool(resp.status == 200)
         except (urllib.error.URLError, OSError):

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 
 from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError
+from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from opentelemetry import trace
 
 from aimcore.bus import tracing
-from aimcore.bus.errors import AckAction, PermanentError, decide
+from aimcore.bus.errors import AckAction, PermanentError, backoff, decide
 from aimcore.bus.topology import ConsumerSpec, ensure_consumer
 from aimcore.kube.client import describe_error
 
@@ -37,6 +38,7 @@ class ConsumerStats:
     acked: int = 0
     naked: int = 0
     permanent: int = 0
+    bus_errors: int = 0
 
 
 class Consumer:
@@ -58,17 +60,51 @@ class Consumer:
         self._subject_locks: dict[str, tuple[asyncio.Lock, int]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
+    async def _bind(self, stop: asyncio.Event) -> JetStreamContext.PullSubscription | None:
+        """Declare (idempotently) and bind the durable consumer, waiting out a bus that is down or
+        still starting (JetStream answers 503 for a moment after a restart)."""
+        attempt = 0
+        while not stop.is_set():
+            try:
+                await ensure_consumer(self.js, self.spec)
+                return await self.js.pull_subscribe_bind(self.spec.durable, stream=self.spec.stream)
+            except (NatsError, TimeoutError) as exc:
+                attempt += 1
+                delay = backoff(attempt, base=0.2, cap=5.0)
+                log.warning(
+                    "%s: cannot bind its consumer (%r); retrying in %.1fs", self.spec.durable, exc, delay
+                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+        return None
+
     async def run(self, stop: asyncio.Event) -> None:
-        await ensure_consumer(self.js, self.spec)
-        psub = await self.js.pull_subscribe_bind(self.spec.durable, stream=self.spec.stream)
+        psub = await self._bind(stop)
+        if psub is None:
+            return
+        failures = 0
         try:
             while not stop.is_set():
                 try:
                     msgs = await psub.fetch(self.batch, timeout=1.0)
+                    failures = 0
                 except (NatsTimeout, TimeoutError):  # an empty fetch; also raised while draining
                     continue
                 except ConnectionClosedError:
                     return
+                except NatsError as exc:  # e.g. 503 while JetStream restarts, or the consumer recreated
+                    failures += 1
+                    self.stats.bus_errors += 1
+                    delay = backoff(failures, base=0.2, cap=5.0)
+                    log.warning("%s: fetch failed (%r); re-binding in %.1fs", self.spec.durable, exc, delay)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), delay)
+                    with contextlib.suppress(Exception):
+                        await psub.unsubscribe()
+                    psub = await self._bind(stop)
+                    if psub is None:
+                        return
+                    continue
                 for msg in msgs:
                     await self.sem.acquire()
                     task = asyncio.create_task(self._handle(msg))
@@ -77,8 +113,9 @@ class Consumer:
         finally:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
-            with contextlib.suppress(Exception):
-                await psub.unsubscribe()
+            if psub is not None:
+                with contextlib.suppress(Exception):
+                    await psub.unsubscribe()
 
     async def _handle(self, msg: Msg) -> None:
         lock, users = self._subject_locks.get(msg.subject, (asyncio.Lock(), 0))
