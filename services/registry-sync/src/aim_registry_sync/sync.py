@@ -1,0 +1,417 @@
+"""The AIMClusterModelSource controller: list the registry, match the filters, create the missing
+AIMClusterModels (never delete), report status and a decision per sync, schedule the next sync.
+
+When a sync runs: the first time this replica sees the source, when its generation, labels or
+annotations change (touch an annotation to force a sync), and when the next sync is due:
+``syncInterval`` after a successful sync, a backoff after a failed one (a requeue is scheduled).
+Status-only changes (our own status writes) do not start a sync, so writing ``lastSyncTime`` does
+not loop. Transient failures (registry unreachable, secret missing: Secrets are not watched) are
+retried with a growing backoff (30 s doubling, at most 10 min or ``syncInterval``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from aim_registry_sync.filters import (
+    SOURCE_LABEL,
+    Filter,
+    Image,
+    InvalidFilter,
+    Plan,
+    model_body,
+    parse_duration,
+    parse_filters,
+    plan,
+)
+from aimcore.bus.messages import ConditionReport
+from aimcore.crds.aim import AIMClusterModelSource
+from aimcore.kinds import SECRET, by_kind
+from aimcore.kube.client import ApiException, Kube
+from aimcore.naming import label_value
+from aimcore.oci import (
+    AuthFailed,
+    CredentialsError,
+    DockerConfig,
+    ImageNotFound,
+    OCIError,
+    RegistryClient,
+    RegistryUnreachable,
+    credentials_from_secrets,
+)
+from aimcore.runtime.reconciler import Request, Result
+from aimcore.status.rules import rfc3339
+
+log = logging.getLogger(__name__)
+
+AIMCLUSTERMODEL = by_kind("aim.eai.amd.com", "AIMClusterModel")
+
+MIN_INTERVAL = 30.0
+BACKOFF_START = 30.0
+BACKOFF_MAX = 600.0
+MAX_LISTED_IN_MESSAGE = 10
+
+# condition types and reasons
+READY = "Ready"
+CONFIG_VALID = "ConfigValid"
+REGISTRY_REACHABLE = "RegistryReachable"
+LIMIT_REACHED = "MaxModelsLimitReached"
+
+SYNCED = "Synced"
+INVALID_FILTER = "InvalidFilter"
+SECRET_NOT_FOUND = "SecretNotFound"
+INVALID_PULL_SECRET = "InvalidPullSecret"
+SOME_FILTERS_FAILED = "SomeFiltersFailed"
+
+_OCI_REASONS: dict[type[OCIError], str] = {
+    AuthFailed: "AuthFailed",
+    RegistryUnreachable: "RegistryUnreachable",
+    ImageNotFound: "RepositoryNotFound",
+    CredentialsError: INVALID_PULL_SECRET,
+}
+
+
+def oci_reason(exc: OCIError) -> str:
+    for cls, reason in _OCI_REASONS.items():
+        if isinstance(exc, cls):
+            return reason
+    return exc.reason
+
+
+class SyncFailed(Exception):
+    """A failure of the whole sync (before any filter ran)."""
+
+    def __init__(self, reason: str, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.transient = transient
+
+
+@dataclass(frozen=True)
+class FilterError:
+    filter: Filter
+    reason: str
+    message: str
+    transient: bool
+
+
+@dataclass
+class Listing:
+    """What the registry listing found, in the documented order."""
+
+    matched: list[Image] = field(default_factory=list)
+    errors: list[FilterError] = field(default_factory=list)
+    skipped_repositories: list[str] = field(default_factory=list)
+    succeeded: set[int] = field(default_factory=set)  # indexes of the filters listed without error
+
+
+@dataclass
+class Created:
+    created: list[Image] = field(default_factory=list)
+    adopted: list[Image] = field(default_factory=list)
+    foreign: list[Image] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Memo:
+    """This replica's last sync of a source: what it looked like and when the next is due."""
+
+    fingerprint: str
+    due: float
+    failures: int = 0
+
+
+def fingerprint(obj: dict[str, Any]) -> str:
+    """What, besides time, makes a new sync due: the object's identity, spec and metadata."""
+    meta = obj.get("metadata") or {}
+    return json.dumps(
+        [meta.get("uid"), meta.get("generation"), meta.get("labels"), meta.get("annotations")],
+        sort_keys=True,
+    )
+
+
+def backoff(failures: int, interval: float) -> float:
+    delay = BACKOFF_START * float(2 ** max(failures - 1, 0))
+    return min(delay, BACKOFF_MAX, max(interval, MIN_INTERVAL))
+
+
+async def list_filter(
+    client: RegistryClient, flt: Filter, catalogs: dict[str, list[str]]
+) -> tuple[list[Image], list[str]]:
+    """The images one filter matches (and repositories skipped because their tags could not be
+    listed). Raises :class:`OCIError` when the filter as a whole cannot be evaluated."""
+    if not flt.wildcard:
+        if flt.repository in flt.exclude:
+            return [], []
+        if flt.tag is not None:  # an exact image: no registry call (as the original)
+            return [Image(flt.registry, flt.repository, flt.tag)], []
+        tags = await client.tags(f"{flt.registry}/{flt.repository}")
+        return [Image(flt.registry, flt.repository, t) for t in flt.select_tags(tags)], []
+    if flt.registry not in catalogs:
+        catalogs[flt.registry] = await client.catalog(flt.registry)
+    images: list[Image] = []
+    skipped: list[str] = []
+    for repository in sorted(r for r in catalogs[flt.registry] if flt.matches_repository(r)):
+        try:
+            tags = await client.tags(f"{flt.registry}/{repository}")
+        except (ImageNotFound, AuthFailed) as exc:  # listed but not readable: skip this repository
+            log.info("skipping %s/%s: %s", flt.registry, repository, exc)
+            skipped.append(f"{flt.registry}/{repository}")
+            continue
+        images.extend(Image(flt.registry, repository, t) for t in flt.select_tags(tags))
+    return images, skipped
+
+
+class SourceController:
+    """Reconciles AIMClusterModelSources. ``clock`` and ``client_factory`` are seams for tests."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        system_namespace: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        client_factory: Callable[[DockerConfig], RegistryClient] = RegistryClient,
+    ) -> None:
+        self.kube = kube
+        self.system_namespace = system_namespace
+        self.clock = clock
+        self.client_factory = client_factory
+        self.memo: dict[str, _Memo] = {}
+
+    async def reconcile(self, request: Request) -> Result | None:
+        source = request.resource
+        assert isinstance(source, AIMClusterModelSource)
+        spec = source.spec
+        name = request.name
+        try:
+            interval = max(parse_duration(spec.sync_interval), MIN_INTERVAL)
+            filters = parse_filters(spec)
+        except InvalidFilter as exc:
+            self.memo.pop(name, None)
+            await self._invalid(request, str(exc))
+            return None  # nothing to retry: a spec change brings the source back
+
+        now = self.clock()
+        fp = fingerprint(request.obj)
+        memo = self.memo.get(name)
+        if memo is not None and memo.fingerprint == fp and now < memo.due:
+            return Result(requeue_after=memo.due - now)
+
+        source_label = label_value(name)
+        existing = request.informer.list(AIMCLUSTERMODEL, labels={SOURCE_LABEL: source_label})
+        existing_images = {str((m.get("spec") or {}).get("image", "")) for m in existing}
+        secrets = [s.name for s in spec.image_pull_secrets or [] if s.name]
+
+        try:
+            credentials = await self._credentials(secrets)
+        except SyncFailed as failed:
+            return await self._failed(request, fp, memo, interval, failed, len(existing))
+
+        listing = Listing()
+        catalogs: dict[str, list[str]] = {}
+        async with self.client_factory(credentials) as client:
+            for flt in filters:
+                try:
+                    images, skipped = await list_filter(client, flt, catalogs)
+                except OCIError as exc:
+                    listing.errors.append(FilterError(flt, oci_reason(exc), str(exc), exc.transient))
+                    continue
+                listing.succeeded.add(flt.index)
+                listing.matched.extend(images)
+                listing.skipped_repositories.extend(skipped)
+
+        if not listing.succeeded:
+            first = listing.errors[0]
+            message = "; ".join(
+                f"filters[{e.filter.index}] ({e.filter.image}): {e.message}" for e in listing.errors
+            )
+            everything = SyncFailed(first.reason, message, transient=any(e.transient for e in listing.errors))
+            return await self._failed(request, fp, memo, interval, everything, len(existing))
+
+        the_plan = plan(listing.matched, existing_images, len(existing), spec.max_models)
+        outcome = await self._create(the_plan, source_label, secrets)
+        await self._synced(request, listing, the_plan, outcome, len(existing))
+
+        ok = not listing.errors and not outcome.errors
+        failures = 0 if ok else (memo.failures + 1 if memo else 1)
+        delay = interval if ok else backoff(failures, interval)
+        self.memo[name] = _Memo(fp, now + delay, failures)
+        return Result(requeue_after=delay)
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    async def _credentials(self, names: Sequence[str]) -> DockerConfig:
+        secrets = []
+        for secret_name in names:
+            secret = await self.kube.get(SECRET, self.system_namespace, secret_name)
+            if secret is None:
+                raise SyncFailed(
+                    SECRET_NOT_FOUND,
+                    f"imagePullSecret {self.system_namespace}/{secret_name} not found "
+                    f"(pull secrets must be in the operator namespace {self.system_namespace})",
+                    transient=True,
+                )
+            secrets.append(secret)
+        try:
+            return credentials_from_secrets(secrets)
+        except CredentialsError as exc:  # its message names the secret, never its contents
+            raise SyncFailed(INVALID_PULL_SECRET, str(exc), transient=True) from None
+
+    async def _create(self, the_plan: Plan, source_label: str, secrets: Sequence[str]) -> Created:
+        """Create the planned models. A name already taken (409) by one of ours (created by an
+        earlier sync the cache did not show yet) is ``adopted``; by anything else, ``foreign`` and
+        left alone."""
+        out = Created()
+        for image in the_plan.create:
+            try:
+                await self.kube.create(AIMCLUSTERMODEL, model_body(image, source_label, secrets))
+                out.created.append(image)
+            except ApiException as exc:
+                if exc.status == 409:
+                    current = await self.kube.get(AIMCLUSTERMODEL, None, image.model_name)
+                    labels = ((current or {}).get("metadata") or {}).get("labels") or {}
+                    ours = labels.get(SOURCE_LABEL) == source_label
+                    (out.adopted if ours else out.foreign).append(image)
+                    continue
+                if exc.status is not None and exc.status >= 500:
+                    raise  # transient: the runtime retries the whole reconcile with backoff
+                out.errors.append(f"{image.uri}: HTTP {exc.status} {exc.reason}")
+        return out
+
+    # -- reports -------------------------------------------------------------------------------
+
+    async def _invalid(self, request: Request, message: str) -> None:
+        conditions = [
+            ConditionReport(type=CONFIG_VALID, status="False", reason=INVALID_FILTER, message=message),
+            ConditionReport(type=READY, status="False", reason=INVALID_FILTER, message=message),
+        ]
+        if await request.reporter.report(request.ref, request.obj, conditions, {"status": "Failed"}):
+            await request.reporter.decide(request.ref, request.obj, "reject", INVALID_FILTER, message)
+
+    async def _failed(  # noqa: PLR0917
+        self,
+        request: Request,
+        fp: str,
+        memo: _Memo | None,
+        interval: float,
+        failed: SyncFailed,
+        existing: int,
+    ) -> Result:
+        failures = (memo.failures if memo else 0) + 1
+        delay = backoff(failures, interval)
+        self.memo[request.name] = _Memo(fp, self.clock() + delay, failures)
+        registry_state = "Unknown" if failed.reason in (SECRET_NOT_FOUND, INVALID_PULL_SECRET) else "False"
+        conditions = [
+            ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"),
+            ConditionReport(
+                type=REGISTRY_REACHABLE, status=registry_state, reason=failed.reason, message=failed.message
+            ),
+            ConditionReport(type=READY, status="False", reason=failed.reason, message=failed.message),
+        ]
+        fields = {"status": "Failed", "discoveredModels": existing}
+        if await request.reporter.report(request.ref, request.obj, conditions, fields):
+            await request.reporter.decide(
+                request.ref, request.obj, "sync-failed", failed.reason, failed.message, created=[]
+            )
+        log.warning("sync of %s failed: %s: %s", request.name, failed.reason, failed.message)
+        return Result(requeue_after=delay)
+
+    async def _synced(
+        self,
+        request: Request,
+        listing: Listing,
+        the_plan: Plan,
+        outcome: Created,
+        existing: int,
+    ) -> None:
+        source = request.resource
+        assert isinstance(source, AIMClusterModelSource)
+        spec = source.spec
+        created, foreign = outcome.created, outcome.foreign
+        available = len(the_plan.create) + len(the_plan.present) + len(the_plan.over_limit)
+        discovered = existing + len(created) + len(outcome.adopted)
+        limit = bool(the_plan.over_limit)
+        problems = [f"filters[{e.filter.index}] ({e.filter.image}): {e.message}" for e in listing.errors]
+        problems += [f"create {e}" for e in outcome.errors]
+
+        conditions = [ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid")]
+        if listing.errors:
+            first = listing.errors[0]
+            conditions.append(
+                ConditionReport(
+                    type=REGISTRY_REACHABLE, status="False", reason=first.reason, message="; ".join(problems)
+                )
+            )
+        else:
+            conditions.append(ConditionReport(type=REGISTRY_REACHABLE, status="True", reason="Reachable"))
+        if limit:
+            over = _names(the_plan.over_limit)
+            conditions.append(
+                ConditionReport(
+                    type=LIMIT_REACHED,
+                    status="True",
+                    reason="LimitReached",
+                    message=f"maxModels {spec.max_models} reached: {len(the_plan.over_limit)} matching "
+                    f"image(s) have no model ({over})",
+                )
+            )
+        else:
+            conditions.append(
+                ConditionReport(
+                    type=LIMIT_REACHED,
+                    status="False",
+                    reason="WithinLimit",
+                    message=f"{discovered} of at most {spec.max_models} models",
+                )
+            )
+        summary = (
+            f"{available} matching image(s); created {len(created)}, {len(the_plan.present)} already "
+            f"present, {len(the_plan.over_limit)} over maxModels, {len(foreign)} owned by another source"
+        )
+        if problems:
+            status = "Degraded"
+            conditions.append(
+                ConditionReport(
+                    type=READY, status="False", reason=SOME_FILTERS_FAILED, message="; ".join(problems)
+                )
+            )
+        else:
+            status = "Ready"
+            conditions.append(ConditionReport(type=READY, status="True", reason=SYNCED, message=summary))
+        fields = {
+            "status": status,
+            "lastSyncTime": rfc3339(datetime.fromtimestamp(self.clock(), UTC)),
+            "discoveredModels": discovered,
+            "availableModels": available,
+            "modelsLimitReached": limit,
+        }
+        await request.reporter.report(request.ref, request.obj, conditions, fields)
+        await request.reporter.decide(
+            request.ref,
+            request.obj,
+            "sync",
+            SYNCED if not problems else SOME_FILTERS_FAILED,
+            summary,
+            created=[i.uri for i in created],
+            present=[i.uri for i in the_plan.present],
+            overLimit=[i.uri for i in the_plan.over_limit],
+            ownedByAnotherSource=[i.uri for i in foreign],
+            skippedRepositories=listing.skipped_repositories,
+            errors=problems,
+        )
+        log.info("synced %s: %s", request.name, summary)
+
+
+def _names(images: Sequence[Image]) -> str:
+    shown = ", ".join(i.uri for i in images[:MAX_LISTED_IN_MESSAGE])
+    more = len(images) - MAX_LISTED_IN_MESSAGE
+    return shown + (f" and {more} more" if more > 0 else "")
