@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from aimcore.kinds import KindRef
 from aimcore.local.binaries import run_kubectl
 
 T = TypeVar("T")
@@ -38,3 +39,13 @@ def kubectl(
     if check:
         assert done.returncode == 0, f"kubectl {' '.join(args)}:\n{done.stderr}"
     return done.stdout
+
+
+def manifest(
+    ref: KindRef, name: str, namespace: str | None, spec: dict[str, Any], **meta: Any
+) -> dict[str, Any]:
+    """An object of ``ref``'s kind as a user would apply it."""
+    metadata: dict[str, Any] = {"name": name, **meta}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": metadata, "spec": spec}

@@ -25,7 +25,7 @@ from aimcore.kinds import NAMESPACE, by_kind
 from aimcore.kube.client import Kube, connect
 from aimcore.runtime.informer import kind_pattern, snapshot
 from aimcore.testing.plugin import LocalServers
-from tests.helpers import eventually
+from tests.helpers import eventually, manifest
 from tests.integration.conftest import Services, consumers_ready
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
@@ -34,12 +34,7 @@ COUNT = 200
 
 
 def service(i: int) -> dict[str, Any]:
-    return {
-        "apiVersion": AIMSVC.api_version,
-        "kind": AIMSVC.kind,
-        "metadata": {"name": f"svc-{i:03d}", "namespace": NS},
-        "spec": {"model": {"name": f"model-{i % 7}"}},
-    }
+    return manifest(AIMSVC, f"svc-{i:03d}", NS, {"model": {"name": f"model-{i % 7}"}})
 
 
 async def create(kube: Kube, indexes: range) -> None:

@@ -27,7 +27,7 @@ from aimcore.bus.messages import ConditionReport, Decision, ObjectRef, StatusRep
 from aimcore.kinds import KindRef, by_kind
 from aimcore.kube.client import Kube
 from aimcore.runtime.report import Reporter
-from tests.helpers import eventually
+from tests.helpers import eventually, manifest
 
 MODEL_CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")
 TEMPLATE_CACHE = by_kind("aim.eai.amd.com", "AIMTemplateCache")
@@ -254,21 +254,11 @@ async def api_writes(
 
 
 def model_cache(name: str, namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": MODEL_CACHE.api_version,
-        "kind": MODEL_CACHE.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"sourceUri": "hf://org/model"},
-    }
+    return manifest(MODEL_CACHE, name, namespace, {"sourceUri": "hf://org/model"})
 
 
 def template_cache(name: str, namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": TEMPLATE_CACHE.api_version,
-        "kind": TEMPLATE_CACHE.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"templateName": "llama-mi300x"},
-    }
+    return manifest(TEMPLATE_CACHE, name, namespace, {"templateName": "llama-mi300x"})
 
 
 async def status_of(kube: Kube, ref: KindRef, namespace: str, name: str) -> dict[str, Any]:

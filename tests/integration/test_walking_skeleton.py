@@ -16,7 +16,7 @@ from aimcore.kinds import by_kind
 from aimcore.kube.client import Kube
 from aimcore.testing.plugin import LocalServers
 from tests import helpers
-from tests.helpers import eventually
+from tests.helpers import eventually, manifest
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
 LEGACY_AIMSVC = by_kind("aim.silogen.ai", "AIMService")
@@ -27,12 +27,7 @@ def kubectl(servers: LocalServers, *args: str, stdin: str | None = None) -> str:
 
 
 def service(name: str, namespace: str, spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "aim.eai.amd.com/v1alpha1",
-        "kind": "AIMService",
-        "metadata": {"name": name, "namespace": namespace, **meta},
-        "spec": spec,
-    }
+    return manifest(AIMSVC, name, namespace, spec, **meta)
 
 
 async def status_of(kube: Kube, namespace: str, name: str, ref: Any = AIMSVC) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from aimcore.bus.messages import ChangeEvent, ChangeType
 from aimcore.kinds import by_kind
 from aimcore.kube.client import Gone, Kube
 from aimcore.kube.crds import CRD
-from tests.helpers import eventually
+from tests.helpers import eventually, manifest
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")
 # A kind no other test uses: this test changes its CRD.
@@ -27,33 +27,16 @@ UNCACHED = by_kind("aim.silogen.ai", "AIMRuntimeConfig")
 
 
 def model(name: str, namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": MODEL.api_version,
-        "kind": MODEL.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"image": f"ghcr.io/example/{name}:1"},
-    }
+    return manifest(MODEL, name, namespace, {"image": f"ghcr.io/example/{name}:1"})
 
 
 def runtime_config(name: str, namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": UNCACHED.api_version,
-        "kind": UNCACHED.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"defaultStorageClassName": "fast"},
-    }
+    return manifest(UNCACHED, name, namespace, {"defaultStorageClassName": "fast"})
 
 
 @pytest.fixture
-async def bus(nats_factory):  # type: ignore[no-untyped-def]
-    server = nats_factory()
-    nc = await nats.connect(server.url)
-    js = nc.jetstream()
-    await topology.ensure_topology(js)
-    try:
-        yield js
-    finally:
-        await nc.close()
+def bus(private_js):  # type: ignore[no-untyped-def]
+    return private_js
 
 
 class GapAfterFirstList(KindWatcher):

@@ -13,19 +13,14 @@ from aimcore.bus import subjects, topology
 from aimcore.kinds import NAMESPACE, by_kind
 from aimcore.kube.client import Kube, connect
 from aimcore.testing.plugin import LocalServers
-from tests.helpers import eventually
+from tests.helpers import eventually, manifest
 from tests.integration.conftest import Services
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")
 
 
 def model(name: str) -> dict[str, object]:
-    return {
-        "apiVersion": MODEL.api_version,
-        "kind": MODEL.kind,
-        "metadata": {"name": name, "namespace": "ha"},
-        "spec": {"image": f"ghcr.io/example/{name}:1"},
-    }
+    return manifest(MODEL, name, "ha", {"image": f"ghcr.io/example/{name}:1"})
 
 
 async def test_standby_takes_over_and_api_restart_is_survived(private_stack: LocalServers) -> None:

@@ -8,9 +8,6 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
-import nats
-import pytest
-
 from aimcore.bus import subjects, topology
 from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.kinds import by_kind
@@ -49,18 +46,8 @@ def event(o: dict[str, Any], ref: Any, change: ChangeType = ChangeType.MODIFIED)
     return SimpleNamespace(data=ev.encode())  # all Runtime.handle reads of a message
 
 
-@pytest.fixture
-async def js(nats_factory):  # type: ignore[no-untyped-def]
-    nc = await nats.connect(nats_factory().url)
-    js = nc.jetstream()
-    await topology.ensure_topology(js)
-    try:
-        yield js
-    finally:
-        await nc.close()
-
-
-async def test_dependency_changes_reach_their_primaries_and_requeues_fire(js) -> None:  # type: ignore[no-untyped-def]
+async def test_dependency_changes_reach_their_primaries_and_requeues_fire(private_js) -> None:  # type: ignore[no-untyped-def]
+    js = private_js
     kv = await topology.objects_bucket(js)
     uses = obj(AIMSVC, "uses-tpl", {"model": {"name": "m"}, "template": {"name": "tpl"}}, 10)
     other = obj(AIMSVC, "other", {"model": {"name": "m"}, "template": {"name": "another"}}, 11)

@@ -6,7 +6,8 @@
   pytest takes them along (``PR_SET_PDEATHSIG``).
 - ``kube`` / ``namespace`` (per test): an async client and a fresh namespace, deleted afterwards.
 - ``nats_client`` / ``js`` (per test): a NATS connection and its JetStream context.
-- ``nats_factory``: extra nats-servers a test may stop, kill and restart.
+- ``nats_factory``: extra nats-servers a test may stop, kill and restart; ``private_js``: JetStream
+  on one of them with the topology declared.
 - ``oci_registry`` / ``oci_registry_auth`` (session): Debian's docker-registry, anonymous and with
   basic auth; push images with ``aimcore.testing.oci.push_image``.
 
@@ -27,6 +28,7 @@ import pytest
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
+from aimcore.bus import topology
 from aimcore.crds.external import stand_in_crds
 from aimcore.crds.generate import all_kinds, crd_for
 from aimcore.kinds import KindRef
@@ -136,6 +138,18 @@ def nats_factory(tmp_path: Path) -> Iterator[Callable[[], NatsServer]]:
     for server in started:
         server.stop()
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+@pytest.fixture
+async def private_js(nats_factory: Callable[[], NatsServer]) -> AsyncIterator[JetStreamContext]:
+    """JetStream on a nats-server of the test's own, with the system's topology declared."""
+    nc = await nats.connect(nats_factory().url)
+    js = nc.jetstream()
+    await topology.ensure_topology(js)
+    try:
+        yield js
+    finally:
+        await nc.close()
 
 
 # ---------------------------------------------------------------------------------------------
