@@ -160,6 +160,48 @@ class Kube:
                 obj.setdefault("kind", ref.kind)
                 yield event
 
+    async def pod_log(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
+        timeout: float = 60.0,
+    ) -> str:
+        """A container's log, read through the API server (which fetches it from the pod's kubelet).
+
+        The body is read raw: the generated client would ``json.loads`` a log that happens to be
+        valid JSON. An unbound pod (no ``spec.nodeName``) yields ``""``; ``container`` is required
+        when the pod has several. Errors (including the kubelet's) raise :class:`ApiException`."""
+        query: list[tuple[str, Any]] = []
+        if container:
+            query.append(("container", container))
+        if tail_lines is not None:
+            query.append(("tailLines", tail_lines))
+        if limit_bytes is not None:
+            query.append(("limitBytes", limit_bytes))
+        resp = await self.api.call_api(
+            f"/api/v1/namespaces/{namespace}/pods/{name}/log",
+            "GET",
+            query_params=query,
+            header_params={"Accept": "text/plain, */*"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+            _request_timeout=timeout,
+        )
+        async with resp:
+            data: bytes = await resp.read()
+            text = data.decode(resp.charset or "utf-8", errors="replace")
+            if not 200 <= resp.status <= 299:
+                exc = ApiException(status=resp.status, reason=resp.reason)
+                exc.body = text  # type: ignore[assignment]  # str, as the client stores bodies
+                exc.headers = resp.headers
+                raise exc
+        return text
+
     # -- writes --------------------------------------------------------------------------------
 
     async def create(self, ref: KindRef, body: Obj, namespace: str | None = None) -> Obj:

@@ -5,6 +5,8 @@
   HTTPRoute and ScaledObject. Stopped at the end of the session, even when tests fail; a killed
   pytest takes them along (``PR_SET_PDEATHSIG``).
 - ``kube`` / ``namespace`` (per test): an async client and a fresh namespace, deleted afterwards.
+- ``kubelet`` (per test): a started :class:`~aimcore.testing.kubelet.FakeKubelet` serving pod logs
+  to the API server; its nodes (and the pods bound to them) are deleted afterwards.
 - ``nats_client`` / ``js`` (per test): a NATS connection and its JetStream context.
 - ``nats_factory``: extra nats-servers a test may stop, kill and restart; ``private_js``: JetStream
   on one of them with the topology declared.
@@ -37,6 +39,7 @@ from aimcore.kube.client import Kube, connect
 from aimcore.local.cluster import ControlPlane
 from aimcore.local.natsserver import NatsServer
 from aimcore.local.registry import Registry
+from aimcore.testing.kubelet import FakeKubelet
 
 NAMESPACE = KindRef("", "v1", "Namespace", "namespaces", False)
 
@@ -108,6 +111,20 @@ async def namespace(kube: Kube) -> AsyncIterator[str]:
         yield name
     finally:
         await kube.delete(NAMESPACE, None, name)
+
+
+@pytest.fixture
+async def kubelet(kube: Kube) -> AsyncIterator[FakeKubelet]:
+    """A fake kubelet (HTTPS ``/containerLogs`` on loopback); register nodes with
+    ``await kubelet.register_node(kube, name)``. Its nodes and their pods are deleted afterwards."""
+    fake = await FakeKubelet().start()
+    try:
+        yield fake
+    finally:
+        try:
+            await fake.cleanup(kube)
+        finally:
+            await fake.stop()
 
 
 @pytest.fixture
