@@ -40,6 +40,7 @@ OBJECTS_BUCKET = "aim-objects"
 LEASES_BUCKET = "aim-leases"
 DIRTY_BUCKET = "aim-dirty"
 ELECTION_BUCKET = "aim-election"
+DISCOVERY_BUCKET = "aim-discovery"
 
 DAY = 86_400.0
 GIB = 1 << 30
@@ -113,6 +114,12 @@ def bucket_configs() -> list[KeyValueConfig]:
         KeyValueConfig(
             bucket=DIRTY_BUCKET,
             description="Triggers that arrived while another replica held an object's lease",
+            history=1,
+            storage=StorageType.FILE,
+        ),
+        KeyValueConfig(
+            bucket=DISCOVERY_BUCKET,
+            description="Cluster-wide discovery-job slots (compare-and-set), shared by discovery replicas",
             history=1,
             storage=StorageType.FILE,
         ),

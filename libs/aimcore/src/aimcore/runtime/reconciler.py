@@ -181,18 +181,15 @@ class Runtime:
     async def handle(self, msg: Msg) -> None:
         event = ChangeEvent.model_validate_json(msg.data)
         identity = (event.object.group, event.object.kind)
-        if identity in self.primaries:
-            if event.change is ChangeType.DELETED:
-                return  # children go with their owner references
-            ref = by_kind(*identity)
+        ref = by_kind(*identity)
+        if identity in self.primaries and event.change is not ChangeType.DELETED:
+            # a deleted primary needs nothing: its children go with their owner references
             await self.reconcile_object(
                 ref, event.object.namespace, event.object.name, event.resource_version
             )
-            return
         watch = self.watches.get(identity)
         if watch is None:
-            return
-        ref = by_kind(*identity)
+            return  # (a kind may be both a primary and a dependency of other primaries)
         dep = None
         if event.change is not ChangeType.DELETED:
             dep = await self.informer.wait_for(

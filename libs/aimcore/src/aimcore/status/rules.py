@@ -159,6 +159,8 @@ REASON_STATES: Mapping[str, State] = {
     "InvalidSizeOutput": State.FAILED,
     "IntegrityCheckFailed": State.FAILED,
     "StorageFull": State.FAILED,
+    "InvalidDiscoveryOutput": State.FAILED,
+    "InvalidPullSecret": State.FAILED,
     # infrastructure-like: degraded, retried
     "GPUCheckFailed": State.DEGRADED,
     "SomeFiltersFailed": State.DEGRADED,
@@ -178,6 +180,7 @@ REASON_STATES: Mapping[str, State] = {
     "PvcPending": State.PENDING,
     "CreatingModel": State.PENDING,
     "JobNotCreated": State.PENDING,
+    "WaitingForDiscoverySlot": State.PENDING,
     # work in progress
     "PodsStarting": State.STARTING,
     "ModelNotReady": State.PROGRESSING,

@@ -1,0 +1,805 @@
+"""The discovery "dry-run" Job of a service template: its name and body, its state, its output and why
+it failed, kept free of I/O so the template controller stays a thin loop around it.
+
+The original operator ran the AIM image with ``dry-run --format=json`` to learn which runtime profile
+and which model artifacts a template resolves to, and cached the answer in the template's status.
+This module reproduces that Job and fixes the original's gaps:
+
+- The Job name carries a hash of the spec fields discovery depends on plus an attempt number, so a
+  relevant spec change or a retry never reuses a stale Job (:func:`spec_hash`, :func:`job_name`).
+- The pod runs hardened (non-root, no privilege escalation, all capabilities dropped, default
+  seccomp profile), with ``backoffLimit: 0`` and a deadline; retries are the operator's, with an
+  exponential back-off (:func:`retry_delay`), and finished Jobs are deleted by the operator (no TTL).
+- The output is parsed defensively (:func:`parse_output`): log lines around the JSON are tolerated,
+  and output the CRD would reject - or a template without model sources, which would strand every
+  service using it - is a clear :class:`DiscoveryOutputError`, not a half-written status.
+- Failures get a specific reason (:func:`classify_failure`, :func:`pod_progress`) whose message
+  never leaks credentials: env values are never quoted, and log excerpts are short and redacted.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from typing import Any
+
+from pydantic import ValidationError
+
+from aimcore.crds.aim import MODEL_ID_PATTERN, SOURCE_URI_PATTERN, AIMModelSource, AIMProfile
+from aimcore.naming import DNS_LABEL_MAX, go_json, label_value, sanitize_part
+
+__all__ = [
+    "ACTIVE_DEADLINE_SECONDS",
+    "ANNOTATION_ATTEMPT",
+    "ANNOTATION_SPEC_HASH",
+    "ANNOTATION_TEMPLATE_NAMESPACE",
+    "CONTAINER_NAME",
+    "LABEL_TEMPLATE",
+    "REASON_AUTH_ERROR",
+    "REASON_IMAGE_NOT_FOUND",
+    "REASON_IMAGE_PULL_AUTH_FAILURE",
+    "REASON_IMAGE_PULL_BACK_OFF",
+    "REASON_INVALID_IMAGE_REFERENCE",
+    "REASON_JOB_BACKOFF_LIMIT_EXCEEDED",
+    "REASON_JOB_DEADLINE_EXCEEDED",
+    "REASON_JOB_EVICTED",
+    "REASON_JOB_RUNNING",
+    "REASON_PODS_PENDING",
+    "REASON_POD_OOM_KILLED",
+    "REASON_SECRET_NOT_FOUND",
+    "REASON_SOURCE_NOT_FOUND",
+    "REASON_STORAGE_FULL",
+    "STATE_ACTIVE",
+    "STATE_FAILED",
+    "STATE_SUCCEEDED",
+    "DiscoveryOutputError",
+    "DiscoveryResult",
+    "classify_failure",
+    "finished_at",
+    "job_body",
+    "job_name",
+    "job_state",
+    "parse_output",
+    "pod_progress",
+    "redact",
+    "retry_delay",
+    "spec_hash",
+]
+
+# -- condition reasons (all known to aimcore.status.rules.REASON_STATES) -------------------------
+
+REASON_IMAGE_PULL_AUTH_FAILURE = "ImagePullAuthFailure"
+REASON_IMAGE_NOT_FOUND = "ImageNotFound"
+REASON_IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
+REASON_INVALID_IMAGE_REFERENCE = "InvalidImageReference"
+REASON_SECRET_NOT_FOUND = "SecretNotFound"
+REASON_POD_OOM_KILLED = "PodOOMKilled"
+REASON_AUTH_ERROR = "AuthError"
+REASON_SOURCE_NOT_FOUND = "SourceNotFound"
+REASON_STORAGE_FULL = "StorageFull"
+REASON_JOB_DEADLINE_EXCEEDED = "JobDeadlineExceeded"
+REASON_JOB_EVICTED = "JobEvicted"
+REASON_JOB_BACKOFF_LIMIT_EXCEEDED = "JobBackoffLimitExceeded"
+REASON_PODS_PENDING = "PodsPending"
+REASON_JOB_RUNNING = "JobRunning"
+
+# -- job states ----------------------------------------------------------------------------------
+
+STATE_SUCCEEDED = "succeeded"
+STATE_FAILED = "failed"
+STATE_ACTIVE = "active"
+
+# -- job shape -----------------------------------------------------------------------------------
+
+ACTIVE_DEADLINE_SECONDS = 900
+"""How long one discovery attempt may run before Kubernetes kills it."""
+
+CONTAINER_NAME = "discovery"
+JOB_NAME_PREFIX = "discover"
+RUN_AS_USER = 65532
+
+LABEL_TEMPLATE = "aim.eai.amd.com/template"
+ANNOTATION_SPEC_HASH = "aim.eai.amd.com/discovery-spec-hash"
+ANNOTATION_ATTEMPT = "aim.eai.amd.com/discovery-attempt"
+ANNOTATION_TEMPLATE_NAMESPACE = "aim.eai.amd.com/template-namespace"
+
+BASE_LABELS: Mapping[str, str] = {
+    "app.kubernetes.io/name": "aim-discovery",
+    "app.kubernetes.io/component": "discovery",
+    "app.kubernetes.io/managed-by": "aim-engine",
+    "app.kubernetes.io/part-of": "aim-engine",
+}
+
+RETRY_BASE_SECONDS = 60.0
+RETRY_MAX_SECONDS = 3600.0
+
+# -- message hygiene -----------------------------------------------------------------------------
+
+QUOTE_LIMIT = 120
+"""Longest excerpt of offending discovery output quoted in a DiscoveryOutputError."""
+LOG_LINES = 3
+LOG_LINE_LIMIT = 200
+
+_REDACTIONS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"hf_[A-Za-z0-9]{10,}"), "***"),
+    (re.compile(r"AKIA[0-9A-Z]{16}"), "***"),
+    (re.compile(r"(?i)(token|secret|password|key)=\S+"), r"\1=***"),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 ***"),
+)
+
+_AUTH_LOG = re.compile(
+    r"\b401\b|unauthorized|invalid token|AccessDenied|InvalidAccessKeyId|SignatureDoesNotMatch|gated repo",
+    re.IGNORECASE,
+)
+_NOT_FOUND_LOG = re.compile(
+    r"Repository Not Found|\b404\b|NoSuchKey|NoSuchBucket|RepositoryNotFoundError", re.IGNORECASE
+)
+_STORAGE_FULL_LOG = re.compile(r"No space left on device", re.IGNORECASE)
+
+_PULL_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff"})
+_PULL_AUTH = ("unauthorized", "authentication required", "denied")
+_PULL_NOT_FOUND = ("not found", "manifest unknown")
+_STARTING_WAITING = frozenset({"ContainerCreating", "PodInitializing"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Naming
+# ---------------------------------------------------------------------------------------------
+
+
+def spec_hash(  # noqa: PLR0917 - the documented positional signature
+    model_name: str | None,
+    image: str | None,
+    metric: str | None,
+    precision: str | None,
+    gpu_model: str | None,
+    gpu_count: int | None,
+    profile_id: str | None,
+) -> str:
+    """8 hex characters identifying the spec fields discovery depends on; a change of any of them
+    means the cached discovery result is stale. ``None`` hashes like ``""``."""
+    values = [
+        "" if v is None else str(v)
+        for v in (model_name, image, metric, precision, gpu_model, gpu_count, profile_id)
+    ]
+    return hashlib.sha256(go_json(values).encode()).hexdigest()[:8]
+
+
+def job_name(template_name: str, spec_hash: str, attempt: int) -> str:
+    """``discover-<template>-<hash>-<attempt>``, a DNS-1123 label: the template part is sanitised
+    and cut so the whole name stays within 63 characters."""
+    if attempt < 0:
+        raise ValueError(f"attempt must not be negative, got {attempt}")
+    suffix = f"-{sanitize_part(spec_hash)}-{attempt}"
+    budget = DNS_LABEL_MAX - len(JOB_NAME_PREFIX) - 1 - len(suffix)
+    template = sanitize_part(template_name)[: max(budget, 0)].rstrip("-")
+    middle = f"-{template}" if template else ""
+    return f"{JOB_NAME_PREFIX}{middle}{suffix}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Job body
+# ---------------------------------------------------------------------------------------------
+
+
+def job_labels(template_name: str, extra_labels: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The labels of the Job and its pod: ``extra_labels`` first, the fixed ones on top so a caller
+    can never break the selectors the operator relies on."""
+    labels = dict(extra_labels or {})
+    labels.update(BASE_LABELS)
+    labels[LABEL_TEMPLATE] = label_value(template_name)
+    return labels
+
+
+def _profile_env(
+    profile_id: str | None,
+    metric: str | None,
+    precision: str | None,
+    gpu_model: str | None,
+    gpu_count: int | None,
+) -> list[dict[str, Any]]:
+    pairs = (
+        ("AIM_PROFILE_ID", profile_id),
+        ("AIM_METRIC", metric),
+        ("AIM_PRECISION", precision),
+        ("AIM_GPU_MODEL", gpu_model),
+        ("AIM_GPU_COUNT", None if gpu_count is None else str(gpu_count)),
+    )
+    return [{"name": name, "value": value} for name, value in pairs if value is not None and value != ""]
+
+
+def merge_env(first: Iterable[Mapping[str, Any]], then: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``first`` followed by the entries of ``then`` whose name ``first`` does not already use."""
+    out = [dict(e) for e in first]
+    names = {e.get("name") for e in out}
+    out.extend(dict(e) for e in then if e.get("name") not in names)
+    return out
+
+
+def job_body(
+    *,
+    name: str,
+    namespace: str,
+    template_name: str,
+    template_namespace: str | None,
+    image: str,
+    image_pull_secrets: Sequence[str],
+    service_account: str | None,
+    env: Sequence[Mapping[str, Any]],
+    owner: Mapping[str, Any],
+    spec_hash: str,
+    attempt: int,
+    extra_labels: Mapping[str, str] | None = None,
+    profile_id: str | None = None,
+    metric: str | None = None,
+    precision: str | None = None,
+    gpu_model: str | None = None,
+    gpu_count: int | None = None,
+) -> dict[str, Any]:
+    """The batch/v1 Job running ``<image> dry-run --format=json`` for one template."""
+    labels = job_labels(template_name, extra_labels)
+    annotations = {ANNOTATION_SPEC_HASH: spec_hash, ANNOTATION_ATTEMPT: str(attempt)}
+    if template_namespace is not None:
+        annotations[ANNOTATION_TEMPLATE_NAMESPACE] = template_namespace
+
+    container: dict[str, Any] = {
+        "name": CONTAINER_NAME,
+        "image": image,
+        "args": ["dry-run", "--format=json"],
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    }
+    container_env = merge_env(env, _profile_env(profile_id, metric, precision, gpu_model, gpu_count))
+    if container_env:
+        container["env"] = container_env
+
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS_USER,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+    }
+    if image_pull_secrets:
+        pod_spec["imagePullSecrets"] = [{"name": s} for s in image_pull_secrets]
+    if service_account:
+        pod_spec["serviceAccountName"] = service_account
+    else:
+        # The default service account's API token is of no use to the dry-run; don't hand it over.
+        pod_spec["automountServiceAccountToken"] = False
+
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [copy.deepcopy(dict(owner))],
+        },
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": ACTIVE_DEADLINE_SECONDS,
+            "template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec},
+        },
+    }
+
+
+def retry_delay(failed_attempts: int) -> float:
+    """Seconds to wait before the next attempt: 60·2^(n-1), at most an hour; 0 before any failure."""
+    if failed_attempts <= 0:
+        return 0.0
+    exponent = min(failed_attempts - 1, 32)  # far past the cap; keeps the integer small
+    delay: float = RETRY_BASE_SECONDS * float(1 << exponent)
+    return min(delay, RETRY_MAX_SECONDS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Job state
+# ---------------------------------------------------------------------------------------------
+
+
+def _conditions(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    status = obj.get("status") or {}
+    return [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+
+
+def _true_condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    for c in _conditions(obj):
+        if c.get("type") == type_ and c.get("status") == "True":
+            return c
+    return None
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def job_state(job: Mapping[str, Any]) -> str:
+    """:data:`STATE_SUCCEEDED`, :data:`STATE_FAILED` or :data:`STATE_ACTIVE`."""
+    if _true_condition(job, "Complete") is not None:
+        return STATE_SUCCEEDED
+    if _true_condition(job, "Failed") is not None:
+        return STATE_FAILED
+    status = job.get("status") or {}
+    if _int(status.get("succeeded")) >= 1:
+        return STATE_SUCCEEDED
+    backoff_limit = _int((job.get("spec") or {}).get("backoffLimit"), 6)  # Kubernetes' default
+    if _int(status.get("failed")) > backoff_limit:
+        return STATE_FAILED
+    return STATE_ACTIVE
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def finished_at(job: Mapping[str, Any]) -> datetime | None:
+    """When the Job finished: ``status.completionTime``, else the ``lastTransitionTime`` of its true
+    ``Complete``/``Failed`` condition; ``None`` while it runs."""
+    done = _parse_time((job.get("status") or {}).get("completionTime"))
+    if done is not None:
+        return done
+    for type_ in ("Complete", "Failed"):
+        cond = _true_condition(job, type_)
+        if cond is not None:
+            when = _parse_time(cond.get("lastTransitionTime"))
+            if when is not None:
+                return when
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Output parsing
+# ---------------------------------------------------------------------------------------------
+
+
+class DiscoveryOutputError(ValueError):
+    """The discovery container's output is unusable; ``str(error)`` is a short, status-safe message."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class DiscoveryResult:
+    """What one discovery run found.
+
+    ``profile`` is ``AIMProfile`` wire JSON (``engine_args``, ``env_vars``, ``metadata`` with
+    ``gpuCount``, ``originalDiscoveryOutput``); ``model_sources`` are ``AIMModelSource`` wire dicts
+    (``modelId``, ``sourceUri``, ``size``), never empty.
+    """
+
+    profile: dict[str, Any]
+    model_sources: list[dict[str, Any]] = field(default_factory=list)
+    gpu_model: str | None = None
+    gpu_count: int = 0
+
+
+def _quote(value: Any) -> str:
+    text = value if isinstance(value, str) else _compact(value)
+    text = redact(" ".join(text.split()))
+    if len(text) > QUOTE_LIMIT:
+        text = text[: QUOTE_LIMIT - 1] + "…"
+    return repr(text)
+
+
+def _compact(value: Any) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    except ValueError:
+        return str(value)
+
+
+def _json_arrays(log: str) -> list[list[Any]]:
+    """Every top-level JSON array in ``log``, in order (arrays nested in a found array are skipped)."""
+    decoder = json.JSONDecoder()
+    found: list[list[Any]] = []
+    pos = log.find("[")
+    while pos != -1:
+        try:
+            value, end = decoder.raw_decode(log, pos)
+        except ValueError:
+            end = pos + 1
+        else:
+            if isinstance(value, list):
+                found.append(value)
+            else:  # pragma: no cover - raw_decode at '[' only yields lists
+                end = pos + 1
+        pos = log.find("[", end)
+    return found
+
+
+def _looks_like_output(array: list[Any]) -> bool:
+    return bool(array) and isinstance(array[0], dict) and "profile" in array[0]
+
+
+def _find_array(log: str) -> list[Any]:
+    text = log.strip()
+    if not text:
+        raise DiscoveryOutputError("discovery produced no output")
+    try:
+        whole: Any = json.loads(text)
+    except ValueError:
+        whole = None
+    if isinstance(whole, list):
+        return list(whole)
+    arrays = _json_arrays(log)
+    if not arrays:
+        last = text.splitlines()[-1]
+        raise DiscoveryOutputError(f"discovery output holds no JSON array (last line: {_quote(last)})")
+    # The last array that looks like discovery output; otherwise the last array, reported as is.
+    for array in arrays[::-1]:
+        if _looks_like_output(array):
+            return array
+    return arrays[-1]
+
+
+def _env_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return go_json(value)
+
+
+def _gpu_count(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DiscoveryOutputError(
+            f"profile.metadata.gpu_count must be a non-negative integer, got {_quote(value)}"
+        )
+    return value
+
+
+_BINARY_UNITS = (
+    ("Ei", 1024**6),
+    ("Pi", 1024**5),
+    ("Ti", 1024**4),
+    ("Gi", 1024**3),
+    ("Mi", 1024**2),
+    ("Ki", 1024),
+)
+
+
+def size_quantity(size_gb: float | int) -> str:
+    """``size_gb`` GiB as a Kubernetes quantity in the largest binary unit that is exact (``0.5`` →
+    ``512Mi``, ``1.5`` → ``1536Mi``), else plain bytes (rounded up)."""
+    size = Decimal(str(size_gb)) * 1024**3
+    n_bytes = int(size.to_integral_value(rounding=ROUND_CEILING))
+    if n_bytes == 0:
+        return "0"
+    for suffix, factor in _BINARY_UNITS:
+        if n_bytes % factor == 0:
+            return f"{n_bytes // factor}{suffix}"
+    return str(n_bytes)
+
+
+def _size(index: int, value: Any) -> str:
+    where = f"models[{index}].size_gb"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DiscoveryOutputError(f"{where} must be a number, got {_quote(value)}")
+    if not math.isfinite(value) or value < 0:
+        raise DiscoveryOutputError(f"{where} must be a non-negative number, got {_quote(value)}")
+    try:
+        return size_quantity(value)
+    except (InvalidOperation, ValueError, OverflowError) as exc:  # pragma: no cover - finite floats convert
+        raise DiscoveryOutputError(f"{where} is not a usable size: {_quote(value)}") from exc
+
+
+def _model_source(index: int, entry: Any) -> dict[str, Any]:
+    where = f"models[{index}]"
+    if not isinstance(entry, dict):
+        raise DiscoveryOutputError(f"{where} is not an object: {_quote(entry)}")
+    name, source = entry.get("name"), entry.get("source")
+    if not isinstance(name, str) or not name:
+        raise DiscoveryOutputError(f"{where} has no name: {_quote(entry)}")
+    if not isinstance(source, str) or not source:
+        raise DiscoveryOutputError(f"{where} ({name}) has no source: {_quote(entry)}")
+    if not re.fullmatch(r"(hf|s3)://.*", source, re.DOTALL):
+        raise DiscoveryOutputError(f"{where}.source must be an hf:// or s3:// URI, got {_quote(source)}")
+    if not re.fullmatch(SOURCE_URI_PATTERN, source):
+        raise DiscoveryOutputError(f"{where}.source is not a valid URI: {_quote(source)}")
+    if not re.fullmatch(MODEL_ID_PATTERN, name):
+        raise DiscoveryOutputError(f"{where}.name is not a valid model id (org/name): {_quote(name)}")
+    wire: dict[str, Any] = {"modelId": name, "sourceUri": source}
+    if entry.get("size_gb") is not None:
+        wire["size"] = _size(index, entry["size_gb"])
+    try:
+        return AIMModelSource.model_validate(wire).wire()
+    except ValidationError as exc:  # pragma: no cover - the checks above mirror the model's
+        raise DiscoveryOutputError(f"{where}: {_pydantic_message(exc, {})}") from exc
+
+
+_PROFILE_PATHS = {
+    "engine_args": "profile.engine_args",
+    "env_vars": "profile.env_vars",
+    "metadata": "profile.metadata",
+    "gpuCount": "gpu_count",
+    "originalDiscoveryOutput": "output",
+}
+_ENUM_REPR = re.compile(r"<\w+\.\w+: ('[^']*')>")
+
+
+def _pydantic_message(exc: ValidationError, paths: Mapping[str, str]) -> str:
+    first = exc.errors()[0]
+    path = ".".join(paths.get(str(p), str(p)) for p in first["loc"])
+    text = _ENUM_REPR.sub(r"\1", first["msg"])
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    got = f", got {_quote(first['input'])}" if "input" in first else ""
+    return f"{path}: {text}{got}{more}"
+
+
+def _profile(element: dict[str, Any], raw: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
+    wire_metadata = {
+        "engine": metadata.get("engine"),
+        "gpu": metadata.get("gpu"),
+        "precision": metadata.get("precision"),
+        "gpuCount": metadata.get("gpu_count"),
+        "metric": metadata.get("metric"),
+        "type": metadata.get("type"),
+    }
+    profile: dict[str, Any] = {
+        "metadata": {k: v for k, v in wire_metadata.items() if v is not None},
+        "originalDiscoveryOutput": element,
+    }
+    if raw.get("engine_args") is not None:
+        profile["engine_args"] = raw["engine_args"]
+    env_vars = raw.get("env_vars")
+    if env_vars is not None:
+        if not isinstance(env_vars, dict):
+            raise DiscoveryOutputError(f"profile.env_vars is not an object: {_quote(env_vars)}")
+        profile["env_vars"] = {str(k): _env_value(v) for k, v in env_vars.items()}
+    try:
+        return AIMProfile.model_validate(profile).wire()
+    except ValidationError as exc:
+        raise DiscoveryOutputError(
+            f"discovery profile rejected: {_pydantic_message(exc, _PROFILE_PATHS)}"
+        ) from exc
+
+
+def parse_output(log: str) -> DiscoveryResult:
+    """The discovery container's log turned into a :class:`DiscoveryResult`.
+
+    The whole log is tried as a JSON array first; failing that, the last JSON array in it whose
+    first element has a ``profile`` (or just the last array, to report what is wrong with it).
+    Raises :class:`DiscoveryOutputError` with a short message quoting at most ~120 characters.
+    """
+    array = _find_array(log)
+    if not array:
+        raise DiscoveryOutputError("discovery output is an empty JSON array: no profile was found")
+    element = array[0]
+    if not isinstance(element, dict):
+        raise DiscoveryOutputError(f"discovery output element 0 is not an object: {_quote(element)}")
+    raw = element.get("profile")
+    if raw is None:
+        raise DiscoveryOutputError(f"discovery output has no profile: {_quote(element)}")
+    if not isinstance(raw, dict):
+        raise DiscoveryOutputError(f"discovery output profile is not an object: {_quote(raw)}")
+    metadata = raw.get("metadata")
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise DiscoveryOutputError(f"profile.metadata is not an object: {_quote(metadata)}")
+    gpu_count = _gpu_count(metadata.get("gpu_count"))
+    gpu_model = metadata.get("gpu")
+    if gpu_model is not None and not isinstance(gpu_model, str):
+        raise DiscoveryOutputError(f"profile.metadata.gpu must be a string, got {_quote(gpu_model)}")
+
+    models = element.get("models")
+    if models is None or models == []:
+        raise DiscoveryOutputError(
+            "discovery output lists no models: a template without model sources cannot be served"
+        )
+    if not isinstance(models, list):
+        raise DiscoveryOutputError(f"discovery output models is not a list: {_quote(models)}")
+    sources = [_model_source(i, m) for i, m in enumerate(models)]
+
+    profile = _profile(element, raw, metadata)
+    return DiscoveryResult(
+        profile=profile, model_sources=sources, gpu_model=gpu_model or None, gpu_count=gpu_count
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Failure classification and progress
+# ---------------------------------------------------------------------------------------------
+
+
+def redact(text: str) -> str:
+    """``text`` with anything that looks like a credential replaced by ``***``."""
+    for pattern, replacement in _REDACTIONS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _clip(text: str, limit: int = LOG_LINE_LIMIT) -> str:
+    text = redact(" ".join(text.split()))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def log_excerpt(log_tail: str | None) -> str:
+    """The last (at most 3) non-blank lines of ``log_tail``, redacted, each cut to 200 characters,
+    joined with `` | ``; ``""`` without a log."""
+    if not log_tail:
+        return ""
+    lines = [line for line in log_tail.splitlines() if line.strip()]
+    return " | ".join(_clip(line) for line in lines[-LOG_LINES:])
+
+
+def _with_log(message: str, log_tail: str | None) -> str:
+    excerpt = log_excerpt(log_tail)
+    return f"{message}; last log lines: {excerpt}" if excerpt else message
+
+
+def _pod_name(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("name") or "<unnamed>")
+
+
+def _newest_first(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return sorted(
+        pods, key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""), reverse=True
+    )
+
+
+def _container_statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The pod's container statuses, the discovery container first, then the others, then init
+    containers."""
+    status = pod.get("status") or {}
+    main = [s for s in status.get("containerStatuses") or [] if isinstance(s, Mapping)]
+    main.sort(key=lambda s: s.get("name") != CONTAINER_NAME)
+    init = [s for s in status.get("initContainerStatuses") or [] if isinstance(s, Mapping)]
+    return main + init
+
+
+def _waiting(cs: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    waiting = (cs.get("state") or {}).get("waiting")
+    return waiting if isinstance(waiting, Mapping) else None
+
+
+def _terminated(cs: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for key in ("state", "lastState"):
+        term = (cs.get(key) or {}).get("terminated")
+        if isinstance(term, Mapping):
+            return term
+    return None
+
+
+def _image_problem(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A failed image pull or an unusable container config, from the pod's waiting containers."""
+    for cs in _container_statuses(pod):
+        waiting = _waiting(cs)
+        if waiting is None:
+            continue
+        reason = str(waiting.get("reason") or "")
+        detail = _clip(str(waiting.get("message") or reason))
+        lowered = detail.lower()
+        if reason in _PULL_WAITING:
+            if any(word in lowered for word in _PULL_AUTH):
+                return REASON_IMAGE_PULL_AUTH_FAILURE, f"discovery image pull not authorized: {detail}"
+            if any(word in lowered for word in _PULL_NOT_FOUND):
+                return REASON_IMAGE_NOT_FOUND, f"discovery image not found: {detail}"
+            return REASON_IMAGE_PULL_BACK_OFF, f"cannot pull the discovery image: {detail}"
+        if reason == "InvalidImageName":
+            return REASON_INVALID_IMAGE_REFERENCE, f"invalid discovery image: {detail}"
+        if reason == "CreateContainerConfigError" and "secret" in lowered:
+            return REASON_SECRET_NOT_FOUND, f"discovery pod {_pod_name(pod)} cannot start: {detail}"
+    return None
+
+
+def _oom(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    for cs in _container_statuses(pod):
+        term = _terminated(cs)
+        if term is not None and term.get("reason") == "OOMKilled":
+            return (
+                REASON_POD_OOM_KILLED,
+                f"discovery container {cs.get('name', CONTAINER_NAME)} in pod {_pod_name(pod)} "
+                "was killed for running out of memory (OOMKilled)",
+            )
+    return None
+
+
+def _termination_summary(pods: Sequence[Mapping[str, Any]]) -> str:
+    for pod in pods:
+        for cs in _container_statuses(pod):
+            term = _terminated(cs)
+            if term is None:
+                continue
+            text = f"discovery container exited with code {term.get('exitCode', '?')}"
+            if term.get("reason"):
+                text += f" ({_clip(str(term['reason']), 60)})"
+            if term.get("message"):
+                text += f": {_clip(str(term['message']))}"
+            return text
+    return "discovery job failed"
+
+
+def classify_failure(
+    job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], log_tail: str | None
+) -> tuple[str, str]:
+    """``(reason, message)`` for a failed discovery Job, most specific cause first: image pull,
+    missing secret, OOM kill, what the log says (auth, not found, disk full), the Job's deadline,
+    eviction, else the container's exit. Messages never quote env values and show at most the last
+    3 log lines, each cut to 200 characters, with credential-like text redacted."""
+    ordered = _newest_first(pods)
+    for pod in ordered:
+        found = _image_problem(pod) or _oom(pod)
+        if found is not None:
+            return found
+
+    if log_tail:
+        if _AUTH_LOG.search(log_tail):
+            return REASON_AUTH_ERROR, _with_log(
+                "discovery could not authenticate to the model source", log_tail
+            )
+        if _NOT_FOUND_LOG.search(log_tail):
+            return REASON_SOURCE_NOT_FOUND, _with_log("discovery could not find the model source", log_tail)
+        if _STORAGE_FULL_LOG.search(log_tail):
+            return REASON_STORAGE_FULL, _with_log("discovery ran out of disk space", log_tail)
+
+    failed = _true_condition(job, "Failed")
+    if failed is not None and failed.get("reason") == "DeadlineExceeded":
+        deadline = (job.get("spec") or {}).get("activeDeadlineSeconds", ACTIVE_DEADLINE_SECONDS)
+        return REASON_JOB_DEADLINE_EXCEEDED, _with_log(
+            f"discovery did not finish within {deadline}s", log_tail
+        )
+
+    for pod in ordered:
+        status = pod.get("status") or {}
+        if status.get("reason") == "Evicted":
+            detail = _clip(str(status.get("message") or "no details"))
+            return REASON_JOB_EVICTED, f"discovery pod {_pod_name(pod)} was evicted: {detail}"
+
+    return REASON_JOB_BACKOFF_LIMIT_EXCEEDED, _with_log(_termination_summary(ordered), log_tail)
+
+
+def _scheduling_message(pod: Mapping[str, Any]) -> str:
+    for c in _conditions(pod):
+        if c.get("type") == "PodScheduled" and c.get("message"):
+            return _clip(str(c["message"]))
+    return f"pod {_pod_name(pod)} is not scheduled yet"
+
+
+def pod_progress(pods: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """``(reason, message)`` describing the newest pod of a still-active discovery Job; ``None``
+    without pods. An image pull failure or a missing secret is reported as in
+    :func:`classify_failure` (the Job would otherwise sit until its deadline)."""
+    if not pods:
+        return None
+    pod = _newest_first(pods)[0]
+    problem = _image_problem(pod)
+    if problem is not None:
+        return problem
+    name = _pod_name(pod)
+    status = pod.get("status") or {}
+    phase = status.get("phase")
+    if phase == "Pending" and not (pod.get("spec") or {}).get("nodeName"):
+        return REASON_PODS_PENDING, f"waiting for a node: {_scheduling_message(pod)}"
+    for cs in _container_statuses(pod):
+        waiting = _waiting(cs)
+        if waiting is not None:
+            reason = _clip(str(waiting.get("reason") or "waiting"), 60)
+            return REASON_JOB_RUNNING, f"discovery pod {name} starting ({reason})"
+    if phase == "Running":
+        return REASON_JOB_RUNNING, f"discovery pod {name} running"
+    if phase == "Pending":
+        return REASON_JOB_RUNNING, f"discovery pod {name} starting"
+    return REASON_JOB_RUNNING, f"discovery pod {name} {str(phase or 'unknown').lower()}"

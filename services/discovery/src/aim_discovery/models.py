@@ -1,0 +1,437 @@
+"""The model controller (AIMModel, AIMClusterModel; legacy AIMImage, AIMClusterImage, AIMModel,
+AIMClusterModel): runtime config, image metadata, templates, and a status aggregated from them.
+
+One reconcile:
+
+1. Resolve the runtime config (``RuntimeConfigReady``; a missing named config fails the model with
+   ``ConfigValid=False/ReferenceNotFound`` and recovers when the config appears).
+2. Image metadata (``ImageMetadataReady``): ``spec.imageMetadata`` wins (air-gapped clusters);
+   else, unless extraction is off (``discovery.extractMetadata``, else the runtime config's
+   ``model.autoDiscovery``), the labels are read from the registry (manifest and config blob
+   only) with the model's ``imagePullSecrets`` and cached in ``status.imageMetadata``. The cache is
+   keyed by the image named in the condition's message: a new ``spec.image`` reads again.
+3. Templates: one per recommended deployment (when ``createServiceTemplates`` allows) plus
+   ``customTemplates``; a custom model (``spec.modelSources``) gets only custom templates, or one
+   from ``custom.hardware``. They are server-side applied with an owner reference to the model (so
+   they are garbage-collected with it) and only when missing or different.
+4. ``ServiceTemplatesReady`` / ``ClusterServiceTemplatesReady`` aggregated from the model's
+   templates (:func:`templates_state`); the status service derives ``status`` and ``Ready``.
+
+Registry failures are retried with a per-model backoff (30 s doubling to 10 min); malformed labels
+and invalid references are not retried until the spec changes. Every outcome has a condition with a
+specific reason, and each change of outcome a decision record.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aim_discovery.catalog import (
+    AIM,
+    MODEL_LABEL,
+    ModelView,
+    PlannedTemplate,
+    custom_templates,
+    differs,
+    owned_by,
+    recommended_template,
+    template_body,
+    template_kind,
+    templates_condition,
+)
+from aimcore.bus.messages import ConditionReport
+from aimcore.kinds import SECRET, KindRef
+from aimcore.kube.client import ApiException, Kube
+from aimcore.oci import (
+    AuthFailed,
+    CredentialsError,
+    DockerConfig,
+    ImageNotFound,
+    InvalidReference,
+    LabelError,
+    OCIError,
+    RegistryClient,
+    RegistryUnreachable,
+    credentials_from_secrets,
+)
+from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtimeconfig import (
+    CONFIG_NOT_FOUND,
+    RUNTIME_CONFIG_READY,
+    ConfigNotFound,
+    Resolved,
+    propagated_labels,
+    resolve,
+)
+from aimcore.status.rules import has_status_field
+
+log = logging.getLogger(__name__)
+
+IMAGE_METADATA_READY = "ImageMetadataReady"
+CONFIG_VALID = "ConfigValid"
+
+IMAGE_METADATA_FOUND = "ImageMetadataFound"
+IMAGE_FOUND = "ImageFound"
+EXTRACTION_DISABLED = "ExtractionDisabled"
+METADATA_FROM_SPEC = "MetadataFromSpec"
+SECRET_NOT_FOUND = "SecretNotFound"
+INVALID_PULL_SECRET = "InvalidPullSecret"
+EXTRACTION_FAILED = "MetadataExtractionFailed"
+INVALID_IMAGE_REFERENCE = "InvalidImageReference"
+IMAGE_NOT_FOUND = "ImageNotFound"
+AUTH_FAILED = "ImagePullAuthFailure"
+REGISTRY_ERROR = "RegistryError"
+
+BACKOFF_START = 30.0
+BACKOFF_MAX = 600.0
+
+# Template-state aggregation reasons (reference §2.8).
+ALL_TEMPLATES_READY = "AllTemplatesReady"
+SOME_TEMPLATES_READY = "SomeTemplatesReady"
+NO_TEMPLATES_EXPECTED = "NoTemplatesExpected"
+TEMPLATES_PROGRESSING = "TemplatesProgressing"
+SOME_TEMPLATES_DEGRADED = "SomeTemplatesDegraded"
+ALL_TEMPLATES_FAILED = "AllTemplatesFailed"
+NO_TEMPLATES_AVAILABLE = "NoTemplatesAvailable"
+AWAITING_METADATA = "AwaitingMetadata"
+CREATING_TEMPLATES = "CreatingTemplates"
+
+_READY_VALUES = {"Ready", "Available"}
+_FAILED_VALUES = {"Failed", "Degraded"}
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """The outcome of the metadata step."""
+
+    condition: ConditionReport
+    metadata: Mapping[str, Any] | None = None
+    retry: bool = False  # a transient failure: try again after a backoff
+    failed: bool = False
+    config_invalid: bool = False
+
+
+def templates_state(statuses: Sequence[str], expected: int, metadata_known: bool) -> tuple[str, str, str]:
+    """``(status, reason, message)`` of the templates condition from the templates' ``status``
+    values (either group's vocabulary) and how many templates the model means to have."""
+    total = len(statuses)
+    if total == 0:
+        if not metadata_known:
+            return "False", AWAITING_METADATA, "Waiting for image metadata before creating templates"
+        if expected:
+            return "False", CREATING_TEMPLATES, f"Creating {expected} template(s)"
+        return "True", NO_TEMPLATES_EXPECTED, "The model defines no templates"
+    ready = sum(s in _READY_VALUES for s in statuses)
+    failed = sum(s in _FAILED_VALUES for s in statuses)
+    unavailable = sum(s == "NotAvailable" for s in statuses)
+    counts = f"{ready}/{total} ready, {failed} failed, {unavailable} not available"
+    if ready == total:
+        return "True", ALL_TEMPLATES_READY, f"All {total} template(s) are ready"
+    if failed == total:
+        return "False", ALL_TEMPLATES_FAILED, f"All {total} template(s) failed"
+    if unavailable == total:
+        return "False", NO_TEMPLATES_AVAILABLE, f"No template's GPU is available in the cluster ({counts})"
+    if failed:
+        return "False", SOME_TEMPLATES_DEGRADED, f"Some templates failed ({counts})"
+    if ready + unavailable == total:
+        return "True", SOME_TEMPLATES_READY, f"Some templates are ready ({counts})"
+    return "False", TEMPLATES_PROGRESSING, f"Templates are progressing ({counts})"
+
+
+def _oci_reason(exc: OCIError) -> tuple[str, bool]:
+    """Reason and whether to retry."""
+    if isinstance(exc, InvalidReference):
+        return INVALID_IMAGE_REFERENCE, False
+    if isinstance(exc, LabelError):
+        return EXTRACTION_FAILED, False
+    if isinstance(exc, ImageNotFound):
+        return IMAGE_NOT_FOUND, True
+    if isinstance(exc, AuthFailed):
+        return AUTH_FAILED, True
+    if isinstance(exc, CredentialsError):
+        return INVALID_PULL_SECRET, True
+    if isinstance(exc, RegistryUnreachable):
+        return REGISTRY_ERROR, True
+    return REGISTRY_ERROR, exc.transient
+
+
+class ModelController:
+    def __init__(
+        self,
+        kube: Kube,
+        system_namespace: str,
+        *,
+        client_factory: Callable[[DockerConfig], RegistryClient] = RegistryClient,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.kube = kube
+        self.system_namespace = system_namespace
+        self.client_factory = client_factory
+        self.clock = clock
+        self.failures: dict[str, tuple[str, int]] = {}  # uid → (image, consecutive failures)
+
+    async def reconcile(self, request: Request) -> Result | None:
+        model = ModelView(request.ref, request.obj)
+        fields: dict[str, Any] = {}
+        try:
+            config = resolve(request.informer.get, request.ref.group, model.namespace, model.spec)
+        except ConfigNotFound as exc:
+            await self._config_missing(request, str(exc))
+            return None
+        reason, message = config.condition_reason()
+        conditions = [
+            ConditionReport(type=RUNTIME_CONFIG_READY, status="True", reason=reason, message=message)
+        ]
+        fields["resolvedRuntimeConfig"] = config.reference()
+        fields["sourceType"] = "Custom" if model.is_custom else "Image"
+
+        auto = config.get("model", "autoDiscovery")
+        auto_discovery = bool(auto) if auto is not None else None
+        outcome = await self._metadata(model, auto_discovery)
+        conditions.append(outcome.condition)
+        if outcome.config_invalid:
+            conditions.append(
+                ConditionReport(
+                    type=CONFIG_VALID,
+                    status="False",
+                    reason=outcome.condition.reason,
+                    message=outcome.condition.message,
+                )
+            )
+        else:
+            conditions.append(ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"))
+        if outcome.metadata is not None and not model.spec_metadata:
+            fields["imageMetadata"] = dict(outcome.metadata)
+
+        planned = self.planned_templates(model, outcome.metadata, auto_discovery)
+        kind = template_kind(request.ref)
+        await self._apply(kind, model, planned, config, request)
+        metadata_known = outcome.metadata is not None or outcome.failed or model.is_custom
+        if not model.extract_metadata(auto_discovery):
+            metadata_known = True
+        status, reason, message = templates_state(
+            [str((t.get("status") or {}).get("status") or "Pending") for t in self.templates(request, model)],
+            len(planned),
+            metadata_known,
+        )
+        conditions.append(
+            ConditionReport(
+                type=templates_condition(request.ref), status=status, reason=reason, message=message
+            )
+        )
+        fields = {k: v for k, v in fields.items() if has_status_field(request.ref.group, request.ref.kind, k)}
+        sent = await request.reporter.report(request.ref, request.obj, conditions, fields)
+        if sent:
+            await request.reporter.decide(
+                request.ref,
+                request.obj,
+                "model",
+                outcome.condition.reason,
+                outcome.condition.message,
+                templates=[p.name for p in planned],
+                templatesState=reason,
+            )
+        return self._retry(model, outcome)
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def planned_templates(
+        self, model: ModelView, metadata: Mapping[str, Any] | None, auto_discovery: bool | None
+    ) -> list[PlannedTemplate]:
+        planned: list[PlannedTemplate] = []
+        if not model.is_custom and metadata is not None and model.create_templates(auto_discovery):
+            deployments = ((metadata.get("model") or {}).get("recommendedDeployments")) or []
+            planned.extend(recommended_template(model, d) for d in deployments if isinstance(d, Mapping))
+        planned.extend(custom_templates(model))
+        unique: dict[str, PlannedTemplate] = {}
+        for p in planned:
+            unique.setdefault(p.name, p)
+        return list(unique.values())
+
+    def templates(self, request: Request, model: ModelView) -> list[dict[str, Any]]:
+        """The model's templates: those it owns plus those of the same scope that name it."""
+        kind = template_kind(request.ref)
+        uid = str(request.obj["metadata"].get("uid", ""))
+        key = "modelName" if request.ref.group == AIM else "aimImageName"
+        out = []
+        for t in request.informer.list(kind, model.namespace):
+            if owned_by(t, uid) or (t.get("spec") or {}).get(key) == model.name:
+                out.append(t)
+        return out
+
+    async def _metadata(self, model: ModelView, auto_discovery: bool | None) -> Metadata:
+        if model.spec_metadata is not None:
+            return Metadata(
+                ConditionReport(
+                    type=IMAGE_METADATA_READY,
+                    status="True",
+                    reason=METADATA_FROM_SPEC,
+                    message="Using spec.imageMetadata; the registry is not contacted",
+                ),
+                model.spec_metadata,
+            )
+        if model.is_custom:
+            return Metadata(
+                ConditionReport(
+                    type=IMAGE_METADATA_READY,
+                    status="True",
+                    reason=EXTRACTION_DISABLED,
+                    message="Custom model: sources come from spec.modelSources, image labels are not read",
+                )
+            )
+        if not model.extract_metadata(auto_discovery):
+            return Metadata(
+                ConditionReport(
+                    type=IMAGE_METADATA_READY,
+                    status="True",
+                    reason=EXTRACTION_DISABLED,
+                    message="Metadata extraction is disabled (discovery.extractMetadata or the runtime "
+                    "config's model.autoDiscovery)",
+                )
+            )
+        cached = self._cached(model)
+        if cached is not None:
+            return cached
+        try:
+            credentials = await self._credentials(model)
+            async with self.client_factory(credentials) as client:
+                metadata = await client.image_metadata(model.image)
+        except _SecretMissing as exc:
+            return Metadata(
+                ConditionReport(
+                    type=IMAGE_METADATA_READY, status="False", reason=SECRET_NOT_FOUND, message=str(exc)
+                ),
+                retry=True,
+                failed=True,
+                config_invalid=True,
+            )
+        except OCIError as exc:
+            reason, retry = _oci_reason(exc)
+            return Metadata(
+                ConditionReport(type=IMAGE_METADATA_READY, status="False", reason=reason, message=str(exc)),
+                retry=retry,
+                failed=True,
+                config_invalid=reason == INVALID_IMAGE_REFERENCE,
+            )
+        wire = metadata.model_dump(by_alias=True, exclude_none=True, mode="json")
+        has_name = bool((wire.get("model") or {}).get("canonicalName"))
+        return Metadata(
+            ConditionReport(
+                type=IMAGE_METADATA_READY,
+                status="True",
+                reason=IMAGE_METADATA_FOUND if has_name else IMAGE_FOUND,
+                message=_read_message(model.image, has_name),
+            ),
+            wire,
+        )
+
+    def _cached(self, model: ModelView) -> Metadata | None:
+        status = model.obj.get("status") or {}
+        metadata = status.get("imageMetadata")
+        condition = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == IMAGE_METADATA_READY), None
+        )
+        if not metadata or condition is None or condition.get("status") != "True":
+            return None
+        for has_name in (True, False):
+            if condition.get("message") == _read_message(model.image, has_name):
+                return Metadata(
+                    ConditionReport(
+                        type=IMAGE_METADATA_READY,
+                        status="True",
+                        reason=str(condition.get("reason")),
+                        message=str(condition.get("message")),
+                    ),
+                    metadata,
+                )
+        return None
+
+    async def _credentials(self, model: ModelView) -> DockerConfig:
+        namespace = model.namespace or self.system_namespace
+        secrets = []
+        for name in model.pull_secrets:
+            secret = await self.kube.get(SECRET, namespace, name)
+            if secret is None:
+                where = "the model's namespace" if model.namespace else "the operator namespace"
+                raise _SecretMissing(f"imagePullSecret {namespace}/{name} not found (it must be in {where})")
+            secrets.append(secret)
+        return credentials_from_secrets(secrets)
+
+    async def _apply(
+        self,
+        kind: KindRef,
+        model: ModelView,
+        planned: Sequence[PlannedTemplate],
+        config: Resolved,
+        request: Request,
+    ) -> None:
+        inherited = propagated_labels(request.obj["metadata"].get("labels"), config)
+        inherited.pop(MODEL_LABEL, None)
+        for template in planned:
+            body = template_body(template, kind, model, inherited)
+            existing = request.informer.get(kind, model.namespace, template.name)
+            if existing is not None:
+                if not owned_by(existing, str(request.obj["metadata"]["uid"])):
+                    log.info(
+                        "template %s exists and is not owned by model %s; left alone",
+                        template.name,
+                        model.name,
+                    )
+                    continue
+                if not differs(existing, body):
+                    continue
+            try:
+                await self.kube.apply(kind, body)
+            except ApiException as exc:
+                if exc.status is not None and exc.status >= 500:
+                    raise
+                log.warning("applying template %s failed: %s %s", template.name, exc.status, exc.reason)
+                await request.reporter.decide(
+                    request.ref,
+                    request.obj,
+                    "create-template-failed",
+                    "TemplateCreateFailed",
+                    f"template {template.name}: HTTP {exc.status} {exc.reason}",
+                )
+                continue
+            await request.reporter.decide(
+                request.ref,
+                request.obj,
+                "create-template",
+                "TemplateCreated" if existing is None else "TemplateUpdated",
+                f"{kind.kind} {template.name} applied",
+                spec=template.spec,
+            )
+
+    async def _config_missing(self, request: Request, message: str) -> None:
+        conditions = [
+            ConditionReport(
+                type=RUNTIME_CONFIG_READY, status="False", reason=CONFIG_NOT_FOUND, message=message
+            ),
+            ConditionReport(type=CONFIG_VALID, status="False", reason="ReferenceNotFound", message=message),
+        ]
+        if await request.reporter.report(request.ref, request.obj, conditions, {}):
+            await request.reporter.decide(request.ref, request.obj, "reject", CONFIG_NOT_FOUND, message)
+
+    def _retry(self, model: ModelView, outcome: Metadata) -> Result | None:
+        uid = str(model.obj["metadata"].get("uid", ""))
+        if not outcome.retry:
+            self.failures.pop(uid, None)
+            return None
+        image, count = self.failures.get(uid, (model.image, 0))
+        count = count + 1 if image == model.image else 1
+        self.failures[uid] = (model.image, count)
+        return Result(requeue_after=min(BACKOFF_START * 2 ** (count - 1), BACKOFF_MAX))
+
+
+class _SecretMissing(Exception):
+    pass
+
+
+def _read_message(image: str, has_name: bool) -> str:
+    what = "AIM labels" if has_name else "labels (no AIM model name)"
+    return f"Read {what} from {image}"

@@ -1,0 +1,694 @@
+"""The template controller (AIMServiceTemplate, AIMClusterServiceTemplate, both API groups): runtime
+config, model lookup, GPU availability, model sources (inline or discovered by a dry-run Job),
+profile, resolved hardware and the template's own cache.
+
+One reconcile:
+
+1. Runtime config (``RuntimeConfigReady``; a missing named config → ``ConfigValid=False``).
+2. Model lookup (``ModelReady``/``ClusterModelReady``): a namespaced template looks in its
+   namespace first, then at cluster models (the original documents the fallback but never uses it).
+3. GPU (``GPUReady``) from the Node inventory: a template whose GPU no node has is
+   ``NotAvailable`` and runs no Job; Node label changes re-check it.
+4. Model sources: inline ``spec.modelSources`` (a legacy template of a custom model: the model's)
+   are used as they are (``Discovered=True/InlineModelSources``); otherwise the discovery Job runs
+   (``DiscoveryJobReady``, ``DiscoveryPodsReady``) and its log is parsed into ``status.modelSources``
+   and ``status.profile``. Output that cannot be used fails the template
+   (``InvalidDiscoveryOutput``): the original marks it Ready with no sources, which strands every
+   service using it.
+5. ``caching.enabled``: the template's AIMTemplateCache (named like the template, owned by it).
+
+Discovery Jobs: the Job is the record. Its name carries the relevant-spec hash and the attempt
+number, its annotations the same; a failed Job is kept until the next attempt replaces it (so its
+log can be read), and the next attempt waits ``60 s·2^(n-1)`` (at most an hour) after attempt
+``n`` failed. A spec change (new hash) starts again at attempt 1. A successful Job is deleted once
+its output is in the status. Creating a Job takes one of the cluster-wide slots
+(:mod:`aim_discovery.slots`); nothing else is serialised.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from aim_discovery import dryrun
+from aim_discovery.catalog import (
+    AIM,
+    MANAGED_BY,
+    PART_OF,
+    PART_OF_VALUE,
+    TEMPLATE_CONTROLLER,
+    ModelView,
+    TemplateView,
+    contains,
+    model_condition,
+    model_kinds,
+    owner_reference,
+)
+from aim_discovery.slots import FINISHED, RUNNING, UNKNOWN, Slots
+from aimcore import gpu as gpus
+from aimcore.bus.messages import ConditionReport
+from aimcore.kinds import JOB, NODE, POD, KindRef, by_kind
+from aimcore.kube.client import ApiException, Kube
+from aimcore.naming import label_value
+from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtimeconfig import CONFIG_NOT_FOUND, RUNTIME_CONFIG_READY, ConfigNotFound, Resolved, resolve
+from aimcore.status.rules import has_status_field
+
+log = logging.getLogger(__name__)
+
+CONFIG_VALID = "ConfigValid"
+GPU_READY = "GPUReady"
+DISCOVERY_JOB_READY = "DiscoveryJobReady"
+DISCOVERY_PODS_READY = "DiscoveryPodsReady"
+DISCOVERED = "Discovered"
+
+MODEL_FOUND = "ModelFound"
+MODEL_NOT_FOUND = "ModelNotFound"
+INLINE_SOURCES = "InlineModelSources"
+DISCOVERY_COMPLETE = "DiscoveryComplete"
+AWAITING_DISCOVERY = "AwaitingDiscovery"
+INVALID_OUTPUT = "InvalidDiscoveryOutput"
+JOB_COMPLETE = "JobComplete"
+JOB_NOT_CREATED = "JobNotCreated"
+WAITING_FOR_SLOT = "WaitingForDiscoverySlot"
+LOG_UNAVAILABLE = "DiscoveryLogUnavailable"
+JOB_CREATE_FAILED = "JobCreateFailed"
+
+ANNOTATION_TEMPLATE_KIND = "aim.eai.amd.com/template-kind"
+SLOT_RETRY = 5.0
+LOG_RETRY = 30.0
+LOG_TAIL_LINES = 50
+
+
+def template_kind_token(ref: KindRef) -> str:
+    return f"{ref.kind}.{ref.group}"
+
+
+def job_template(job: Mapping[str, Any]) -> tuple[KindRef, str | None, str] | None:
+    """The template a discovery Job belongs to (from its owner reference and annotations)."""
+    meta = job.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    token = annotations.get(ANNOTATION_TEMPLATE_KIND)
+    owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+    if not token or owner is None:
+        return None
+    kind, _, group = str(token).partition(".")
+    try:
+        ref = by_kind(group, kind)
+    except KeyError:
+        return None
+    namespace = annotations.get(dryrun.ANNOTATION_TEMPLATE_NAMESPACE) if ref.namespaced else None
+    return ref, namespace, str(owner.get("name"))
+
+
+class TemplateController:
+    def __init__(
+        self,
+        kube: Kube,
+        system_namespace: str,
+        slots: Slots,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.kube = kube
+        self.system_namespace = system_namespace
+        self.slots = slots
+        self.clock = clock
+
+    async def reconcile(self, request: Request) -> Result | None:
+        template = TemplateView(request.ref, request.obj)
+        conditions: list[ConditionReport] = []
+        fields: dict[str, Any] = {}
+        try:
+            config = resolve(request.informer.get, request.ref.group, template.namespace, template.spec)
+        except ConfigNotFound as exc:
+            message = str(exc)
+            conditions = [
+                ConditionReport(
+                    type=RUNTIME_CONFIG_READY, status="False", reason=CONFIG_NOT_FOUND, message=message
+                ),
+                ConditionReport(
+                    type=CONFIG_VALID, status="False", reason="ReferenceNotFound", message=message
+                ),
+            ]
+            await self._report(request, conditions, {}, "reject", CONFIG_NOT_FOUND, message)
+            return None
+        reason, message = config.condition_reason()
+        conditions.append(
+            ConditionReport(type=RUNTIME_CONFIG_READY, status="True", reason=reason, message=message)
+        )
+        conditions.append(ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"))
+        fields["resolvedRuntimeConfig"] = config.reference()
+
+        found = self.find_model(template, request)
+        model_cond = model_condition(request.ref)
+        if found is None:
+            where = " or ".join(
+                f"{k.kind}" + (f" in namespace {template.namespace}" if k.namespaced else "")
+                for k in model_kinds(request.ref)
+            )
+            message = f"Model {template.model_name!r} not found (looked for {where})"
+            conditions.append(
+                ConditionReport(type=model_cond, status="False", reason=MODEL_NOT_FOUND, message=message)
+            )
+            fields[_model_field(request.ref)] = None
+            await self._report(request, conditions, fields, "resolve-model", MODEL_NOT_FOUND, message)
+            return None
+        model_ref, model_obj = found
+        model = ModelView(model_ref, model_obj)
+        conditions.append(
+            ConditionReport(
+                type=model_cond,
+                status="True",
+                reason=MODEL_FOUND,
+                message=f"Using {model_ref.kind} {model.name} (image {model.image})",
+            )
+        )
+        fields[_model_field(request.ref)] = _reference(model_ref, model_obj)
+
+        requirement = template.gpu
+        inventory = gpus.inventory(request.informer.list(NODE))
+        check = gpus.check_gpu(
+            model=requirement.model,
+            requests=requirement.requests,
+            min_vram=requirement.min_vram,
+            inventory=inventory,
+        )
+        conditions.append(
+            ConditionReport(
+                type=GPU_READY,
+                status="True" if check.available else "False",
+                reason=check.reason,
+                message=check.message,
+            )
+        )
+        fields["resolvedHardware"] = _hardware(requirement, requirement.model, requirement.requests)
+        if check.required and not check.available:
+            await self._report(request, conditions, fields, "gpu", check.reason, check.message)
+            return None
+
+        sources = template.inline_sources or (model.model_sources if request.ref.group != AIM else [])
+        if sources:
+            fields["modelSources"] = sources
+            fields["profile"] = _spec_profile(template, requirement)
+            conditions.append(
+                ConditionReport(
+                    type=DISCOVERED,
+                    status="True",
+                    reason=INLINE_SOURCES,
+                    message=f"{len(sources)} model source(s) given inline; no discovery job",
+                )
+            )
+            await self._cache(request, template, sources, fields)
+            await self._report(
+                request, conditions, fields, "discovery", INLINE_SOURCES, "inline model sources"
+            )
+            return None
+
+        return await self._discover(request, template, model, config, conditions, fields)
+
+    # -- model lookup ---------------------------------------------------------------------------
+
+    def find_model(self, template: TemplateView, request: Request) -> tuple[KindRef, dict[str, Any]] | None:
+        for kind in model_kinds(request.ref):
+            obj = request.informer.get(
+                kind, template.namespace if kind.namespaced else None, template.model_name
+            )
+            if obj is not None:
+                return kind, obj
+        return None
+
+    # -- discovery ----------------------------------------------------------------------------
+
+    async def _discover(  # noqa: PLR0917
+        self,
+        request: Request,
+        template: TemplateView,
+        model: ModelView,
+        config: Resolved,
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+    ) -> Result | None:
+        requirement = template.gpu
+        profile_id = str(template.spec.get("profileId") or "") or None
+        metric = str(template.spec.get("metric") or "") or None
+        precision = str(template.spec.get("precision") or "") or None
+        spec_hash = dryrun.spec_hash(
+            template.model_name,
+            model.image,
+            metric,
+            precision,
+            requirement.model,
+            requirement.requests,
+            profile_id,
+        )
+        status = request.obj.get("status") or {}
+        recorded = (status.get("discoveryJob") or {}).get("name") or ""
+        namespace = template.namespace or self.system_namespace
+        jobs = self._jobs(request, template, namespace)
+        current = [j for j in jobs if _annotation(j, dryrun.ANNOTATION_SPEC_HASH) == spec_hash]
+        for stale in (j for j in jobs if j not in current):
+            await self._delete_job(stale)
+
+        discovered = _condition(status, DISCOVERED)
+        if f"-{spec_hash}-" in recorded and discovered is not None:
+            if discovered.get("reason") == DISCOVERY_COMPLETE and status.get("modelSources"):
+                for job in current:  # the output is in the status now: the Job has done its part
+                    if dryrun.job_state(job) == dryrun.STATE_SUCCEEDED:
+                        await self._delete_job(job)
+                return await self._discovered(request, template, status, conditions, fields)
+            if discovered.get("reason") == INVALID_OUTPUT:
+                message = str(discovered.get("message") or "")
+                conditions += [
+                    ConditionReport(type=DISCOVERED, status="False", reason=INVALID_OUTPUT, message=message),
+                    ConditionReport(
+                        type=DISCOVERY_JOB_READY, status="False", reason=INVALID_OUTPUT, message=message
+                    ),
+                ]
+                fields["discoveryJob"] = status.get("discoveryJob")
+                await self._report(request, conditions, fields, "discovery", INVALID_OUTPUT, message)
+                return None
+
+        latest = max(current, key=lambda j: int(_annotation(j, dryrun.ANNOTATION_ATTEMPT) or 0), default=None)
+        if latest is None:
+            return await self._start(
+                request, template, model, config, namespace, spec_hash, 1, None, conditions, fields
+            )
+        attempt = int(_annotation(latest, dryrun.ANNOTATION_ATTEMPT) or 1)
+        state = dryrun.job_state(latest)
+        job_name = latest["metadata"]["name"]
+        fields["discoveryJob"] = {"name": job_name, "namespace": namespace, "kind": "Job"}
+        pods = self._pods(request, namespace, job_name)
+        if state == dryrun.STATE_ACTIVE:
+            progress = dryrun.pod_progress(pods) or (dryrun.REASON_JOB_RUNNING, f"Job {job_name} created")
+            conditions += [
+                ConditionReport(
+                    type=DISCOVERY_JOB_READY,
+                    status="False",
+                    reason=dryrun.REASON_JOB_RUNNING,
+                    message=f"Job {job_name} (attempt {attempt}) is running",
+                ),
+                ConditionReport(
+                    type=DISCOVERY_PODS_READY, status="False", reason=progress[0], message=progress[1]
+                ),
+                ConditionReport(
+                    type=DISCOVERED,
+                    status="False",
+                    reason=AWAITING_DISCOVERY,
+                    message="Discovery job running",
+                ),
+            ]
+            await self._report(request, conditions, fields, "discovery", dryrun.REASON_JOB_RUNNING, job_name)
+            return None
+        if state == dryrun.STATE_SUCCEEDED:
+            return await self._read_output(request, template, namespace, latest, pods, conditions, fields)
+
+        # failed: wait out the backoff, then the next attempt replaces this Job
+        tail = await self._log(namespace, pods, tail_lines=LOG_TAIL_LINES)
+        reason, message = dryrun.classify_failure(latest, pods, tail)
+        ended = dryrun.finished_at(latest)
+        due = (ended.timestamp() if ended else self.clock()) + dryrun.retry_delay(attempt)
+        wait = due - self.clock()
+        if wait > 0:
+            note = f"attempt {attempt} failed; next attempt in {int(wait)}s"
+            conditions += [
+                ConditionReport(
+                    type=DISCOVERY_JOB_READY, status="False", reason=reason, message=f"{message} ({note})"
+                ),
+                ConditionReport(
+                    type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=f"Waiting: {note}"
+                ),
+            ]
+            await self._report(
+                request, conditions, fields, "discovery-failed", reason, message, attempt=attempt
+            )
+            return Result(requeue_after=wait)
+        return await self._start(
+            request, template, model, config, namespace, spec_hash, attempt + 1, latest, conditions, fields
+        )
+
+    async def _start(  # noqa: PLR0917
+        self,
+        request: Request,
+        template: TemplateView,
+        model: ModelView,
+        config: Resolved,
+        namespace: str,
+        spec_hash: str,
+        attempt: int,
+        previous: dict[str, Any] | None,
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+    ) -> Result | None:
+        name = dryrun.job_name(template.name, spec_hash, attempt)
+        claimed = await self.slots.claim(f"{namespace}/{name}", lambda key: self._job_state(request, key))
+        if not claimed:
+            message = f"All {self.slots.cap} cluster-wide discovery slots are in use; waiting"
+            conditions += [
+                ConditionReport(
+                    type=DISCOVERY_JOB_READY, status="False", reason=WAITING_FOR_SLOT, message=message
+                ),
+                ConditionReport(type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message),
+            ]
+            await self._report(request, conditions, fields, "discovery", WAITING_FOR_SLOT, message)
+            return Result(requeue_after=SLOT_RETRY)
+        if previous is not None:
+            await self._delete_job(previous)
+        requirement = template.gpu
+        env = _merge_env(model.env, config.get("env") or [], template.spec.get("env") or [])
+        secrets = list(dict.fromkeys([*model.pull_secrets, *template.pull_secrets, *_secrets(config)]))
+        body = dryrun.job_body(
+            name=name,
+            namespace=namespace,
+            template_name=template.name,
+            template_namespace=template.namespace,
+            image=model.image,
+            image_pull_secrets=secrets,
+            service_account=template.service_account
+            or model.service_account
+            or config.get("serviceAccountName"),
+            env=env,
+            owner=owner_reference(request.ref, request.obj),
+            spec_hash=spec_hash,
+            attempt=attempt,
+            extra_labels={MANAGED_BY: TEMPLATE_CONTROLLER, PART_OF: PART_OF_VALUE},
+            profile_id=str(template.spec.get("profileId") or "") or None,
+            metric=str(template.spec.get("metric") or "") or None,
+            precision=str(template.spec.get("precision") or "") or None,
+            gpu_model=requirement.model,
+            gpu_count=requirement.requests,
+        )
+        body["metadata"]["annotations"][ANNOTATION_TEMPLATE_KIND] = template_kind_token(request.ref)
+        try:
+            await self.kube.create(JOB, body, namespace)
+        except ApiException as exc:
+            if exc.status == 409:
+                pass  # created by an earlier run whose event has not reached the cache yet
+            elif exc.status is not None and exc.status < 500:
+                message = f"Cannot create discovery Job {namespace}/{name}: HTTP {exc.status} {exc.reason}"
+                conditions += [
+                    ConditionReport(
+                        type=DISCOVERY_JOB_READY, status="False", reason=JOB_CREATE_FAILED, message=message
+                    ),
+                    ConditionReport(
+                        type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message
+                    ),
+                ]
+                await self._report(request, conditions, fields, "discovery", JOB_CREATE_FAILED, message)
+                return Result(requeue_after=dryrun.retry_delay(attempt))
+            else:
+                raise
+        fields["discoveryJob"] = {"name": name, "namespace": namespace, "kind": "Job"}
+        message = f"Discovery Job {name} created (attempt {attempt})"
+        conditions += [
+            ConditionReport(
+                type=DISCOVERY_JOB_READY, status="False", reason=dryrun.REASON_JOB_RUNNING, message=message
+            ),
+            ConditionReport(type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message),
+        ]
+        await self._report(
+            request, conditions, fields, "create-discovery-job", dryrun.REASON_JOB_RUNNING, message
+        )
+        return None
+
+    async def _read_output(  # noqa: PLR0917
+        self,
+        request: Request,
+        template: TemplateView,
+        namespace: str,
+        job: dict[str, Any],
+        pods: Sequence[dict[str, Any]],
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+    ) -> Result | None:
+        job_name = job["metadata"]["name"]
+        succeeded = [p for p in pods if (p.get("status") or {}).get("phase") == "Succeeded"] or list(pods)
+        text = await self._log(namespace, succeeded, tail_lines=None)
+        if text is None:
+            message = f"Job {job_name} succeeded but its pod log cannot be read yet"
+            conditions += [
+                ConditionReport(
+                    type=DISCOVERY_JOB_READY, status="False", reason=LOG_UNAVAILABLE, message=message
+                ),
+                ConditionReport(type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message),
+            ]
+            await self._report(request, conditions, fields, "discovery", LOG_UNAVAILABLE, message)
+            return Result(requeue_after=LOG_RETRY)
+        try:
+            result = dryrun.parse_output(text)
+        except dryrun.DiscoveryOutputError as exc:
+            message = f"Discovery Job {job_name} output is unusable: {exc.message}"
+            conditions += [
+                ConditionReport(type=DISCOVERED, status="False", reason=INVALID_OUTPUT, message=message),
+                ConditionReport(
+                    type=DISCOVERY_JOB_READY, status="False", reason=INVALID_OUTPUT, message=message
+                ),
+            ]
+            await self._report(request, conditions, fields, "discovery-failed", INVALID_OUTPUT, message)
+            return None
+        requirement = template.gpu
+        fields["modelSources"] = result.model_sources
+        fields["profile"] = result.profile
+        fields["resolvedHardware"] = _hardware(
+            requirement, result.gpu_model or requirement.model, result.gpu_count
+        )
+        message = f"Discovery Job {job_name} found {len(result.model_sources)} model source(s)"
+        conditions += [
+            ConditionReport(type=DISCOVERED, status="True", reason=DISCOVERY_COMPLETE, message=message),
+            ConditionReport(type=DISCOVERY_JOB_READY, status="True", reason=JOB_COMPLETE, message=message),
+            ConditionReport(
+                type=DISCOVERY_PODS_READY, status="True", reason="PodsSucceeded", message=message
+            ),
+        ]
+        await self._cache(request, template, result.model_sources, fields)
+        await self._report(
+            request,
+            conditions,
+            fields,
+            "discovery",
+            DISCOVERY_COMPLETE,
+            message,
+            modelSources=[s["sourceUri"] for s in result.model_sources],
+        )
+        return None
+
+    async def _discovered(
+        self,
+        request: Request,
+        template: TemplateView,
+        status: Mapping[str, Any],
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+    ) -> Result | None:
+        """Discovery already done for this spec: keep what the status says (stable reports)."""
+        for kept in ("modelSources", "profile", "resolvedHardware", "discoveryJob"):
+            if status.get(kept) is not None:
+                fields[kept] = status[kept]
+        for kept_type in (DISCOVERED, DISCOVERY_JOB_READY, DISCOVERY_PODS_READY):
+            cond = _condition(status, kept_type)
+            if cond is not None:
+                conditions.append(
+                    ConditionReport(
+                        type=kept_type,
+                        status=str(cond.get("status")),
+                        reason=str(cond.get("reason")),
+                        message=str(cond.get("message") or ""),
+                    )
+                )
+        await self._cache(request, template, list(status.get("modelSources") or []), fields)
+        await self._report(request, conditions, fields, "discovery", DISCOVERY_COMPLETE, "discovered")
+        return None
+
+    # -- cache ----------------------------------------------------------------------------------
+
+    async def _cache(
+        self,
+        request: Request,
+        template: TemplateView,
+        sources: Sequence[Mapping[str, Any]],
+        fields: dict[str, Any],
+    ) -> None:
+        """``caching.enabled`` on a namespaced template: its AIMTemplateCache, named like it."""
+        if not (request.ref.namespaced and template.caching_enabled):
+            return
+        kind = by_kind(request.ref.group, "AIMTemplateCache")
+        caching = template.spec.get("caching") or {}
+        spec: dict[str, Any]
+        if request.ref.group == AIM:
+            spec = {"templateName": template.name, "templateScope": "Namespace", "mode": "Shared"}
+            if sources:
+                spec["modelSources"] = [dict(s) for s in sources]
+        else:
+            spec = {"templateRef": template.name}
+        env = caching.get("env") if isinstance(caching, Mapping) else None
+        if env:
+            spec["env"] = env
+        if template.pull_secrets:
+            spec["imagePullSecrets"] = [{"name": s} for s in template.pull_secrets]
+        if template.spec.get("runtimeConfigName"):
+            spec["runtimeConfigName"] = template.spec["runtimeConfigName"]
+        body = {
+            "apiVersion": kind.api_version,
+            "kind": kind.kind,
+            "metadata": {
+                "name": template.name,
+                "namespace": template.namespace,
+                "labels": {
+                    "aim.eai.amd.com/template": label_value(template.name),
+                    MANAGED_BY: TEMPLATE_CONTROLLER,
+                    PART_OF: PART_OF_VALUE,
+                },
+                "ownerReferences": [owner_reference(request.ref, request.obj)],
+            },
+            "spec": spec,
+        }
+        existing = request.informer.get(kind, template.namespace, template.name)
+        if existing is None or not contains(existing.get("spec"), spec):
+            await self.kube.apply(kind, body)
+            await request.reporter.decide(
+                request.ref,
+                request.obj,
+                "create-cache",
+                "TemplateCacheApplied",
+                f"AIMTemplateCache {template.name}",
+            )
+            existing = request.informer.get(kind, template.namespace, template.name)
+        ref: dict[str, Any] = {"name": template.name, "namespace": template.namespace, "kind": kind.kind}
+        if existing is not None and existing["metadata"].get("uid"):
+            ref["uid"] = existing["metadata"]["uid"]
+        fields["resolvedCache"] = ref
+
+    # -- cluster reads --------------------------------------------------------------------------
+
+    def _jobs(self, request: Request, template: TemplateView, namespace: str) -> list[dict[str, Any]]:
+        token = template_kind_token(request.ref)
+        uid = request.obj["metadata"].get("uid")
+        out = []
+        for job in request.informer.list(
+            JOB, namespace, labels={dryrun.LABEL_TEMPLATE: label_value(template.name)}
+        ):
+            owners = job["metadata"].get("ownerReferences") or []
+            if _annotation(job, ANNOTATION_TEMPLATE_KIND) == token and any(
+                o.get("uid") == uid for o in owners
+            ):
+                out.append(job)
+        return out
+
+    def _pods(self, request: Request, namespace: str, job_name: str) -> list[dict[str, Any]]:
+        return request.informer.list(POD, namespace, labels={"job-name": job_name})
+
+    def _job_state(self, request: Request, key: str) -> str:
+        namespace, _, name = key.partition("/")
+        job = request.informer.get(JOB, namespace, name)
+        if job is None:
+            return UNKNOWN
+        return RUNNING if dryrun.job_state(job) == dryrun.STATE_ACTIVE else FINISHED
+
+    async def _log(
+        self, namespace: str, pods: Sequence[Mapping[str, Any]], *, tail_lines: int | None
+    ) -> str | None:
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            if not (pod.get("spec") or {}).get("nodeName"):
+                continue
+            try:
+                return await self.kube.pod_log(
+                    namespace, name, container=dryrun.CONTAINER_NAME, tail_lines=tail_lines
+                )
+            except ApiException as exc:
+                log.info("log of pod %s/%s unavailable: %s %s", namespace, name, exc.status, exc.reason)
+        return None
+
+    async def _delete_job(self, job: Mapping[str, Any]) -> None:
+        meta = job["metadata"]
+        try:
+            await self.kube.delete(JOB, meta.get("namespace"), meta["name"])
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    async def _report(  # noqa: PLR0917
+        self,
+        request: Request,
+        conditions: Sequence[ConditionReport],
+        fields: dict[str, Any],
+        action: str,
+        reason: str,
+        message: str,
+        **details: Any,
+    ) -> None:
+        kept = {k: v for k, v in fields.items() if has_status_field(request.ref.group, request.ref.kind, k)}
+        if await request.reporter.report(request.ref, request.obj, conditions, kept):
+            await request.reporter.decide(request.ref, request.obj, action, reason, message, **details)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def _model_field(ref: KindRef) -> str:
+    return "resolvedModel" if ref.group == AIM else "resolvedImage"
+
+
+def _reference(ref: KindRef, obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj["metadata"]
+    out: dict[str, Any] = {
+        "name": meta["name"],
+        "scope": "Namespace" if ref.namespaced else "Cluster",
+        "kind": ref.kind,
+    }
+    if meta.get("namespace"):
+        out["namespace"] = meta["namespace"]
+    if meta.get("uid"):
+        out["uid"] = meta["uid"]
+    return out
+
+
+def _annotation(obj: Mapping[str, Any], key: str) -> str | None:
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+    return str(value) if value is not None else None
+
+
+def _condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    return next((c for c in status.get("conditions") or [] if c.get("type") == type_), None)
+
+
+def _hardware(requirement: Any, model: str | None, requests: int | None) -> dict[str, Any] | None:
+    """``status.resolvedHardware``: the GPU the template runs on (discovery output over spec)."""
+    gpu: dict[str, Any] = {"resourceName": requirement.resource_name}
+    if requests is not None:
+        gpu["requests"] = requests
+    if model:
+        gpu["model"] = model
+    elif requirement.min_vram is not None:
+        gpu["minVram"] = requirement.min_vram
+    if not requirement.required and not model and not requests:
+        return None
+    return {"gpu": gpu}
+
+
+def _spec_profile(template: TemplateView, requirement: Any) -> dict[str, Any]:
+    metadata: dict[str, Any] = {}
+    for key in ("metric", "precision", "type"):
+        if template.spec.get(key):
+            metadata[key] = template.spec[key]
+    if requirement.model:
+        metadata["gpu"] = requirement.model
+    if requirement.requests is not None:
+        metadata["gpuCount"] = requirement.requests
+    return {"metadata": metadata} if metadata else {}
+
+
+def _merge_env(*layers: Any) -> list[dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for layer in layers:
+        for entry in layer or []:
+            if isinstance(entry, Mapping) and entry.get("name"):
+                out[str(entry["name"])] = dict(entry)
+    return list(out.values())
+
+
+def _secrets(config: Resolved) -> list[str]:
+    refs = config.get("imagePullSecrets") or []
+    return [str(r["name"]) for r in refs if isinstance(r, Mapping) and r.get("name")]

@@ -1,0 +1,533 @@
+"""The discovery service as a real process, against a real registry, API server (with the garbage
+collector and Job controller) and a fake kubelet serving the discovery pods' logs.
+
+Nodes and cluster-scoped objects are shared by the session: GPU models are chosen per test (MI355X
+never has a node, MI325X only in the GPU test) and cluster objects get random names."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+import pytest
+from nats.js import JetStreamContext
+
+from aimcore.bus import topology
+from aimcore.kinds import JOB, NAMESPACE, POD, by_kind
+from aimcore.kube.client import ApiException, Kube
+from aimcore.local.registry import Registry
+from aimcore.naming import derived_name
+from aimcore.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
+from aimcore.testing.oci import push_image
+from tests.helpers import eventually, manifest
+
+AIM = "aim.eai.amd.com"
+LEGACY = "aim.silogen.ai"
+MODEL = by_kind(AIM, "AIMModel")
+TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
+TEMPLATE_CACHE = by_kind(AIM, "AIMTemplateCache")
+RUNTIME_CONFIG = by_kind(AIM, "AIMRuntimeConfig")
+CLUSTER_RUNTIME_CONFIG = by_kind(AIM, "AIMClusterRuntimeConfig")
+LEGACY_IMAGE = by_kind(LEGACY, "AIMImage")
+LEGACY_TEMPLATE = by_kind(LEGACY, "AIMServiceTemplate")
+SYSTEM_NS = "aim-system"
+
+DEPLOYMENTS = (
+    "{'gpuModel': 'MI355X', 'gpuCount': 1, 'precision': 'fp8', 'metric': 'latency'}, "
+    "{'gpuModel': 'MI355X', 'gpuCount': 8, 'precision': 'fp16', 'metric': 'throughput'}"
+)
+AIM_LABELS = {
+    "com.amd.aim.model.canonicalName": "acme/demo-7b",
+    "com.amd.aim.model.recommendedDeployments": DEPLOYMENTS,
+    "org.opencontainers.image.title": "demo",
+}
+
+DISCOVERY_OUTPUT = [
+    {
+        "filename": "vllm-mi325x-fp8-tp1-latency.yaml",
+        "profile": {
+            "model": "acme/demo-7b",
+            "metadata": {
+                "engine": "vllm",
+                "gpu": "MI325X",
+                "precision": "fp8",
+                "gpu_count": 1,
+                "metric": "latency",
+                "type": "optimized",
+            },
+            "engine_args": {"tensor-parallel-size": 1},
+            "env_vars": {"VLLM_USE_TRITON_FLASH_ATTN": 0},
+        },
+        "models": [{"name": "acme/demo-7b", "source": "hf://acme/demo-7b", "size_gb": 0.5}],
+    }
+]
+
+
+@pytest.fixture
+async def discovery(running, js: JetStreamContext, kube: Kube):  # type: ignore[no-untyped-def]
+    """The session's services plus discovery (started once, then shared)."""
+    if await kube.get(NAMESPACE, None, SYSTEM_NS) is None:
+        try:
+            await kube.create(
+                NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NS}}
+            )
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+    if "discovery" not in running.procs:
+        running.start("discovery")
+
+    async def ready() -> bool:
+        running.assert_alive()
+        try:
+            await js.consumer_info(topology.EVENTS_STREAM, "aim-discovery")
+        except Exception:
+            return False
+        return True
+
+    await eventually(ready, timeout=60, what="the discovery consumer")
+    return running
+
+
+def suffix() -> str:
+    return secrets.token_hex(3)
+
+
+async def status_of(  # noqa: PLR0917
+    kube: Kube, ref: Any, namespace: str | None, name: str, predicate: Any, what: str
+) -> Any:
+    seen: dict[str, Any] = {}
+
+    async def probe() -> dict[str, Any] | None:
+        obj = await kube.get(ref, namespace, name)
+        status = seen["status"] = (obj or {}).get("status") or {}
+        return obj if status and predicate(status) else None
+
+    try:
+        return await eventually(probe, timeout=45, what=what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; status was {json.dumps(seen.get('status'))}") from None
+
+
+def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions") or [] if c["type"] == type_), {})
+
+
+def has(type_: str, status: str, reason: str) -> Any:
+    def check(s: dict[str, Any]) -> bool:
+        c = condition(s, type_)
+        return c.get("status") == status and c.get("reason") == reason
+
+    return check
+
+
+async def owned_templates(kube: Kube, namespace: str, model_uid: str) -> dict[str, dict[str, Any]]:
+    items, _ = await kube.list(TEMPLATE, namespace)
+    return {
+        t["metadata"]["name"]: t
+        for t in items
+        if any(o["uid"] == model_uid for o in t["metadata"].get("ownerReferences") or [])
+    }
+
+
+async def test_image_labels_create_templates_that_go_with_the_model(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str, oci_registry: Registry
+) -> None:
+    repo = f"disc{suffix()}/aim-demo"
+    push_image(oci_registry.url, repo, "0.1.0", AIM_LABELS)
+    image = f"{oci_registry.host}/{repo}:0.1.0"
+    await kube.create(MODEL, manifest(MODEL, "demo", namespace, {"image": image}), namespace)
+
+    model = await status_of(
+        kube, MODEL, namespace, "demo", lambda s: s.get("status") == "NotAvailable", "the model NotAvailable"
+    )
+    status = model["status"]
+    assert status["sourceType"] == "Image"
+    assert status["imageMetadata"]["model"]["canonicalName"] == "acme/demo-7b"
+    assert status["imageMetadata"]["oci"]["title"] == "demo"
+    assert condition(status, "ImageMetadataReady")["reason"] == "ImageMetadataFound"
+    assert condition(status, "ServiceTemplatesReady")["reason"] == "NoTemplatesAvailable"
+    assert condition(status, "RuntimeConfigReady")["reason"] == "DefaultConfigNotFound"
+    assert "resolvedRuntimeConfig" not in status
+
+    uid = model["metadata"]["uid"]
+    templates = await owned_templates(kube, namespace, uid)
+    expected = {
+        derived_name([image, "1x-MI355X-lat-fp8"], [f"demo-{image}-MI355X-x1-latency-fp8"], hash_length=4): (
+            1,
+            "fp8",
+        ),
+        derived_name(
+            [image, "8x-MI355X-thr-fp16"], [f"demo-{image}-MI355X-x8-throughput-fp16"], hash_length=4
+        ): (
+            8,
+            "fp16",
+        ),
+    }
+    assert sorted(templates) == sorted(expected)
+    for name, (count, precision) in expected.items():
+        template = templates[name]
+        labels = template["metadata"]["labels"]
+        assert labels["aim.eai.amd.com/model"] == "demo"
+        assert labels["aim.eai.amd.com/origin"] == "auto-generated"
+        (owner,) = template["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["controller"]) == ("AIMModel", "demo", True)
+        assert template["spec"]["modelName"] == "demo"
+        assert template["spec"]["gpu"]["requests"] == count
+        assert template["spec"]["gpu"]["model"] == "MI355X"
+        assert template["spec"]["precision"] == precision
+        done = await status_of(
+            kube,
+            TEMPLATE,
+            namespace,
+            name,
+            lambda s: s.get("status") == "NotAvailable",
+            f"{name} NotAvailable",
+        )
+        assert condition(done["status"], "GPUReady")["reason"] == "GPUNotAvailable"
+        assert done["status"]["resolvedModel"]["name"] == "demo"
+
+    await kube.delete(MODEL, namespace, "demo")
+
+    async def collected() -> bool:
+        return not await owned_templates(kube, namespace, uid)
+
+    await eventually(collected, timeout=60, what="the garbage collector to delete the templates")
+
+
+async def test_bad_images_and_secrets_give_clear_conditions(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str, oci_registry: Registry
+) -> None:
+    org = f"bad{suffix()}"
+    push_image(
+        oci_registry.url,
+        f"{org}/malformed",
+        "1.0",
+        {"com.amd.aim.model.recommendedDeployments": "{{not json"},
+    )
+    cases = {
+        "missing-image": ({"image": f"{oci_registry.host}/{org}/nothing:1.0"}, "ImageNotFound"),
+        "missing-secret": (
+            {"image": f"{oci_registry.host}/{org}/malformed:1.0", "imagePullSecrets": [{"name": "nosuch"}]},
+            "SecretNotFound",
+        ),
+        "malformed-labels": (
+            {"image": f"{oci_registry.host}/{org}/malformed:1.0"},
+            "MetadataExtractionFailed",
+        ),
+    }
+    for name, (spec, _) in cases.items():
+        await kube.create(MODEL, manifest(MODEL, name, namespace, spec), namespace)
+    for name, (_, reason) in cases.items():
+        model = await status_of(
+            kube, MODEL, namespace, name, lambda s, r=reason: has("ImageMetadataReady", "False", r)(s), name
+        )
+        status = model["status"]
+        message = condition(status, "ImageMetadataReady")["message"]
+        assert message, f"{name}: no message"
+        assert status["status"] == "Failed", (name, status)
+        assert condition(status, "Ready")["status"] == "False"
+    assert (
+        "nosuch"
+        in condition((await kube.get(MODEL, namespace, "missing-secret"))["status"], "ImageMetadataReady")[
+            "message"
+        ]
+    )
+    assert "gpuModel" not in json.dumps(
+        condition((await kube.get(MODEL, namespace, "malformed-labels"))["status"], "Ready")
+    )
+
+
+async def test_named_runtime_config_missing_then_created_and_merged(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    config = f"rc-{suffix()}"
+    spec = {
+        "image": "example.invalid/acme/air-gapped:1.0",
+        "runtimeConfigName": config,
+        "imageMetadata": {"model": {"canonicalName": "acme/air"}},
+    }
+    await kube.create(MODEL, manifest(MODEL, "air", namespace, spec), namespace)
+    model = await status_of(
+        kube, MODEL, namespace, "air", has("RuntimeConfigReady", "False", "ConfigNotFound"), "ConfigNotFound"
+    )
+    assert model["status"]["status"] == "Failed"
+    assert condition(model["status"], "ConfigValid")["reason"] == "ReferenceNotFound"
+
+    await kube.create(
+        CLUSTER_RUNTIME_CONFIG,
+        manifest(
+            CLUSTER_RUNTIME_CONFIG,
+            config,
+            None,
+            {"routing": {"enabled": False}, "storage": {"pvcHeadroomPercent": 20}},
+        ),
+    )
+    try:
+        await kube.create(
+            RUNTIME_CONFIG,
+            manifest(
+                RUNTIME_CONFIG,
+                config,
+                namespace,
+                {"routing": {"enabled": True, "gatewayRef": {"name": "gw"}}},
+            ),
+            namespace,
+        )
+        model = await status_of(
+            kube,
+            MODEL,
+            namespace,
+            "air",
+            lambda s: (s.get("resolvedRuntimeConfig") or {}).get("scope") == "Merged",
+            "the model to resolve the merged config",
+        )
+        status = model["status"]
+        ns_config = await kube.get(RUNTIME_CONFIG, namespace, config)
+        assert status["resolvedRuntimeConfig"] == {
+            "name": config,
+            "namespace": namespace,
+            "scope": "Merged",
+            "kind": "AIMRuntimeConfig",
+            "uid": ns_config["metadata"]["uid"],
+        }
+        assert condition(status, "RuntimeConfigReady")["reason"] == "ConfigFound"
+        assert condition(status, "ImageMetadataReady")["reason"] == "MetadataFromSpec"
+        assert status["status"] != "Failed"
+        rc = await status_of(
+            kube,
+            RUNTIME_CONFIG,
+            namespace,
+            config,
+            lambda s: condition(s, "Ready").get("status") == "True",
+            "rc Ready",
+        )
+        assert "merged over AIMClusterRuntimeConfig" in condition(rc["status"], "Ready")["message"]
+    finally:
+        await kube.delete(CLUSTER_RUNTIME_CONFIG, None, config)
+
+
+async def test_custom_model_template_ready_from_inline_sources_and_caching(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    sources = [{"modelId": "acme/custom-1b", "sourceUri": "s3://models/acme/custom-1b", "size": "2Gi"}]
+    spec = {
+        "image": "example.invalid/aim-base:1.0",
+        "modelSources": sources,
+        "custom": {"hardware": {"cpu": {"requests": "2"}}},
+    }
+    await kube.create(MODEL, manifest(MODEL, "custom", namespace, spec), namespace)
+    model = await status_of(
+        kube, MODEL, namespace, "custom", lambda s: s.get("status") == "Ready", "custom model Ready"
+    )
+    assert model["status"]["sourceType"] == "Custom"
+    assert condition(model["status"], "ServiceTemplatesReady")["reason"] == "AllTemplatesReady"
+    (template,) = (await owned_templates(kube, namespace, model["metadata"]["uid"])).values()
+    assert template["metadata"]["name"].startswith("custom-custom-")
+    assert template["spec"]["modelSources"] == sources
+    assert template["spec"]["type"] == "unoptimized"
+    assert template["spec"]["resources"]["requests"]["cpu"] == "2"
+    status = (await kube.get(TEMPLATE, namespace, template["metadata"]["name"]))["status"]
+    assert status["modelSources"] == sources
+    assert condition(status, "Discovered")["reason"] == "InlineModelSources"
+
+    # a namespaced template with caching enabled gets its AIMTemplateCache
+    cached = manifest(
+        TEMPLATE,
+        "cached",
+        namespace,
+        {"modelName": "custom", "modelSources": sources, "caching": {"enabled": True}},
+    )
+    await kube.create(TEMPLATE, cached, namespace)
+    done = await status_of(
+        kube,
+        TEMPLATE,
+        namespace,
+        "cached",
+        lambda s: (s.get("resolvedCache") or {}).get("uid"),
+        "resolvedCache",
+    )
+    cache = await kube.get(TEMPLATE_CACHE, namespace, "cached")
+    assert cache is not None
+    assert cache["spec"]["templateName"] == "cached"
+    assert cache["spec"]["modelSources"] == sources
+    assert cache["metadata"]["ownerReferences"][0]["uid"] == done["metadata"]["uid"]
+    assert done["status"]["resolvedCache"]["uid"] == cache["metadata"]["uid"]
+
+
+async def test_gpu_template_ready_when_a_node_has_the_gpu_and_not_available_when_it_goes(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str, kubelet: FakeKubelet
+) -> None:
+    spec = {"image": "example.invalid/aim-gpu:1.0", "imageMetadata": {"model": {"canonicalName": "acme/gpu"}}}
+    await kube.create(MODEL, manifest(MODEL, "gpu-model", namespace, spec), namespace)
+    sources = [{"modelId": "acme/gpu-1b", "sourceUri": "hf://acme/gpu-1b", "size": "1Gi"}]
+    body = manifest(
+        TEMPLATE,
+        "gpu",
+        namespace,
+        {"modelName": "gpu-model", "gpu": {"requests": 1, "model": "MI325X"}, "modelSources": sources},
+    )
+    await kube.create(TEMPLATE, body, namespace)
+    await status_of(
+        kube, TEMPLATE, namespace, "gpu", lambda s: s.get("status") == "NotAvailable", "NotAvailable"
+    )
+
+    node = f"gpu-node-{suffix()}"
+    await kubelet.register_node(
+        kube, node, labels={"amd.com/gpu.device-id": "74a5"}, allocatable={"amd.com/gpu": "8"}
+    )
+    ready = await status_of(
+        kube, TEMPLATE, namespace, "gpu", lambda s: s.get("status") == "Ready", "Ready with the node"
+    )
+    assert condition(ready["status"], "GPUReady")["reason"] == "GPUAvailable"
+    assert ready["status"]["resolvedHardware"]["gpu"]["model"] == "MI325X"
+
+    await kubelet.cleanup(kube)
+    gone = await status_of(
+        kube,
+        TEMPLATE,
+        namespace,
+        "gpu",
+        lambda s: s.get("status") == "NotAvailable",
+        "NotAvailable once the node is gone",
+    )
+    assert "MI325X" in condition(gone["status"], "GPUReady")["message"]
+
+
+async def _discovery_pod(kube: Kube, namespace: str, template: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    async def job() -> dict[str, Any] | None:
+        items, _ = await kube.list(JOB, namespace, label_selector=f"aim.eai.amd.com/template={template}")
+        return items[0] if items else None
+
+    found = await eventually(job, timeout=45, what=f"the discovery Job of {template}")
+
+    async def pod() -> dict[str, Any] | None:
+        items, _ = await kube.list(POD, namespace, label_selector=f"job-name={found['metadata']['name']}")
+        return items[0] if items else None
+
+    return found, await eventually(pod, timeout=45, what=f"the pod of {found['metadata']['name']}")
+
+
+async def test_discovery_job_output_becomes_sources_and_bad_output_fails(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str, kubelet: FakeKubelet
+) -> None:
+    await wait_for_service_account(kube, namespace)
+    node = f"disc-node-{suffix()}"
+    await kubelet.register_node(kube, node)
+    spec = {"image": "example.invalid/aim-dry:1.0", "imageMetadata": {"model": {"canonicalName": "acme/dry"}}}
+    await kube.create(MODEL, manifest(MODEL, "dry", namespace, spec), namespace)
+    for name, precision in (("good", "fp8"), ("garbage", "fp16"), ("denied", "bf16")):
+        await kube.create(
+            TEMPLATE,
+            manifest(TEMPLATE, name, namespace, {"modelName": "dry", "precision": precision}),
+            namespace,
+        )
+
+    job, pod = await _discovery_pod(kube, namespace, "good")
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["dry-run", "--format=json"]
+    assert container["image"] == "example.invalid/aim-dry:1.0"
+    assert job["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    await bind_pod(kube, namespace, pod["metadata"]["name"], node)
+    kubelet.set_log(
+        namespace, pod["metadata"]["name"], "discovery", "starting\n" + json.dumps(DISCOVERY_OUTPUT) + "\n"
+    )
+    await finish_pod(kube, namespace, pod["metadata"]["name"], exit_code=0)
+    good = await status_of(
+        kube, TEMPLATE, namespace, "good", lambda s: s.get("status") == "Ready", "good Ready"
+    )
+    status = good["status"]
+    assert status["modelSources"] == [
+        {"modelId": "acme/demo-7b", "sourceUri": "hf://acme/demo-7b", "size": "512Mi"}
+    ]
+    assert status["profile"]["metadata"]["engine"] == "vllm"
+    assert status["profile"]["engine_args"] == {"tensor-parallel-size": 1}
+    assert status["resolvedHardware"]["gpu"]["model"] == "MI325X"
+    assert condition(status, "Discovered")["reason"] == "DiscoveryComplete"
+
+    async def job_deleted() -> bool:
+        return await kube.get(JOB, namespace, job["metadata"]["name"]) is None
+
+    await eventually(job_deleted, timeout=30, what="the finished discovery Job to be deleted")
+
+    job, pod = await _discovery_pod(kube, namespace, "garbage")
+    await bind_pod(kube, namespace, pod["metadata"]["name"], node)
+    kubelet.set_log(namespace, pod["metadata"]["name"], "discovery", "Traceback: profile not found\n")
+    await finish_pod(kube, namespace, pod["metadata"]["name"], exit_code=0)
+    bad = await status_of(
+        kube, TEMPLATE, namespace, "garbage", lambda s: s.get("status") == "Failed", "garbage Failed"
+    )
+    assert condition(bad["status"], "Discovered")["reason"] == "InvalidDiscoveryOutput"
+    assert (
+        "no JSON array" in condition(bad["status"], "Discovered")["message"]
+        or "JSON" in condition(bad["status"], "Discovered")["message"]
+    )
+    assert not bad["status"].get("modelSources")
+
+    job, pod = await _discovery_pod(kube, namespace, "denied")
+    await bind_pod(kube, namespace, pod["metadata"]["name"], node)
+    kubelet.set_log(
+        namespace,
+        pod["metadata"]["name"],
+        "discovery",
+        "downloading\n401 Client Error: Unauthorized token=hf_abcdefghijklmnop\n",
+    )
+    await finish_pod(kube, namespace, pod["metadata"]["name"], exit_code=1)
+    denied = await status_of(
+        kube,
+        TEMPLATE,
+        namespace,
+        "denied",
+        has("DiscoveryJobReady", "False", "AuthError"),
+        "denied AuthError",
+    )
+    message = condition(denied["status"], "DiscoveryJobReady")["message"]
+    assert "next attempt in" in message
+    assert "hf_abcdefghijklmnop" not in json.dumps(denied["status"])
+    assert denied["status"]["status"] == "Failed"
+
+
+async def test_legacy_image_creates_legacy_templates(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str, oci_registry: Registry
+) -> None:
+    repo = f"legacy{suffix()}/aim-old"
+    labels = {
+        "org.amd.silogen.model.canonicalName": "acme/old-7b",
+        "org.amd.silogen.model.recommendedDeployments": json.dumps(
+            [{"gpuModel": "MI355X", "gpuCount": 2, "precision": "fp16", "metric": "latency"}]
+        ),
+    }
+    push_image(oci_registry.url, repo, "0.7.0", labels)
+    image = f"{oci_registry.host}/{repo}:0.7.0"
+    await kube.create(
+        LEGACY_IMAGE,
+        manifest(
+            LEGACY_IMAGE,
+            "old",
+            namespace,
+            {
+                "image": image,
+                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
+            },
+        ),
+        namespace,
+    )
+    found = await status_of(
+        kube,
+        LEGACY_IMAGE,
+        namespace,
+        "old",
+        lambda s: (s.get("imageMetadata") or {}).get("model"),
+        "legacy metadata",
+    )
+    assert found["status"]["imageMetadata"]["model"]["canonicalName"] == "acme/old-7b"
+
+    async def templates() -> list[dict[str, Any]] | None:
+        items, _ = await kube.list(LEGACY_TEMPLATE, namespace)
+        return items or None
+
+    (template,) = await eventually(templates, timeout=30, what="the legacy template")
+    assert template["spec"]["aimImageName"] == "old"
+    assert template["spec"]["gpuSelector"] == {"count": 2, "model": "MI355X"}
+    assert template["metadata"]["ownerReferences"][0]["kind"] == "AIMImage"
