@@ -249,8 +249,9 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
             ("deployer", "delete", "scaledobjects.keda.sh"),
             ("deployer", "create", "aimservicetemplates.aim.eai.amd.com"),
             ("discovery", "create", "jobs.batch"),
-            ("discovery", "get", "pods/log"),
-            ("discovery", "list", "nodes"),
+            ("discovery", "get", "secrets"),
+            ("discovery", "patch", "aimclusterservicetemplates.aim.silogen.ai"),
+            ("discovery", "create", "aimtemplatecaches.aim.eai.amd.com"),
             ("cache", "create", "persistentvolumeclaims"),
             ("cache", "get", "secrets"),
             ("registry-sync", "create", "aimclustermodels.aim.eai.amd.com"),
@@ -264,6 +265,8 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
             ("deployer", "list", "inferenceservices.serving.kserve.io"),
             ("deployer", "get", "secrets"),
             ("discovery", "delete", "nodes"),
+            ("discovery", "list", "nodes"),
+            ("discovery", "list", "pods"),
             ("cache", "create", "inferenceservices.serving.kserve.io"),
             *((svc, verb, "secrets") for svc in SERVICES for verb in ("list", "watch")),
         ]
@@ -271,6 +274,9 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
             assert can_i(aim_cluster, svc, verb, resource, "-A"), (svc, verb, resource)
         for svc, verb, resource in no:
             assert not can_i(aim_cluster, svc, verb, resource, "-A"), (svc, verb, resource)
+        # (``get pods/log`` would ask about a pod named "log"; the subresource is a flag)
+        assert can_i(aim_cluster, "discovery", "get", "pods", "--subresource=log", "-A")
+        assert not can_i(aim_cluster, "discovery", "get", "pods", "-A")
         for group in AIM_GROUPS:
             resource = "models" if group == "inference.llmkube.dev" else "aimservices"
             assert can_i(aim_cluster, "status", "patch", f"{resource}.{group}", "--subresource=status", "-A")

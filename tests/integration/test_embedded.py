@@ -41,6 +41,12 @@ def test_up_detach_demo_then_down(tmp_path: Path) -> None:
         assert f"export KUBECONFIG={home / 'kubeconfig'}" in up.stdout
         pending_row = [line for line in up.stdout.splitlines() if line.startswith("qwen3-chat")]
         assert pending_row and pending_row[0].split()[1] == "Pending", up.stdout
+        model_row = [line for line in up.stdout.splitlines() if line.startswith("qwen3-32b")]
+        assert model_row and model_row[0].split()[1] == "NotAvailable", up.stdout
+        template_rows = [
+            line for line in up.stdout.splitlines() if line.startswith("amdenterpriseai-aim-qwen")
+        ]
+        assert len(template_rows) == 2 and all("NotAvailable" in row for row in template_rows), up.stdout
 
         state = json.loads((home / "state.json").read_text())
         pids = state["pids"]

@@ -25,25 +25,63 @@ DEMO_SERVICE: dict[str, Any] = {
 }
 
 
+# A catalog entry as an air-gapped cluster writes it: the image's metadata inline, so the demo needs
+# no registry. Discovery turns its recommended deployments into templates (NotAvailable here: the
+# embedded cluster has no GPU nodes).
+DEMO_MODEL: dict[str, Any] = {
+    "apiVersion": "aim.eai.amd.com/v1alpha1",
+    "kind": "AIMModel",
+    "metadata": {"name": "qwen3-32b", "namespace": "default"},
+    "spec": {
+        "image": "amdenterpriseai/aim-qwen-qwen3-32b:0.8.5",
+        "imageMetadata": {
+            "model": {
+                "canonicalName": "Qwen/Qwen3-32B",
+                "recommendedDeployments": [
+                    {"gpuModel": "MI300X", "gpuCount": 1, "precision": "fp8", "metric": "latency"},
+                    {"gpuModel": "MI300X", "gpuCount": 2, "precision": "bf16", "metric": "throughput"},
+                ],
+            }
+        },
+    },
+}
+
+
 def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return binaries.run_kubectl(*args, kubeconfig=kubeconfig, stdin=stdin)
 
 
+def _wait_for(kubeconfig: Path, deadline: float, want: str | None, *args: str) -> str:
+    """kubectl's output once it is non-empty (or equals ``want``), or at the deadline."""
+    while True:
+        got = _kubectl(kubeconfig, *args).stdout.strip()
+        if (got == want if want else got) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
+
+
+def _show(kubeconfig: Path, *args: str) -> str:
+    print(f"$ kubectl {' '.join(args)}")
+    listing = _kubectl(kubeconfig, *args)
+    print(listing.stdout.strip() or listing.stderr.strip())
+    return listing.stdout
+
+
 def _demo(kubeconfig: Path, timeout: float = 60.0) -> bool:
-    """Apply one AIMService and show it reach Pending, as a user would with kubectl."""
-    print("\n$ kubectl apply -f - <<EOF (an AIMService)")
-    out = _kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=yaml.safe_dump(DEMO_SERVICE))
+    """Apply an AIMService and a catalog model, and show what the operator makes of them, as a user
+    would with kubectl: the service Pending, the model's templates and their GPU verdict."""
+    print("\n$ kubectl apply -f - <<EOF (an AIMService and an AIMModel)")
+    manifests = yaml.safe_dump_all([DEMO_SERVICE, DEMO_MODEL])
+    out = _kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=manifests)
     print(out.stdout.strip() or out.stderr.strip())
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = _kubectl(kubeconfig, "get", "aimsvc", "qwen3-chat", "-o", "jsonpath={.status.status}")
-        if got.stdout.strip():
-            break
-        time.sleep(0.2)
-    print("$ kubectl get aimsvc")
-    listing = _kubectl(kubeconfig, "get", "aimsvc")
-    print(listing.stdout.strip() or listing.stderr.strip())
-    return "Pending" in listing.stdout
+    _wait_for(kubeconfig, deadline, None, "get", "aimsvc", "qwen3-chat", "-o", "jsonpath={.status.status}")
+    model_status = "jsonpath={.status.status}"
+    _wait_for(kubeconfig, deadline, "NotAvailable", "get", "aimmodel", "qwen3-32b", "-o", model_status)
+    services = _show(kubeconfig, "get", "aimsvc")
+    _show(kubeconfig, "get", "aimmodel")
+    templates = _show(kubeconfig, "get", "aimtpl")
+    return "Pending" in services and "NotAvailable" in templates
 
 
 def cmd_up(args: argparse.Namespace) -> int:

@@ -39,12 +39,14 @@ from aim_discovery.catalog import (
     PART_OF,
     PART_OF_VALUE,
     TEMPLATE_CONTROLLER,
+    GPURequirement,
     ModelView,
     TemplateView,
     contains,
     model_condition,
     model_kinds,
     owner_reference,
+    secret_names,
 )
 from aim_discovery.slots import FINISHED, RUNNING, UNKNOWN, Slots
 from aimcore import gpu as gpus
@@ -53,7 +55,14 @@ from aimcore.kinds import JOB, NODE, POD, KindRef, by_kind
 from aimcore.kube.client import ApiException, Kube
 from aimcore.naming import label_value
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtimeconfig import CONFIG_NOT_FOUND, RUNTIME_CONFIG_READY, ConfigNotFound, Resolved, resolve
+from aimcore.runtimeconfig import (
+    CONFIG_NOT_FOUND,
+    RUNTIME_CONFIG_READY,
+    ConfigNotFound,
+    Resolved,
+    merge_env,
+    resolve,
+)
 from aimcore.status.rules import has_status_field
 
 log = logging.getLogger(__name__)
@@ -170,12 +179,22 @@ class TemplateController:
 
         requirement = template.gpu
         inventory = gpus.inventory(request.informer.list(NODE))
-        check = gpus.check_gpu(
-            model=requirement.model,
-            requests=requirement.requests,
-            min_vram=requirement.min_vram,
-            inventory=inventory,
-        )
+        try:
+            check = gpus.check_gpu(
+                model=requirement.model,
+                requests=requirement.requests,
+                min_vram=requirement.min_vram,
+                inventory=inventory,
+            )
+        except ValueError as exc:  # an unparsable minVram: the spec is wrong, not the cluster
+            message = f"spec.gpu: {exc}"
+            conditions = [c for c in conditions if c.type != CONFIG_VALID]
+            conditions += [
+                ConditionReport(type=CONFIG_VALID, status="False", reason="InvalidSpec", message=message),
+                ConditionReport(type=GPU_READY, status="False", reason="InvalidSpec", message=message),
+            ]
+            await self._report(request, conditions, fields, "reject", "InvalidSpec", message)
+            return None
         conditions.append(
             ConditionReport(
                 type=GPU_READY,
@@ -357,15 +376,15 @@ class TemplateController:
         if previous is not None:
             await self._delete_job(previous)
         requirement = template.gpu
-        env = _merge_env(model.env, config.get("env") or [], template.spec.get("env") or [])
-        secrets = list(dict.fromkeys([*model.pull_secrets, *template.pull_secrets, *_secrets(config)]))
+        env = merge_env(merge_env(model.env, config.get("env") or []), template.spec.get("env") or [])
+        secrets = [*model.pull_secrets, *template.pull_secrets, *secret_names(config.get("imagePullSecrets"))]
         body = dryrun.job_body(
             name=name,
             namespace=namespace,
             template_name=template.name,
             template_namespace=template.namespace,
             image=model.image,
-            image_pull_secrets=secrets,
+            image_pull_secrets=list(dict.fromkeys(secrets)),
             service_account=template.service_account
             or model.service_account
             or config.get("serviceAccountName"),
@@ -654,7 +673,7 @@ def _condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | Non
     return next((c for c in status.get("conditions") or [] if c.get("type") == type_), None)
 
 
-def _hardware(requirement: Any, model: str | None, requests: int | None) -> dict[str, Any] | None:
+def _hardware(requirement: GPURequirement, model: str | None, requests: int | None) -> dict[str, Any] | None:
     """``status.resolvedHardware``: the GPU the template runs on (discovery output over spec)."""
     gpu: dict[str, Any] = {"resourceName": requirement.resource_name}
     if requests is not None:
@@ -668,7 +687,7 @@ def _hardware(requirement: Any, model: str | None, requests: int | None) -> dict
     return {"gpu": gpu}
 
 
-def _spec_profile(template: TemplateView, requirement: Any) -> dict[str, Any]:
+def _spec_profile(template: TemplateView, requirement: GPURequirement) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
     for key in ("metric", "precision", "type"):
         if template.spec.get(key):
@@ -678,17 +697,3 @@ def _spec_profile(template: TemplateView, requirement: Any) -> dict[str, Any]:
     if requirement.requests is not None:
         metadata["gpuCount"] = requirement.requests
     return {"metadata": metadata} if metadata else {}
-
-
-def _merge_env(*layers: Any) -> list[dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for layer in layers:
-        for entry in layer or []:
-            if isinstance(entry, Mapping) and entry.get("name"):
-                out[str(entry["name"])] = dict(entry)
-    return list(out.values())
-
-
-def _secrets(config: Resolved) -> list[str]:
-    refs = config.get("imagePullSecrets") or []
-    return [str(r["name"]) for r in refs if isinstance(r, Mapping) and r.get("name")]
