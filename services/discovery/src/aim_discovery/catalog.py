@@ -20,6 +20,7 @@ from typing import Any
 
 from aimcore.kinds import KindRef, by_kind
 from aimcore.naming import derived_name, label_value
+from aimcore.runtimeconfig import merge_env
 
 Obj = dict[str, Any]
 
@@ -280,16 +281,13 @@ def recommended_template(model: ModelView, deployment: Mapping[str, Any]) -> Pla
     count = int(deployment.get("gpuCount") or 0)
     metric = str(deployment.get("metric") or "")
     precision = str(deployment.get("precision") or "")
-    profile = "-".join(
-        p
-        for p in (f"{count}x" if count else "", gpu or "cpu", _METRIC_SHORT.get(metric, metric), precision)
-        if p
-    )
-    name = derived_name(
-        [model.image, profile],
-        [f"{model.name}-{model.image}-{gpu}-x{count}-{metric}-{precision}"],
-        hash_length=4,
-    )
+    # each piece only when the deployment sets it, as the original's GenerateTemplateName
+    counted = f"x{count}" if count > 0 else ""
+    hardware_part = f"{count}x-{gpu}" if gpu and counted else gpu or counted
+    profile = "-".join(p for p in (hardware_part, _METRIC_SHORT.get(metric, metric), precision) if p)
+    hashed = f"{model.name}-{model.image}"
+    hashed += "".join(f"-{p}" for p in (gpu, counted, metric, precision) if p)
+    name = derived_name([model.image, profile], [hashed], hash_length=4)
     spec: Obj = {}
     if metric:
         spec["metric"] = metric
@@ -309,18 +307,23 @@ def custom_templates(model: ModelView) -> list[PlannedTemplate]:
     default_hw = model.custom.get("hardware") if isinstance(model.custom.get("hardware"), Mapping) else {}
     for index, entry in enumerate(entries):
         alias = str(entry.get("name") or "")
-        profile = entry.get("profile") if isinstance(entry.get("profile"), Mapping) else {}
-        assert isinstance(profile, Mapping)
-        precision = str(profile.get("precision") or "")
-        metric = str(profile.get("metric") or "")
+        profile = entry.get("profile") if isinstance(entry.get("profile"), Mapping) else None
+        precision = str((profile or {}).get("precision") or "")
+        metric = str((profile or {}).get("metric") or "")
         hardware = merge_hardware(default_hw, entry.get("hardware"))
-        gpu = hardware.get("gpu") if isinstance(hardware.get("gpu"), Mapping) else {}
-        assert isinstance(gpu, Mapping)
-        gpu_model = str(gpu.get("model") or "")
-        name = derived_name(
-            [model.name, "custom", *(p for p in (alias, precision, gpu_model) if p)],
-            [model.name, index, alias, precision, metric, gpu.get("requests"), gpu_model],
-        )
+        own = entry.get("hardware") if isinstance(entry.get("hardware"), Mapping) else {}
+        own_gpu = own.get("gpu") if isinstance(own, Mapping) and isinstance(own.get("gpu"), Mapping) else None
+        gpu_model = str((own_gpu or {}).get("model") or "")
+        # the original's generateCustomTemplateName: the auto template (no entry) hashes [model,
+        # index]; an entry adds its alias, its profile (if any) and its own GPU (if any)
+        hashed: list[Any] = [model.name, index]
+        if entry:
+            hashed.append(alias)
+            if profile is not None:
+                hashed += [precision, metric]
+            if own_gpu is not None:
+                hashed += [int(own_gpu.get("requests") or 0), gpu_model]
+        name = derived_name([model.name, "custom", *(p for p in (alias, precision, gpu_model) if p)], hashed)
         spec: Obj = {}
         if metric:
             spec["metric"] = metric
@@ -328,7 +331,7 @@ def custom_templates(model: ModelView) -> list[PlannedTemplate]:
             spec["precision"] = precision
         if model.is_custom:
             spec["type"] = str(entry.get("type") or model.custom.get("type") or "unoptimized")
-        env = [dict(e) for e in entry.get("env") or [] if isinstance(e, Mapping)]
+        env = merge_env(model.env, [dict(e) for e in entry.get("env") or [] if isinstance(e, Mapping)])
         labels = {ALIAS_LABEL: label_value(alias)} if alias else {}
         out.append(PlannedTemplate(name, _template_spec(model, spec, hardware, env=env), labels))
     return out
