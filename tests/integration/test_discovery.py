@@ -6,6 +6,7 @@ never has a node, MI325X only in the GPU test) and cluster objects get random na
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from nats.js import JetStreamContext
 
 from aimcore.bus import topology
-from aimcore.kinds import JOB, NAMESPACE, POD, by_kind
+from aimcore.kinds import JOB, NAMESPACE, POD, SECRET, by_kind
 from aimcore.kube.client import ApiException, Kube
 from aimcore.local.registry import Registry
 from aimcore.naming import derived_name
@@ -531,3 +532,44 @@ async def test_legacy_image_creates_legacy_templates(  # type: ignore[no-untyped
     assert template["spec"]["aimImageName"] == "old"
     assert template["spec"]["gpuSelector"] == {"count": 2, "model": "MI355X"}
     assert template["metadata"]["ownerReferences"][0]["kind"] == "AIMImage"
+
+
+async def test_labels_read_with_the_models_pull_secret(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str, oci_registry_auth: Registry
+) -> None:
+    repo = f"private{suffix()}/aim-demo"
+    push_image(oci_registry_auth.url, repo, "1.0.0", AIM_LABELS, auth=oci_registry_auth.auth)
+    image = f"{oci_registry_auth.host}/{repo}:1.0.0"
+    await kube.create(MODEL, manifest(MODEL, "anonymous", namespace, {"image": image}), namespace)
+    denied = await status_of(
+        kube,
+        MODEL,
+        namespace,
+        "anonymous",
+        has("ImageMetadataReady", "False", "ImagePullAuthFailure"),
+        "denied",
+    )
+    assert denied["status"]["status"] == "Failed"
+
+    auth = base64.b64encode(f"{oci_registry_auth.username}:{oci_registry_auth.password}".encode()).decode()
+    config = {"auths": {oci_registry_auth.host: {"auth": auth}}}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {"name": "registry-login", "namespace": namespace},
+        "data": {".dockerconfigjson": base64.b64encode(json.dumps(config).encode()).decode()},
+    }
+    await kube.create(SECRET, secret, namespace)
+    spec = {"image": image, "imagePullSecrets": [{"name": "registry-login"}]}
+    await kube.create(MODEL, manifest(MODEL, "with-secret", namespace, spec), namespace)
+    model = await status_of(
+        kube,
+        MODEL,
+        namespace,
+        "with-secret",
+        has("ImageMetadataReady", "True", "ImageMetadataFound"),
+        "labels read",
+    )
+    assert model["status"]["imageMetadata"]["model"]["canonicalName"] == "acme/demo-7b"
+    assert oci_registry_auth.password not in json.dumps(denied["status"]) + json.dumps(model["status"])
