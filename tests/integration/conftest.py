@@ -81,6 +81,24 @@ async def consumers_ready(js: JetStreamContext, services: Services) -> None:
     await eventually(ready, timeout=60, what="the services' consumers")
 
 
+async def ensure_service(services: Services, js: JetStreamContext, name: str) -> Services:
+    """Start ``name`` once for the session (if not running yet) and wait until its durable
+    consumer exists, failing early if a service died."""
+    if name not in services.procs:
+        services.start(name)
+
+    async def ready() -> bool:
+        services.assert_alive()
+        try:
+            await js.consumer_info(topology.EVENTS_STREAM, f"aim-{name}")
+        except Exception:
+            return False
+        return True
+
+    await eventually(ready, timeout=60, what=f"the {name} consumer")
+    return services
+
+
 @pytest.fixture(scope="session")
 def services(aim_servers: LocalServers) -> Iterator[Services]:
     svc = Services(aim_servers, aim_servers.workdir / "service-logs")

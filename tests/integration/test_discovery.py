@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from nats.js import JetStreamContext
 
-from aimcore.bus import topology
 from aimcore.kinds import JOB, NAMESPACE, POD, SECRET, by_kind
 from aimcore.kube.client import ApiException, Kube
 from aimcore.local.registry import Registry
@@ -22,6 +21,7 @@ from aimcore.naming import derived_name
 from aimcore.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
 from aimcore.testing.oci import push_image
 from tests.helpers import eventually, manifest
+from tests.integration.conftest import ensure_service
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
@@ -76,19 +76,7 @@ async def discovery(running, js: JetStreamContext, kube: Kube):  # type: ignore[
         except ApiException as exc:
             if exc.status != 409:
                 raise
-    if "discovery" not in running.procs:
-        running.start("discovery")
-
-    async def ready() -> bool:
-        running.assert_alive()
-        try:
-            await js.consumer_info(topology.EVENTS_STREAM, "aim-discovery")
-        except Exception:
-            return False
-        return True
-
-    await eventually(ready, timeout=60, what="the discovery consumer")
-    return running
+    return await ensure_service(running, js, "discovery")
 
 
 def suffix() -> str:

@@ -16,12 +16,13 @@ import pytest
 from nats.js import JetStreamContext
 
 from aim_registry_sync.filters import Image
-from aimcore.bus import subjects, topology
+from aimcore.bus import subjects
 from aimcore.kinds import NAMESPACE, SECRET, by_kind
 from aimcore.kube.client import ApiException, Kube
 from aimcore.local.registry import Registry
 from aimcore.testing.oci import push_image
 from tests.helpers import eventually
+from tests.integration.conftest import ensure_service
 
 SOURCE = by_kind("aim.eai.amd.com", "AIMClusterModelSource")
 MODEL = by_kind("aim.eai.amd.com", "AIMClusterModel")
@@ -32,19 +33,7 @@ SYSTEM_NS = "aim-system"  # where the services look for pull secrets (AIM_SYSTEM
 @pytest.fixture
 async def sync_running(running, js: JetStreamContext):  # type: ignore[no-untyped-def]
     """The session's services plus registry-sync (started once, then shared)."""
-    if "registry-sync" not in running.procs:
-        running.start("registry-sync")
-
-    async def ready() -> bool:
-        running.assert_alive()
-        try:
-            await js.consumer_info(topology.EVENTS_STREAM, "aim-registry-sync")
-        except Exception:
-            return False
-        return True
-
-    await eventually(ready, timeout=60, what="the registry-sync consumer")
-    return running
+    return await ensure_service(running, js, "registry-sync")
 
 
 @pytest.fixture

@@ -110,8 +110,8 @@ def secret_names(refs: Any) -> list[str]:
 
 
 @dataclass(frozen=True)
-class ModelView:
-    """A model (or legacy image) as the discovery service sees it, whatever its group."""
+class ObjectView:
+    """What models and templates both say, spelled the same in both groups."""
 
     ref: KindRef
     obj: Obj
@@ -130,10 +130,6 @@ class ModelView:
         return str(ns) if ns else None
 
     @property
-    def image(self) -> str:
-        return str(self.spec.get("image") or "")
-
-    @property
     def pull_secrets(self) -> list[str]:
         return secret_names(self.spec.get("imagePullSecrets"))
 
@@ -141,6 +137,15 @@ class ModelView:
     def service_account(self) -> str | None:
         sa = self.spec.get("serviceAccountName")
         return str(sa) if sa else None
+
+
+@dataclass(frozen=True)
+class ModelView(ObjectView):
+    """A model (or legacy image) as the discovery service sees it, whatever its group."""
+
+    @property
+    def image(self) -> str:
+        return str(self.spec.get("image") or "")
 
     @property
     def env(self) -> list[Obj]:
@@ -207,22 +212,8 @@ class GPURequirement:
 
 
 @dataclass(frozen=True)
-class TemplateView:
-    ref: KindRef
-    obj: Obj
-
-    @property
-    def spec(self) -> Mapping[str, Any]:
-        return _spec(self.obj)
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def namespace(self) -> str | None:
-        ns = self.obj["metadata"].get("namespace")
-        return str(ns) if ns else None
+class TemplateView(ObjectView):
+    """A template as the discovery service sees it, whatever its group."""
 
     @property
     def model_name(self) -> str:
@@ -249,15 +240,6 @@ class TemplateView:
     @property
     def inline_sources(self) -> list[Obj]:
         return [dict(s) for s in self.spec.get("modelSources") or [] if isinstance(s, Mapping)]
-
-    @property
-    def pull_secrets(self) -> list[str]:
-        return secret_names(self.spec.get("imagePullSecrets"))
-
-    @property
-    def service_account(self) -> str | None:
-        sa = self.spec.get("serviceAccountName")
-        return str(sa) if sa else None
 
     @property
     def caching_enabled(self) -> bool:
