@@ -12,29 +12,26 @@ import pytest
 
 from aim_discovery.catalog import (
     ALIAS_LABEL,
-    MANAGED_BY,
     MODEL_LABEL,
     ORIGIN_LABEL,
-    PART_OF,
     GPURequirement,
     ModelView,
     PlannedTemplate,
     TemplateView,
-    contains,
     custom_templates,
-    differs,
     is_model,
     is_runtime_config,
     is_template,
     merge_hardware,
     model_condition,
     model_kinds,
-    owner_reference,
     recommended_template,
     template_body,
     template_kind,
     templates_condition,
 )
+from aimcore.children import MANAGED_BY, contains, differs, owner_reference
+from aimcore.children import PART_OF_LABEL as PART_OF
 from aimcore.kinds import by_kind
 from aimcore.naming import derived_name
 

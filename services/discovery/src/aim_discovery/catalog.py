@@ -9,7 +9,8 @@ images and generation 2 models) spell the same ideas differently: ``spec.modelNa
 spelling themselves.
 
 Template names, labels and owner references follow reference §1.4/§1.5 so ``kubectl get aimtpl``
-shows what the Go operator would.
+shows what the Go operator would; the labels and owner references every child carries, and how a
+child is compared with the cluster's copy, are :mod:`aimcore.children`'s.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from aimcore.children import child_labels, owner_reference
 from aimcore.kinds import KindRef, by_kind
 from aimcore.naming import derived_name, label_value
 from aimcore.runtimeconfig import merge_env
@@ -31,11 +33,8 @@ MODEL_LABEL = "aim.eai.amd.com/model"
 ORIGIN_LABEL = "aim.eai.amd.com/origin"
 ALIAS_LABEL = "aim.eai.amd.com/template.alias"
 AUTO_GENERATED = "auto-generated"
-MANAGED_BY = "app.kubernetes.io/managed-by"
 MODEL_CONTROLLER = "aim-model-controller"
 TEMPLATE_CONTROLLER = "aim-template-controller"
-PART_OF = "app.kubernetes.io/part-of"
-PART_OF_VALUE = "aim-engine"
 
 MODEL_KINDS = {
     (AIM, "AIMModel"),
@@ -381,8 +380,7 @@ def template_body(
         **inherited,
         MODEL_LABEL: label_value(model.name),
         ORIGIN_LABEL: AUTO_GENERATED,
-        MANAGED_BY: MODEL_CONTROLLER,
-        PART_OF: PART_OF_VALUE,
+        **child_labels(MODEL_CONTROLLER),
         **planned.labels,
     }
     meta: Obj = {
@@ -393,42 +391,3 @@ def template_body(
     if kind.namespaced and model.namespace:
         meta["namespace"] = model.namespace
     return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": planned.spec}
-
-
-def owner_reference(ref: KindRef, obj: Mapping[str, Any]) -> Obj:
-    meta = obj["metadata"]
-    return {
-        "apiVersion": ref.api_version,
-        "kind": ref.kind,
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
-    return any(o.get("uid") == uid for o in (obj.get("metadata") or {}).get("ownerReferences") or [])
-
-
-def differs(existing: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
-    """Whether applying ``body`` would change ``existing``: any spec field or label we set differs
-    (fields we do not set are left alone by server-side apply, so they do not count)."""
-    if not contains(_spec(existing), _spec(body)):
-        return True
-    have_labels = (existing.get("metadata") or {}).get("labels") or {}
-    want_labels = (body.get("metadata") or {}).get("labels") or {}
-    if any(have_labels.get(k) != v for k, v in want_labels.items()):
-        return True
-    owners = {o.get("uid") for o in (body.get("metadata") or {}).get("ownerReferences") or []}
-    return not all(owned_by(existing, uid) for uid in owners if uid)
-
-
-def contains(have: Any, want: Any) -> bool:
-    """``want`` is a subset of ``have``: objects key-wise (server defaults may add keys), lists
-    element-wise with equal length, scalars equal."""
-    if isinstance(want, Mapping):
-        return isinstance(have, Mapping) and all(contains(have.get(k), v) for k, v in want.items())
-    if isinstance(want, list):
-        return isinstance(have, list) and len(have) == len(want) and all(map(contains, have, want))
-    return bool(have == want)

@@ -36,14 +36,13 @@ from aim_discovery.catalog import (
     ModelView,
     PlannedTemplate,
     custom_templates,
-    differs,
-    owned_by,
     recommended_template,
     template_body,
     template_kind,
     templates_condition,
 )
 from aimcore.bus.messages import ConditionReport
+from aimcore.children import differs, owned_by
 from aimcore.kinds import SECRET, KindRef
 from aimcore.kube.client import ApiException, Kube
 from aimcore.oci import (

@@ -35,22 +35,18 @@ from typing import Any
 from aim_discovery import dryrun
 from aim_discovery.catalog import (
     AIM,
-    MANAGED_BY,
-    PART_OF,
-    PART_OF_VALUE,
     TEMPLATE_CONTROLLER,
     GPURequirement,
     ModelView,
     TemplateView,
-    contains,
     model_condition,
     model_kinds,
-    owner_reference,
     secret_names,
 )
 from aim_discovery.slots import FINISHED, RUNNING, UNKNOWN, Slots
 from aimcore import gpu as gpus
 from aimcore.bus.messages import ConditionReport
+from aimcore.children import child_labels, contains, owner_reference
 from aimcore.kinds import JOB, NODE, POD, KindRef, by_kind
 from aimcore.kube.client import ApiException, Kube
 from aimcore.naming import label_value
@@ -392,7 +388,7 @@ class TemplateController:
             owner=owner_reference(request.ref, request.obj),
             spec_hash=spec_hash,
             attempt=attempt,
-            extra_labels={MANAGED_BY: TEMPLATE_CONTROLLER, PART_OF: PART_OF_VALUE},
+            extra_labels=child_labels(TEMPLATE_CONTROLLER),
             profile_id=str(template.spec.get("profileId") or "") or None,
             metric=str(template.spec.get("metric") or "") or None,
             precision=str(template.spec.get("precision") or "") or None,
@@ -556,8 +552,7 @@ class TemplateController:
                 "namespace": template.namespace,
                 "labels": {
                     "aim.eai.amd.com/template": label_value(template.name),
-                    MANAGED_BY: TEMPLATE_CONTROLLER,
-                    PART_OF: PART_OF_VALUE,
+                    **child_labels(TEMPLATE_CONTROLLER),
                 },
                 "ownerReferences": [owner_reference(request.ref, request.obj)],
             },
