@@ -12,6 +12,8 @@
   on one of them with the topology declared.
 - ``oci_registry`` / ``oci_registry_auth`` (session): Debian's docker-registry, anonymous and with
   basic auth; push images with ``aimcore.testing.oci.push_image``.
+- ``hub_server`` (session): a Hugging-Face-Hub-compatible server; add repos with ``hub.add_repo(.root, ...)``.
+- ``s3_server`` (session): moto_server enforcing IAM auth; ``.client()``, ``.put_model()``, ``.access_key``.
 
 Servers start only when a test asks for them; unit tests pay nothing.
 """
@@ -37,8 +39,10 @@ from aimcore.kinds import KindRef
 from aimcore.kube import crds as crd_install
 from aimcore.kube.client import Kube, connect
 from aimcore.local.cluster import ControlPlane
+from aimcore.local.hub import HubServer
 from aimcore.local.natsserver import NatsServer
 from aimcore.local.registry import Registry
+from aimcore.local.s3 import S3Server
 from aimcore.testing.kubelet import FakeKubelet
 
 NAMESPACE = KindRef("", "v1", "Namespace", "namespaces", False)
@@ -194,3 +198,30 @@ def oci_registry_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Regi
         yield registry.start()
     finally:
         registry.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# Model sources: a Hugging-Face-Hub-compatible server and S3 (moto_server), each as a process
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def hub_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubServer]:
+    """A Hub server over a fresh root (``.root``; ``.endpoint`` for ``HfApi(endpoint=...)``).
+    Faults and the request log are shared: tests clear what they arm."""
+    workdir = tmp_path_factory.mktemp("hub-server")
+    server = HubServer(workdir / "repos", workdir=workdir / "server")
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """moto_server with IAM auth on: sign with ``.access_key``/``.secret_key`` (``.client()`` does)."""
+    server = S3Server(tmp_path_factory.mktemp("s3-server"), auth=True)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
