@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from aimcore.kinds import KindRef
+from aimcore.kube.client import Kube
 from aimcore.local.binaries import run_kubectl
 
 T = TypeVar("T")
@@ -49,3 +51,31 @@ def manifest(
     if namespace is not None:
         metadata["namespace"] = namespace
     return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": metadata, "spec": spec}
+
+
+async def status_of(  # noqa: PLR0917
+    kube: Kube, ref: Any, namespace: str | None, name: str, predicate: Any, what: str
+) -> Any:
+    seen: dict[str, Any] = {}
+
+    async def probe() -> dict[str, Any] | None:
+        obj = await kube.get(ref, namespace, name)
+        status = seen["status"] = (obj or {}).get("status") or {}
+        return obj if status and predicate(status) else None
+
+    try:
+        return await eventually(probe, timeout=45, what=what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; status was {json.dumps(seen.get('status'))}") from None
+
+
+def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions") or [] if c["type"] == type_), {})
+
+
+def has(type_: str, status: str, reason: str) -> Any:
+    def check(s: dict[str, Any]) -> bool:
+        c = condition(s, type_)
+        return c.get("status") == status and c.get("reason") == reason
+
+    return check

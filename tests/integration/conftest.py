@@ -30,8 +30,11 @@ class Services:
         self.procs: dict[str, ManagedProcess] = {}
         self.replicas: dict[str, tuple[str, int]] = {}
         self.killed: set[str] = set()
+        self.service_env: dict[str, dict[str, str]] = {}
 
-    def start(self, name: str, replica: int = 0) -> ManagedProcess:
+    def start(self, name: str, replica: int = 0, env: dict[str, str] | None = None) -> ManagedProcess:
+        if env is not None:
+            self.service_env[name] = env
         env = {
             "AIM_NATS_URL": self.servers.nats.url,
             "AIM_KUBECONFIG": self.servers.kubeconfig,
@@ -39,6 +42,7 @@ class Services:
             "PYTHONUNBUFFERED": "1",
             "AIM_LOG_LEVEL": os.environ.get("AIM_LOG_LEVEL", "INFO"),
             **self.env,
+            **self.service_env.get(name, {}),
         }
         label = name if replica == 0 else f"{name}-{replica}"
         argv = [sys.executable, "-m", service_module(name)]
@@ -81,11 +85,13 @@ async def consumers_ready(js: JetStreamContext, services: Services) -> None:
     await eventually(ready, timeout=60, what="the services' consumers")
 
 
-async def ensure_service(services: Services, js: JetStreamContext, name: str) -> Services:
-    """Start ``name`` once for the session (if not running yet) and wait until its durable
-    consumer exists, failing early if a service died."""
+async def ensure_service(
+    services: Services, js: JetStreamContext, name: str, env: dict[str, str] | None = None
+) -> Services:
+    """Start ``name`` once for the session (if not running yet; ``env`` for this service only) and
+    wait until its durable consumer exists, failing early if a service died."""
     if name not in services.procs:
-        services.start(name)
+        services.start(name, env=env)
 
     async def ready() -> bool:
         services.assert_alive()

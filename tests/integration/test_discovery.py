@@ -20,7 +20,7 @@ from aimcore.local.registry import Registry
 from aimcore.naming import derived_name
 from aimcore.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
 from aimcore.testing.oci import push_image
-from tests.helpers import eventually, manifest
+from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import ensure_service
 
 AIM = "aim.eai.amd.com"
@@ -81,34 +81,6 @@ async def discovery(running, js: JetStreamContext, kube: Kube):  # type: ignore[
 
 def suffix() -> str:
     return secrets.token_hex(3)
-
-
-async def status_of(  # noqa: PLR0917
-    kube: Kube, ref: Any, namespace: str | None, name: str, predicate: Any, what: str
-) -> Any:
-    seen: dict[str, Any] = {}
-
-    async def probe() -> dict[str, Any] | None:
-        obj = await kube.get(ref, namespace, name)
-        status = seen["status"] = (obj or {}).get("status") or {}
-        return obj if status and predicate(status) else None
-
-    try:
-        return await eventually(probe, timeout=45, what=what)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; status was {json.dumps(seen.get('status'))}") from None
-
-
-def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
-    return next((c for c in status.get("conditions") or [] if c["type"] == type_), {})
-
-
-def has(type_: str, status: str, reason: str) -> Any:
-    def check(s: dict[str, Any]) -> bool:
-        c = condition(s, type_)
-        return c.get("status") == status and c.get("reason") == reason
-
-    return check
 
 
 async def owned_templates(kube: Kube, namespace: str, model_uid: str) -> dict[str, dict[str, Any]]:
@@ -472,7 +444,7 @@ async def test_discovery_job_output_becomes_sources_and_bad_output_fails(  # typ
         "denied AuthError",
     )
     message = condition(denied["status"], "DiscoveryJobReady")["message"]
-    assert "next attempt in" in message
+    assert "next attempt at" in message
     assert "hf_abcdefghijklmnop" not in json.dumps(denied["status"])
     assert denied["status"]["status"] == "Failed"
 

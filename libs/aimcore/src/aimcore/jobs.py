@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 __all__ = [
@@ -389,3 +389,11 @@ def pod_progress(pods: Sequence[Mapping[str, Any]], *, what: str, container: str
     if phase == "Pending":
         return REASON_JOB_RUNNING, f"{what} pod {name} starting"
     return REASON_JOB_RUNNING, f"{what} pod {name} {str(phase or 'unknown').lower()}"
+
+
+def retry_note(attempt: int, due: float) -> str:
+    """``attempt N failed; next attempt at <UTC time>``: an absolute time, never a countdown, so a
+    condition message stays the same across reconciles (a countdown would change every second and
+    each status write would trigger the next reconcile, and the next write)."""
+    when = datetime.fromtimestamp(due, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"attempt {attempt} failed; next attempt at {when}"

@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aimcore.bus.messages import ConditionReport
 from aimcore.kinds import KindRef, by_kind
 
 Obj = dict[str, Any]
@@ -240,3 +241,29 @@ def _merge_engine_args(base: Mapping[str, Any], over: Mapping[str, Any]) -> Obj:
     if not isinstance(left, dict) or not isinstance(right, dict):
         return copy.deepcopy(dict(over))
     return {"name": ENGINE_ARGS, "value": json.dumps(merge(left, right), separators=(",", ":"))}
+
+
+CONFIG_VALID = "ConfigValid"
+
+
+def resolution_conditions(
+    lookup: Lookup, group: str, namespace: str | None, spec: Mapping[str, Any] | None
+) -> tuple[Resolved | None, list[ConditionReport]]:
+    """Resolve the runtime config of an object and say so in conditions: ``RuntimeConfigReady`` and
+    ``ConfigValid`` True with the config used, or both False (``ConfigNotFound`` /
+    ``ReferenceNotFound``) and ``None`` when a named config is missing."""
+    try:
+        config = resolve(lookup, group, namespace, spec)
+    except ConfigNotFound as exc:
+        message = str(exc)
+        return None, [
+            ConditionReport(
+                type=RUNTIME_CONFIG_READY, status="False", reason=CONFIG_NOT_FOUND, message=message
+            ),
+            ConditionReport(type=CONFIG_VALID, status="False", reason="ReferenceNotFound", message=message),
+        ]
+    reason, message = config.condition_reason()
+    return config, [
+        ConditionReport(type=RUNTIME_CONFIG_READY, status="True", reason=reason, message=message),
+        ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"),
+    ]

@@ -47,6 +47,7 @@ from aim_discovery.slots import FINISHED, RUNNING, UNKNOWN, Slots
 from aimcore import gpu as gpus
 from aimcore.bus.messages import ConditionReport
 from aimcore.children import child_labels, contains, owner_reference
+from aimcore.jobs import retry_note
 from aimcore.kinds import JOB, NODE, POD, KindRef, by_kind
 from aimcore.kube.client import ApiException, Kube
 from aimcore.naming import label_value
@@ -327,7 +328,7 @@ class TemplateController:
         due = (ended.timestamp() if ended else self.clock()) + dryrun.retry_delay(attempt)
         wait = due - self.clock()
         if wait > 0:
-            note = f"attempt {attempt} failed; next attempt in {int(wait)}s"
+            note = retry_note(attempt, due)
             conditions += [
                 ConditionReport(
                     type=DISCOVERY_JOB_READY, status="False", reason=reason, message=f"{message} ({note})"

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -28,6 +28,7 @@ from aimcore.kinds import KindRef
 from aimcore.runtime.versions import rv_int
 
 log = logging.getLogger(__name__)
+GRAVEYARD_SIZE = 4096
 
 Obj = dict[str, Any]
 Indexer = Callable[[Obj], Iterable[str]]
@@ -104,6 +105,9 @@ class Informer:
         self.kinds = list(kinds)
         self.indexers: dict[str, Indexer] = {"owner": owner_uids, **(indexers or {})}
         self.objects: dict[Key, Obj] = {}
+        # the last state of recently deleted objects, so a watch can map a deletion to the
+        # objects that depended on it (a deleted Job still names its owner)
+        self._graveyard: OrderedDict[Key, Obj] = OrderedDict()
         self._index: dict[str, dict[str, set[Key]]] = {name: defaultdict(set) for name in self.indexers}
         self._indexed_values: dict[Key, dict[str, list[str]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -165,7 +169,12 @@ class Informer:
 
     def _remove(self, key: Key) -> None:
         self._unindex(key)
-        self.objects.pop(key, None)
+        old = self.objects.pop(key, None)
+        if old is not None:
+            self._graveyard[key] = old
+            self._graveyard.move_to_end(key)
+            while len(self._graveyard) > GRAVEYARD_SIZE:
+                self._graveyard.popitem(last=False)
 
     def _unindex(self, key: Key) -> None:
         for name, vals in self._indexed_values.pop(key, {}).items():
@@ -180,6 +189,11 @@ class Informer:
 
     def get(self, ref: KindRef, namespace: str | None, name: str) -> Obj | None:
         return self.objects.get(subjects.object_key(ref, namespace, name))
+
+    def last_known(self, ref: KindRef, namespace: str | None, name: str) -> Obj | None:
+        """The object, or its last state if it was deleted recently (``None`` if never seen)."""
+        key = subjects.object_key(ref, namespace, name)
+        return self.objects.get(key) or self._graveyard.get(key)
 
     async def wait_for(
         self, ref: KindRef, namespace: str | None, name: str, at_least: str | None

@@ -190,8 +190,9 @@ class Runtime:
         watch = self.watches.get(identity)
         if watch is None:
             return  # (a kind may be both a primary and a dependency of other primaries)
-        dep = None
-        if event.change is not ChangeType.DELETED:
+        if event.change is ChangeType.DELETED:  # its last state still names its owners
+            dep = self.informer.last_known(ref, event.object.namespace, event.object.name)
+        else:
             dep = await self.informer.wait_for(
                 ref, event.object.namespace, event.object.name, event.resource_version
             )
@@ -239,25 +240,33 @@ class Runtime:
         if (old := self._timers.pop(key, None)) is not None:
             old.cancel()
         due = int(time.time() + delay)
-        event = ChangeEvent(
-            object=ObjectRef.of(ref, meta.get("namespace"), meta["name"]),
-            uid=meta.get("uid", ""),
-            resource_version=str(meta.get("resourceVersion", "")),
-            generation=meta.get("generation"),
-            change=ChangeType.REQUEUE,
-        )
-        subject = subjects.requeue_subject(self.controller.service, ref, meta.get("namespace"), meta["name"])
-        headers = {"Nats-Msg-Id": f"requeue:{event.uid}:{event.resource_version}:{due}"}
 
         def fire() -> None:
             self._timers.pop(key, None)
-            task = asyncio.create_task(
-                self.js.publish(subject, event.encode(), headers=tracing.inject(headers))
-            )
+            task = asyncio.create_task(publish_requeue(self.js, self.controller.service, ref, obj, due=due))
             self._publishing.add(task)
             task.add_done_callback(self._publishing.discard)
 
         self._timers[key] = asyncio.get_running_loop().call_later(delay, fire)
+
+
+async def publish_requeue(
+    js: JetStreamContext, service: str, ref: KindRef, obj: Obj, *, due: int | None = None
+) -> None:
+    """Ask ``service`` to reconcile ``obj`` again now: for work that finishes outside a reconcile
+    (a background download) and must be looked at level-triggered, like any other change."""
+    meta = obj["metadata"]
+    event = ChangeEvent(
+        object=ObjectRef.of(ref, meta.get("namespace"), meta["name"]),
+        uid=meta.get("uid", ""),
+        resource_version=str(meta.get("resourceVersion", "")),
+        generation=meta.get("generation"),
+        change=ChangeType.REQUEUE,
+    )
+    subject = subjects.requeue_subject(service, ref, meta.get("namespace"), meta["name"])
+    stamp = due if due is not None else time.time_ns()
+    headers = {"Nats-Msg-Id": f"requeue:{event.uid}:{event.resource_version}:{stamp}"}
+    await js.publish(subject, event.encode(), headers=tracing.inject(headers))
 
 
 async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime | None:

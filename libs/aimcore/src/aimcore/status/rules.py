@@ -161,6 +161,10 @@ REASON_STATES: Mapping[str, State] = {
     "StorageFull": State.FAILED,
     "InvalidDiscoveryOutput": State.FAILED,
     "InvalidPullSecret": State.FAILED,
+    "ChecksumMismatch": State.FAILED,
+    "DownloadStalled": State.FAILED,
+    "InvalidSource": State.FAILED,
+    "ProvisioningFailed": State.FAILED,
     # infrastructure-like: degraded, retried
     "GPUCheckFailed": State.DEGRADED,
     "SomeFiltersFailed": State.DEGRADED,
@@ -169,6 +173,7 @@ REASON_STATES: Mapping[str, State] = {
     "CacheLost": State.DEGRADED,
     "PvcLost": State.DEGRADED,
     "JobEvicted": State.DEGRADED,
+    "SourceUnreachable": State.DEGRADED,
     # nowhere to run (the original's "all templates NotAvailable")
     "NoTemplatesAvailable": State.NOT_AVAILABLE,
     # waiting for something to happen elsewhere
@@ -181,6 +186,7 @@ REASON_STATES: Mapping[str, State] = {
     "CreatingModel": State.PENDING,
     "JobNotCreated": State.PENDING,
     "WaitingForDiscoverySlot": State.PENDING,
+    "WaitingForDownloadSlot": State.PENDING,
     # work in progress
     "PodsStarting": State.STARTING,
     "ModelNotReady": State.PROGRESSING,
@@ -256,6 +262,9 @@ class Rule:
 
 
 RESOURCE = Rule()
+# A template cache names one template: its absence is a failure of the cache (the original's e2e
+# ``fails-if-*``), where a service waits for templates that may still be derived.
+TEMPLATE_CACHE = Rule(reasons={"TemplateNotFound": State.FAILED})
 SERVICE = Rule(values=SERVICE_VALUES)
 RUNTIME_CONFIG = Rule(status_field=None)
 
@@ -268,7 +277,7 @@ RULES: Mapping[tuple[str, str], Rule] = {
     (_AIM, "AIMClusterModel"): RESOURCE,
     (_AIM, "AIMServiceTemplate"): RESOURCE,
     (_AIM, "AIMClusterServiceTemplate"): RESOURCE,
-    (_AIM, "AIMTemplateCache"): RESOURCE,
+    (_AIM, "AIMTemplateCache"): TEMPLATE_CACHE,
     (_AIM, "AIMModelCache"): RESOURCE,
     (_AIM, "AIMClusterModelSource"): RESOURCE,
     (_AIM, "AIMRuntimeConfig"): RUNTIME_CONFIG,
@@ -280,7 +289,7 @@ RULES: Mapping[tuple[str, str], Rule] = {
     (_LEGACY, "AIMClusterModel"): Rule(values=LEGACY_IMAGE_VALUES),
     (_LEGACY, "AIMServiceTemplate"): Rule(values=LEGACY_TEMPLATE_VALUES),
     (_LEGACY, "AIMClusterServiceTemplate"): Rule(values=LEGACY_TEMPLATE_VALUES),
-    (_LEGACY, "AIMTemplateCache"): Rule(values=LEGACY_CACHE_VALUES),
+    (_LEGACY, "AIMTemplateCache"): Rule(values=LEGACY_CACHE_VALUES, reasons=TEMPLATE_CACHE.reasons),
     (_LEGACY, "AIMModelCache"): Rule(values=LEGACY_CACHE_VALUES),
     (_LEGACY, "AIMRuntimeConfig"): RUNTIME_CONFIG,
     (_LEGACY, "AIMClusterRuntimeConfig"): RUNTIME_CONFIG,
