@@ -1,0 +1,61 @@
+"""The model downloader: ``hf://``, ``s3://``, ``http(s)://`` and local sources into a directory,
+fast (ranged parallel transfers in threads), verified (every digest the source gives, hashed while
+downloading), resumable (partial files and their state under ``.aim-partial/``), and never reported
+complete unless it is (a manifest written last). Used in-process by the cache service and as the
+``aim-download`` CLI in download Jobs."""
+
+from aim_cache.downloader.errors import (
+    AUTH_ERROR,
+    CHECKSUM_MISMATCH,
+    DOWNLOAD_FAILED,
+    DOWNLOAD_STALLED,
+    INVALID_SOURCE,
+    SOURCE_NOT_FOUND,
+    SOURCE_UNREACHABLE,
+    STORAGE_FULL,
+    DownloadError,
+)
+from aim_cache.downloader.manifest import MANIFEST, Manifest, ManifestFile, read_manifest
+from aim_cache.downloader.progress import Progress, RateMeter, progress_fields, summary
+from aim_cache.downloader.report import progress_report
+from aim_cache.downloader.run import download, download_listing, probe_size
+from aim_cache.downloader.sources import (
+    Digest,
+    Listing,
+    ParsedSource,
+    RemoteFile,
+    list_source,
+    model_id_for,
+    parse_source,
+)
+
+__all__ = [
+    "AUTH_ERROR",
+    "CHECKSUM_MISMATCH",
+    "DOWNLOAD_FAILED",
+    "DOWNLOAD_STALLED",
+    "INVALID_SOURCE",
+    "MANIFEST",
+    "SOURCE_NOT_FOUND",
+    "SOURCE_UNREACHABLE",
+    "STORAGE_FULL",
+    "Digest",
+    "DownloadError",
+    "Listing",
+    "Manifest",
+    "ManifestFile",
+    "ParsedSource",
+    "Progress",
+    "RateMeter",
+    "RemoteFile",
+    "download",
+    "download_listing",
+    "list_source",
+    "model_id_for",
+    "parse_source",
+    "probe_size",
+    "progress_fields",
+    "progress_report",
+    "read_manifest",
+    "summary",
+]

@@ -1,0 +1,266 @@
+"""``download()``: list a source, fetch it into a destination directory, verify it, and record the
+manifest last, from asyncio. The transfer runs in threads (:mod:`.transfer`); this module drives it
+from the event loop: progress callbacks come from the loop thread (a few per second plus one per
+phase change), cancellation stops the threads and keeps partial data for the next attempt, and a
+destination whose manifest already matches the listing is returned without transferring anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from pathlib import Path
+from typing import Any
+
+from aim_cache.downloader import manifest as manifests
+from aim_cache.downloader.errors import DOWNLOAD_FAILED, INVALID_SOURCE, DownloadError
+from aim_cache.downloader.fetch import make_ssl_context
+from aim_cache.downloader.manifest import Manifest, ManifestFile
+from aim_cache.downloader.partial import partial_dir
+from aim_cache.downloader.progress import Progress
+from aim_cache.downloader.sources import PARTIAL_DIR, Digest, Listing, list_source
+from aim_cache.downloader.transfer import PlannedFile, Transfer
+
+log = logging.getLogger("aim_cache.downloader")
+
+PROGRESS_INTERVAL = 0.5
+"""Minimum seconds between two ``on_progress`` calls of the same phase."""
+POLL_INTERVAL = 0.25
+STRONG_DIGESTS = frozenset({"sha256", "git-sha1"})
+"""Digests trusted to recognise a file an earlier download already verified (not md5)."""
+
+ProgressCallback = Callable[[Progress], None]
+
+
+class _Emitter:
+    """Calls ``on_progress`` at most every :data:`PROGRESS_INTERVAL`, and always on a new phase."""
+
+    def __init__(self, callback: ProgressCallback | None) -> None:
+        self.callback = callback
+        self.last_phase: str | None = None
+        self.last_time = 0.0
+        self.last: Progress | None = None
+
+    def __call__(self, p: Progress, *, force: bool = False) -> None:
+        if self.callback is None:
+            return
+        now = time.monotonic()
+        new_phase = p.phase != self.last_phase
+        if not (force or new_phase) and (now - self.last_time < PROGRESS_INTERVAL or p == self.last):
+            return
+        self.last_phase, self.last_time, self.last = p.phase, now, p
+        try:
+            self.callback(p)
+        except Exception:  # a broken progress consumer must not break the download
+            log.exception("progress callback failed")
+
+
+async def probe_size(uri: str, env: Mapping[str, str]) -> int:
+    """Total bytes of ``uri`` from its listing (for sizing a volume before downloading)."""
+    return (await list_source(uri, env)).total_bytes
+
+
+async def download(
+    uri: str,
+    dest: Path,
+    *,
+    env: Mapping[str, str],
+    on_progress: ProgressCallback | None = None,
+    stall_timeout: float = 60.0,
+    connections: int = 8,
+    expected_sha256: str | None = None,
+) -> Manifest:
+    """Download ``uri`` into ``dest`` and return its manifest (see the package docstring)."""
+    emit = _Emitter(on_progress)
+    emit(Progress(0, 0, 0, 0, "listing"), force=True)
+    listing = await list_source(uri, env, expected_sha256=expected_sha256)
+    return await download_listing(
+        listing,
+        dest,
+        on_progress=on_progress,
+        stall_timeout=stall_timeout,
+        connections=connections,
+        _emit=emit,
+    )
+
+
+async def download_listing(
+    listing: Listing,
+    dest: Path,
+    *,
+    on_progress: ProgressCallback | None = None,
+    stall_timeout: float = 60.0,
+    connections: int = 8,
+    _emit: _Emitter | None = None,
+) -> Manifest:
+    """:func:`download` for a listing obtained earlier (e.g. by a size probe)."""
+    if stall_timeout <= 0 or connections < 1:
+        raise DownloadError(INVALID_SOURCE, "stall_timeout must be positive and connections at least 1")
+    emit = _emit or _Emitter(on_progress)
+    dest = await asyncio.to_thread(_make_dest, dest)
+    total, n_files = listing.total_bytes, len(listing.files)
+    existing = await asyncio.to_thread(manifests.read_manifest, dest)
+    if existing is not None and await asyncio.to_thread(manifests.matches, existing, listing, dest):
+        log.info("%s is already complete in %s", listing.source, dest)
+        emit(Progress(total, total, n_files, n_files, "done"), force=True)
+        return existing
+
+    lock_fd = await asyncio.to_thread(_lock, dest)
+    try:
+        plans, reusable = await asyncio.to_thread(_plan, listing, dest, existing)
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+
+        def on_change() -> None:
+            loop.call_soon_threadsafe(wake.set)
+
+        engine = Transfer(
+            plans,
+            connections=connections,
+            stall_timeout=stall_timeout,
+            ssl_context=make_ssl_context(listing.tls_verify) if _needs_tls(listing) else None,
+            reusable=reusable,
+            on_change=on_change,
+        )
+        try:
+            await asyncio.to_thread(engine.prepare)
+            engine.start()
+            emit(_snapshot(engine, n_files, "downloading"), force=True)
+            while not engine.finished:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), POLL_INTERVAL)
+                wake.clear()
+                phase = "verifying" if engine.downloaded_bytes >= total else "downloading"
+                emit(_snapshot(engine, n_files, phase))
+        finally:
+            # On success, failure or cancellation alike: join the threads, persist partial state.
+            await _shielded(asyncio.to_thread(engine.close))
+        if engine.error is not None:
+            raise engine.error
+        emit(_snapshot(engine, n_files, "verifying"))
+        done = manifests.build(
+            listing,
+            (ManifestFile(r.path, r.size, r.verified) for r in engine.results.values()),
+            completed_at=time.time(),
+        )
+        await asyncio.to_thread(_complete, dest, listing, existing, done)
+    finally:
+        await asyncio.to_thread(os.close, lock_fd)
+    log.info(
+        "%s: %d files, %d bytes in %s, verified %s",
+        listing.source,
+        len(done.files),
+        done.total_bytes,
+        dest,
+        ", ".join(done.verified) or "nothing (the source gives no digests)",
+    )
+    emit(Progress(total, total, n_files, n_files, "done"), force=True)
+    return done
+
+
+async def _shielded(work: Coroutine[Any, Any, None]) -> None:
+    """Await ``work`` to the end even if the caller is cancelled meanwhile (then re-raise)."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                break
+            cancelled = True
+    task.result()
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+def _snapshot(engine: Transfer, n_files: int, phase: str) -> Progress:
+    return Progress(engine.downloaded_bytes, engine.total_bytes, engine.files_done, n_files, phase)
+
+
+def _needs_tls(listing: Listing) -> bool:
+    return listing.tls_verify is not True or any(f.url.startswith("https://") for f in listing.files)
+
+
+def _make_dest(dest: Path) -> Path:
+    """Create ``dest``; returns it as an absolute path."""
+    dest = Path(dest).absolute()
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DownloadError(DOWNLOAD_FAILED, f"cannot create {dest}: {e.strerror}") from e
+    return dest
+
+
+def _lock(dest: Path) -> int:
+    """An exclusive lock on ``dest`` for this process (a second downloader fails fast)."""
+    fd = os.open(dest / (PARTIAL_DIR + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as e:
+        os.close(fd)
+        raise DownloadError(DOWNLOAD_FAILED, f"another download into {dest} is in progress") from e
+    return fd
+
+
+def _plan(
+    listing: Listing, dest: Path, existing: Manifest | None
+) -> tuple[list[PlannedFile], dict[str, tuple[Digest, ...]]]:
+    """Validate every final path (inside ``dest``, after following what already exists), make the
+    directories, and find files an earlier complete download already verified with the same strong
+    digest (a new revision that changed only some files fetches only those)."""
+    real_dest = dest.resolve()
+    plans: list[PlannedFile] = []
+    for remote in listing.files:
+        final = dest / remote.path
+        outside = DownloadError(INVALID_SOURCE, f"{remote.path} would be written outside {dest}")
+        # Check what exists before creating anything: a symlinked directory must not lead out.
+        ancestor = final.parent
+        while not os.path.lexists(ancestor):
+            ancestor = ancestor.parent
+        if not ancestor.resolve().is_relative_to(real_dest):
+            raise outside
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise DownloadError(DOWNLOAD_FAILED, f"cannot create the directory of {remote.path}: {e}") from e
+        if not final.parent.resolve().is_relative_to(real_dest) or (
+            final.is_symlink() and not final.resolve().is_relative_to(real_dest)
+        ):
+            raise outside
+        plans.append(PlannedFile(remote, final, dest))
+    reusable: dict[str, tuple[Digest, ...]] = {}
+    if existing is not None:
+        recorded = {f.path: f for f in existing.files}
+        for remote in listing.files:
+            old = recorded.get(remote.path)
+            if old is None or old.size != remote.size:
+                continue
+            strong = [d for d in remote.digests if d.algorithm in STRONG_DIGESTS]
+            if strong and all(d in old.digests for d in strong):
+                reusable[remote.path] = tuple(d for d in remote.digests if d in old.digests)
+        # The old manifest no longer describes the directory.
+        manifests.remove_manifest(dest)
+    partial_dir(dest).mkdir(exist_ok=True)
+    return plans, reusable
+
+
+def _complete(dest: Path, listing: Listing, existing: Manifest | None, done: Manifest) -> None:
+    """Drop files of the previous download that the new listing lacks, make the placements durable,
+    write the manifest (last), and clean up the partial directory."""
+    wanted = {f.path for f in listing.files}
+    if existing is not None:
+        for old in existing.files:
+            if old.path not in wanted:
+                with contextlib.suppress(FileNotFoundError):
+                    (dest / old.path).unlink()
+    for directory in sorted({(dest / f.path).parent for f in listing.files}):
+        manifests.fsync_dir(directory)
+    manifests.write_manifest(dest, done)
+    shutil.rmtree(partial_dir(dest), ignore_errors=True)

@@ -1,0 +1,803 @@
+"""The transfer engine: fetches planned files into ``.part`` files with blocking sockets in worker
+threads, hashes them while they download, and moves each verified file into place.
+
+Why threads and blocking sockets: ``readinto`` into a large reusable buffer followed by one
+``os.pwrite`` per buffer spends its time in the kernel with the GIL released, where a pure-Python
+async loop pays interpreter work for every chunk. Large files are cut into ranges handed out in file
+order to ``connections`` workers (small files simply run concurrently), so the contiguous completed
+prefix of each file grows steadily and a hashing thread can follow it (hashlib releases the GIL):
+verification overlaps the transfer. A range that stalls or drops is retried from the last byte
+written, a few times with exponential backoff. Every few seconds the completed ranges are made
+durable (``fdatasync``) and recorded in the file's state, so a killed process resumes where it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import http.client
+import logging
+import os
+import re
+import shutil
+import ssl
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aim_cache.downloader import fetch, partial
+from aim_cache.downloader.errors import (
+    CHECKSUM_MISMATCH,
+    DOWNLOAD_FAILED,
+    SOURCE_NOT_FOUND,
+    STORAGE_FULL,
+    DownloadError,
+    host_of,
+)
+from aim_cache.downloader.fetch import idle
+from aim_cache.downloader.ranges import RangeSet, split
+from aim_cache.downloader.sources import Digest, RemoteFile
+
+log = logging.getLogger("aim_cache.downloader")
+
+KiB = 1 << 10
+MiB = 1 << 20
+CHUNK_SIZE = 32 * MiB
+"""Bytes per range request: small enough that the completed prefix (and so hashing) advances
+steadily and a retry refetches little, large enough that request overhead does not matter."""
+BUFFER_SIZE = 256 * KiB
+"""One worker's read buffer: small enough to stay in the CPU cache between the socket copy into it
+and the page-cache copy out of it (measured faster than 1-8 MiB buffers, and light on memory)."""
+WRITE_SIZE = 256 * KiB
+"""Bytes per ``pwrite``. The page cache sizes its folios by the write: huge writes ask for huge
+folios, which on a VM can mean memory the host must first hand back (measured: 2 GiB in 8 MiB
+writes took 4-5 s after an idle period, in 64-256 KiB writes under 1 s)."""
+FLUSH_SECONDS = 0.5
+"""A partly filled buffer is written at least this often (progress and resume state on slow links)."""
+IDLE_WAIT = 0.1
+"""A partly filled buffer is also written when the socket has been quiet this long, so bytes that
+arrived before a stall are on disk (and resumable) while the read waits."""
+HASH_BUFFER = 1 * MiB
+HASH_THREADS = 2
+MAX_ATTEMPTS = 4
+MAX_TOTAL_ATTEMPTS = 20
+CHECKPOINT_SECONDS = 2.0
+"""How often completed ranges are made durable and recorded for resume."""
+WRITEBACK_SECONDS = 0.25
+"""How often writeback of new bytes is started, so the final fsync has little left to wait for."""
+
+_CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
+
+
+def backoff(attempt: int) -> float:
+    """0.25 s, 0.5 s, 1 s, 2 s ... capped at 8 s."""
+    return float(min(8.0, 0.25 * 2 ** max(0, attempt - 1)))
+
+
+def new_hasher(algorithm: str, size: int) -> Any:
+    if algorithm == "sha256":
+        return hashlib.sha256()
+    if algorithm == "md5":
+        return hashlib.md5(usedforsecurity=False)
+    if algorithm == "git-sha1":
+        h = hashlib.sha1(usedforsecurity=False)
+        h.update(b"blob %d\x00" % size)
+        return h
+    raise ValueError(f"unknown digest algorithm {algorithm}")
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    remote: RemoteFile
+    final: Path
+    dest: Path
+
+
+@dataclass
+class _Job:
+    """One file: its part file, completed ranges, hashing position and redirect cache."""
+
+    plan: PlannedFile
+    done: RangeSet = field(default_factory=RangeSet)
+    fd: int | None = None
+    src_fd: int | None = None
+    tasks_left: int = 0
+    hashed: int = 0
+    hashers: dict[str, Any] = field(default_factory=dict)
+    hash_running: bool = False
+    finalized: bool = False
+    dirty: bool = False
+    written_back: int = 0
+    resolved: tuple[str, dict[str, str]] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    io_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def remote(self) -> RemoteFile:
+        return self.plan.remote
+
+    @property
+    def part(self) -> Path:
+        return partial.part_path(self.plan.dest, self.remote.path)
+
+    @property
+    def state_file(self) -> Path:
+        return partial.state_path(self.plan.dest, self.remote.path)
+
+
+class _Failed(Exception):
+    """An attempt ended at ``pos`` (bytes before it are written) because of ``error``."""
+
+    def __init__(self, pos: int, error: fetch.Transient | DownloadError) -> None:
+        super().__init__(str(error))
+        self.pos = pos
+        self.error = error
+
+
+@dataclass(frozen=True)
+class FileResult:
+    path: str
+    size: int
+    verified: tuple[Digest, ...]
+
+
+class Transfer:
+    """Download ``files`` (call :meth:`prepare` then :meth:`start`; wait for :attr:`finished`; then
+    :meth:`close`). ``on_change`` is called from worker threads when the transfer finishes or fails."""
+
+    def __init__(
+        self,
+        files: Sequence[PlannedFile],
+        *,
+        connections: int = 8,
+        stall_timeout: float = 60.0,
+        ssl_context: ssl.SSLContext | None = None,
+        chunk_size: int | None = None,
+        buffer_size: int | None = None,
+        reusable: dict[str, tuple[Digest, ...]] | None = None,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.files = list(files)
+        self.connections = max(1, connections)
+        self.stall_timeout = stall_timeout
+        self.ssl_context = ssl_context
+        self.chunk_size = chunk_size or CHUNK_SIZE
+        self.buffer_size = buffer_size or BUFFER_SIZE
+        self.reusable = reusable or {}
+        self.on_change = on_change
+        self.error: DownloadError | None = None
+        self.results: dict[str, FileResult] = {}
+        self.total_bytes = sum(p.remote.size for p in self.files)
+        self._jobs: list[_Job] = []
+        self._tasks: deque[tuple[_Job, int, int]] = deque()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._finished = threading.Event()
+        self._downloaded = 0
+        self._fetched = 0
+        self._threads: list[threading.Thread] = []
+        self._conns: list[fetch.Connections] = []
+        self._hash_pool: ThreadPoolExecutor | None = None
+        self._closed = False
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        return self._finished.is_set()
+
+    @property
+    def downloaded_bytes(self) -> int:
+        """Bytes on disk for this download (resumed and reused ones included)."""
+        return self._downloaded
+
+    @property
+    def fetched_bytes(self) -> int:
+        """Bytes fetched by this run (what throughput is measured on)."""
+        return self._fetched
+
+    @property
+    def files_done(self) -> int:
+        return len(self.results)
+
+    # -- preparation (blocking I/O: run it in a thread) --------------------------------------
+
+    def prepare(self) -> None:
+        """Load resume state, open part files, plan ranges, check free space."""
+        needed = 0
+        for plan in self.files:
+            job = _Job(plan)
+            remote = plan.remote
+            ident = partial.identity(remote)
+            state = partial.load_state(job.state_file)
+            if plan.remote.path in self.reusable and _size_of(plan.final) == remote.size:
+                partial.save_state(
+                    job.state_file, partial.PartialState(ident, RangeSet([(0, remote.size)]), True)
+                )
+                self._adopt(job, self.reusable[remote.path])
+                continue
+            if state is not None and state.identity == ident:
+                if state.placed and _size_of(plan.final) == remote.size:
+                    self._adopt(job, remote.digests)
+                    continue
+                part_size = _size_of(job.part)
+                done = state.done.clipped(remote.size)
+                on_disk = part_size is not None and (not done.ranges() or part_size >= done.ranges()[-1][1])
+                if on_disk and (remote.ranges or done.total() == remote.size):
+                    job.done = done
+            if not job.done.ranges():
+                partial.discard(plan.dest, remote.path)
+            job.part.parent.mkdir(parents=True, exist_ok=True)
+            job.fd = _open_part(job.part)
+            partial.save_state(job.state_file, partial.PartialState(ident, job.done))
+            job.hashers = {d.algorithm: new_hasher(d.algorithm, remote.size) for d in remote.digests}
+            gaps = job.done.missing(remote.size)
+            pieces = list(split(gaps, self.chunk_size)) if remote.ranges else gaps[:1]
+            job.tasks_left = len(pieces)
+            self._tasks.extend((job, s, e) for s, e in pieces)
+            self._downloaded += job.done.total()
+            needed += remote.size - job.done.total()
+            self._jobs.append(job)
+            if job.done.total():
+                log.info(
+                    "resuming %s: %d of %d bytes already on disk", remote.path, job.done.total(), remote.size
+                )
+        if self.files:
+            _check_space(self.files[0].dest, needed)
+
+    def _adopt(self, job: _Job, verified: tuple[Digest, ...]) -> None:
+        """A file already in place and verified (by an interrupted run or an earlier revision)."""
+        job.finalized = True
+        self._downloaded += job.remote.size
+        self.results[job.remote.path] = FileResult(job.remote.path, job.remote.size, verified)
+
+    # -- running -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._hash_pool = ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="aim-dl-hash")
+        for job in list(self._jobs):
+            if job.tasks_left == 0:
+                self._bytes_complete(job)
+            elif job.hashers and job.done.prefix():
+                self._poke_hash(job)  # re-read the resumed prefix while the rest downloads
+        n_workers = min(self.connections, max(1, len(self._tasks)))
+        for i in range(n_workers if self._tasks else 0):
+            conns = fetch.Connections(self.stall_timeout, self.ssl_context)
+            self._conns.append(conns)
+            t = threading.Thread(target=self._worker, args=(conns,), name=f"aim-dl-{i}", daemon=True)
+            self._threads.append(t)
+        checkpoint = threading.Thread(target=self._checkpoint_loop, name="aim-dl-checkpoint", daemon=True)
+        self._threads.append(checkpoint)
+        for t in self._threads:
+            t.start()
+        self._maybe_finish()
+
+    def cancel(self) -> None:
+        """Stop every worker (blocked reads return at once); partial data is kept."""
+        self._stop.set()
+        for conns in self._conns:
+            conns.abort()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._finished.wait(timeout)
+
+    def close(self) -> None:
+        """Join the threads and persist the state of unfinished files (blocking)."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self._finished.is_set():
+            self.cancel()
+        else:
+            self._stop.set()
+        for t in self._threads:
+            t.join()
+        if self._hash_pool is not None:
+            self._hash_pool.shutdown(wait=True, cancel_futures=True)
+        for job in self._jobs:
+            if not job.finalized:
+                self._checkpoint(job, force=True)
+            with job.io_lock:
+                for attr in ("fd", "src_fd"):
+                    fd = getattr(job, attr)
+                    if fd is not None:
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
+                        setattr(job, attr, None)
+
+    def _fail(self, error: DownloadError) -> None:
+        with self._lock:
+            if self.error is not None or self._finished.is_set():
+                return
+            self.error = error
+        log.debug("download failing: %s", error)
+        self.cancel()
+        self._finished.set()
+        if self.on_change:
+            self.on_change()
+
+    def _maybe_finish(self) -> None:
+        with self._lock:
+            if self.error is not None or len(self.results) < len(self.files):
+                return
+        self._stop.set()
+        self._finished.set()
+        if self.on_change:
+            self.on_change()
+
+    # -- workers -----------------------------------------------------------------------------
+
+    def _next_task(self) -> tuple[_Job, int, int] | None:
+        with self._lock:
+            return self._tasks.popleft() if self._tasks and not self._stop.is_set() else None
+
+    def _worker(self, conns: fetch.Connections) -> None:
+        buf = bytearray(self.buffer_size)
+        try:
+            while (task := self._next_task()) is not None:
+                job, start, end = task
+                try:
+                    complete = self._run_range(conns, buf, job, start, end)
+                except DownloadError as e:
+                    self._fail(e)
+                    return
+                except Exception as e:  # a bug or an unexpected OS error: fail, never hang
+                    log.exception("unexpected error fetching %s", job.remote.path)
+                    self._fail(DownloadError(DOWNLOAD_FAILED, f"{job.remote.path}: {type(e).__name__}"))
+                    return
+                if not complete:
+                    return
+                with job.lock:
+                    job.tasks_left -= 1
+                    last = job.tasks_left == 0
+                if last:
+                    self._bytes_complete(job)
+        finally:
+            conns.close()
+
+    def _run_range(self, conns: fetch.Connections, buf: bytearray, job: _Job, start: int, end: int) -> bool:
+        """Fetch ``[start, end)`` with retries; False if stopped before the end."""
+        pos = start
+        attempts = total = 0
+        while pos < end:
+            if self._stop.is_set():
+                return False
+            before = pos
+            try:
+                pos = self._attempt(conns, buf, job, pos, end)
+                continue
+            except _Failed as f:
+                pos, error = f.pos, f.error
+            if self._stop.is_set():
+                return False  # cancelled, or another file failed: not this range's error
+            if isinstance(error, DownloadError):
+                raise error
+            if not job.remote.ranges and pos > 0:
+                pos = start = 0  # no Range support: start the file over
+                self._reset(job)
+            attempts = 1 if pos > before else attempts + 1
+            total += 1
+            if attempts >= MAX_ATTEMPTS or total >= MAX_TOTAL_ATTEMPTS:
+                raise error.error
+            delay = error.retry_after if error.retry_after is not None else backoff(attempts)
+            log.warning(
+                "%s: %s; retrying from byte %d in %.2gs (attempt %d of %d)",
+                job.remote.path,
+                error.error.message,
+                pos,
+                delay,
+                attempts + 1,
+                MAX_ATTEMPTS,
+            )
+            if self._stop.wait(delay):
+                return False
+        return True
+
+    def _reset(self, job: _Job) -> None:
+        with job.lock:
+            lost = job.done.total()
+            job.done = RangeSet()
+            job.dirty = True
+        with self._lock:
+            self._downloaded -= lost
+
+    def _target(self, job: _Job) -> tuple[str, dict[str, str], bool]:
+        """(url, headers, from the redirect cache)."""
+        cached = job.resolved
+        if cached is not None:
+            return cached[0], dict(cached[1]), True
+        return job.remote.url, dict(job.remote.headers), False
+
+    def _attempt(self, conns: fetch.Connections, buf: bytearray, job: _Job, pos: int, end: int) -> int:
+        """One request for ``[pos, end)``; returns the position reached (raises :class:`_Failed`)."""
+        remote = job.remote
+        if remote.url.startswith("file://"):
+            return self._copy_local(job, pos, end)
+        url, headers, cached = self._target(job)
+        if remote.ranges:
+            headers["Range"] = f"bytes={pos}-{end - 1}"
+        try:
+            if remote.signer is not None and not cached:
+                headers = remote.signer("GET", url, headers)
+            opened = fetch.open_url(conns, url, headers)
+        except (fetch.Transient, DownloadError) as e:
+            raise _Failed(pos, e) from e
+        resp = opened.response
+        status = resp.status
+        if cached and status in (401, 403, 404, 410):
+            # A signed redirect target (e.g. a CDN URL) expired: go through the original URL again.
+            job.resolved = None
+            fetch.drain(conns, opened.key, resp)
+            error = DownloadError(DOWNLOAD_FAILED, f"redirect target answered HTTP {status}")
+            raise _Failed(pos, fetch.Transient(error, retry_after=0.0))
+        if status == 206:
+            match = _CONTENT_RANGE.match(resp.getheader("Content-Range") or "")
+            total = match.group(3) if match else None
+            if (
+                match is None
+                or int(match.group(1)) != pos
+                or (total != "*" and int(total or 0) != remote.size)
+            ):
+                conns.discard(opened.key)
+                raise _Failed(pos, _changed(remote, resp.getheader("Content-Range")))
+            stop_at = min(end, int(match.group(2)) + 1)
+            body_end = int(match.group(2)) + 1
+        elif status == 200:
+            if pos != 0 or (resp.length is not None and resp.length != remote.size):
+                conns.discard(opened.key)
+                if pos != 0:
+                    error = DownloadError(
+                        DOWNLOAD_FAILED, f"{host_of(url)} ignored the Range header for {remote.path}"
+                    )
+                    raise _Failed(pos, error)
+                raise _Failed(pos, _changed(remote, f"length {resp.length}"))
+            stop_at, body_end = end, remote.size
+        else:
+            error_or_transient = fetch.status_error(
+                status, url, had_token=bool(remote.headers) or remote.signer is not None
+            )
+            fetch.drain(conns, opened.key, resp)
+            raise _Failed(pos, error_or_transient)
+        if opened.url != url and not cached and remote.signer is None:
+            job.resolved = (opened.url, {k: v for k, v in opened.headers.items() if k.lower() != "range"})
+        reached = self._stream(conns, opened, buf, job, pos=pos, stop_at=stop_at)
+        if stop_at < body_end:
+            conns.discard(opened.key)  # the rest of the body is not ours to read
+        return reached
+
+    def _stream(
+        self,
+        conns: fetch.Connections,
+        opened: fetch.Opened,
+        buf: bytearray,
+        job: _Job,
+        *,
+        pos: int,
+        stop_at: int,
+    ) -> int:
+        resp = opened.response
+        # One raw read per call (readinto1): when a read fails, every byte before it is accounted
+        # for, so a retry resumes at the exact byte. Chunked bodies need http.client's decoding.
+        exact = not resp.chunked and resp.fp is not None and resp.length is not None
+        read = resp.fp.readinto1 if exact else resp.readinto
+        mv = memoryview(buf)
+        size = len(buf)
+        filled = 0
+        flushed_at = time.monotonic()
+        try:
+            while pos + filled < stop_at:
+                if filled and idle(opened.conn, IDLE_WAIT):
+                    self._write(job, mv[:filled], pos)
+                    pos, filled, flushed_at = pos + filled, 0, time.monotonic()
+                n = read(mv[filled : min(size, filled + stop_at - pos - filled)])
+                if not n:
+                    raise http.client.IncompleteRead(b"", stop_at - pos - filled)
+                if exact:
+                    resp.length -= n  # type: ignore[operator]
+                filled += n
+                now = time.monotonic()
+                if filled == size or pos + filled == stop_at or now - flushed_at >= FLUSH_SECONDS:
+                    self._write(job, mv[:filled], pos)
+                    pos, filled, flushed_at = pos + filled, 0, now
+            if exact and not resp.length:
+                resp.read()  # marks the response complete so the connection can be reused
+        except DownloadError as e:
+            conns.discard(opened.key)
+            raise _Failed(pos, e) from e
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            conns.discard(opened.key)
+            if filled:  # what arrived before the failure is good: keep it
+                try:
+                    self._write(job, mv[:filled], pos)
+                except DownloadError as w:
+                    raise _Failed(pos, w) from e
+                pos += filled
+            raise _Failed(pos, fetch.transient(e, opened.url, self.stall_timeout)) from e
+        return pos
+
+    def _copy_local(self, job: _Job, pos: int, end: int) -> int:
+        """A range of a local source file (kernel copy where available)."""
+        src_path = job.remote.url[len("file://") :]
+        with job.lock:
+            if job.src_fd is None:
+                try:
+                    job.src_fd = os.open(src_path, os.O_RDONLY)
+                except FileNotFoundError as e:
+                    raise DownloadError(SOURCE_NOT_FOUND, f"{src_path} disappeared") from e
+            src = job.src_fd
+        assert job.fd is not None
+        while pos < end:
+            if self._stop.is_set():
+                return pos
+            n_want = min(BUFFER_SIZE, end - pos)
+            try:
+                n = os.copy_file_range(src, job.fd, n_want, pos, pos)
+            except OSError as e:
+                if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise _Failed(pos, _storage_full(job)) from e
+                if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                    raise _Failed(
+                        pos, DownloadError(DOWNLOAD_FAILED, f"copying {src_path}: {e.strerror}")
+                    ) from e
+                data = os.pread(src, n_want, pos)
+                n = len(data)
+                if n:
+                    self._write(job, memoryview(data), pos)
+                    pos += n
+                    continue
+            if n == 0:
+                raise _Failed(pos, DownloadError(DOWNLOAD_FAILED, f"{src_path} changed while copying"))
+            self._record(job, pos, pos + n)
+            pos += n
+        return pos
+
+    def _write(self, job: _Job, data: memoryview, offset: int) -> None:
+        assert job.fd is not None
+        view = data
+        at = offset
+        step = WRITE_SIZE
+        while view:
+            try:
+                n = os.pwrite(job.fd, view[:step], at)
+            except OSError as e:
+                if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise _storage_full(job) from e
+                raise DownloadError(DOWNLOAD_FAILED, f"cannot write {job.remote.path}: {e.strerror}") from e
+            view = view[n:]
+            at += n
+        self._record(job, offset, offset + len(data))
+
+    def _record(self, job: _Job, start: int, end: int) -> None:
+        with job.lock:
+            before = job.done.prefix()
+            job.done.add(start, end)
+            job.dirty = True
+            advanced = job.done.prefix() > before
+        with self._lock:
+            self._downloaded += end - start
+            self._fetched += end - start
+        if advanced and job.hashers:
+            self._poke_hash(job)
+
+    # -- hashing and placement ---------------------------------------------------------------
+
+    def _poke_hash(self, job: _Job) -> None:
+        with job.lock:
+            if job.hash_running or job.done.prefix() <= job.hashed or job.finalized:
+                return
+            job.hash_running = True
+        assert self._hash_pool is not None
+        try:
+            self._hash_pool.submit(self._hash_step, job)
+        except RuntimeError:  # pool shut down: the transfer is over
+            with job.lock:
+                job.hash_running = False
+
+    def _hash_step(self, job: _Job) -> None:
+        try:
+            buf = bytearray(HASH_BUFFER)
+            mv = memoryview(buf)
+            while True:
+                with job.lock:
+                    target = job.done.prefix()
+                    if target <= job.hashed or self._stop.is_set():
+                        job.hash_running = False
+                        complete = job.hashed == job.remote.size and not self._stop.is_set()
+                        break
+                pos = job.hashed
+                while pos < target:
+                    if self._stop.is_set():
+                        break
+                    with job.io_lock:
+                        if job.fd is None:
+                            return
+                        n = os.preadv(job.fd, [mv[: min(HASH_BUFFER, target - pos)]], pos)
+                    if n <= 0:
+                        raise DownloadError(DOWNLOAD_FAILED, f"{job.part.name} is shorter than recorded")
+                    for h in job.hashers.values():
+                        h.update(mv[:n])
+                    pos += n
+                job.hashed = pos
+            if complete:
+                self._finalize(job)
+        except DownloadError as e:
+            self._fail(e)
+        except Exception as e:
+            log.exception("hashing %s failed", job.remote.path)
+            self._fail(DownloadError(DOWNLOAD_FAILED, f"hashing {job.remote.path}: {type(e).__name__}"))
+        finally:
+            with job.lock:
+                job.hash_running = False
+            # bytes may have arrived between the last check and clearing the flag
+            if not self._stop.is_set():
+                self._poke_hash(job)
+
+    def _bytes_complete(self, job: _Job) -> None:
+        """Every byte of ``job`` is on disk: place it now, or once hashing has caught up."""
+        if not job.hashers or job.remote.size == 0:
+            try:
+                self._finalize(job)
+            except DownloadError as e:
+                self._fail(e)
+            return
+        self._poke_hash(job)
+
+    def _finalize(self, job: _Job) -> None:
+        with job.lock:
+            if job.finalized or job.done.total() != job.remote.size:
+                return
+            job.finalized = True
+        remote = job.remote
+        verified: list[Digest] = []
+        for d in remote.digests:
+            got = job.hashers[d.algorithm].hexdigest()
+            if got != d.value:
+                with job.io_lock:
+                    if job.fd is not None:
+                        os.close(job.fd)
+                        job.fd = None
+                partial.discard(job.plan.dest, remote.path)
+                raise DownloadError(
+                    CHECKSUM_MISMATCH, f"{remote.path}: {d.algorithm} expected {d.value}, got {got}"
+                )
+            verified.append(d)
+        try:
+            with job.io_lock:
+                assert job.fd is not None
+                os.ftruncate(job.fd, remote.size)
+                os.fsync(job.fd)
+                os.close(job.fd)
+                job.fd = None
+                if job.src_fd is not None:
+                    os.close(job.src_fd)
+                    job.src_fd = None
+            if job.plan.final.is_dir() and not job.plan.final.is_symlink():
+                raise DownloadError(DOWNLOAD_FAILED, f"{remote.path}: a directory is in the way")
+            os.replace(job.part, job.plan.final)
+            ident = partial.identity(remote)
+            partial.save_state(
+                job.state_file, partial.PartialState(ident, RangeSet([(0, remote.size)]), True)
+            )
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise _storage_full(job) from e
+            raise DownloadError(DOWNLOAD_FAILED, f"placing {remote.path}: {e.strerror}") from e
+        with self._lock:
+            self.results[remote.path] = FileResult(remote.path, remote.size, tuple(verified))
+        log.debug(
+            "placed %s (%d bytes, verified %s)", remote.path, remote.size, [d.algorithm for d in verified]
+        )
+        self._maybe_finish()
+
+    # -- durability --------------------------------------------------------------------------
+
+    def _checkpoint_loop(self) -> None:
+        last_checkpoint = time.monotonic()
+        while not self._stop.wait(WRITEBACK_SECONDS):
+            checkpoint = time.monotonic() - last_checkpoint >= CHECKPOINT_SECONDS
+            for job in self._jobs:
+                if self._stop.is_set():
+                    return
+                try:
+                    if checkpoint:
+                        self._checkpoint(job)
+                    else:
+                        self._start_writeback(job)
+                except OSError as e:
+                    log.warning("cannot record progress of %s: %s", job.remote.path, e.strerror)
+            if checkpoint:
+                last_checkpoint = time.monotonic()
+
+    def _start_writeback(self, job: _Job) -> None:
+        with job.lock:
+            if job.finalized or job.done.total() == job.written_back:
+                return
+            job.written_back = job.done.total()
+        with job.io_lock:
+            if job.fd is not None:
+                start_writeback(job.fd)
+
+    def _checkpoint(self, job: _Job, *, force: bool = False) -> None:
+        """fdatasync the part, then record the ranges that were written before the sync."""
+        with job.lock:
+            if job.finalized or not (job.dirty or force):
+                return
+            snapshot = RangeSet(job.done.ranges())
+            job.dirty = False
+        with job.io_lock:
+            if job.fd is None:
+                return
+            os.fdatasync(job.fd)
+        partial.save_state(job.state_file, partial.PartialState(partial.identity(job.remote), snapshot))
+
+
+def _sync_file_range() -> Callable[[int], None]:
+    """``sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE)``: start writeback of a file's dirty pages
+    without waiting (Linux); elsewhere a no-op, and the final fsync does all the work."""
+    try:
+        import ctypes  # noqa: PLC0415
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        func = libc.sync_file_range
+        func.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    except (OSError, AttributeError):
+        return lambda fd: None
+    write = 2  # SYNC_FILE_RANGE_WRITE
+
+    def start(fd: int) -> None:
+        func(fd, 0, 0, write)
+
+    return start
+
+
+start_writeback = _sync_file_range()
+
+
+def _changed(remote: RemoteFile, what: str | None) -> DownloadError:
+    return DownloadError(
+        DOWNLOAD_FAILED,
+        f"{remote.path} changed at the source while downloading (expected {remote.size} bytes, got {what})",
+    )
+
+
+def _storage_full(job: _Job) -> DownloadError:
+    return DownloadError(
+        STORAGE_FULL, f"no space left on the device writing {job.remote.path} into {job.plan.dest}"
+    )
+
+
+def _size_of(path: Path) -> int | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size if not os.path.isdir(path) else None
+
+
+def _open_part(path: Path) -> int:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DownloadError(STORAGE_FULL, f"no space left creating {path.name}") from e
+        raise DownloadError(DOWNLOAD_FAILED, f"cannot create {path}: {e.strerror}") from e
+
+
+def _check_space(dest: Path, needed: int) -> None:
+    try:
+        free = shutil.disk_usage(dest).free
+    except OSError:
+        return
+    if needed > free:
+        from aimcore.units import format_bytes  # noqa: PLC0415
+
+        raise DownloadError(
+            STORAGE_FULL,
+            f"{dest} has {format_bytes(free)} free but {format_bytes(needed)} more are needed",
+        )
