@@ -254,6 +254,10 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
             ("discovery", "create", "aimtemplatecaches.aim.eai.amd.com"),
             ("cache", "create", "persistentvolumeclaims"),
             ("cache", "get", "secrets"),
+            ("cache", "create", "jobs.batch"),
+            ("cache", "delete", "aimmodelcaches.aim.silogen.ai"),
+            ("cache", "patch", "aimtemplatecaches.aim.eai.amd.com"),
+            ("cache", "get", "namespaces"),
             ("registry-sync", "create", "aimclustermodels.aim.eai.amd.com"),
             ("registry-sync", "get", "secrets"),
         ]
@@ -268,6 +272,8 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
             ("discovery", "list", "nodes"),
             ("discovery", "list", "pods"),
             ("cache", "create", "inferenceservices.serving.kserve.io"),
+            ("cache", "delete", "persistentvolumeclaims"),
+            ("cache", "create", "aimtemplatecaches.aim.eai.amd.com"),
             *((svc, verb, "secrets") for svc in SERVICES for verb in ("list", "watch")),
         ]
         for svc, verb, resource in yes:
@@ -277,6 +283,7 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
         # (``get pods/log`` would ask about a pod named "log"; the subresource is a flag)
         assert can_i(aim_cluster, "discovery", "get", "pods", "--subresource=log", "-A")
         assert not can_i(aim_cluster, "discovery", "get", "pods", "-A")
+        assert can_i(aim_cluster, "cache", "get", "pods", "--subresource=log", "-A")
         for group in AIM_GROUPS:
             resource = "models" if group == "inference.llmkube.dev" else "aimservices"
             assert can_i(aim_cluster, "status", "patch", f"{resource}.{group}", "--subresource=status", "-A")

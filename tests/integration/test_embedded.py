@@ -1,6 +1,7 @@
 """The embedded default as the README tells a newcomer to use it: ``aimctl up --detach --demo``
 brings everything up, writes the kubeconfig into ``$AIM_HOME``, shows the sample AIMService
-Pending; kubectl then sees every CRD; ``aimctl down`` stops every process it started."""
+Pending and a model cache downloaded to Ready; kubectl then sees every CRD; ``aimctl down``
+stops every process it started."""
 
 from __future__ import annotations
 
@@ -47,6 +48,13 @@ def test_up_detach_demo_then_down(tmp_path: Path) -> None:
             line for line in up.stdout.splitlines() if line.startswith("amdenterpriseai-aim-qwen")
         ]
         assert len(template_rows) == 2 and all("NotAvailable" in row for row in template_rows), up.stdout
+        # the model cache: downloaded and verified by the local executor (no kubelet here)
+        cache_row = [line.split() for line in up.stdout.splitlines() if line.startswith("default ")]
+        assert cache_row and cache_row[0][1:3] == ["tiny-llm", "Ready"], up.stdout
+        assert " 100 % " in " ".join(cache_row[0]) + " ", up.stdout
+        models = home / "models" / "default" / "tiny-llm"
+        assert (models / "model.safetensors").stat().st_size == 1024 * 1024
+        assert (models / ".aim-manifest.json").exists()
 
         state = json.loads((home / "state.json").read_text())
         pids = state["pids"]

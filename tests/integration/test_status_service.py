@@ -2,8 +2,9 @@
 value lands), component conditions drive ``status``/``Ready`` through the kinds' rules, and every
 write publishes one ``write-status`` decision for the audit trail.
 
-Objects here are AIMModelCache / AIMTemplateCache: no service running in the session reconciles
-them, so the test reporter is the only source of reports. Counts, not durations, are asserted.
+Objects here are AIMModelCache / AIMTemplateCache with the cache service stopped (the session may
+have started it; a later test that needs it starts it again), so the test reporter is the only
+source of reports. Counts, not durations, are asserted.
 
 The first section tests the coalescer and the audit summary in-process, without servers.
 """
@@ -16,6 +17,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+import pytest
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -28,6 +30,7 @@ from aimcore.kinds import KindRef, by_kind
 from aimcore.kube.client import Kube
 from aimcore.runtime.report import Reporter
 from tests.helpers import eventually, manifest
+from tests.integration.conftest import Services
 
 MODEL_CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")
 TEMPLATE_CACHE = by_kind("aim.eai.amd.com", "AIMTemplateCache")
@@ -253,6 +256,15 @@ async def api_writes(
             await task
 
 
+@pytest.fixture
+def without_cache(running: Services) -> Services:
+    """The session's services with the cache service stopped: it owns these kinds."""
+    proc = running.procs.pop("cache", None)
+    if proc is not None:
+        proc.stop()
+    return running
+
+
 def model_cache(name: str, namespace: str) -> dict[str, Any]:
     return manifest(MODEL_CACHE, name, namespace, {"sourceUri": "hf://org/model"})
 
@@ -276,7 +288,7 @@ def downloaded(status: dict[str, Any]) -> int | None:
 
 
 async def test_progress_burst_is_coalesced_and_the_last_value_lands(  # type: ignore[no-untyped-def]
-    running, kube: Kube, namespace: str, js: JetStreamContext, nats_client: NatsClient
+    without_cache, kube: Kube, namespace: str, js: JetStreamContext, nats_client: NatsClient
 ) -> None:
     created = await kube.create(MODEL_CACHE, model_cache("burst", namespace))
     reporter = Reporter(js, "test-reporter")
@@ -332,7 +344,7 @@ async def test_progress_burst_is_coalesced_and_the_last_value_lands(  # type: ig
 
 
 async def test_component_conditions_drive_status_and_ready(  # type: ignore[no-untyped-def]
-    running, kube: Kube, namespace: str, js: JetStreamContext, nats_client: NatsClient
+    without_cache, kube: Kube, namespace: str, js: JetStreamContext, nats_client: NatsClient
 ) -> None:
     await kube.create(TEMPLATE_CACHE, template_cache("tc", namespace))
     reporter = Reporter(js, "test-reporter")
@@ -354,12 +366,13 @@ async def test_component_conditions_drive_status_and_ready(  # type: ignore[no-u
         return next(c for c in status["conditions"] if c["type"] == "Ready")
 
     async with audit_of(nats_client, TEMPLATE_CACHE, namespace, "tc") as audit:
-        # An upstream component not found: Pending, Ready=False explained by it.
+        # The template is not found: a template cache fails (the original's e2e "fails-if-*"),
+        # Ready=False explained by the component.
         await report(("ServiceTemplateReady", "False", "TemplateNotFound", "template llama-mi300x not found"))
-        pending = await status_is("Pending")
+        pending = await status_is("Failed")
         assert pending.get("conditions"), pending
         ready = ready_of(pending)
-        assert (ready["status"], ready["reason"]) == ("False", "Progressing")
+        assert (ready["status"], ready["reason"]) == ("False", "TemplateNotFound")
         assert ready["message"] == "Component ServiceTemplate is not ready: template llama-mi300x not found"
         assert ready["observedGeneration"] == pending["observedGeneration"] == 1
 
@@ -405,14 +418,14 @@ async def test_component_conditions_drive_status_and_ready(  # type: ignore[no-u
         await eventually(lambda: decision_with("Failed"), what="the Failed write's decision")
         await eventually(lambda: drained(js), what="the status consumer to drain")
         # One decision per write, each traced, and nothing written twice.
-        assert [d.reason for d in audit.records] == ["Pending", "Progressing", "Ready", "Failed"]
+        assert [d.reason for d in audit.records] == ["Failed", "Progressing", "Ready", "Failed"]
         assert all("traceparent" in h for h in audit.headers), audit.headers
         raw = [json.loads(d.encode()) for d in audit.records]
         assert all(set(r["details"]) == {"conditions", "fields", "resourceVersion"} for r in raw)
 
 
 async def test_stream_guard_sees_newer_reports_from_the_same_source(  # type: ignore[no-untyped-def]
-    running, namespace: str, js: JetStreamContext
+    without_cache, namespace: str, js: JetStreamContext
 ) -> None:
     """What keeps a replica's delayed progress from landing after a newer value another replica
     wrote: the stream is asked whether the same source reported again on the object's subject."""
@@ -430,7 +443,7 @@ async def test_stream_guard_sees_newer_reports_from_the_same_source(  # type: ig
 
 
 async def test_paused_objects_get_no_status_and_no_decision(  # type: ignore[no-untyped-def]
-    running, kube: Kube, namespace: str, js: JetStreamContext, nats_client: NatsClient
+    without_cache, kube: Kube, namespace: str, js: JetStreamContext, nats_client: NatsClient
 ) -> None:
     paused = template_cache("frozen", namespace)
     paused["metadata"]["annotations"] = {"aim.eai.amd.com/reconciliation-paused": "true"}

@@ -6,13 +6,14 @@ import argparse
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from aimcore import cli_audit
+from aimcore import cli_audit, cli_caches
 from aimcore.crds import generate
 from aimcore.local import binaries
 from aimcore.local.stack import Stack, aim_home, stop_detached
@@ -45,6 +46,25 @@ DEMO_MODEL: dict[str, Any] = {
         },
     },
 }
+
+
+# A tiny model on a local Hub-compatible server: the demo's model cache downloads and verifies it
+# through the cache service's local executor (no kubelet here), Pending → Ready.
+DEMO_REPO = "demo/tiny-llm"
+DEMO_FILES: dict[str, bytes] = {
+    "config.json": b'{"architectures": ["LlamaForCausalLM"], "hidden_size": 64}',
+    "model.safetensors": bytes(range(256)) * 4096,  # 1 MiB, an LFS file on the Hub
+    "tokenizer.json": b'{"version": "1.0", "model": {"type": "BPE"}}',
+}
+
+
+def _demo_cache_manifest(endpoint: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "aim.eai.amd.com/v1alpha1",
+        "kind": "AIMModelCache",
+        "metadata": {"name": "tiny-llm", "namespace": "default"},
+        "spec": {"sourceUri": f"hf://{DEMO_REPO}", "env": [{"name": "HF_ENDPOINT", "value": endpoint}]},
+    }
 
 
 def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -81,7 +101,31 @@ def _demo(kubeconfig: Path, timeout: float = 60.0) -> bool:
     services = _show(kubeconfig, "get", "aimsvc")
     _show(kubeconfig, "get", "aimmodel")
     templates = _show(kubeconfig, "get", "aimtpl")
-    return "Pending" in services and "NotAvailable" in templates
+    cached = _demo_cache(kubeconfig, deadline)
+    return "Pending" in services and "NotAvailable" in templates and cached
+
+
+def _demo_cache(kubeconfig: Path, deadline: float) -> bool:
+    """A model cache downloaded from a local Hub server by the local executor, shown with
+    ``aimctl caches``."""
+    from aimcore.local.hub import HubServer, add_repo  # noqa: PLC0415 - only the demo serves a hub
+
+    with tempfile.TemporaryDirectory(prefix="aim-demo-hub-") as root:
+        add_repo(Path(root), DEMO_REPO, DEMO_FILES, lfs_threshold=1024)
+        hub = HubServer(Path(root)).start()
+        try:
+            print(f"\n$ kubectl apply -f - <<EOF (an AIMModelCache of hf://{DEMO_REPO}, served locally)")
+            manifests = yaml.safe_dump(_demo_cache_manifest(hub.endpoint))
+            out = _kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=manifests)
+            print(out.stdout.strip() or out.stderr.strip())
+            status = "jsonpath={.status.status}"
+            _wait_for(kubeconfig, deadline + 60, "Ready", "get", "aimmodelcache", "tiny-llm", "-o", status)
+        finally:
+            hub.stop()
+    print("$ aimctl caches")
+    table = cli_caches.render(cli_caches.cache_row(o) for o in cli_caches.list_caches(kubeconfig, "default"))
+    print(table)
+    return "Ready" in table
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -148,6 +192,10 @@ def cmd_crds(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.suite == "download":
+        from aimcore import bench_download  # noqa: PLC0415 - only the benchmark needs it
+
+        return bench_download.main(args.home, int(args.size * 2**30), args.repeat, args.window)
     from aimcore import bench  # noqa: PLC0415 - only the benchmark needs it
 
     return bench.main(args.home, args.singles, args.objects, args.idle)
@@ -169,13 +217,19 @@ def parser() -> argparse.ArgumentParser:
     crds.add_argument("--stdout", action="store_true", help="print all CRDs instead of writing files")
     crds.set_defaults(func=cmd_crds)
     bench = sub.add_parser("bench", help="benchmarks; prints one JSON object on its last line")
-    bench.add_argument("suite", choices=["backbone"])
+    bench.add_argument("suite", choices=["backbone", "download"])
     bench.add_argument("--home", help="AIM home for the stack (default: a temporary directory)")
     bench.add_argument("--singles", type=int, default=100, help="single objects for the latency figures")
     bench.add_argument("--objects", type=int, default=1000, help="objects applied at once")
     bench.add_argument("--idle", type=float, default=30.0, help="seconds of steady state to observe")
+    bench.add_argument(
+        "--size", type=float, default=2.0, help="download: GiB served to curl and aim-download"
+    )
+    bench.add_argument("--repeat", type=int, default=3, help="download: runs of each (the median counts)")
+    bench.add_argument("--window", type=float, default=60.0, help="download: seconds of progress reports")
     bench.set_defaults(func=cmd_bench)
     cli_audit.register(sub)
+    cli_caches.register(sub)
     return p
 
 

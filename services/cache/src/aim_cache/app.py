@@ -1,28 +1,212 @@
-"""The cache service. It owns template caches, model caches and LLMKube Model downloads.
+"""The cache service. It owns template caches and model caches of both AIM API groups (LLMKube
+Model downloads come with issue 7): one controller per family (:mod:`aim_cache.templatecaches`,
+:mod:`aim_cache.modelcaches`) behind one consumer, and the downloader (:mod:`aim_cache.downloader`)
+that runs in download Jobs or, with no kubelet, in this process (:mod:`aim_cache.local`).
 
-Skeleton stage: it consumes its kinds' change events and validates every spec (reporting
-``InvalidSpec`` where the 1.20 API server cannot enforce CEL); its controllers come next."""
+Dependencies, mapped back to the objects that depend on them:
+
+- a model cache → the template caches that created or list it;
+- a template → the template caches naming it (a cluster template: in every namespace);
+- a runtime config → the caches resolving that name;
+- a PVC or download Job (owned by a model cache) and a download Pod (owned by its Job) → the
+  model cache.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterable
 
-from aimcore.kinds import KindRef
-from aimcore.runtime.reconciler import Controller, kinds_of, run_controller, validate_only
+from aim_cache import plan
+from aim_cache.local import LocalExecutor
+from aim_cache.modelcaches import ModelCacheController
+from aim_cache.settings import CacheSettings
+from aim_cache.templatecaches import (
+    TemplateCacheController,
+    model_cache_names,
+    template_names,
+)
+from aimcore.bus import subjects
+from aimcore.bus.messages import ChangeEvent, StatusReport
+from aimcore.kinds import JOB, POD, PVC, KindRef, by_kind
+from aimcore.naming import label_value
+from aimcore.runtime.informer import Informer, Obj
+from aimcore.runtime.reconciler import (
+    Controller,
+    Mapper,
+    Request,
+    Result,
+    Target,
+    Watch,
+    kinds_of,
+    publish_requeue,
+    run_controller,
+)
+from aimcore.runtimeconfig import config_name
 from aimcore.service import ServiceContext, run_service
+
+AIM = "aim.eai.amd.com"
+LEGACY = "aim.silogen.ai"
+TEMPLATE_INDEX = "template-name"
+MODEL_CACHE_INDEX = "model-cache"
+RUNTIME_CONFIG_INDEX = "runtime-config"
+
+
+def template_cache_kinds() -> tuple[KindRef, ...]:
+    return (by_kind(AIM, "AIMTemplateCache"), by_kind(LEGACY, "AIMTemplateCache"))
+
+
+def model_cache_kinds() -> tuple[KindRef, ...]:
+    return (by_kind(AIM, "AIMModelCache"), by_kind(LEGACY, "AIMModelCache"))
 
 
 def kinds() -> tuple[KindRef, ...]:
-    return (
-        *kinds_of("aim.eai.amd.com", "AIMTemplateCache", "AIMModelCache"),
-        *kinds_of("aim.silogen.ai", "AIMTemplateCache", "AIMModelCache"),
-        *kinds_of("inference.llmkube.dev", "Model"),
+    return (*template_cache_kinds(), *model_cache_kinds(), *kinds_of("inference.llmkube.dev", "Model"))
+
+
+def _group(obj: Obj) -> str:
+    return str(obj.get("apiVersion", "")).partition("/")[0]
+
+
+def _ref_of(event: ChangeEvent) -> KindRef:
+    return by_kind(event.object.group, event.object.kind)
+
+
+def model_cache_to_template_caches(
+    event: ChangeEvent, obj: Obj | None, informer: Informer
+) -> Iterable[Target]:
+    ref = _ref_of(event)
+    tc_kind = by_kind(ref.group, "AIMTemplateCache")
+    ns = event.object.namespace
+    targets: list[Target] = []
+    creator = ((obj or {}).get("metadata", {}).get("labels") or {}).get(plan.LABEL_TEMPLATE_CACHE)
+    for tc in informer.list(tc_kind, ns):
+        name = tc["metadata"]["name"]
+        if creator and label_value(name) == creator:
+            targets.append((tc_kind, ns, name))
+    for tc in informer.by_index(MODEL_CACHE_INDEX, event.object.name):
+        if _group(tc) == ref.group and tc["metadata"].get("namespace") == ns:
+            targets.append((tc_kind, ns, tc["metadata"]["name"]))
+    return targets
+
+
+def _users(index: str) -> Mapper:
+    """A mapper to the objects whose ``index`` value is the changed object's name: of its API
+    group and, for a namespaced dependency, of its namespace (templates → template caches, runtime
+    configs → caches)."""
+
+    def mapper(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
+        ref = _ref_of(event)
+        for user in informer.by_index(index, event.object.name):
+            ns = user["metadata"].get("namespace")
+            if _group(user) == ref.group and not (ref.namespaced and ns != event.object.namespace):
+                yield by_kind(ref.group, user["kind"]), ns, user["metadata"]["name"]
+
+    return mapper
+
+
+template_to_template_caches = _users(TEMPLATE_INDEX)
+config_to_caches = _users(RUNTIME_CONFIG_INDEX)
+
+
+def child_to_model_cache(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
+    """A PVC or Job owned by a model cache, or a Pod owned by such a Job."""
+    if obj is None:
+        return []
+    owners = obj["metadata"].get("ownerReferences") or []
+    ns = event.object.namespace
+    for owner in owners:
+        if owner.get("kind") == "AIMModelCache":
+            group = str(owner.get("apiVersion", "")).partition("/")[0]
+            return [(by_kind(group, "AIMModelCache"), ns, str(owner.get("name")))]
+        if owner.get("kind") == "Job" and event.object.kind == "Pod":
+            job = informer.get(JOB, ns, str(owner.get("name")))
+            if job is not None:
+                return list(child_to_model_cache(event, job, informer))
+    return []
+
+
+def _runtime_config(obj: Obj) -> Iterable[str]:
+    if obj.get("kind") not in ("AIMTemplateCache", "AIMModelCache"):
+        return []
+    return [config_name(obj.get("spec"))]
+
+
+class Cache:
+    """Dispatches each object to its family's controller."""
+
+    def __init__(self, templates: TemplateCacheController, models: ModelCacheController) -> None:
+        self.templates = templates
+        self.models = models
+
+    async def reconcile(self, request: Request) -> Result | None:
+        if request.ref.kind == "AIMTemplateCache":
+            return await self.templates.reconcile(request)
+        if request.ref.kind == "AIMModelCache":
+            return await self.models.reconcile(request)
+        return None  # LLMKube Model: validated by the runtime; its downloads come with issue 7
+
+
+def controller(ctx: ServiceContext, settings: CacheSettings, local: LocalExecutor | None) -> Controller:
+    assert ctx.kube is not None, "the cache service needs a Kubernetes client (PVCs, Jobs, secrets, logs)"
+    cache = Cache(TemplateCacheController(ctx.kube), ModelCacheController(ctx.kube, settings, local))
+    watches = [
+        *(Watch(k, model_cache_to_template_caches) for k in model_cache_kinds()),
+        *(
+            Watch(by_kind(g, k), template_to_template_caches)
+            for g in (AIM, LEGACY)
+            for k in ("AIMServiceTemplate", "AIMClusterServiceTemplate")
+        ),
+        *(
+            Watch(by_kind(g, k), config_to_caches)
+            for g in (AIM, LEGACY)
+            for k in ("AIMRuntimeConfig", "AIMClusterRuntimeConfig")
+        ),
+        Watch(PVC, child_to_model_cache),
+        Watch(JOB, child_to_model_cache),
+        Watch(POD, child_to_model_cache),
+    ]
+    return Controller(
+        ctx.name,
+        kinds(),
+        cache.reconcile,
+        watches=watches,
+        indexers={
+            TEMPLATE_INDEX: template_names,
+            MODEL_CACHE_INDEX: model_cache_names,
+            RUNTIME_CONFIG_INDEX: _runtime_config,
+        },
     )
 
 
 async def main(ctx: ServiceContext) -> None:
-    await run_controller(ctx, Controller(ctx.name, kinds(), validate_only))
+    settings = CacheSettings.from_env(ctx.settings)
+    local: LocalExecutor | None = None
+    if settings.executor == "local":
+
+        async def publish(report: StatusReport) -> None:
+            ref = by_kind(report.object.group, report.object.kind)
+            subject = subjects.status_subject(ref, report.object.namespace, report.object.name)
+            await ctx.js.publish(subject, report.encode(), headers={"Nats-Msg-Id": report.msg_id})
+
+        async def wake(ref: KindRef, obj: Obj) -> None:
+            await publish_requeue(ctx.js, ctx.name, ref, obj)
+
+        local = LocalExecutor(
+            settings.cache_dir,
+            publish,
+            wake,
+            stall_timeout=settings.stall_timeout,
+            concurrency=settings.local_downloads,
+        )
+    try:
+        await run_controller(ctx, controller(ctx, settings, local))
+    finally:
+        if local is not None:
+            with contextlib.suppress(Exception):
+                await local.close()
 
 
 def run() -> None:
-    asyncio.run(run_service("cache", main, needs_kube=False))
+    asyncio.run(run_service("cache", main, needs_kube=True))

@@ -2125,6 +2125,19 @@ class DownloadProgress(K8sModel):
             "This field is automatically populated from Progress.Percentage"
         ),
     )
+    # Extensions over the seed (issue 5): what no peer reports. Optional, so the seed's API is intact.
+    bytes_per_second: int | None = Field(
+        default=None, ge=0, description="BytesPerSecond is the recent download rate (sliding window)"
+    )
+    eta_seconds: int | None = Field(
+        default=None, ge=0, description="EtaSeconds is the estimated time left at the recent rate"
+    )
+    display_rate: str | None = Field(
+        default=None, description='DisplayRate is a human-readable rate (e.g., "310 MiB/s")'
+    )
+    display_eta: str | None = Field(
+        default=None, description='DisplayEta is a human-readable time left (e.g., "5m10s")'
+    )
 
 
 class AIMModelCacheStatus(K8sModel):

@@ -120,6 +120,8 @@ class Stack:
             "AIM_SYSTEM_NAMESPACE": self.system_namespace,
             "PYTHONUNBUFFERED": "1",
         }
+        if name == "cache":  # no kubelet here: downloads run in the cache service (DESIGN §7)
+            env |= {"AIM_CACHE_EXECUTOR": "local", "AIM_CACHE_DIR": str(self.home / "models")}
         return ManagedProcess(
             f"aim-{name}",
             [sys.executable, "-m", service_module(name)],

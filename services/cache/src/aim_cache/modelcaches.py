@@ -1,0 +1,492 @@
+"""The model-cache controller (AIMModelCache, both API groups): one model source downloaded,
+verified and kept in storage, with progress users can watch.
+
+One reconcile:
+
+1. Runtime config (``RuntimeConfigReady``): storage defaults (class, PVC headroom).
+2. Source (``SourceReady``): the URI must parse; in Job mode its size comes from ``spec.size`` or
+   from listing the source (the Hub's file list, an S3 listing) with the cache's env, secrets
+   resolved, so the PVC can be sized before anything is downloaded.
+3. Storage (``StorageReady``): Job mode creates the PVC once (never mutated: size with headroom,
+   storage class from the cache, the runtime config, or the cluster default) and follows its phase;
+   the local executor uses a directory.
+4. Download (``DownloadReady``): a Job running the downloader (Job mode) or the local executor.
+   Running → ``Downloading`` with progress published by the downloader itself (rate, ETA);
+   success → ``Verified`` with what was checked; failure → the downloader's reason
+   (``AuthError``, ``SourceNotFound``, ``StorageFull``, ``DownloadStalled``, ``ChecksumMismatch``,
+   ``SourceUnreachable``...). Attempts back off ``60 s·2^(n-1)`` up to an hour; a failure only a
+   user can fix (credentials, a missing source) waits the full hour, so nothing storms. Deleting the
+   failed Job retries at once; a change of the download-relevant spec starts again at attempt 1.
+
+The Job is the record of an attempt (name and annotations carry attempt and spec hash); a
+succeeded Job is kept, so Ready survives restarts without a second download.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from aim_cache import plan
+from aim_cache.downloader import (
+    INVALID_SOURCE,
+    DownloadError,
+    Progress,
+    parse_source,
+    probe_size,
+    progress_fields,
+    read_manifest,
+)
+from aim_cache.local import LocalExecutor, LocalRun
+from aim_cache.settings import CacheSettings
+from aimcore import jobs
+from aimcore.bus.messages import ConditionReport
+from aimcore.children import owned_by
+from aimcore.gpu import parse_quantity
+from aimcore.kinds import JOB, POD, PVC, KindRef
+from aimcore.kube.client import ApiException, Kube, describe_error
+from aimcore.kube.envvars import EnvReferenceMissing, resolve_env
+from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtimeconfig import resolution_conditions
+from aimcore.units import format_bytes, format_duration
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+SOURCE_READY = "SourceReady"
+STORAGE_READY = "StorageReady"
+DOWNLOAD_READY = "DownloadReady"
+LEGACY = "aim.silogen.ai"
+
+NON_RETRYABLE = frozenset({"AuthError", "SourceNotFound", "InvalidSource", "SecretNotFound"})
+MAX_REMEMBERED = 4096
+
+
+def cond(type_: str, ok: bool, reason: str, message: str = "") -> ConditionReport:
+    return ConditionReport(type=type_, status="True" if ok else "False", reason=reason, message=message)
+
+
+def backoff(attempts: int, reason: str) -> float:
+    cap = jobs.retry_delay(64)
+    return cap if reason in NON_RETRYABLE else jobs.retry_delay(attempts)
+
+
+def done_progress(ref: KindRef, total: int) -> dict[str, Any]:
+    if ref.group == LEGACY:
+        return {}
+    done = Progress(downloaded_bytes=total, total_bytes=total, files_done=0, files_total=0, phase="done")
+    return {"progress": progress_fields(done, None, now=time.monotonic())}
+
+
+def describe_outcome(outcome: Mapping[str, Any]) -> str:
+    size = format_bytes(int(outcome.get("bytes") or 0))
+    files = int(outcome.get("files") or 0)
+    verified = ", ".join(outcome.get("verified") or []) or "nothing"
+    text = f"{size} in {files} file{'s' if files != 1 else ''}; verified: {verified}"
+    if outcome.get("revision"):
+        text += f"; revision {str(outcome['revision'])[:12]}"
+    if outcome.get("seconds") is not None:
+        text += f"; took {format_duration(float(outcome['seconds']))}"
+    return text
+
+
+class ModelCacheController:
+    def __init__(
+        self, kube: Kube, settings: CacheSettings, local: LocalExecutor | None, *, clock: Any = time.time
+    ) -> None:
+        self.kube = kube
+        self.settings = settings
+        self.local = local
+        self.clock = clock
+        self._sizes: OrderedDict[str, int] = OrderedDict()  # uid → probed size (until the PVC exists)
+        self._probe_failures: dict[str, tuple[int, float]] = {}  # uid → (failures, when)
+        self._outcomes: OrderedDict[str, dict[str, Any]] = OrderedDict()  # job uid → last log JSON
+
+    # -- the reconcile ---------------------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result | None:
+        obj = request.obj
+        spec = obj.get("spec") or {}
+        config, conditions = resolution_conditions(
+            request.informer.get, request.ref.group, request.namespace, spec
+        )
+        fields: dict[str, Any] = {}
+        if request.ref.group != LEGACY:
+            fields["mode"] = "Dedicated" if obj["metadata"].get("ownerReferences") else "Shared"
+        if config is None:
+            await self._report(request, conditions, fields)
+            return None
+        try:
+            parse_source(str(spec.get("sourceUri", "")))
+        except DownloadError as exc:
+            conditions.append(cond(SOURCE_READY, False, exc.reason, exc.message))
+            await self._report(request, conditions, fields, ("reject", exc.reason, exc.message))
+            return None
+        if self.local is not None:
+            return await self._reconcile_local(request, self.local, conditions, fields)
+        return await self._reconcile_job(request, config.spec, conditions, fields)
+
+    async def _report(
+        self,
+        request: Request,
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+        decision: tuple[str, str, str] | None = None,
+    ) -> None:
+        fields = {k: v for k, v in fields.items() if v is not None or k == "progress"}
+        sent = await request.reporter.report(request.ref, request.obj, conditions, fields)
+        if sent and decision is not None:
+            await request.reporter.decide(request.ref, request.obj, *decision)
+
+    # -- local executor --------------------------------------------------------------------------
+
+    async def _reconcile_local(
+        self,
+        request: Request,
+        local: LocalExecutor,
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+    ) -> Result | None:
+        obj = request.obj
+        uid = str(obj["metadata"]["uid"])
+        spec = obj.get("spec") or {}
+        source = str(spec["sourceUri"])
+        dest = local.dest(obj)
+        digest = plan.spec_hash(spec)
+        conditions.append(cond(STORAGE_READY, True, "LocalStorage", f"local cache directory {dest}"))
+        manifest = read_manifest(dest)
+        run = local.run_of(uid)
+        if manifest is not None and manifest.source == source and (run is None or not run.running):
+            outcome = {
+                "bytes": manifest.total_bytes,
+                "files": len(manifest.files),
+                "verified": list(manifest.verified),
+                "revision": manifest.revision,
+            }
+            message = describe_outcome(outcome)
+            conditions.append(
+                cond(SOURCE_READY, True, "SourceResolved", f"{source} ({len(manifest.files)} files)")
+            )
+            conditions.append(cond(DOWNLOAD_READY, True, "Verified", message))
+            fields.update(done_progress(request.ref, manifest.total_bytes))
+            await self._report(
+                request, conditions, fields, ("download", "Verified", f"download finished: {message}")
+            )
+            return None
+        if run is not None and run.spec_hash != digest:
+            local.forget(uid)
+            run = None
+        if run is not None and run.running:
+            reason = "WaitingForDownloadSlot" if run.waiting else "Downloading"
+            message = (
+                "waiting for a free download slot" if run.waiting else (run.summary or "download started")
+            )
+            conditions.append(cond(SOURCE_READY, True, "SourceResolved", source))
+            conditions.append(cond(DOWNLOAD_READY, False, reason, message))
+            await self._report(request, conditions, fields)
+            return None
+        attempt = 1
+        if run is not None and run.error is not None:
+            delay = backoff(run.attempt, run.error.reason)
+            due = (run.finished_at or 0.0) + delay
+            now = self.clock()
+            if now < due:
+                self._failure_conditions(conditions, run.error.reason, run.error.message, run.attempt, due)
+                await self._report(
+                    request, conditions, fields, ("download-failed", run.error.reason, run.error.message)
+                )
+                return Result(requeue_after=due - now)
+            attempt = run.attempt + 1
+        try:
+            env = await resolve_env(self.kube, str(request.namespace), spec.get("env"))
+        except EnvReferenceMissing as exc:
+            conditions.append(cond(SOURCE_READY, False, exc.reason, str(exc)))
+            conditions.append(cond(DOWNLOAD_READY, False, exc.reason, str(exc)))
+            await self._report(request, conditions, fields, ("reject", exc.reason, str(exc)))
+            return Result(requeue_after=jobs.retry_delay(1))
+        run = local.start(
+            request.ref, obj, {**self.settings.local_env, **env}, attempt=attempt, spec_hash=digest
+        )
+        conditions.append(cond(SOURCE_READY, True, "SourceResolved", source))
+        conditions.append(
+            cond(DOWNLOAD_READY, False, "Downloading", f"attempt {attempt} started in the local executor")
+        )
+        await self._report(
+            request,
+            conditions,
+            fields,
+            ("download", "Downloading", f"local download attempt {attempt} of {source}"),
+        )
+        return None
+
+    @staticmethod
+    def _failure_conditions(
+        conditions: list[ConditionReport], reason: str, message: str, attempt: int, due: float
+    ) -> None:
+        retry = jobs.retry_note(attempt, due)
+        if reason in ("AuthError", "SourceNotFound", "InvalidSource", "SourceUnreachable", "SecretNotFound"):
+            conditions.append(cond(SOURCE_READY, False, reason, message))
+        else:
+            conditions.append(cond(SOURCE_READY, True, "SourceResolved", "the source was listed"))
+        conditions.append(cond(DOWNLOAD_READY, False, reason, f"{message} ({retry})"))
+
+    # -- Job mode --------------------------------------------------------------------------------
+
+    async def _reconcile_job(
+        self,
+        request: Request,
+        config: Mapping[str, Any],
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+    ) -> Result | None:
+        obj = request.obj
+        meta = obj["metadata"]
+        spec = obj.get("spec") or {}
+        namespace = str(meta["namespace"])
+        uid = str(meta["uid"])
+        claim = plan.pvc_name(meta["name"], uid)
+        pvc = request.informer.get(PVC, namespace, claim)
+        if pvc is None:
+            sized = await self._size(request, spec, conditions)
+            if isinstance(sized, Result):
+                await self._report(request, conditions, fields)
+                return sized
+            klass = plan.storage_class(spec, config)
+            size = plan.pvc_size_bytes(sized, plan.headroom_percent(config))
+            pvc = await self.kube.apply(PVC, plan.pvc_body(request.ref, obj, size, klass))
+            await request.reporter.decide(
+                request.ref,
+                obj,
+                "create-pvc",
+                "PvcCreated",
+                f"PVC {claim}: {format_bytes(size)} ({format_bytes(sized)} + "
+                f"{plan.headroom_percent(config)}% headroom), "
+                + (f"storage class {klass}" if klass else "cluster default storage class"),
+            )
+        else:
+            conditions.append(cond(SOURCE_READY, True, "SourceResolved", str(spec["sourceUri"])))
+        fields["persistentVolumeClaim"] = claim
+        self._storage_condition(pvc, conditions)
+        return await self._download_job(request, conditions, fields)
+
+    async def _size(
+        self, request: Request, spec: Mapping[str, Any], conditions: list[ConditionReport]
+    ) -> int | Result:
+        uid = str(request.obj["metadata"]["uid"])
+        if spec.get("size"):
+            try:
+                size = parse_quantity(spec["size"])
+            except ValueError as exc:
+                conditions.append(cond(SOURCE_READY, False, INVALID_SOURCE, f"spec.size: {exc}"))
+                return Result()
+            conditions.append(
+                cond(SOURCE_READY, True, "SizeFromSpec", f"size {format_bytes(size)} from spec.size")
+            )
+            return size
+        if uid in self._sizes:
+            conditions.append(
+                cond(SOURCE_READY, True, "SourceResolved", f"listed: {format_bytes(self._sizes[uid])}")
+            )
+            return self._sizes[uid]
+        failures, when = self._probe_failures.get(uid, (0, 0.0))
+        if failures:
+            wait = when + jobs.retry_delay(failures) - self.clock()
+            if wait > 0:
+                return Result(requeue_after=wait)
+        try:
+            env = await resolve_env(self.kube, str(request.namespace), spec.get("env"))
+            size = await probe_size(str(spec["sourceUri"]), env)
+        except (DownloadError, EnvReferenceMissing) as exc:
+            reason = exc.reason
+            message = exc.message if isinstance(exc, DownloadError) else str(exc)
+            failures += 1
+            self._probe_failures[uid] = (failures, self.clock())
+            conditions.append(cond(SOURCE_READY, False, reason, message))
+            conditions.append(cond(DOWNLOAD_READY, False, reason, "the source could not be sized"))
+            return Result(requeue_after=backoff(failures, reason))
+        self._probe_failures.pop(uid, None)
+        _remember(self._sizes, uid, size)
+        conditions.append(cond(SOURCE_READY, True, "SourceResolved", f"listed: {format_bytes(size)}"))
+        return size
+
+    @staticmethod
+    def _storage_condition(pvc: Mapping[str, Any], conditions: list[ConditionReport]) -> bool:
+        name = pvc["metadata"]["name"]
+        phase = (pvc.get("status") or {}).get("phase")
+        if phase == "Bound":
+            conditions.append(cond(STORAGE_READY, True, "PvcBound", f"PVC {name} is bound"))
+            return True
+        if phase == "Lost":
+            conditions.append(cond(STORAGE_READY, False, "PvcLost", f"PVC {name} lost its volume"))
+            return False
+        conditions.append(
+            cond(
+                STORAGE_READY,
+                False,
+                "PvcPending",
+                f"PVC {name} is waiting for a volume (WaitForFirstConsumer classes bind it when the "
+                "download pod is scheduled)",
+            )
+        )
+        return False
+
+    def _jobs(self, request: Request) -> list[Obj]:
+        uid = str(request.obj["metadata"]["uid"])
+        return [j for j in request.informer.list(JOB, request.namespace) if owned_by(j, uid)]
+
+    async def _download_job(
+        self, request: Request, conditions: list[ConditionReport], fields: dict[str, Any]
+    ) -> Result | None:
+        obj = request.obj
+        spec = obj.get("spec") or {}
+        digest = plan.spec_hash(spec)
+        owned = self._jobs(request)
+        current = [j for j in owned if _annotation(j, plan.ANNOTATION_SPEC_HASH) == digest]
+        for stale in (j for j in owned if j not in current):
+            await self.kube.delete(JOB, request.namespace, stale["metadata"]["name"])
+        latest = max(current, key=_attempt, default=None)
+        for old in (j for j in current if j is not latest):
+            await self.kube.delete(JOB, request.namespace, old["metadata"]["name"])
+        if latest is None:
+            return await self._create_job(request, conditions, fields, 1)
+        attempt = _attempt(latest)
+        state = jobs.job_state(latest)
+        pods = self._pods(request, latest)
+        if state == jobs.STATE_ACTIVE:
+            found = jobs.pod_progress(pods, what="download", container=plan.CONTAINER)
+            reason, message = (
+                found if found else ("Downloading", f"download Job {latest['metadata']['name']} started")
+            )
+            if reason == jobs.REASON_JOB_RUNNING:
+                reason = "Downloading"
+            conditions.append(cond(DOWNLOAD_READY, False, reason, message))
+            await self._report(request, conditions, fields)
+            return None
+        outcome = await self._outcome(request, latest, pods)
+        if state == jobs.STATE_SUCCEEDED:
+            if outcome.get("result") == "ok":
+                message = describe_outcome(outcome)
+                total = int(outcome.get("bytes") or 0)
+            else:
+                message = (
+                    "downloaded by the KServe storage initializer, which verifies nothing (the "
+                    "aim-engine downloader image verifies every file)"
+                    if plan.uses_kserve_initializer(str(spec.get("modelDownloadImage", "")))
+                    else "download Job succeeded"
+                )
+                total = 0
+            conditions.append(
+                cond(
+                    DOWNLOAD_READY,
+                    True,
+                    "Verified" if outcome.get("result") == "ok" else "Downloaded",
+                    message,
+                )
+            )
+            if total:
+                fields.update(done_progress(request.ref, total))
+            await self._report(
+                request, conditions, fields, ("download", "Verified", f"download finished: {message}")
+            )
+            return None
+        # failed
+        if outcome.get("result") == "error" and outcome.get("reason"):
+            reason, message = str(outcome["reason"]), jobs.redact(str(outcome.get("message", "")))
+        else:
+            log_tail = outcome.get("_log")
+            reason, message = jobs.classify_failure(
+                latest, pods, log_tail, what="download", container=plan.CONTAINER
+            )
+        finished = jobs.finished_at(latest)
+        ended = finished.timestamp() if finished is not None else self.clock()
+        due = ended + backoff(attempt, reason)
+        now = self.clock()
+        if now < due:
+            self._failure_conditions(conditions, reason, message, attempt, due)
+            if request.ref.group != LEGACY:
+                fields["progress"] = None
+            await self._report(request, conditions, fields, ("download-failed", reason, message))
+            return Result(requeue_after=due - now)
+        await self.kube.delete(JOB, request.namespace, latest["metadata"]["name"])
+        return await self._create_job(request, conditions, fields, attempt + 1)
+
+    async def _create_job(
+        self, request: Request, conditions: list[ConditionReport], fields: dict[str, Any], attempt: int
+    ) -> Result | None:
+        body = plan.job_body(
+            request.ref,
+            request.obj,
+            attempt=attempt,
+            nats_url=self.settings.job_nats_url,
+            stall_timeout=self.settings.stall_timeout,
+        )
+        try:
+            await self.kube.create(JOB, body, request.namespace)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        name = body["metadata"]["name"]
+        conditions.append(
+            cond(DOWNLOAD_READY, False, "Downloading", f"download Job {name} (attempt {attempt}) created")
+        )
+        await self._report(
+            request,
+            conditions,
+            fields,
+            ("create-job", "Downloading", f"download Job {name}, attempt {attempt}"),
+        )
+        return None
+
+    def _pods(self, request: Request, job: Mapping[str, Any]) -> list[Obj]:
+        uid = job["metadata"].get("uid")
+        return [p for p in request.informer.list(POD, request.namespace) if uid and owned_by(p, str(uid))]
+
+    async def _outcome(self, request: Request, job: Mapping[str, Any], pods: list[Obj]) -> dict[str, Any]:
+        """The downloader's last JSON line of the Job's newest pod (cached per Job)."""
+        job_uid = str(job["metadata"].get("uid"))
+        if job_uid in self._outcomes:
+            return self._outcomes[job_uid]
+        outcome: dict[str, Any] = {}
+        newest = max(pods, key=lambda p: str(p["metadata"].get("creationTimestamp", "")), default=None)
+        if newest is not None:
+            try:
+                text = await self.kube.pod_log(
+                    str(request.namespace),
+                    newest["metadata"]["name"],
+                    container=plan.CONTAINER,
+                    tail_lines=20,
+                )
+            except ApiException as exc:
+                log.info("no log for %s: %s", newest["metadata"]["name"], describe_error(exc))
+                text = None
+            parsed = jobs.last_json_line(text)
+            outcome = dict(parsed) if parsed else {}
+            outcome["_log"] = text
+        _remember(self._outcomes, job_uid, outcome)
+        return outcome
+
+
+def _annotation(obj: Mapping[str, Any], key: str) -> str | None:
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+    return str(value) if value is not None else None
+
+
+def _attempt(job: Mapping[str, Any]) -> int:
+    try:
+        return int(_annotation(job, plan.ANNOTATION_ATTEMPT) or 1)
+    except ValueError:
+        return 1
+
+
+def _remember(cache: OrderedDict[str, Any], key: str, value: Any) -> None:
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > MAX_REMEMBERED:
+        cache.popitem(last=False)
+
+
+__all__ = ["DOWNLOAD_READY", "SOURCE_READY", "STORAGE_READY", "LocalRun", "ModelCacheController"]

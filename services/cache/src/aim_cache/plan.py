@@ -1,0 +1,246 @@
+"""What the cache service creates, as pure functions of the objects it reads: model-cache, PVC and
+download-Job names, labels, the PVC's size and storage class, the download Job's body, and where a
+model lives in the cache. Kept free of I/O so the controllers stay thin loops around it.
+
+Names follow the original (reference §1.4): a model cache created for a template cache is named from
+its source URI (dots → dashes) with a 10-character hash of the URI, the merged env and the storage
+class (plus ``dedicated`` and the template cache's name in Dedicated mode), so Shared caches dedupe
+per namespace; the PVC is ``<cache>-cache-<hash of the cache uid>``. The download Job carries the
+attempt number in its name (``<cache>-download-<n>-<hash>``), so a retry never reuses a failed Job.
+
+The Job runs ``modelDownloadImage`` as the seed defines it (default: KServe's storage initializer).
+Images whose repository ends in ``storage-initializer`` get KServe's calling convention
+(``<source> <destination>``); every other image is expected to carry this project's ``aim-download``
+(the operator image does, and is the recommended value), which verifies every file and publishes
+progress to NATS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import posixpath
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aim_cache.downloader import model_id_for
+from aimcore.children import owner_reference
+from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
+from aimcore.naming import derived_name, go_json, label_value
+
+Obj = dict[str, Any]
+
+CACHE_ROOT = "/workspace/model-cache"
+DEFAULT_HEADROOM_PERCENT = 10
+GIB = 1024**3
+CONTAINER = "download"
+RUN_AS = 1000
+
+LABEL_CACHE_NAME = "aim.eai.amd.com/cache.name"
+LABEL_CACHE_TYPE = "aim.eai.amd.com/cache.type"
+LABEL_COMPONENT = "aim.eai.amd.com/component"
+LABEL_SOURCE_MODEL = "aim.eai.amd.com/source-model"
+LABEL_TEMPLATE_CACHE = "aim.eai.amd.com/template-cache.name"
+LABEL_TEMPLATE_NAME = "aim.eai.amd.com/template.name"
+LABEL_TEMPLATE_SCOPE = "aim.eai.amd.com/template.scope"
+LABEL_TEMPLATE_CREATED = "aim.eai.amd.com/template-created"
+MANAGED_BY = "app.kubernetes.io/managed-by"
+ANNOTATION_ATTEMPT = "aim.eai.amd.com/download-attempt"
+ANNOTATION_SPEC_HASH = "aim.eai.amd.com/download-spec-hash"
+
+
+# -- names and places ----------------------------------------------------------------------------
+
+
+def model_cache_name(
+    source_uri: str, env: Sequence[Any], storage_class: str | None, dedicated_for: str | None
+) -> str:
+    inputs: list[Any] = [source_uri, list(env), storage_class or ""]
+    if dedicated_for:
+        inputs += ["dedicated", dedicated_for]
+    return derived_name([source_uri.replace(".", "-")], inputs, hash_length=10)
+
+
+def pvc_name(cache_name: str, uid: str) -> str:
+    return derived_name([cache_name, "cache"], [uid])
+
+
+def job_name(cache_name: str, uid: str, attempt: int) -> str:
+    return derived_name([cache_name, "download", str(attempt)], [uid])
+
+
+def model_id(spec: Mapping[str, Any]) -> str:
+    """``spec.modelId``, else ``org/name`` of an ``hf://`` source, else ``<bucket or host>/<last
+    path element>`` (the seed asks S3 users to set ``modelId``; a stable fallback beats a failure)."""
+    explicit = spec.get("modelId")
+    if explicit:
+        return str(explicit)
+    uri = str(spec.get("sourceUri") or "")
+    derived = model_id_for(uri)
+    if derived:
+        return derived
+    rest = uri.split("://", 1)[-1].strip("/")
+    head, _, tail = rest.partition("/")
+    last = posixpath.basename(tail.rstrip("/")) or "model"
+    return f"{label_value(head) or 'source'}/{label_value(last) or 'model'}"
+
+
+def mount_path(model: str) -> str:
+    """``/workspace/model-cache/{modelId}`` with ``..`` and empty segments dropped."""
+    parts = [p for p in model.split("/") if p not in ("", ".", "..")]
+    return posixpath.join(CACHE_ROOT, *parts)
+
+
+def source_label(source_uri: str) -> str:
+    return label_value(source_uri.split("://", 1)[-1])
+
+
+# -- storage --------------------------------------------------------------------------------------
+
+
+def pvc_size_bytes(size_bytes: int, headroom_percent: int) -> int:
+    """The model's size plus headroom, rounded up to whole GiB (at least 1 GiB)."""
+    with_headroom = size_bytes * (100 + max(headroom_percent, 0)) / 100
+    return max(1, math.ceil(with_headroom / GIB)) * GIB
+
+
+def storage_class(spec: Mapping[str, Any], config: Mapping[str, Any] | None) -> str | None:
+    """The cache's own class, else the runtime config's default, else ``None`` (cluster default)."""
+    own = spec.get("storageClassName")
+    if own:
+        return str(own)
+    default = ((config or {}).get("storage") or {}).get("defaultStorageClassName")
+    return str(default) if default else None
+
+
+def headroom_percent(config: Mapping[str, Any] | None) -> int:
+    value = ((config or {}).get("storage") or {}).get("pvcHeadroomPercent")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else DEFAULT_HEADROOM_PERCENT
+
+
+def cache_labels(cache: Mapping[str, Any]) -> dict[str, str]:
+    meta = cache.get("metadata") or {}
+    labels = {
+        LABEL_CACHE_NAME: label_value(str(meta.get("name", ""))),
+        LABEL_SOURCE_MODEL: source_label(str((cache.get("spec") or {}).get("sourceUri", ""))),
+        PART_OF_LABEL: PART_OF_VALUE,
+        MANAGED_BY: "aim-cache",
+    }
+    if (meta.get("labels") or {}).get(LABEL_TEMPLATE_CREATED) == "true":
+        labels[LABEL_CACHE_TYPE] = "template-cache"
+    return labels
+
+
+def pvc_body(ref: KindRef, cache: Mapping[str, Any], size_bytes: int, klass: str | None) -> Obj:
+    meta = cache["metadata"]
+    spec: Obj = {
+        "accessModes": ["ReadWriteMany"],
+        "resources": {"requests": {"storage": str(size_bytes)}},
+    }
+    if klass:
+        spec["storageClassName"] = klass
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": pvc_name(meta["name"], meta["uid"]),
+            "namespace": meta["namespace"],
+            "labels": cache_labels(cache),
+            "ownerReferences": [owner_reference(ref, cache)],
+        },
+        "spec": spec,
+    }
+
+
+# -- the download Job ------------------------------------------------------------------------------
+
+
+def uses_kserve_initializer(image: str) -> bool:
+    repository = image.split("@", 1)[0]
+    last = repository.rsplit("/", 1)[-1]
+    return last.split(":", 1)[0].endswith("storage-initializer")
+
+
+def spec_hash(spec: Mapping[str, Any]) -> str:
+    """What a download depends on; a change starts the attempts again."""
+    relevant = {
+        k: spec.get(k) for k in ("sourceUri", "env", "modelDownloadImage", "imagePullSecrets", "modelId")
+    }
+    return hashlib.sha256(go_json(relevant).encode()).hexdigest()[:12]
+
+
+def job_body(
+    ref: KindRef,
+    cache: Mapping[str, Any],
+    *,
+    attempt: int,
+    nats_url: str | None,
+    stall_timeout: float,
+) -> Obj:
+    meta = cache["metadata"]
+    spec = cache.get("spec") or {}
+    image = str(spec.get("modelDownloadImage") or "")
+    model = model_id(spec)
+    dest = mount_path(model)
+    source = str(spec["sourceUri"])
+    env: list[Any] = [dict(e) for e in spec.get("env") or []]
+    if uses_kserve_initializer(image):
+        command: list[str] | None = None
+        args = [source, dest]
+    else:
+        command = ["aim-download"]
+        args = [
+            source,
+            dest,
+            f"--stall-timeout={stall_timeout:g}",
+            f"--object={ref.group}/{ref.version}/{ref.kind}/{meta['namespace']}/{meta['name']}",
+            f"--uid={meta['uid']}",
+        ]
+        if nats_url:
+            env.append({"name": "AIM_NATS_URL", "value": nats_url})
+    env.append({"name": "HOME", "value": "/tmp"})
+    labels = {**cache_labels(cache), LABEL_CACHE_TYPE: "artifact", LABEL_COMPONENT: "download"}
+    container: Obj = {
+        "name": CONTAINER,
+        "image": image,
+        "args": args,
+        "env": env,
+        "volumeMounts": [{"name": "cache", "mountPath": dest}, {"name": "tmp", "mountPath": "/tmp"}],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS,
+            "runAsGroup": RUN_AS,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+    if command:
+        container["command"] = command
+    pod_spec: Obj = {
+        "restartPolicy": "Never",
+        "securityContext": {"fsGroup": RUN_AS, "runAsNonRoot": True},
+        "containers": [container],
+        "volumes": [
+            {"name": "cache", "persistentVolumeClaim": {"claimName": pvc_name(meta["name"], meta["uid"])}},
+            {"name": "tmp", "emptyDir": {}},
+        ],
+    }
+    secrets = [{"name": s["name"]} for s in spec.get("imagePullSecrets") or [] if s.get("name")]
+    if secrets:
+        pod_spec["imagePullSecrets"] = secrets
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": job_name(meta["name"], meta["uid"], attempt),
+            "namespace": meta["namespace"],
+            "labels": labels,
+            "annotations": {ANNOTATION_ATTEMPT: str(attempt), ANNOTATION_SPEC_HASH: spec_hash(spec)},
+            "ownerReferences": [owner_reference(ref, cache)],
+        },
+        "spec": {
+            "backoffLimit": 0,  # retries are the operator's, with back-off
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+        },
+    }

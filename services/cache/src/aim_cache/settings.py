@@ -1,0 +1,57 @@
+"""The cache service's own settings, from the environment (the operator's Deployment or the embedded
+stack sets them):
+
+- ``AIM_CACHE_EXECUTOR``: ``job`` (default: PVCs and download Jobs, for real clusters) or ``local``
+  (no kubelet: the service downloads into ``AIM_CACHE_DIR`` itself);
+- ``AIM_CACHE_DIR``: the local executor's cache directory;
+- ``AIM_DOWNLOADER_NATS_URL``: the NATS URL download pods publish progress to (default: the
+  service's own ``AIM_NATS_URL``; empty disables progress from pods);
+- ``AIM_DOWNLOAD_STALL_SECONDS`` (default 60): no data for this long is a stall;
+- ``AIM_LOCAL_DOWNLOADS`` (default 2): concurrent local downloads;
+- ``AIM_LOCAL_DOWNLOAD_ENV``: extra ``NAME=value`` pairs (comma-separated) for local downloads; the
+  service's own endpoint settings (``HF_ENDPOINT``, ``AWS_ENDPOINT_URL``, region) pass through too,
+  never its credentials. A model cache's own env wins.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aimcore.settings import Settings
+
+PASS_THROUGH = ("HF_ENDPOINT", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION")
+
+
+def _pairs(text: str) -> dict[str, str]:
+    pairs = (item.split("=", 1) for item in text.split(",") if "=" in item)
+    return {k.strip(): v.strip() for k, v in pairs if k.strip()}
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    executor: str = "job"
+    cache_dir: Path = field(default_factory=lambda: Path("~/.cache/aim-engine/models").expanduser())
+    job_nats_url: str | None = None
+    stall_timeout: float = 60.0
+    local_downloads: int = 2
+    local_env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, base: Settings) -> CacheSettings:
+        executor = os.environ.get("AIM_CACHE_EXECUTOR", "job").strip().lower() or "job"
+        if executor not in ("job", "local"):
+            raise ValueError(f"AIM_CACHE_EXECUTOR must be 'job' or 'local', not {executor!r}")
+        nats_url = os.environ.get("AIM_DOWNLOADER_NATS_URL", base.nats_url)
+        return cls(
+            executor=executor,
+            cache_dir=Path(os.environ.get("AIM_CACHE_DIR") or "~/.cache/aim-engine/models").expanduser(),
+            job_nats_url=nats_url or None,
+            stall_timeout=float(os.environ.get("AIM_DOWNLOAD_STALL_SECONDS", "60")),
+            local_downloads=int(os.environ.get("AIM_LOCAL_DOWNLOADS", "2")),
+            local_env={
+                **{k: os.environ[k] for k in PASS_THROUGH if os.environ.get(k)},
+                **_pairs(os.environ.get("AIM_LOCAL_DOWNLOAD_ENV", "")),
+            },
+        )

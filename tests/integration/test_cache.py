@@ -1,0 +1,355 @@
+"""The cache service as a real process with its local executor (the embedded default: no kubelet),
+against a real API server (with the garbage collector), a local Hub-compatible server and an
+S3-compatible server (moto): model caches download, verify and report; bad input gets a clear
+reason; template caches reuse, isolate, promote and clean up model caches as the seed describes.
+
+Sources point at the local servers through the caches' own env (``HF_ENDPOINT``,
+``AWS_ENDPOINT_URL``), as a user would point them at a mirror."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nats.js import JetStreamContext
+
+from aimcore.kinds import NAMESPACE, SECRET, by_kind
+from aimcore.kube.client import ApiException, Kube
+from aimcore.local.hub import HubServer, add_repo
+from aimcore.local.s3 import S3Server
+from tests.helpers import condition, eventually, has, manifest, status_of
+from tests.integration.conftest import ensure_service
+
+AIM = "aim.eai.amd.com"
+LEGACY = "aim.silogen.ai"
+MODEL_CACHE = by_kind(AIM, "AIMModelCache")
+TEMPLATE_CACHE = by_kind(AIM, "AIMTemplateCache")
+TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
+MODEL = by_kind(AIM, "AIMModel")
+LEGACY_MODEL_CACHE = by_kind(LEGACY, "AIMModelCache")
+
+FILES = {
+    "config.json": b'{"architectures": ["LlamaForCausalLM"]}',
+    "model.safetensors": bytes(range(256)) * 64,  # 16 KiB: an LFS file (threshold below)
+    "tokenizer/tokenizer.json": b'{"version": "1.0"}' * 10,
+}
+
+
+def suffix() -> str:
+    return secrets.token_hex(3)
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("model-cache")
+
+
+@pytest.fixture
+async def cache(running, js: JetStreamContext, cache_dir: Path):  # type: ignore[no-untyped-def]
+    """The session's services plus the cache service with its local executor."""
+    env = {"AIM_CACHE_EXECUTOR": "local", "AIM_CACHE_DIR": str(cache_dir), "AIM_DOWNLOAD_STALL_SECONDS": "5"}
+    return await ensure_service(running, js, "cache", env=env)
+
+
+def hf_repo(hub: HubServer, files: dict[str, bytes] = FILES, token: str | None = None) -> str:
+    repo = f"acme/tiny-{suffix()}"
+    add_repo(hub.root, repo, files, token=token, lfs_threshold=1024)
+    return repo
+
+
+def hf_env(hub: HubServer, token: str | None = None) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [{"name": "HF_ENDPOINT", "value": hub.endpoint}]
+    if token:
+        env.append({"name": "HF_TOKEN", "value": token})
+    return env
+
+
+async def wait_status(kube: Kube, ref: Any, namespace: str, name: str, state: str) -> dict[str, Any]:
+    return await status_of(kube, ref, namespace, name, lambda s: s.get("status") == state, f"{name} {state}")
+
+
+async def test_hf_model_cache_downloads_verifies_and_reports_progress(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str, hub_server: HubServer, cache_dir: Path
+) -> None:
+    repo = hf_repo(hub_server)
+    spec = {"sourceUri": f"hf://{repo}", "env": hf_env(hub_server)}
+    await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, "tiny", namespace, spec), namespace)
+    done = await wait_status(kube, MODEL_CACHE, namespace, "tiny", "Ready")
+    status = done["status"]
+    download = condition(status, "DownloadReady")
+    assert download["reason"] == "Verified"
+    assert "sha256" in download["message"] and "git-sha1" in download["message"]
+    total = sum(len(b) for b in FILES.values())
+    assert status["progress"]["percentage"] == 100
+    assert status["progress"]["downloadedBytes"] == status["progress"]["totalBytes"] == total
+    assert status["mode"] == "Shared"
+    assert condition(status, "Ready")["observedGeneration"] == done["metadata"]["generation"]
+    root = cache_dir / namespace / "tiny"
+    for path, data in FILES.items():
+        assert (root / path).read_bytes() == data
+    assert not list(root.rglob("*.part"))
+
+
+async def test_s3_model_cache_with_credentials_from_a_secret(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str, s3_server: S3Server
+) -> None:
+    bucket = f"models-{suffix()}"
+    s3_server.put_model(bucket, "acme/s3-tiny", FILES)
+    data = {
+        "AWS_ACCESS_KEY_ID": base64.b64encode(s3_server.access_key.encode()).decode(),
+        "AWS_SECRET_ACCESS_KEY": base64.b64encode(s3_server.secret_key.encode()).decode(),
+    }
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds"}, "data": data}
+    await kube.create(SECRET, secret, namespace)
+    env = [
+        {"name": "AWS_ENDPOINT_URL", "value": s3_server.endpoint},
+        *(
+            {"name": key, "valueFrom": {"secretKeyRef": {"name": "s3-creds", "key": key}}}
+            for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+        ),
+    ]
+    spec = {"sourceUri": f"s3://{bucket}/acme/s3-tiny", "modelId": "acme/s3-tiny", "env": env}
+    await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, "s3-tiny", namespace, spec), namespace)
+    done = await wait_status(kube, MODEL_CACHE, namespace, "s3-tiny", "Ready")
+    download = condition(done["status"], "DownloadReady")
+    assert download["reason"] == "Verified"
+    assert "sha256" in download["message"]
+    # the credentials never reach the status
+    assert s3_server.secret_key not in str(done["status"])
+
+
+async def test_a_corrupted_byte_is_caught_and_the_cache_never_turns_ready(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str, hub_server: HubServer, cache_dir: Path
+) -> None:
+    repo = hf_repo(hub_server)
+    hub_server.corrupt(repo, "model.safetensors", 1000, count=100)
+    spec = {"sourceUri": f"hf://{repo}", "env": hf_env(hub_server)}
+    await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, "corrupt", namespace, spec), namespace)
+    failed = await wait_status(kube, MODEL_CACHE, namespace, "corrupt", "Failed")
+    download = condition(failed["status"], "DownloadReady")
+    assert download["reason"] == "ChecksumMismatch"
+    assert "model.safetensors" in download["message"]
+    assert "next attempt at" in download["message"]
+    assert condition(failed["status"], "Ready")["status"] == "False"
+    root = cache_dir / namespace / "corrupt"
+    assert not (root / "model.safetensors").exists()
+    assert not (root / ".aim-manifest.json").exists()
+
+
+async def test_wrong_credentials_and_missing_sources_give_distinct_reasons(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str, hub_server: HubServer, s3_server: S3Server
+) -> None:
+    token = f"hf_{secrets.token_hex(12)}"
+    private = hf_repo(hub_server, token=token)
+    cases = {
+        "hf-wrong-token": (f"hf://{private}", hf_env(hub_server, token=f"hf_{secrets.token_hex(12)}")),
+        "hf-missing": (f"hf://acme/missing-{suffix()}", hf_env(hub_server, token=token)),
+    }
+    bucket = f"models-{suffix()}"
+    s3_server.put_model(bucket, "acme/m", {"config.json": b"{}"})
+    s3_env = [{"name": "AWS_ENDPOINT_URL", "value": s3_server.endpoint}]
+    cases["s3-wrong-secret"] = (
+        f"s3://{bucket}/acme/m",
+        [
+            *s3_env,
+            {"name": "AWS_ACCESS_KEY_ID", "value": s3_server.access_key},
+            {"name": "AWS_SECRET_ACCESS_KEY", "value": "not-the-secret"},
+        ],
+    )
+    cases["s3-missing"] = (
+        f"s3://missing-{suffix()}/acme/m",
+        [
+            *s3_env,
+            {"name": "AWS_ACCESS_KEY_ID", "value": s3_server.access_key},
+            {"name": "AWS_SECRET_ACCESS_KEY", "value": s3_server.secret_key},
+        ],
+    )
+    for name, (uri, env) in cases.items():
+        spec = {"sourceUri": uri, "modelId": "acme/m", "env": env}
+        await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, name, namespace, spec), namespace)
+    expected = {
+        "hf-wrong-token": "AuthError",
+        "hf-missing": "SourceNotFound",
+        "s3-wrong-secret": "AuthError",
+        "s3-missing": "SourceNotFound",
+    }
+    for name, reason in expected.items():
+        failed = await status_of(
+            kube, MODEL_CACHE, namespace, name, has("SourceReady", "False", reason), f"{name}: {reason}"
+        )
+        assert failed["status"]["status"] == "Failed"
+        assert condition(failed["status"], "Ready")["reason"] == reason
+        assert token not in str(failed["status"])
+
+
+async def test_legacy_model_cache_becomes_available(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str, hub_server: HubServer
+) -> None:
+    repo = hf_repo(hub_server)
+    spec = {"sourceUri": f"hf://{repo}", "env": hf_env(hub_server)}
+    await kube.create(LEGACY_MODEL_CACHE, manifest(LEGACY_MODEL_CACHE, "old", namespace, spec), namespace)
+    done = await wait_status(kube, LEGACY_MODEL_CACHE, namespace, "old", "Available")
+    assert condition(done["status"], "DownloadReady")["reason"] == "Verified"
+    assert "progress" not in done["status"]
+
+
+# -- template caches -------------------------------------------------------------------------------
+
+
+async def model_caches(kube: Kube, namespace: str, uri: str) -> list[dict[str, Any]]:
+    items, _ = await kube.list(MODEL_CACHE, namespace)
+    return [c for c in items if c["spec"]["sourceUri"] == uri]
+
+
+async def template_cache(  # noqa: PLR0917
+    kube: Kube, namespace: str, name: str, template: str, sources: list[dict[str, Any]], mode: str = "Shared"
+) -> None:
+    spec = {"templateName": template, "modelSources": sources, "mode": mode}
+    await kube.create(TEMPLATE_CACHE, manifest(TEMPLATE_CACHE, name, namespace, spec), namespace)
+
+
+async def a_template(kube: Kube, namespace: str, name: str) -> None:
+    spec = {"modelName": "absent", "modelSources": [{"sourceUri": "hf://acme/x", "modelId": "acme/x"}]}
+    await kube.create(TEMPLATE, manifest(TEMPLATE, name, namespace, spec), namespace)
+
+
+async def test_shared_template_caches_share_and_dedicated_ones_are_isolated(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str, hub_server: HubServer
+) -> None:
+    repo = hf_repo(hub_server)
+    uri = f"hf://{repo}"
+    sources = [{"modelId": repo, "sourceUri": uri, "env": hf_env(hub_server)}]
+    await a_template(kube, namespace, "tpl")
+    await template_cache(kube, namespace, "shared-a", "tpl", sources)
+    await template_cache(kube, namespace, "shared-b", "tpl", sources)
+    await template_cache(kube, namespace, "dedicated", "tpl", sources, mode="Dedicated")
+    done = {
+        name: await wait_status(kube, TEMPLATE_CACHE, namespace, name, "Ready")
+        for name in ("shared-a", "shared-b", "dedicated")
+    }
+    shared = {done[n]["status"]["modelCaches"][repo]["name"] for n in ("shared-a", "shared-b")}
+    assert len(shared) == 1, shared
+    dedicated_name = done["dedicated"]["status"]["modelCaches"][repo]["name"]
+    assert dedicated_name not in shared
+    entry = done["shared-a"]["status"]["modelCaches"][repo]
+    assert entry["mountPoint"] == f"/workspace/model-cache/{repo}"
+    assert entry["status"] == "Ready"
+    assert done["shared-a"]["status"]["resolvedTemplateKind"] == "AIMServiceTemplate"
+    caches = {c["metadata"]["name"]: c for c in await model_caches(kube, namespace, uri)}
+    assert set(caches) == {*shared, dedicated_name}
+    (shared_name,) = shared
+    assert not caches[shared_name]["metadata"].get("ownerReferences")
+    owner = caches[dedicated_name]["metadata"]["ownerReferences"][0]
+    assert owner["uid"] == done["dedicated"]["metadata"]["uid"]
+
+    # Dedicated: collected with its template cache; Shared: outlives both of its users
+    for name in ("dedicated", "shared-a", "shared-b"):
+        await kube.delete(TEMPLATE_CACHE, namespace, name)
+
+    async def collected() -> bool:
+        names = {c["metadata"]["name"] for c in await model_caches(kube, namespace, uri)}
+        gone = [await kube.get(TEMPLATE_CACHE, namespace, n) for n in ("dedicated", "shared-a", "shared-b")]
+        return names == {shared_name} and gone == [None, None, None]
+
+    await eventually(collected, timeout=45, what="the dedicated model cache collected, the shared one kept")
+
+
+async def test_a_shared_template_cache_promotes_a_dedicated_model_cache(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str, hub_server: HubServer
+) -> None:
+    repo = hf_repo(hub_server)
+    uri = f"hf://{repo}"
+    sources = [{"modelId": repo, "sourceUri": uri, "env": hf_env(hub_server)}]
+    await a_template(kube, namespace, "tpl")
+    await template_cache(kube, namespace, "dedicated", "tpl", sources, mode="Dedicated")
+    ready = await wait_status(kube, TEMPLATE_CACHE, namespace, "dedicated", "Ready")
+    owned = ready["status"]["modelCaches"][repo]["name"]
+    await template_cache(kube, namespace, "shared", "tpl", sources)
+    shared = await wait_status(kube, TEMPLATE_CACHE, namespace, "shared", "Ready")
+    assert shared["status"]["modelCaches"][repo]["name"] == owned  # adopted, not downloaded again
+
+    async def promoted() -> dict[str, Any] | None:
+        obj = await kube.get(MODEL_CACHE, namespace, owned)
+        return obj if obj is not None and not obj["metadata"].get("ownerReferences") else None
+
+    await eventually(promoted, timeout=30, what="owner references removed")
+    await kube.delete(TEMPLATE_CACHE, namespace, "dedicated")
+
+    async def dedicated_gone() -> bool:
+        return await kube.get(TEMPLATE_CACHE, namespace, "dedicated") is None
+
+    await eventually(dedicated_gone, timeout=30, what="the dedicated template cache deleted")
+    # promoted: the former owner's deletion leaves it (and the dedicated one never re-owns it)
+    still = await kube.get(MODEL_CACHE, namespace, owned)
+    assert still is not None and not still["metadata"].get("ownerReferences")
+    assert (await model_caches(kube, namespace, uri)) == [still]
+
+
+async def test_deleting_a_template_cache_deletes_only_its_caches_that_are_not_ready(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str, hub_server: HubServer
+) -> None:
+    good = hf_repo(hub_server)
+    missing = f"acme/missing-{suffix()}"
+    sources = [
+        {"modelId": good, "sourceUri": f"hf://{good}", "env": hf_env(hub_server)},
+        {"modelId": missing, "sourceUri": f"hf://{missing}", "env": hf_env(hub_server)},
+    ]
+    await a_template(kube, namespace, "tpl")
+    await template_cache(kube, namespace, "mixed", "tpl", sources)
+    failed = await wait_status(kube, TEMPLATE_CACHE, namespace, "mixed", "Failed")
+    assert "aim.eai.amd.com/artifactcleanup" in failed["metadata"]["finalizers"]
+    assert condition(failed["status"], "ModelCachesReady")["reason"] == "SourceNotFound"
+    caches = failed["status"]["modelCaches"]
+    assert caches[good]["status"] == "Ready" and caches[missing]["status"] == "Failed"
+    await kube.delete(TEMPLATE_CACHE, namespace, "mixed")
+
+    async def cleaned() -> bool:
+        gone = await kube.get(TEMPLATE_CACHE, namespace, "mixed") is None
+        bad = await kube.get(MODEL_CACHE, namespace, caches[missing]["name"])
+        return gone and bad is None
+
+    await eventually(cleaned, timeout=30, what="the finalizer's cleanup")
+    assert await kube.get(MODEL_CACHE, namespace, caches[good]["name"]) is not None
+
+
+async def test_a_missing_template_fails_the_template_cache(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str
+) -> None:
+    spec = {"templateName": "nowhere", "templateScope": "Namespace"}
+    await kube.create(TEMPLATE_CACHE, manifest(TEMPLATE_CACHE, "lost", namespace, spec), namespace)
+    failed = await wait_status(kube, TEMPLATE_CACHE, namespace, "lost", "Failed")
+    ready = condition(failed["status"], "Ready")
+    assert ready["reason"] == "TemplateNotFound"
+    assert "AIMServiceTemplate in namespace" in ready["message"]
+
+
+async def test_a_template_with_caching_enabled_ends_with_ready_caches(  # type: ignore[no-untyped-def]
+    cache, js: JetStreamContext, kube: Kube, namespace: str, hub_server: HubServer
+) -> None:
+    """Discovery creates the template's AIMTemplateCache; the cache service fills it."""
+    if await kube.get(NAMESPACE, None, "aim-system") is None:
+        with contextlib.suppress(ApiException):
+            await kube.create(
+                NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "aim-system"}}
+            )
+    await ensure_service(cache, js, "discovery")
+    repo = hf_repo(hub_server)
+    sources = [{"modelId": repo, "sourceUri": f"hf://{repo}"}]
+    model_spec = {"image": "example.invalid/aim-base:1.0", "modelSources": sources}
+    await kube.create(MODEL, manifest(MODEL, "custom", namespace, model_spec), namespace)
+    spec = {
+        "modelName": "custom",
+        "modelSources": sources,
+        "caching": {"enabled": True, "env": hf_env(hub_server)},
+    }
+    await kube.create(TEMPLATE, manifest(TEMPLATE, "cached", namespace, spec), namespace)
+    done = await wait_status(kube, TEMPLATE_CACHE, namespace, "cached", "Ready")
+    entry = done["status"]["modelCaches"][repo]
+    assert entry["status"] == "Ready"
+    model_cache = await kube.get(MODEL_CACHE, namespace, entry["name"])
+    assert condition(model_cache["status"], "DownloadReady")["reason"] == "Verified"
+    assert done["metadata"]["ownerReferences"][0]["name"] == "cached"

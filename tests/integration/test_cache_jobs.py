@@ -1,0 +1,219 @@
+"""The cache service in Job mode (a real cluster's default) on a control plane and NATS of its own:
+PVCs sized from the source's listing with the runtime config's headroom and storage class, download
+Jobs the real Job controller runs, the downloader's verdict read from the pod log through the API
+server (a fake kubelet serves it), progress from the pod through NATS to the status, and failures
+that back off instead of storming.
+
+The test plays the kubelet and the volume provisioner: it binds pods, serves their logs, finishes
+them and marks PVCs Bound."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import nats
+import pytest
+
+from aim_cache.downloader import Progress, RateMeter, progress_report
+from aim_cache.plan import job_name, pvc_name
+from aimcore.bus import subjects
+from aimcore.bus.messages import ObjectRef
+from aimcore.kinds import JOB, NAMESPACE, POD, PVC, by_kind
+from aimcore.kube.client import Kube, connect
+from aimcore.local.hub import HubServer, add_repo
+from aimcore.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
+from aimcore.testing.plugin import LocalServers
+from tests.helpers import condition, eventually, has, manifest, status_of
+from tests.integration.conftest import Services
+
+AIM = "aim.eai.amd.com"
+MODEL_CACHE = by_kind(AIM, "AIMModelCache")
+RUNTIME_CONFIG = by_kind(AIM, "AIMRuntimeConfig")
+GIB = 1024**3
+IMAGE = "ghcr.io/acme/aim-engine:test"
+FILES = {"config.json": b"{}", "model.safetensors": b"\x01" * 4096}
+
+
+class Cluster:
+    def __init__(self, servers: LocalServers, services: Services, kube: Kube, kubelet: FakeKubelet) -> None:
+        self.servers = servers
+        self.services = services
+        self.kube = kube
+        self.kubelet = kubelet
+
+
+@pytest.fixture
+async def cluster(private_stack: LocalServers) -> AsyncIterator[Cluster]:
+    services = Services(private_stack, private_stack.workdir / "logs")
+    for name in ("watcher", "status"):
+        services.start(name)
+    services.start("cache", env={"AIM_CACHE_EXECUTOR": "job"})
+    kube = Kube(await connect(private_stack.kubeconfig), field_manager="aim-tests")
+    kubelet = await FakeKubelet().start()
+    try:
+        await kubelet.register_node(kube, "node-1")
+        yield Cluster(private_stack, services, kube, kubelet)
+        services.assert_alive()
+    finally:
+        await kubelet.cleanup(kube)
+        await kubelet.stop()
+        await kube.close()
+        services.stop_all()
+
+
+async def new_namespace(kube: Kube) -> str:
+    name = f"t-{secrets.token_hex(3)}"
+    await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    await wait_for_service_account(kube, name)
+    return name
+
+
+async def job_pod(kube: Kube, namespace: str, job: str) -> dict[str, Any]:
+    async def probe() -> dict[str, Any] | None:
+        items, _ = await kube.list(POD, namespace)
+        return next((p for p in items if p["metadata"].get("labels", {}).get("job-name") == job), None)
+
+    pod: dict[str, Any] = await eventually(probe, timeout=30, what=f"the pod of Job {job}")
+    return pod
+
+
+async def get(kube: Kube, ref: Any, namespace: str, name: str) -> dict[str, Any]:
+    async def probe() -> dict[str, Any] | None:
+        return await kube.get(ref, namespace, name)
+
+    obj: dict[str, Any] = await eventually(probe, timeout=30, what=f"{ref.kind} {name}")
+    return obj
+
+
+async def test_pvc_job_progress_and_verdict(cluster: Cluster, hub_server: HubServer) -> None:
+    kube = cluster.kube
+    ns = await new_namespace(kube)
+    repo = f"acme/job-{secrets.token_hex(3)}"
+    add_repo(hub_server.root, repo, FILES)
+    config = {"storage": {"defaultStorageClassName": "fast-rwx", "pvcHeadroomPercent": 20}}
+    await kube.create(RUNTIME_CONFIG, manifest(RUNTIME_CONFIG, "default", ns, config), ns)
+    spec = {
+        "sourceUri": f"hf://{repo}",
+        "modelDownloadImage": IMAGE,
+        "env": [{"name": "HF_ENDPOINT", "value": hub_server.endpoint}],
+    }
+    created = await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, "weights", ns, spec), ns)
+    uid = created["metadata"]["uid"]
+
+    # the PVC: sized from the Hub's listing plus 20% headroom (rounded up to 1 GiB), the config's class
+    pvc = await get(kube, PVC, ns, pvc_name("weights", uid))
+    assert pvc["spec"]["resources"]["requests"]["storage"] in ("1Gi", str(GIB))
+    assert pvc["spec"]["storageClassName"] == "fast-rwx"
+    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert pvc["metadata"]["ownerReferences"][0]["uid"] == uid
+    pending = await status_of(
+        kube, MODEL_CACHE, ns, "weights", has("StorageReady", "False", "PvcPending"), "PvcPending"
+    )
+    assert pending["status"]["persistentVolumeClaim"] == pvc["metadata"]["name"]
+
+    # the download Job (attempt 1) runs the downloader of the given image
+    name = job_name("weights", uid, 1)
+    job = await get(kube, JOB, ns, name)
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == IMAGE and container["command"] == ["aim-download"]
+    assert {"name": "AIM_NATS_URL", "value": cluster.servers.nats.url} in container["env"]
+
+    # progress from the pod, through NATS and the status service, with rate and ETA
+    nc = await nats.connect(cluster.servers.nats.url)
+    try:
+        target = ObjectRef.of(MODEL_CACHE, ns, "weights")
+        meter = RateMeter()
+        now = time.monotonic()
+        meter.add(now - 10, 0)
+        meter.add(now, 2048)
+        progress = Progress(
+            downloaded_bytes=2048, total_bytes=4098, files_done=1, files_total=2, phase="downloading"
+        )
+        report = progress_report(target, uid, progress, meter, now=now)
+        subject = subjects.status_subject(MODEL_CACHE, ns, "weights")
+        await nc.jetstream().publish(subject, report.encode(), headers={"Nats-Msg-Id": report.msg_id})
+    finally:
+        await nc.close()
+    moving = await status_of(
+        kube,
+        MODEL_CACHE,
+        ns,
+        "weights",
+        lambda s: (s.get("progress") or {}).get("percentage") == 49,
+        "progress",
+    )
+    assert moving["status"]["progress"]["bytesPerSecond"] > 0
+    assert moving["status"]["progress"]["displayEta"]
+
+    # the kubelet's part: the volume binds, the pod runs and prints its verdict, then succeeds
+    await kube.patch_status(PVC, ns, pvc["metadata"]["name"], {"status": {"phase": "Bound"}})
+    pod = await job_pod(kube, ns, name)
+    await bind_pod(kube, ns, pod["metadata"]["name"], "node-1")
+    verdict = {
+        "result": "ok",
+        "files": 2,
+        "bytes": 4098,
+        "revision": "a" * 40,
+        "verified": ["sha256", "git-sha1"],
+    }
+    cluster.kubelet.set_log(
+        ns, pod["metadata"]["name"], "download", "downloading...\n" + json.dumps(verdict) + "\n"
+    )
+    await finish_pod(kube, ns, pod["metadata"]["name"], exit_code=0)
+    ready = await status_of(kube, MODEL_CACHE, ns, "weights", lambda s: s.get("status") == "Ready", "Ready")
+    download = condition(ready["status"], "DownloadReady")
+    assert download["reason"] == "Verified"
+    assert download["message"].startswith("4 KiB in 2 files; verified: sha256, git-sha1")
+    assert ready["status"]["progress"]["percentage"] == 100
+    assert condition(ready["status"], "StorageReady")["reason"] == "PvcBound"
+    # the succeeded Job is the record: nothing is downloaded again
+    jobs, _ = await kube.list(JOB, ns)
+    assert [j["metadata"]["name"] for j in jobs] == [name]
+
+
+async def test_a_failed_download_backs_off_and_a_deleted_job_retries(cluster: Cluster) -> None:
+    kube = cluster.kube
+    ns = await new_namespace(kube)
+    spec = {"sourceUri": "hf://acme/private", "size": "2Gi", "modelDownloadImage": IMAGE}
+    created = await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, "private", ns, spec), ns)
+    uid = created["metadata"]["uid"]
+    pvc = await get(kube, PVC, ns, pvc_name("private", uid))
+    assert pvc["spec"]["resources"]["requests"]["storage"] in ("3Gi", str(3 * GIB))  # 2 GiB + 10% → 3 GiB
+    assert "storageClassName" not in pvc["spec"]  # the cluster default
+    name = job_name("private", uid, 1)
+    await get(kube, JOB, ns, name)
+    pod = await job_pod(kube, ns, name)
+    await bind_pod(kube, ns, pod["metadata"]["name"], "node-1")
+    verdict = {"result": "error", "reason": "AuthError", "message": "401 from the Hub: check HF_TOKEN"}
+    cluster.kubelet.set_log(ns, pod["metadata"]["name"], "download", json.dumps(verdict) + "\n")
+    await finish_pod(kube, ns, pod["metadata"]["name"], exit_code=1)
+    failed = await status_of(
+        kube, MODEL_CACHE, ns, "private", lambda s: s.get("status") == "Failed", "Failed"
+    )
+    download = condition(failed["status"], "DownloadReady")
+    assert download["reason"] == "AuthError"
+    assert "check HF_TOKEN" in download["message"]
+    assert "next attempt at" in download["message"]  # an hour: only a user can fix credentials
+    assert condition(failed["status"], "SourceReady")["reason"] == "AuthError"
+    jobs, _ = await kube.list(JOB, ns)
+    assert [j["metadata"]["name"] for j in jobs] == [name]  # kept for its log; no new attempt yet
+
+    # deleting the failed Job is the way to retry now
+    await kube.delete(JOB, ns, name)
+
+    async def retried() -> bool:
+        items, _ = await kube.list(JOB, ns)
+        return any(j["metadata"]["uid"] != failed_uid(jobs) for j in items)
+
+    def failed_uid(items: list[dict[str, Any]]) -> str:
+        return str(items[0]["metadata"]["uid"])
+
+    await eventually(retried, timeout=30, what="a new download Job")
+    # the new attempt's pod waits for a node (nobody binds it this time), and the status says so
+    await status_of(
+        kube, MODEL_CACHE, ns, "private", has("DownloadReady", "False", "PodsPending"), "PodsPending"
+    )

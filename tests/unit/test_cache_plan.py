@@ -1,0 +1,209 @@
+"""The cache service's pure planning: names, PVC sizing and storage class precedence, the download
+Job's body for both image conventions, and how template caches pick and judge model caches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aim_cache import plan
+from aim_cache.modelcaches import backoff, describe_outcome
+from aim_cache.templatecaches import best_of, caches_condition, template_kinds
+from aimcore.kinds import by_kind
+
+MODEL_CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")
+GIB = 1024**3
+
+
+def cache(
+    name: str = "mc", status: str | None = None, created: str = "2026-01-01T00:00:00Z", **spec: Any
+) -> dict:
+    obj: dict[str, Any] = {
+        "apiVersion": "aim.eai.amd.com/v1alpha1",
+        "kind": "AIMModelCache",
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "creationTimestamp": created},
+        "spec": {"sourceUri": "hf://acme/tiny", "modelDownloadImage": "ghcr.io/acme/aim-engine:1", **spec},
+    }
+    if status is not None:
+        obj["status"] = {
+            "status": status,
+            "conditions": [{"type": "Ready", "status": "False", "reason": f"{status}Reason", "message": "m"}],
+        }
+    return obj
+
+
+# -- names -------------------------------------------------------------------------------------
+
+
+def test_model_cache_names_dedupe_shared_and_separate_dedicated() -> None:
+    env = [{"name": "HF_ENDPOINT", "value": "http://mirror"}]
+    shared = plan.model_cache_name("hf://acme/tiny-1.5b", env, None, None)
+    assert shared == plan.model_cache_name("hf://acme/tiny-1.5b", env, None, None)
+    assert shared.startswith("hf---acme-tiny-1-5b-")  # the original's sanitising: each of "://" → "-"
+    assert len(shared.rsplit("-", 1)[1]) == 10
+    assert plan.model_cache_name("hf://acme/tiny-1.5b", [], None, None) != shared
+    assert plan.model_cache_name("hf://acme/tiny-1.5b", env, "fast", None) != shared
+    dedicated = plan.model_cache_name("hf://acme/tiny-1.5b", env, None, "tc-a")
+    assert dedicated not in (shared, plan.model_cache_name("hf://acme/tiny-1.5b", env, None, "tc-b"))
+
+
+def test_long_source_names_stay_valid_dns_labels() -> None:
+    name = plan.model_cache_name("s3://" + "very-long-bucket-name." * 6 + "/model", [], None, None)
+    assert len(name) <= 63 and name == name.lower() and "." not in name
+    assert len(plan.pvc_name(name, "uid")) <= 63
+    assert len(plan.job_name(name, "uid", 12)) <= 63
+    assert plan.job_name(name, "uid", 1) != plan.job_name(name, "uid", 2)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"sourceUri": "hf://meta-llama/Llama-3-8B", "modelId": "team/llama"}, "team/llama"),
+        ({"sourceUri": "hf://meta-llama/Llama-3-8B"}, "meta-llama/Llama-3-8B"),
+        ({"sourceUri": "hf://meta-llama/Llama-3-8B@main"}, "meta-llama/Llama-3-8B"),
+        ({"sourceUri": "s3://bucket/teams/llama-ft/"}, "bucket/llama-ft"),
+        ({"sourceUri": "s3://bucket"}, "bucket/model"),
+    ],
+)
+def test_model_id(spec: dict[str, Any], expected: str) -> None:
+    assert plan.model_id(spec) == expected
+
+
+def test_mount_path_follows_the_seed_and_drops_traversal() -> None:
+    assert plan.mount_path("acme/tiny") == "/workspace/model-cache/acme/tiny"
+    assert plan.mount_path("../../etc/x") == "/workspace/model-cache/etc/x"
+
+
+# -- storage ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("size", "headroom", "expected"),
+    [
+        (0, 10, 1 * GIB),
+        (GIB, 10, 2 * GIB),
+        (10 * GIB, 10, 11 * GIB),
+        (10 * GIB, 0, 10 * GIB),
+        (int(9.5 * GIB), 5, 10 * GIB),
+    ],
+)
+def test_pvc_size_adds_headroom_and_rounds_up_to_gib(size: int, headroom: int, expected: int) -> None:
+    assert plan.pvc_size_bytes(size, headroom) == expected
+
+
+def test_storage_class_precedence_and_headroom_default() -> None:
+    config = {"storage": {"defaultStorageClassName": "cfg", "pvcHeadroomPercent": 0}}
+    assert plan.storage_class({"storageClassName": "own"}, config) == "own"
+    assert plan.storage_class({}, config) == "cfg"
+    assert plan.storage_class({}, {}) is None
+    assert plan.headroom_percent(config) == 0  # a set 0 is honoured
+    assert plan.headroom_percent({}) == plan.DEFAULT_HEADROOM_PERCENT
+
+
+def test_pvc_body() -> None:
+    body = plan.pvc_body(MODEL_CACHE, cache(), 2 * GIB, "fast")
+    assert body["spec"] == {
+        "accessModes": ["ReadWriteMany"],
+        "resources": {"requests": {"storage": str(2 * GIB)}},
+        "storageClassName": "fast",
+    }
+    assert body["metadata"]["ownerReferences"][0]["uid"] == "uid-mc"
+    assert body["metadata"]["labels"][plan.LABEL_CACHE_NAME] == "mc"
+    assert body["metadata"]["labels"][plan.LABEL_SOURCE_MODEL] == "acme_tiny"
+    assert "storageClassName" not in plan.pvc_body(MODEL_CACHE, cache(), GIB, None)["spec"]
+
+
+# -- the download Job ----------------------------------------------------------------------------
+
+
+def test_job_runs_the_aim_downloader_hardened_with_progress_to_nats() -> None:
+    env = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}]
+    obj = cache(env=env, imagePullSecrets=[{"name": "regcred"}])
+    job = plan.job_body(MODEL_CACHE, obj, attempt=2, nats_url="nats://aim-nats:4222", stall_timeout=60)
+    assert job["metadata"]["name"] == plan.job_name("mc", "uid-mc", 2)
+    assert job["metadata"]["annotations"][plan.ANNOTATION_ATTEMPT] == "2"
+    assert job["spec"]["backoffLimit"] == 0
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == ["aim-download"]
+    assert container["args"][:2] == ["hf://acme/tiny", "/workspace/model-cache/acme/tiny"]
+    assert "--object=aim.eai.amd.com/v1alpha1/AIMModelCache/ns/mc" in container["args"]
+    assert env[0] in container["env"]  # secret references pass through, resolved by the kubelet
+    assert {"name": "AIM_NATS_URL", "value": "nats://aim-nats:4222"} in container["env"]
+    assert container["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == plan.pvc_name("mc", "uid-mc")
+    assert container["volumeMounts"][0]["mountPath"] == "/workspace/model-cache/acme/tiny"
+
+
+def test_job_uses_kserves_convention_for_the_storage_initializer() -> None:
+    obj = cache(modelDownloadImage="kserve/storage-initializer:v0.16.0")
+    container = plan.job_body(MODEL_CACHE, obj, attempt=1, nats_url=None, stall_timeout=60)["spec"][
+        "template"
+    ]["spec"]["containers"][0]
+    assert "command" not in container
+    assert container["args"] == ["hf://acme/tiny", "/workspace/model-cache/acme/tiny"]
+    assert plan.uses_kserve_initializer("docker.io/kserve/storage-initializer@sha256:abc")
+    assert not plan.uses_kserve_initializer("ghcr.io/acme/aim-engine:1")
+
+
+def test_spec_hash_tracks_what_the_download_depends_on() -> None:
+    base = cache()["spec"]
+    assert plan.spec_hash(base) == plan.spec_hash(dict(base))
+    assert plan.spec_hash({**base, "env": [{"name": "A", "value": "1"}]}) != plan.spec_hash(base)
+    assert plan.spec_hash({**base, "size": "10Gi"}) == plan.spec_hash(base)
+
+
+# -- retries and outcome -------------------------------------------------------------------------
+
+
+def test_backoff_waits_the_cap_for_failures_only_a_user_can_fix() -> None:
+    assert backoff(1, "ChecksumMismatch") == 60
+    assert backoff(3, "DownloadStalled") == 240
+    assert backoff(1, "AuthError") == backoff(1, "SourceNotFound") == 3600
+
+
+def test_describe_outcome() -> None:
+    text = describe_outcome(
+        {
+            "bytes": 3 * GIB // 2,
+            "files": 3,
+            "verified": ["sha256", "git-sha1"],
+            "revision": "a" * 40,
+            "seconds": 75,
+        }
+    )
+    assert text == "1.5 GiB in 3 files; verified: sha256, git-sha1; revision aaaaaaaaaaaa; took 1m15s"
+
+
+# -- template caches -----------------------------------------------------------------------------
+
+
+def test_best_cache_is_ready_then_oldest() -> None:
+    old = cache("old", "Progressing", "2026-01-01T00:00:00Z")
+    new_ready = cache("new", "Ready", "2026-02-01T00:00:00Z")
+    older_ready = cache("older", "Ready", "2025-12-01T00:00:00Z")
+    assert best_of([old, new_ready]) is new_ready
+    assert best_of([old, new_ready, older_ready]) is older_ready
+    assert best_of([]) is None
+
+
+def test_caches_condition() -> None:
+    assert caches_condition([]).reason == "NoCaches"
+    ready = caches_condition([("a", cache("a", "Ready")), ("b", cache("b", "Ready"))])
+    assert (ready.status, ready.reason) == ("True", "AllCachesReady")
+    failed = caches_condition([("a", cache("a", "Ready")), ("b", cache("b", "Failed"))])
+    assert (failed.status, failed.reason) == ("False", "FailedReason")
+    assert failed.message.startswith("model cache b:")
+    assert caches_condition([("a", None)]).reason == "CreatingCaches"
+    waiting = caches_condition([("a", cache("a", "Progressing"))])
+    assert (waiting.reason, waiting.message) == ("CachesNotReady", "waiting for a (Progressing)")
+
+
+def test_template_scope_decides_where_to_look() -> None:
+    tc = by_kind("aim.eai.amd.com", "AIMTemplateCache")
+    assert [k.kind for k in template_kinds(tc, {"templateScope": "Namespace"})] == ["AIMServiceTemplate"]
+    assert [k.kind for k in template_kinds(tc, {"templateScope": "Cluster"})] == ["AIMClusterServiceTemplate"]
+    assert [k.kind for k in template_kinds(tc, {})] == ["AIMServiceTemplate", "AIMClusterServiceTemplate"]
