@@ -211,12 +211,6 @@ class _Progress:
 
 
 async def run(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[dict[str, Any], int]:
-    obj = parse_object(args.object) if args.object else None
-    publisher: Publisher | None = None
-    nats_url = env.get("AIM_NATS_URL")
-    if obj is not None and nats_url:
-        publisher = await Publisher.connect(nats_url, obj, args.uid)
-    consumer = _Progress(publisher)
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
@@ -228,9 +222,15 @@ async def run(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[dict[st
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop, sig.name)
+    obj = parse_object(args.object) if args.object else None
+    publisher: Publisher | None = None
     started = time.monotonic()
-    log.info("downloading %s into %s", _display(args.source), args.dest)
     try:
+        nats_url = env.get("AIM_NATS_URL")
+        if obj is not None and nats_url:
+            publisher = await Publisher.connect(nats_url, obj, args.uid)
+        consumer = _Progress(publisher)
+        log.info("downloading %s into %s", _display(args.source), args.dest)
         manifest = await download(
             args.source,
             args.dest,

@@ -51,7 +51,7 @@ MiB = 1 << 20
 CHUNK_SIZE = 32 * MiB
 """Bytes per range request: small enough that the completed prefix (and so hashing) advances
 steadily and a retry refetches little, large enough that request overhead does not matter."""
-BUFFER_SIZE = 256 * KiB
+BUFFER_SIZE = 128 * KiB
 """One worker's read buffer: small enough to stay in the CPU cache between the socket copy into it
 and the page-cache copy out of it (measured faster than 1-8 MiB buffers, and light on memory)."""
 WRITE_SIZE = 256 * KiB
@@ -60,6 +60,9 @@ folios, which on a VM can mean memory the host must first hand back (measured: 2
 writes took 4-5 s after an idle period, in 64-256 KiB writes under 1 s)."""
 FLUSH_SECONDS = 0.5
 """A partly filled buffer is written at least this often (progress and resume state on slow links)."""
+RECORD_BYTES = 4 * MiB
+"""Written bytes are added to the shared range bookkeeping (locks, progress, hashing) in steps of
+this size rather than per buffer."""
 IDLE_WAIT = 0.1
 """A partly filled buffer is also written when the socket has been quiet this long, so bytes that
 arrived before a stall are on disk (and resumable) while the read waits."""
@@ -481,6 +484,9 @@ class Transfer:
         pos: int,
         stop_at: int,
     ) -> int:
+        """Read the body into ``buf`` and write it at ``pos``..``stop_at``; returns the position
+        reached. Written bytes are recorded every :data:`RECORD_BYTES` (and whenever the loop
+        ends, however it ends), which keeps the per-buffer work down to a read and a write."""
         resp = opened.response
         # One raw read per call (readinto1): when a read fails, every byte before it is accounted
         # for, so a retry resumes at the exact byte. Chunked bodies need http.client's decoding.
@@ -489,22 +495,32 @@ class Transfer:
         mv = memoryview(buf)
         size = len(buf)
         filled = 0
+        recorded = pos
         flushed_at = time.monotonic()
         try:
             while pos + filled < stop_at:
                 if filled and idle(opened.conn, IDLE_WAIT):
                     self._write(job, mv[:filled], pos)
                     pos, filled, flushed_at = pos + filled, 0, time.monotonic()
+                    self._record(job, recorded, pos)
+                    recorded = pos
                 n = read(mv[filled : min(size, filled + stop_at - pos - filled)])
                 if not n:
                     raise http.client.IncompleteRead(b"", stop_at - pos - filled)
                 if exact:
                     resp.length -= n  # type: ignore[operator]
                 filled += n
-                now = time.monotonic()
-                if filled == size or pos + filled == stop_at or now - flushed_at >= FLUSH_SECONDS:
+                if filled == size or pos + filled == stop_at:
+                    self._write(job, mv[:filled], pos)
+                    pos, filled = pos + filled, 0
+                    if pos - recorded >= RECORD_BYTES:
+                        self._record(job, recorded, pos)
+                        recorded = pos
+                elif (now := time.monotonic()) - flushed_at >= FLUSH_SECONDS:
                     self._write(job, mv[:filled], pos)
                     pos, filled, flushed_at = pos + filled, 0, now
+                    self._record(job, recorded, pos)
+                    recorded = pos
             if exact and not resp.length:
                 resp.read()  # marks the response complete so the connection can be reused
         except DownloadError as e:
@@ -519,6 +535,9 @@ class Transfer:
                     raise _Failed(pos, w) from e
                 pos += filled
             raise _Failed(pos, fetch.transient(e, opened.url, self.stall_timeout)) from e
+        finally:
+            if pos > recorded:
+                self._record(job, recorded, pos)
         return pos
 
     def _copy_local(self, job: _Job, pos: int, end: int) -> int:
@@ -549,6 +568,7 @@ class Transfer:
                 n = len(data)
                 if n:
                     self._write(job, memoryview(data), pos)
+                    self._record(job, pos, pos + n)
                     pos += n
                     continue
             if n == 0:
@@ -571,7 +591,6 @@ class Transfer:
                 raise DownloadError(DOWNLOAD_FAILED, f"cannot write {job.remote.path}: {e.strerror}") from e
             view = view[n:]
             at += n
-        self._record(job, offset, offset + len(data))
 
     def _record(self, job: _Job, start: int, end: int) -> None:
         with job.lock:
