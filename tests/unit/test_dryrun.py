@@ -16,6 +16,18 @@ from aim_discovery.dryrun import (
     ANNOTATION_SPEC_HASH,
     ANNOTATION_TEMPLATE_NAMESPACE,
     LABEL_TEMPLATE,
+    DiscoveryOutputError,
+    classify_failure,
+    job_body,
+    job_name,
+    parse_output,
+    pod_progress,
+    retry_delay,
+    size_quantity,
+    spec_hash,
+)
+from aimcore.crds.aim import AIMModelSource, AIMProfile
+from aimcore.jobs import (
     REASON_AUTH_ERROR,
     REASON_IMAGE_NOT_FOUND,
     REASON_IMAGE_PULL_AUTH_FAILURE,
@@ -33,20 +45,10 @@ from aim_discovery.dryrun import (
     STATE_ACTIVE,
     STATE_FAILED,
     STATE_SUCCEEDED,
-    DiscoveryOutputError,
-    classify_failure,
     finished_at,
-    job_body,
-    job_name,
     job_state,
-    parse_output,
-    pod_progress,
     redact,
-    retry_delay,
-    size_quantity,
-    spec_hash,
 )
-from aimcore.crds.aim import AIMModelSource, AIMProfile
 from aimcore.status.rules import REASON_STATES
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

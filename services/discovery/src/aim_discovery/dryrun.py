@@ -38,28 +38,6 @@ from pydantic import ValidationError
 from aimcore import jobs
 from aimcore.children import child_labels
 from aimcore.crds.aim import MODEL_ID_PATTERN, SOURCE_URI_PATTERN, AIMModelSource, AIMProfile
-from aimcore.jobs import (
-    REASON_AUTH_ERROR,
-    REASON_IMAGE_NOT_FOUND,
-    REASON_IMAGE_PULL_AUTH_FAILURE,
-    REASON_IMAGE_PULL_BACK_OFF,
-    REASON_INVALID_IMAGE_REFERENCE,
-    REASON_JOB_BACKOFF_LIMIT_EXCEEDED,
-    REASON_JOB_DEADLINE_EXCEEDED,
-    REASON_JOB_EVICTED,
-    REASON_JOB_RUNNING,
-    REASON_POD_OOM_KILLED,
-    REASON_PODS_PENDING,
-    REASON_SECRET_NOT_FOUND,
-    REASON_SOURCE_NOT_FOUND,
-    REASON_STORAGE_FULL,
-    STATE_ACTIVE,
-    STATE_FAILED,
-    STATE_SUCCEEDED,
-    finished_at,
-    job_state,
-    redact,
-)
 from aimcore.naming import DNS_LABEL_MAX, go_json, label_value, sanitize_part
 
 __all__ = [
@@ -69,33 +47,13 @@ __all__ = [
     "ANNOTATION_TEMPLATE_NAMESPACE",
     "CONTAINER_NAME",
     "LABEL_TEMPLATE",
-    "REASON_AUTH_ERROR",
-    "REASON_IMAGE_NOT_FOUND",
-    "REASON_IMAGE_PULL_AUTH_FAILURE",
-    "REASON_IMAGE_PULL_BACK_OFF",
-    "REASON_INVALID_IMAGE_REFERENCE",
-    "REASON_JOB_BACKOFF_LIMIT_EXCEEDED",
-    "REASON_JOB_DEADLINE_EXCEEDED",
-    "REASON_JOB_EVICTED",
-    "REASON_JOB_RUNNING",
-    "REASON_PODS_PENDING",
-    "REASON_POD_OOM_KILLED",
-    "REASON_SECRET_NOT_FOUND",
-    "REASON_SOURCE_NOT_FOUND",
-    "REASON_STORAGE_FULL",
-    "STATE_ACTIVE",
-    "STATE_FAILED",
-    "STATE_SUCCEEDED",
     "DiscoveryOutputError",
     "DiscoveryResult",
     "classify_failure",
-    "finished_at",
     "job_body",
     "job_name",
-    "job_state",
     "parse_output",
     "pod_progress",
-    "redact",
     "retry_delay",
     "spec_hash",
 ]
@@ -306,7 +264,7 @@ class DiscoveryResult:
 
 def _quote(value: Any) -> str:
     text = value if isinstance(value, str) else _compact(value)
-    text = redact(" ".join(text.split()))
+    text = jobs.redact(" ".join(text.split()))
     if len(text) > QUOTE_LIMIT:
         text = text[: QUOTE_LIMIT - 1] + "…"
     return repr(text)

@@ -45,9 +45,9 @@ from aim_discovery.catalog import (
 )
 from aim_discovery.slots import FINISHED, RUNNING, UNKNOWN, Slots
 from aimcore import gpu as gpus
+from aimcore import jobs
 from aimcore.bus.messages import ConditionReport
 from aimcore.children import child_labels, contains, owner_reference
-from aimcore.jobs import retry_note
 from aimcore.kinds import JOB, NODE, POD, KindRef, by_kind
 from aimcore.kube.client import ApiException, Kube
 from aimcore.naming import label_value
@@ -263,16 +263,16 @@ class TemplateController:
         status = request.obj.get("status") or {}
         recorded = (status.get("discoveryJob") or {}).get("name") or ""
         namespace = template.namespace or self.system_namespace
-        jobs = self._jobs(request, template, namespace)
-        current = [j for j in jobs if _annotation(j, dryrun.ANNOTATION_SPEC_HASH) == spec_hash]
-        for stale in (j for j in jobs if j not in current):
+        owned = self._jobs(request, template, namespace)
+        current = [j for j in owned if _annotation(j, dryrun.ANNOTATION_SPEC_HASH) == spec_hash]
+        for stale in (j for j in owned if j not in current):
             await self._delete_job(stale)
 
         discovered = _condition(status, DISCOVERED)
         if f"-{spec_hash}-" in recorded and discovered is not None:
             if discovered.get("reason") == DISCOVERY_COMPLETE and status.get("modelSources"):
                 for job in current:  # the output is in the status now: the Job has done its part
-                    if dryrun.job_state(job) == dryrun.STATE_SUCCEEDED:
+                    if jobs.job_state(job) == jobs.STATE_SUCCEEDED:
                         await self._delete_job(job)
                 return await self._discovered(request, template, status, conditions, fields)
             if discovered.get("reason") == INVALID_OUTPUT:
@@ -293,17 +293,17 @@ class TemplateController:
                 request, template, model, config, namespace, spec_hash, 1, None, conditions, fields
             )
         attempt = int(_annotation(latest, dryrun.ANNOTATION_ATTEMPT) or 1)
-        state = dryrun.job_state(latest)
+        state = jobs.job_state(latest)
         job_name = latest["metadata"]["name"]
         fields["discoveryJob"] = {"name": job_name, "namespace": namespace, "kind": "Job"}
         pods = self._pods(request, namespace, job_name)
-        if state == dryrun.STATE_ACTIVE:
-            progress = dryrun.pod_progress(pods) or (dryrun.REASON_JOB_RUNNING, f"Job {job_name} created")
+        if state == jobs.STATE_ACTIVE:
+            progress = dryrun.pod_progress(pods) or (jobs.REASON_JOB_RUNNING, f"Job {job_name} created")
             conditions += [
                 ConditionReport(
                     type=DISCOVERY_JOB_READY,
                     status="False",
-                    reason=dryrun.REASON_JOB_RUNNING,
+                    reason=jobs.REASON_JOB_RUNNING,
                     message=f"Job {job_name} (attempt {attempt}) is running",
                 ),
                 ConditionReport(
@@ -316,19 +316,19 @@ class TemplateController:
                     message="Discovery job running",
                 ),
             ]
-            await self._report(request, conditions, fields, "discovery", dryrun.REASON_JOB_RUNNING, job_name)
+            await self._report(request, conditions, fields, "discovery", jobs.REASON_JOB_RUNNING, job_name)
             return None
-        if state == dryrun.STATE_SUCCEEDED:
+        if state == jobs.STATE_SUCCEEDED:
             return await self._read_output(request, template, namespace, latest, pods, conditions, fields)
 
         # failed: wait out the backoff, then the next attempt replaces this Job
         tail = await self._log(namespace, pods, tail_lines=LOG_TAIL_LINES)
         reason, message = dryrun.classify_failure(latest, pods, tail)
-        ended = dryrun.finished_at(latest)
+        ended = jobs.finished_at(latest)
         due = (ended.timestamp() if ended else self.clock()) + dryrun.retry_delay(attempt)
         wait = due - self.clock()
         if wait > 0:
-            note = retry_note(attempt, due)
+            note = jobs.retry_note(attempt, due)
             conditions += [
                 ConditionReport(
                     type=DISCOVERY_JOB_READY, status="False", reason=reason, message=f"{message} ({note})"
@@ -420,12 +420,12 @@ class TemplateController:
         message = f"Discovery Job {name} created (attempt {attempt})"
         conditions += [
             ConditionReport(
-                type=DISCOVERY_JOB_READY, status="False", reason=dryrun.REASON_JOB_RUNNING, message=message
+                type=DISCOVERY_JOB_READY, status="False", reason=jobs.REASON_JOB_RUNNING, message=message
             ),
             ConditionReport(type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message),
         ]
         await self._report(
-            request, conditions, fields, "create-discovery-job", dryrun.REASON_JOB_RUNNING, message
+            request, conditions, fields, "create-discovery-job", jobs.REASON_JOB_RUNNING, message
         )
         return None
 
@@ -599,7 +599,7 @@ class TemplateController:
         job = request.informer.get(JOB, namespace, name)
         if job is None:
             return UNKNOWN
-        return RUNNING if dryrun.job_state(job) == dryrun.STATE_ACTIVE else FINISHED
+        return RUNNING if jobs.job_state(job) == jobs.STATE_ACTIVE else FINISHED
 
     async def _log(
         self, namespace: str, pods: Sequence[Mapping[str, Any]], *, tail_lines: int | None
