@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from aimcore.cli_audit import kubeconfig_path
 from aimcore.local import binaries
-from aimcore.local.stack import aim_home
 from aimcore.units import format_bytes
 
 KINDS = ("aimmodelcaches.aim.eai.amd.com", "aimmodelcaches.aim.silogen.ai")
@@ -60,15 +59,6 @@ def render(rows: Iterable[Sequence[str]]) -> str:
     return "\n".join("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table)
 
 
-def _kubeconfig(explicit: str | None) -> Path | None:
-    if explicit:
-        return Path(explicit)
-    if os.environ.get("KUBECONFIG"):
-        return None  # kubectl's own default applies
-    embedded = aim_home() / "kubeconfig"
-    return embedded if embedded.exists() else None
-
-
 def list_caches(kubeconfig: Path | None, namespace: str | None) -> list[dict[str, Any]]:
     where = ["-n", namespace] if namespace else ["-A"]
     items: list[dict[str, Any]] = []
@@ -81,7 +71,8 @@ def list_caches(kubeconfig: Path | None, namespace: str | None) -> list[dict[str
 
 
 def cmd_caches(args: argparse.Namespace) -> int:
-    items = list_caches(_kubeconfig(args.kubeconfig), None if args.all_namespaces else args.namespace)
+    kubeconfig = Path(kubeconfig_path(args.kubeconfig))
+    items = list_caches(kubeconfig, None if args.all_namespaces else args.namespace)
     if args.output == "json":
         print(json.dumps([dict(zip(HEADER, cache_row(o), strict=True)) for o in items], indent=2))
     else:
@@ -94,5 +85,5 @@ def register(sub: Any) -> None:
     caches.add_argument("-n", "--namespace", default="default")
     caches.add_argument("-A", "--all-namespaces", action="store_true")
     caches.add_argument("-o", "--output", choices=["table", "json"], default="table")
-    caches.add_argument("--kubeconfig", help="default: $KUBECONFIG, else the embedded stack's")
+    caches.add_argument("--kubeconfig", help="default: $AIM_KUBECONFIG, $KUBECONFIG, else aimctl up's")
     caches.set_defaults(func=cmd_caches)
