@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from aim_cache.downloader import (
+    DOWNLOAD_FAILED,
     DownloadError,
     Manifest,
     Progress,
@@ -146,7 +147,7 @@ class LocalExecutor:
             raise
         except Exception as exc:  # a bug or an unexpected library error: a clear failure, not a dead task
             log.exception("download of %s/%s crashed", meta["namespace"], meta["name"])
-            run.error = DownloadError("DownloadFailed", f"downloader error: {type(exc).__name__}: {exc}")
+            run.error = DownloadError(DOWNLOAD_FAILED, f"downloader error: {type(exc).__name__}: {exc}")
         finally:
             run.finished_at = time.time()
             if pending:

@@ -33,6 +33,7 @@ from typing import Any
 from aim_cache import plan
 from aim_cache.downloader import (
     INVALID_SOURCE,
+    SOURCE_UNREACHABLE,
     DownloadError,
     Progress,
     parse_source,
@@ -40,6 +41,7 @@ from aim_cache.downloader import (
     progress_fields,
     read_manifest,
 )
+from aim_cache.downloader.errors import PERMANENT_REASONS
 from aim_cache.local import LocalExecutor, LocalRun
 from aim_cache.settings import CacheSettings
 from aimcore import jobs
@@ -48,7 +50,7 @@ from aimcore.children import owned_by
 from aimcore.gpu import parse_quantity
 from aimcore.kinds import JOB, POD, PVC, KindRef
 from aimcore.kube.client import ApiException, Kube, describe_error
-from aimcore.kube.envvars import EnvReferenceMissing, resolve_env
+from aimcore.kube.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtimeconfig import resolution_conditions
 from aimcore.units import format_bytes, format_duration
@@ -62,7 +64,10 @@ STORAGE_READY = "StorageReady"
 DOWNLOAD_READY = "DownloadReady"
 LEGACY = "aim.silogen.ai"
 
-NON_RETRYABLE = frozenset({"AuthError", "SourceNotFound", "InvalidSource", "SecretNotFound"})
+# failures only a user can fix (credentials, a missing source or Secret): retried at the cap
+NON_RETRYABLE = PERMANENT_REASONS | {SECRET_NOT_FOUND}
+# failures that are about the source rather than the transfer
+SOURCE_REASONS = NON_RETRYABLE | {SOURCE_UNREACHABLE}
 MAX_REMEMBERED = 4096
 
 
@@ -228,7 +233,7 @@ class ModelCacheController:
         conditions: list[ConditionReport], reason: str, message: str, attempt: int, due: float
     ) -> None:
         retry = jobs.retry_note(attempt, due)
-        if reason in ("AuthError", "SourceNotFound", "InvalidSource", "SourceUnreachable", "SecretNotFound"):
+        if reason in SOURCE_REASONS:
             conditions.append(cond(SOURCE_READY, False, reason, message))
         else:
             conditions.append(cond(SOURCE_READY, True, "SourceResolved", "the source was listed"))
