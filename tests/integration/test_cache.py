@@ -300,7 +300,13 @@ async def test_deleting_a_template_cache_deletes_only_its_caches_that_are_not_re
     ]
     await a_template(kube, namespace, "tpl")
     await template_cache(kube, namespace, "mixed", "tpl", sources)
-    failed = await wait_status(kube, TEMPLATE_CACHE, namespace, "mixed", "Failed")
+
+    def settled(status: dict[str, Any]) -> bool:
+        # Failed as soon as the bad source fails; the good one may still be downloading then
+        entries = status.get("modelCaches") or {}
+        return status.get("status") == "Failed" and (entries.get(good) or {}).get("status") == "Ready"
+
+    failed = await status_of(kube, TEMPLATE_CACHE, namespace, "mixed", settled, "Failed, good cache Ready")
     assert "aim.eai.amd.com/artifactcleanup" in failed["metadata"]["finalizers"]
     assert condition(failed["status"], "ModelCachesReady")["reason"] == "SourceNotFound"
     caches = failed["status"]["modelCaches"]
