@@ -12,19 +12,10 @@ import pytest
 
 from aim_discovery.catalog import (
     ALIAS_LABEL,
-    MODEL_LABEL,
-    ORIGIN_LABEL,
-    GPURequirement,
-    ModelView,
     PlannedTemplate,
-    TemplateView,
     custom_templates,
-    is_model,
-    is_runtime_config,
-    is_template,
     merge_hardware,
     model_condition,
-    model_kinds,
     recommended_template,
     template_body,
     template_kind,
@@ -34,6 +25,17 @@ from aimcore.children import MANAGED_BY, contains, differs, owner_reference
 from aimcore.children import PART_OF_LABEL as PART_OF
 from aimcore.kinds import by_kind
 from aimcore.naming import derived_name
+from aimcore.views import (
+    MODEL_LABEL,
+    ORIGIN_LABEL,
+    GPURequirement,
+    ModelView,
+    TemplateView,
+    is_model,
+    is_runtime_config,
+    is_template,
+    model_kinds,
+)
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"

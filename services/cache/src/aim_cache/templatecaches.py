@@ -38,8 +38,9 @@ from typing import Any
 from aim_cache import plan
 from aimcore.bus.messages import ConditionReport
 from aimcore.children import owned_by, owner_reference
-from aimcore.kinds import NAMESPACE, PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
-from aimcore.kube.client import ApiException, Kube
+from aimcore.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
+from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.kube.client import Kube
 from aimcore.naming import label_value
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtimeconfig import merge_env, resolution_conditions
@@ -151,8 +152,8 @@ class TemplateCacheController:
         if obj["metadata"].get("deletionTimestamp"):
             await self._finalize(request)
             return None
-        if FINALIZER not in (obj["metadata"].get("finalizers") or []):
-            await self._add_finalizer(request)
+        if not has_finalizer(obj, FINALIZER):
+            await add_finalizer(self.kube, request.ref, obj, FINALIZER)
         spec = obj.get("spec") or {}
         fields: dict[str, Any] = {}
         config, conditions = resolution_conditions(
@@ -390,21 +391,11 @@ class TemplateCacheController:
 
     # -- finalizer -------------------------------------------------------------------------------
 
-    async def _add_finalizer(self, request: Request) -> None:
-        meta = request.obj["metadata"]
-        ops: list[Obj] = [{"op": "test", "path": "/metadata/uid", "value": meta["uid"]}]
-        if meta.get("finalizers"):
-            ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER})
-        else:
-            ops.append({"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]})
-        await self.kube.patch_json(request.ref, request.namespace, meta["name"], ops)
-
     async def _finalize(self, request: Request) -> None:
         meta = request.obj["metadata"]
-        finalizers = list(meta.get("finalizers") or [])
-        if FINALIZER not in finalizers:
+        if not has_finalizer(request.obj, FINALIZER):
             return
-        if not await self._namespace_terminating(request.namespace):
+        if not await namespace_terminating(self.kube, request.namespace):
             kind = by_kind(request.ref.group, "AIMModelCache")
             label = label_value(meta["name"])
             created = [
@@ -423,26 +414,7 @@ class TemplateCacheController:
                         f"deleted model cache {cache['metadata']['name']} ({cache_status(cache)}) "
                         "with its template cache",
                     )
-        index = finalizers.index(FINALIZER)
-        try:
-            await self.kube.patch_json(
-                request.ref,
-                request.namespace,
-                meta["name"],
-                [
-                    {"op": "test", "path": f"/metadata/finalizers/{index}", "value": FINALIZER},
-                    {"op": "remove", "path": f"/metadata/finalizers/{index}"},
-                ],
-            )
-        except ApiException as exc:
-            if exc.status not in (404, 409, 422):
-                raise
-
-    async def _namespace_terminating(self, namespace: str | None) -> bool:
-        if not namespace:
-            return False
-        ns = await self.kube.get(NAMESPACE, None, namespace)
-        return ns is None or bool(ns["metadata"].get("deletionTimestamp"))
+        await remove_finalizer(self.kube, request.ref, request.obj, FINALIZER)
 
 
 def template_names(obj: Mapping[str, Any]) -> Iterable[str]:

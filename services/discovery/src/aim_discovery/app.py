@@ -21,15 +21,6 @@ import asyncio
 from collections.abc import Iterable
 
 from aim_discovery import runtimeconfigs
-from aim_discovery.catalog import (
-    AIM,
-    LEGACY,
-    TemplateView,
-    is_model,
-    is_runtime_config,
-    is_template,
-    model_kinds,
-)
 from aim_discovery.models import ModelController
 from aim_discovery.slots import Slots
 from aim_discovery.templates import TemplateController, job_template
@@ -41,6 +32,15 @@ from aimcore.runtime.informer import Informer, Obj
 from aimcore.runtime.reconciler import Controller, Request, Result, Target, Watch, kinds_of, run_controller
 from aimcore.runtimeconfig import config_name
 from aimcore.service import ServiceContext, run_service
+from aimcore.views import (
+    AIM,
+    LEGACY,
+    TemplateView,
+    is_model,
+    is_runtime_config,
+    is_template,
+    model_kinds,
+)
 
 MODEL_NAME_INDEX = "model-name"
 RUNTIME_CONFIG_INDEX = "runtime-config"

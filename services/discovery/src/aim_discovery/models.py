@@ -31,9 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from aim_discovery.catalog import (
-    AIM,
-    MODEL_LABEL,
-    ModelView,
     PlannedTemplate,
     custom_templates,
     recommended_template,
@@ -67,6 +64,11 @@ from aimcore.runtimeconfig import (
     resolve,
 )
 from aimcore.status.rules import has_status_field
+from aimcore.views import (
+    AIM,
+    MODEL_LABEL,
+    ModelView,
+)
 
 log = logging.getLogger(__name__)
 

@@ -34,14 +34,8 @@ from typing import Any
 
 from aim_discovery import dryrun
 from aim_discovery.catalog import (
-    AIM,
     TEMPLATE_CONTROLLER,
-    GPURequirement,
-    ModelView,
-    TemplateView,
     model_condition,
-    model_kinds,
-    secret_names,
 )
 from aim_discovery.slots import FINISHED, RUNNING, UNKNOWN, Slots
 from aimcore import gpu as gpus
@@ -61,6 +55,14 @@ from aimcore.runtimeconfig import (
     resolve,
 )
 from aimcore.status.rules import has_status_field
+from aimcore.views import (
+    AIM,
+    GPURequirement,
+    ModelView,
+    TemplateView,
+    model_kinds,
+    secret_names,
+)
 
 log = logging.getLogger(__name__)
 

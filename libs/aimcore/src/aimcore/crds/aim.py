@@ -2178,8 +2178,25 @@ class AIMModelCacheStatus(K8sModel):
 # ---------------------------------------------------------------------------------------------
 
 
+class AIMModelCreationScope(enum.StrEnum):
+    """Scope of the model a service auto-creates from spec.model.image."""
+
+    NAMESPACE = "Namespace"
+    CLUSTER = "Cluster"
+
+
 class AIMModelConfig(K8sModel):
     """AIMModelConfig controls model creation and discovery defaults of a runtime config."""
+
+    creation_scope: AIMModelCreationScope | None = Field(
+        default=None,
+        description=(
+            "CreationScope says whether models a service auto-creates from spec.model.image are\n"
+            "namespaced AIMModels (Namespace, the default) or AIMClusterModels (Cluster).\n"
+            "An extension of this project: the concept guide documents the field, the API\n"
+            "reference omits it."
+        ),
+    )
 
     auto_discovery: bool | None = Field(
         default=None,

@@ -137,11 +137,7 @@ class AIMCacheStatusEnum(enum.StrEnum):
     FAILED = "Failed"
 
 
-class AIMModelCreationScope(enum.StrEnum):
-    """Scope of the model a service auto-creates from spec.model.image (generation 2)."""
-
-    NAMESPACE = "Namespace"
-    CLUSTER = "Cluster"
+AIMModelCreationScope = current.AIMModelCreationScope
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,8 +432,7 @@ class AIMServiceRouting(_RoutingCommon):
 
 
 class AIMModelConfig(current.AIMModelConfig):
-    """The current group's model defaults plus generation 2's creationScope: the scope of models a
-    service auto-creates from spec.model.image."""
+    """The current group's model defaults; generation 2 declares creationScope with a default."""
 
     creation_scope: AIMModelCreationScope = Field(
         default=AIMModelCreationScope.NAMESPACE,
