@@ -41,6 +41,7 @@ from aim_cache.downloader import (
     probe_size,
     read_manifest,
 )
+from aim_cache.downloader import sources as sources_module
 from aim_cache.downloader import transfer as transfer_module
 from aimcore.bus import subjects, topology
 from aimcore.bus.messages import StatusReport
@@ -224,6 +225,91 @@ async def test_corrupted_byte_is_caught(hub: HubServer, tmp_path: Path, path: st
     assert_tree(tmp_path, files)
 
 
+def _is_direct(fd: int) -> bool:
+    import fcntl  # noqa: PLC0415
+
+    return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_DIRECT", 0))
+
+
+@pytest.mark.parametrize("mode", ["held", "read back", "page cache"])
+async def test_ranges_are_hashed_in_order_from_memory_or_disk(
+    hub: HubServer, tmp_path: Path, small_chunks: None, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Ranges arrive out of order over several connections; the hash consumes the file in order
+    from the buffers the bytes arrived in ("held"), or reads back what it could not hold ("read
+    back"), with O_DIRECT writes or through the page cache; a corrupted byte is caught either way."""
+    if mode == "read back":
+        monkeypatch.setattr(transfer_module, "HOLD_BYTES", 0)
+        monkeypatch.setattr(transfer_module, "HOLD_WAIT", 0.0)
+    real_preadv, real_pwrite = os.preadv, os.pwrite
+    read_back: list[int] = []
+    direct_writes: list[int] = []
+
+    def preadv(fd: int, buffers: Any, offset: int) -> int:
+        n = real_preadv(fd, buffers, offset)
+        read_back.append(n)
+        return n
+
+    def pwrite(fd: int, data: Any, offset: int) -> int:
+        if _is_direct(fd):
+            direct_writes.append(len(data))
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(os, "preadv", preadv)
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    path = "model.safetensors"
+    files = {path: blob(3 * MIB + 4097, 11), "config.json": b"{}"}
+    direct_io = mode != "page cache"
+    await download(
+        f"hf://{new_repo(hub, files)}", tmp_path / "ok", env=hf_env(hub), connections=4, direct_io=direct_io
+    )
+    assert_tree(tmp_path / "ok", files)
+    if mode == "read back":
+        assert sum(read_back) > 0
+    else:
+        assert sum(read_back) == 0  # hashed from memory: no second pass over the file
+    probe = tmp_path / "probe"
+    probe.write_bytes(b"")
+    fd = transfer_module._open_direct(probe)
+    if fd is not None:  # the filesystem has O_DIRECT: whole blocks went through it
+        os.close(fd)
+        assert bool(direct_writes) == direct_io
+        assert all(n % transfer_module.ALIGN == 0 for n in direct_writes)
+
+    corrupt = new_repo(hub, files)
+    hub.corrupt(corrupt, path, 2 * MIB + 100, count=1000)  # whichever range request covers it
+    with pytest.raises(DownloadError) as info:
+        await download(
+            f"hf://{corrupt}", tmp_path / "bad", env=hf_env(hub), connections=4, direct_io=direct_io
+        )
+    assert info.value.reason == CHECKSUM_MISMATCH and path in info.value.message
+    assert hashlib.sha256(files[path]).hexdigest() in info.value.message
+    assert not (tmp_path / "bad" / path).exists()
+    assert not (tmp_path / "bad" / ".aim-partial" / f"{path}.part").exists()
+    assert not (tmp_path / "bad" / MANIFEST).exists()
+    served = [r for r in resolves(hub, corrupt, path) if r["range"] and range_start(r) <= 2 * MIB + 100]
+    assert served and any(r["fault"] == "corrupt" for r in served)
+
+
+async def test_refused_direct_writes_fall_back_to_the_page_cache(
+    hub: HubServer, tmp_path: Path, small_chunks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_pwrite = os.pwrite
+    refused: list[int] = []
+
+    def pwrite(fd: int, data: Any, offset: int) -> int:
+        if _is_direct(fd):
+            refused.append(offset)
+            raise OSError(22, "Invalid argument")
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    files = {"model.safetensors": blob(MIB + 5, 12)}
+    await download(f"hf://{new_repo(hub, files)}", tmp_path, env=hf_env(hub), connections=2)
+    assert_tree(tmp_path, files)
+    assert len(refused) <= 2  # refused once per file (a second worker may have been writing too)
+
+
 async def test_dropped_connection_resumes_with_range(hub: HubServer, tmp_path: Path) -> None:
     files = model_files()
     repo_id = new_repo(hub, files)
@@ -352,6 +438,34 @@ async def test_private_repo_token_vs_missing_repo(hub: HubServer, tmp_path: Path
     )
     assert_tree(tmp_path, files)
     assert manifest.verified == ("git-sha1", "sha256")
+
+
+@pytest.mark.parametrize("private", [False, True])
+async def test_stdlib_listing_equals_the_huggingface_hub_listing(
+    hub: HubServer, monkeypatch: pytest.MonkeyPatch, private: bool
+) -> None:
+    """The listing's fast path (one stdlib request, no ``huggingface_hub`` import) gives exactly
+    what ``HfApi.model_info`` gives, and steps aside (None) whenever it is not a plain success."""
+    token = "hf_" + secrets.token_hex(12) if private else None
+    repo_id = new_repo(hub, model_files(), token=token)
+    env = hf_env(hub, token)
+    for uri in (f"hf://{repo_id}", f"hf://{repo_id}@main"):
+        parsed = sources_module.parse_source(uri)
+        fast = sources_module._list_hf_direct(parsed, env)
+        with monkeypatch.context() as m:
+            m.setattr(sources_module, "_list_hf_direct", lambda *_: None)
+            slow = sources_module._list_hf(parsed, env)
+        assert fast is not None and fast == slow
+        assert [f.url for f in fast.files] == [f.url for f in slow.files]
+    missing = sources_module.parse_source("hf://aim-tests/does-not-exist")
+    assert sources_module._list_hf_direct(missing, env) is None
+    bad_revision = sources_module.parse_source(f"hf://{repo_id}@v9")
+    assert sources_module._list_hf_direct(bad_revision, env) is None
+    if private:
+        assert (
+            sources_module._list_hf_direct(sources_module.parse_source(f"hf://{repo_id}"), hf_env(hub))
+            is None
+        )
 
 
 async def test_unreachable_hub(tmp_path: Path) -> None:

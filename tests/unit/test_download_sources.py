@@ -8,6 +8,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from huggingface_hub import hf_hub_url
 
 from aim_cache.downloader import fetch, partial
 from aim_cache.downloader.errors import (
@@ -27,6 +28,8 @@ from aim_cache.downloader.sources import (
     RemoteFile,
     _s3_digests,
     _with_expected,
+    hf_file_url,
+    hf_info_entries,
     model_id_for,
     normalize_sha256,
     parse_source,
@@ -305,3 +308,37 @@ def test_state_roundtrip(tmp_path: Path) -> None:
     assert loaded is not None and loaded.done.ranges() == [(0, 10), (20, 30)] and not loaded.placed
     path.write_text("{not json")
     assert partial.load_state(path) is None
+
+
+# -- the Hub listing's stdlib path ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["config.json", "sub dir/model+1.safetensors", "ü/%20#?.bin"])
+def test_hf_file_url_is_what_huggingface_hub_builds(path: str) -> None:
+    expected = hf_hub_url("org/model", path, revision="refs/pr/1", endpoint="http://hub:8080")
+    assert hf_file_url("http://hub:8080", "org/model", "refs/pr/1", path) == expected
+
+
+def test_hf_info_entries() -> None:
+    info = {
+        "sha": "c" * 40,
+        "siblings": [
+            {"rfilename": "config.json", "size": 2, "blobId": "b" * 40},
+            {"rfilename": "m.safetensors", "size": 9, "blobId": "d" * 40, "lfs": {"sha256": SHA, "size": 9}},
+        ],
+    }
+    assert hf_info_entries(info) == (
+        "c" * 40,
+        [("config.json", 2, "b" * 40, None), ("m.safetensors", 9, "d" * 40, SHA)],
+    )
+    # anything missing or odd: None (the caller lists through huggingface_hub instead)
+    broken: object
+    for broken in (
+        {**info, "sha": None},
+        {**info, "siblings": None},
+        {**info, "siblings": [{"rfilename": "config.json", "blobId": "b" * 40}]},
+        {**info, "siblings": [{"rfilename": "config.json", "size": "2", "blobId": "b" * 40}]},
+        {**info, "siblings": [{"rfilename": "a", "size": 1, "blobId": "b" * 40, "lfs": {}}]},
+        [],
+    ):
+        assert hf_info_entries(broken) is None

@@ -4,6 +4,10 @@ downloading), resumable (partial files and their state under ``.aim-partial/``),
 complete unless it is (a manifest written last). Used in-process by the cache service and as the
 ``aim-download`` CLI in download Jobs."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from aim_cache.downloader.errors import (
     AUTH_ERROR,
     CHECKSUM_MISMATCH,
@@ -17,7 +21,6 @@ from aim_cache.downloader.errors import (
 )
 from aim_cache.downloader.manifest import MANIFEST, Manifest, ManifestFile, read_manifest
 from aim_cache.downloader.progress import Progress, RateMeter, progress_fields, summary
-from aim_cache.downloader.report import progress_report
 from aim_cache.downloader.run import download, download_listing, probe_size
 from aim_cache.downloader.sources import (
     Digest,
@@ -28,6 +31,9 @@ from aim_cache.downloader.sources import (
     model_id_for,
     parse_source,
 )
+
+if TYPE_CHECKING:
+    from aim_cache.downloader.report import progress_report
 
 __all__ = [
     "AUTH_ERROR",
@@ -59,3 +65,13 @@ __all__ = [
     "read_manifest",
     "summary",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # progress_report needs aimcore's message models (pydantic, ~0.2 s to import): loaded on first
+    # use, so ``aim-download`` without progress publishing starts faster.
+    if name == "progress_report":
+        from aim_cache.downloader.report import progress_report  # noqa: PLC0415
+
+        return progress_report
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,16 +24,16 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from aim_cache.downloader.errors import DOWNLOAD_FAILED, DownloadError, redact_url
 from aim_cache.downloader.progress import Progress, RateMeter, summary
-from aim_cache.downloader.report import progress_report
 from aim_cache.downloader.run import download
-from aimcore.bus import subjects
-from aimcore.bus.messages import ObjectRef, StatusReport
-from aimcore.kinds import by_kind
 from aimcore.units import format_bytes, format_duration, format_rate
+
+if TYPE_CHECKING:
+    # aimcore's message models cost ~0.2 s to import: only when progress is published (--object).
+    from aimcore.bus.messages import ObjectRef, StatusReport
 
 log = logging.getLogger("aim-download")
 
@@ -82,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stall-timeout", type=_positive_float, default=60.0, metavar="S")
     parser.add_argument("--connections", type=_positive_int, default=8, metavar="N")
     parser.add_argument("--expected-sha256", metavar="HEX")
+    parser.add_argument(
+        "--no-direct-io",
+        dest="direct_io",
+        action="store_false",
+        help="write through the page cache even where O_DIRECT works",
+    )
     parser.add_argument("--object", metavar="GROUP/VERSION/KIND/NAMESPACE/NAME")
     parser.add_argument("--uid")
     return parser
@@ -90,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_object(text: str) -> ObjectRef:
     """``GROUP/VERSION/KIND/NAMESPACE/NAME`` (empty GROUP for the core group, empty or ``_`` NAMESPACE
     for a cluster-scoped object)."""
+    from aimcore.bus.messages import ObjectRef  # noqa: PLC0415 - see the imports
+
     parts = text.split("/")
     if len(parts) != 5 or not parts[1] or not parts[2] or not parts[4]:
         raise ValueError("expected GROUP/VERSION/KIND/NAMESPACE/NAME")
@@ -119,6 +127,9 @@ class Publisher:
     @classmethod
     async def connect(cls, url: str, obj: ObjectRef, uid: str | None) -> Publisher | None:
         import nats  # noqa: PLC0415 - only when publishing
+
+        from aimcore.bus import subjects  # noqa: PLC0415
+        from aimcore.kinds import by_kind  # noqa: PLC0415
 
         try:
             ref = by_kind(obj.group, obj.kind)
@@ -151,6 +162,8 @@ class Publisher:
         return publisher
 
     def offer(self, p: Progress, meter: RateMeter, now: float) -> None:
+        from aim_cache.downloader.report import progress_report  # noqa: PLC0415
+
         self.latest = progress_report(self.obj, self.uid, p, meter, now=now)
         self._wake.set()
 
@@ -239,6 +252,7 @@ async def run(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[dict[st
             stall_timeout=args.stall_timeout,
             connections=args.connections,
             expected_sha256=args.expected_sha256,
+            direct_io=args.direct_io,
         )
         seconds = time.monotonic() - started
         result: dict[str, Any] = {

@@ -75,8 +75,10 @@ async def download(
     stall_timeout: float = 60.0,
     connections: int = 8,
     expected_sha256: str | None = None,
+    direct_io: bool = True,
 ) -> Manifest:
-    """Download ``uri`` into ``dest`` and return its manifest (see the package docstring)."""
+    """Download ``uri`` into ``dest`` and return its manifest (see the package docstring).
+    ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works."""
     emit = _Emitter(on_progress)
     emit(Progress(0, 0, 0, 0, "listing"), force=True)
     listing = await list_source(uri, env, expected_sha256=expected_sha256)
@@ -86,6 +88,7 @@ async def download(
         on_progress=on_progress,
         stall_timeout=stall_timeout,
         connections=connections,
+        direct_io=direct_io,
         _emit=emit,
     )
 
@@ -97,6 +100,7 @@ async def download_listing(
     on_progress: ProgressCallback | None = None,
     stall_timeout: float = 60.0,
     connections: int = 8,
+    direct_io: bool = True,
     _emit: _Emitter | None = None,
 ) -> Manifest:
     """:func:`download` for a listing obtained earlier (e.g. by a size probe)."""
@@ -127,6 +131,7 @@ async def download_listing(
             ssl_context=make_ssl_context(listing.tls_verify) if _needs_tls(listing) else None,
             reusable=reusable,
             on_change=on_change,
+            direct_io=direct_io,
         )
         try:
             await asyncio.to_thread(engine.prepare)

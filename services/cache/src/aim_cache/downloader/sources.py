@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import http.client
+import json
 import os
 import re
 import stat
@@ -19,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from aim_cache.downloader import fetch
 from aim_cache.downloader.errors import (
@@ -306,8 +308,88 @@ def hf_endpoint(env: Mapping[str, str]) -> str:
     return (env.get("HF_ENDPOINT") or DEFAULT_HF_ENDPOINT).strip().rstrip("/")
 
 
+def hf_file_url(endpoint: str, repo_id: str, revision: str, path: str) -> str:
+    """What ``huggingface_hub.hf_hub_url`` returns for a model file at ``endpoint``."""
+    return f"{endpoint}/{repo_id}/resolve/{quote(revision, safe='')}/{quote(path)}"
+
+
+def hf_info_entries(info: Any) -> tuple[str, list[tuple[str, int, str, str | None]]] | None:
+    """(commit, [(path, size, blob id, LFS sha256)]) from the JSON of ``GET /api/models/<repo>
+    [/revision/<rev>]?blobs=True`` (what ``HfApi.model_info(files_metadata=True)`` reads); None
+    when anything expected is missing."""
+    if not isinstance(info, dict) or not isinstance(info.get("sha"), str) or not info["sha"]:
+        return None
+    siblings = info.get("siblings")
+    if not isinstance(siblings, list):
+        return None
+    entries: list[tuple[str, int, str, str | None]] = []
+    for s in siblings:
+        if not isinstance(s, dict):
+            return None
+        path, size, blob, lfs = s.get("rfilename"), s.get("size"), s.get("blobId"), s.get("lfs")
+        sha256 = lfs.get("sha256") if isinstance(lfs, dict) else None
+        if not isinstance(path, str) or not isinstance(blob, str):
+            return None
+        if type(size) is not int or (lfs is not None and not isinstance(sha256, str)):
+            return None
+        entries.append((path, size, blob, sha256))
+    return info["sha"], entries
+
+
+def _list_hf_direct(parsed: ParsedSource, env: Mapping[str, str]) -> Listing | None:
+    """The listing in one stdlib request, without importing ``huggingface_hub`` (a fifth of a
+    second of the downloader's start-up). None on any failure or unexpected answer: the caller then
+    lists through ``huggingface_hub``, which also maps every error to its reason."""
+    if parsed.repo_id is None or truthy(env.get("HF_HUB_OFFLINE")):
+        return None
+    endpoint = hf_endpoint(env)
+    token = hf_token(env)
+    url = f"{endpoint}/api/models/{parsed.repo_id}"
+    if parsed.revision is not None:
+        url += f"/revision/{quote(parsed.revision, safe='')}"
+    url += "?blobs=True"
+    headers = {"Accept": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
+    verify = tls_verify(parsed, env)
+    conns = fetch.Connections(30.0, fetch.make_ssl_context(verify) if url.startswith("https:") else None)
+    try:
+        opened = fetch.open_url(conns, url, headers)
+        if opened.response.status != 200:
+            return None
+        found = hf_info_entries(json.loads(opened.response.read()))
+    except (fetch.Transient, DownloadError, OSError, ValueError, http.client.HTTPException):
+        return None
+    finally:
+        conns.close()
+    if found is None:
+        return None
+    commit, entries = found
+    return _hf_listing(parsed, endpoint, token, commit, entries)
+
+
+def _hf_listing(
+    parsed: ParsedSource,
+    endpoint: str,
+    token: str | None,
+    commit: str,
+    entries: list[tuple[str, int, str, str | None]],
+) -> Listing:
+    assert parsed.repo_id is not None
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    files: list[RemoteFile] = []
+    for path, size, blob_id, lfs_sha256 in sorted(entries):
+        digests = (Digest("sha256", lfs_sha256),) if lfs_sha256 else (Digest("git-sha1", blob_id),)
+        url = hf_file_url(endpoint, parsed.repo_id, commit, path)
+        files.append(RemoteFile(path, size, url, headers, digests, etag=lfs_sha256 or blob_id))
+    if not files:
+        raise DownloadError(SOURCE_NOT_FOUND, f"{parsed.display} has no files at revision {commit}")
+    return Listing(source=parsed.display, revision=commit, files=tuple(files))
+
+
 def _list_hf(parsed: ParsedSource, env: Mapping[str, str]) -> Listing:
-    from huggingface_hub import HfApi, hf_hub_url  # noqa: PLC0415 - heavy import, only for hf
+    fast = _list_hf_direct(parsed, env)
+    if fast is not None:
+        return fast
+    from huggingface_hub import HfApi  # noqa: PLC0415 - heavy import, only for hf
     from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415
 
     assert parsed.repo_id is not None
@@ -334,16 +416,9 @@ def _list_hf(parsed: ParsedSource, env: Mapping[str, str]) -> Listing:
     except Exception as e:
         raise hf_error(e, parsed, endpoint, has_token=token is not None) from e
 
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    files: list[RemoteFile] = []
-    for path, size, blob_id, lfs_sha256 in sorted(entries):
-        assert size is not None and blob_id is not None
-        digests = (Digest("sha256", lfs_sha256),) if lfs_sha256 else (Digest("git-sha1", blob_id),)
-        url = hf_hub_url(parsed.repo_id, path, revision=commit, endpoint=endpoint)
-        files.append(RemoteFile(path, size, url, headers, digests, etag=lfs_sha256 or blob_id))
-    if not files:
-        raise DownloadError(SOURCE_NOT_FOUND, f"{parsed.display} has no files at revision {commit}")
-    return Listing(source=parsed.display, revision=commit, files=tuple(files))
+    complete = [(p, s, b, h) for p, s, b, h in entries if s is not None and b is not None]
+    assert len(complete) == len(entries)
+    return _hf_listing(parsed, endpoint, token, commit, complete)
 
 
 def _http_status(error: BaseException) -> int | None:
