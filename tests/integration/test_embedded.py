@@ -42,6 +42,9 @@ def test_up_detach_demo_then_down(tmp_path: Path) -> None:
         assert f"export KUBECONFIG={home / 'kubeconfig'}" in up.stdout
         pending_row = [line for line in up.stdout.splitlines() if line.startswith("qwen3-chat")]
         assert pending_row and pending_row[0].split()[1] == "Pending", up.stdout
+        # the CPU custom-model service reached its KServe InferenceService (nothing serves it here)
+        isvc_rows = [line for line in up.stdout.splitlines() if line.startswith("tiny-chat-")]
+        assert isvc_rows, up.stdout
         model_row = [line for line in up.stdout.splitlines() if line.startswith("qwen3-32b")]
         assert model_row and model_row[0].split()[1] == "NotAvailable", up.stdout
         template_rows = [

@@ -52,7 +52,8 @@ async def pending(kube: Kube) -> int:
     return sum(
         1
         for o in items
-        if (o.get("status") or {}).get("status") == "Pending"
+        # their models do not exist: settled means Failed with ModelNotFound, for this generation
+        if (o.get("status") or {}).get("status") == "Failed"
         and o["status"].get("observedGeneration") == o["metadata"]["generation"]
     )
 
@@ -137,7 +138,7 @@ async def with_stack(
 
         # Generous: a killed watcher's leadership must expire (10 s) before the standby leads, and
         # this test shares two cores with a second control plane and seven service processes.
-        await eventually(all_pending, timeout=240, interval=0.2, what=f"all {COUNT} AIMServices Pending")
+        await eventually(all_pending, timeout=240, interval=0.2, what=f"all {COUNT} AIMServices settled")
         await drained(stack)
         services.assert_alive()
     finally:

@@ -1,6 +1,8 @@
 """The walking skeleton through real processes: kubectl apply an AIMService, and the watcher,
-the deployer and the status service make ``kubectl get aimsvc`` show ``Pending`` with the
-generation observed; invalid specs get ``InvalidSpec``; paused objects are left alone."""
+the deployer and the status service make ``kubectl get aimsvc`` show its state with the
+generation observed; invalid specs get ``InvalidSpec``; paused objects are left alone. Services
+here name models that do not exist, so their settled state is ``Failed`` with ``ModelNotFound``
+(the deployer's own behaviour is tested in ``test_deployer``)."""
 
 from __future__ import annotations
 
@@ -96,9 +98,16 @@ async def test_invalid_spec_is_reported_not_retried(running, kube, namespace, js
 
     # Fixing the spec recovers the object.
     await kube.patch(AIMSVC, namespace, "both", {"spec": {"model": {"image": None}}})
-    recovered = await eventually(
-        lambda: _status_is(kube, namespace, "both", "Pending"), what="recovery after the fix"
-    )
+
+    async def recovered_now() -> dict[str, Any] | None:
+        st = await _status_is(kube, namespace, "both", "Failed")
+        reason = next(
+            (c["reason"] for c in (st or {}).get("conditions") or [] if c["type"] == "ModelReady"), None
+        )
+        return st if st and st.get("observedGeneration") == 2 and reason == "ModelNotFound" else None
+
+    recovered = await eventually(recovered_now, what="recovery after the fix (the named model is missing)")
+
     assert recovered["observedGeneration"] == 2
 
 
@@ -116,14 +125,14 @@ async def test_legacy_group_service_is_reconciled(running, kube, namespace) -> N
     }
     await kube.create(LEGACY_AIMSVC, legacy)
     status = await eventually(
-        lambda: _legacy_pending(kube, namespace), what="legacy AIMService to be Pending"
+        lambda: _legacy_pending(kube, namespace), what="legacy AIMService reconciled (its model is missing)"
     )
     assert status["observedGeneration"] == 1
 
 
 async def _legacy_pending(kube: Kube, namespace: str) -> dict[str, Any] | None:
     st = await status_of(kube, namespace, "legacy", LEGACY_AIMSVC)
-    return st if st.get("status") == "Pending" else None
+    return st if st.get("status") == "Failed" else None
 
 
 async def test_paused_service_is_left_alone(running, kube, namespace, js: JetStreamContext) -> None:  # type: ignore[no-untyped-def]
@@ -135,7 +144,7 @@ async def test_paused_service_is_left_alone(running, kube, namespace, js: JetStr
     )
     await kube.create(AIMSVC, paused)
     await kube.create(AIMSVC, service("witness", namespace, {"model": {"name": "llama"}}))
-    await eventually(lambda: _status_is(kube, namespace, "witness", "Pending"), what="witness Pending")
+    await eventually(lambda: _status_is(kube, namespace, "witness", "Failed"), what="witness reconciled")
     await _drained(js, topology.EVENTS_STREAM, "aim-deployer")
     await _drained(js, topology.STATUS_STREAM, "aim-status")
     assert await status_of(kube, namespace, "paused") == {}
@@ -147,7 +156,7 @@ async def test_paused_service_is_left_alone(running, kube, namespace, js: JetStr
         "paused",
         {"metadata": {"annotations": {"aim.eai.amd.com/reconciliation-paused": None}}},
     )
-    await eventually(lambda: _status_is(kube, namespace, "paused", "Pending"), what="unpaused Pending")
+    await eventually(lambda: _status_is(kube, namespace, "paused", "Failed"), what="unpaused reconciled")
 
 
 async def _drained(js: JetStreamContext, stream: str, durable: str) -> None:
@@ -161,7 +170,7 @@ async def _drained(js: JetStreamContext, stream: str, durable: str) -> None:
 
 async def test_duplicate_delivery_changes_nothing(running, kube, namespace, js: JetStreamContext) -> None:  # type: ignore[no-untyped-def]
     await kube.create(AIMSVC, service("dup", namespace, {"model": {"name": "llama"}}))
-    await eventually(lambda: _status_is(kube, namespace, "dup", "Pending"), what="dup Pending")
+    await eventually(lambda: _status_is(kube, namespace, "dup", "Failed"), what="dup reconciled")
     await _drained(js, topology.EVENTS_STREAM, "aim-deployer")
     await _drained(js, topology.STATUS_STREAM, "aim-status")
     before = await kube.get(AIMSVC, namespace, "dup")

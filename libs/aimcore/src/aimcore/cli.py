@@ -26,6 +26,25 @@ DEMO_SERVICE: dict[str, Any] = {
 }
 
 
+# A CPU-only custom model (seed 003): discovery gives it one unoptimized template, the deployer
+# selects it (allowUnoptimized) and creates the KServe InferenceService (nothing serves it here).
+DEMO_CUSTOM_SERVICE: dict[str, Any] = {
+    "apiVersion": "aim.eai.amd.com/v1alpha1",
+    "kind": "AIMService",
+    "metadata": {"name": "tiny-chat", "namespace": "default"},
+    "spec": {
+        "model": {
+            "custom": {
+                "baseImage": "amdenterpriseai/aim-base:0.8.5",
+                "modelSources": [{"modelId": "demo/tiny-llm", "sourceUri": "hf://demo/tiny-llm"}],
+                "hardware": {"cpu": {"requests": "2"}},
+            }
+        },
+        "template": {"allowUnoptimized": True},
+    },
+}
+
+
 # A catalog entry as an air-gapped cluster writes it: the image's metadata inline, so the demo needs
 # no registry. Discovery turns its recommended deployments into templates (NotAvailable here: the
 # embedded cluster has no GPU nodes).
@@ -88,21 +107,25 @@ def _show(kubeconfig: Path, *args: str) -> str:
 
 
 def _demo(kubeconfig: Path, timeout: float = 60.0) -> bool:
-    """Apply an AIMService and a catalog model, and show what the operator makes of them, as a user
-    would with kubectl: the service Pending, the model's templates and their GPU verdict."""
-    print("\n$ kubectl apply -f - <<EOF (an AIMService and an AIMModel)")
-    manifests = yaml.safe_dump_all([DEMO_SERVICE, DEMO_MODEL])
+    """Apply AIMServices and a catalog model, and show what the operator makes of them, as a user
+    would with kubectl: a GPU service Pending (no GPU here: the model's templates are
+    NotAvailable), a CPU custom-model service with its InferenceService, and a model cache."""
+    print("\n$ kubectl apply -f - <<EOF (two AIMServices and an AIMModel)")
+    manifests = yaml.safe_dump_all([DEMO_SERVICE, DEMO_CUSTOM_SERVICE, DEMO_MODEL])
     out = _kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=manifests)
     print(out.stdout.strip() or out.stderr.strip())
     deadline = time.monotonic() + timeout
     _wait_for(kubeconfig, deadline, None, "get", "aimsvc", "qwen3-chat", "-o", "jsonpath={.status.status}")
     model_status = "jsonpath={.status.status}"
     _wait_for(kubeconfig, deadline, "NotAvailable", "get", "aimmodel", "qwen3-32b", "-o", model_status)
+    isvc = "jsonpath={.items[*].metadata.name}"
+    _wait_for(kubeconfig, deadline, None, "get", "inferenceservices", "-n", "default", "-o", isvc)
     services = _show(kubeconfig, "get", "aimsvc")
     _show(kubeconfig, "get", "aimmodel")
     templates = _show(kubeconfig, "get", "aimtpl")
+    deployed = _show(kubeconfig, "get", "inferenceservices", "-n", "default")
     cached = _demo_cache(kubeconfig, deadline)
-    return "Pending" in services and "NotAvailable" in templates and cached
+    return "Pending" in services and "NotAvailable" in templates and "tiny-chat-" in deployed and cached
 
 
 def _demo_cache(kubeconfig: Path, deadline: float) -> bool:
@@ -196,6 +219,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from aimcore import bench_download  # noqa: PLC0415 - only the benchmark needs it
 
         return bench_download.main(args.home, int(args.size * 2**30), args.repeat, args.window)
+    if args.suite == "deployer":
+        from aimcore import bench_deployer  # noqa: PLC0415 - only the benchmark needs it
+
+        return bench_deployer.main(args.home, args.singles, args.objects)
     from aimcore import bench  # noqa: PLC0415 - only the benchmark needs it
 
     return bench.main(args.home, args.singles, args.objects, args.idle)
@@ -217,7 +244,7 @@ def parser() -> argparse.ArgumentParser:
     crds.add_argument("--stdout", action="store_true", help="print all CRDs instead of writing files")
     crds.set_defaults(func=cmd_crds)
     bench = sub.add_parser("bench", help="benchmarks; prints one JSON object on its last line")
-    bench.add_argument("suite", choices=["backbone", "download"])
+    bench.add_argument("suite", choices=["backbone", "download", "deployer"])
     bench.add_argument("--home", help="AIM home for the stack (default: a temporary directory)")
     bench.add_argument("--singles", type=int, default=100, help="single objects for the latency figures")
     bench.add_argument("--objects", type=int, default=1000, help="objects applied at once")

@@ -39,6 +39,7 @@ __all__ = [
     "job_state",
     "last_json_line",
     "log_excerpt",
+    "pod_problem",
     "pod_progress",
     "redact",
     "retry_delay",
@@ -284,6 +285,14 @@ def _oom(pod: Mapping[str, Any], what: str, container: str) -> tuple[str, str] |
                 "was killed for running out of memory (OOMKilled)",
             )
     return None
+
+
+def pod_problem(pod: Mapping[str, Any], *, what: str, container: str) -> tuple[str, str] | None:
+    """``(reason, message)`` for what keeps one pod from running, as :func:`classify_failure` words
+    it: a failed image pull (auth, not found, back-off), an invalid image name, a missing secret,
+    else a container killed for running out of memory; ``None`` when the pod shows none of these.
+    Also used for pods no Job owns, such as the inference server's."""
+    return _image_problem(pod, what, container) or _oom(pod, what, container)
 
 
 def _termination_summary(pods: Sequence[Mapping[str, Any]], what: str, container: str) -> str:

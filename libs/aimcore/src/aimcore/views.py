@@ -217,3 +217,18 @@ class TemplateView(ObjectView):
     def caching_enabled(self) -> bool:
         caching = self.spec.get("caching")
         return isinstance(caching, Mapping) and bool(caching.get("enabled"))
+
+
+def resolved_reference(ref: KindRef, obj: Mapping[str, Any]) -> Obj:
+    """An ``AIMResolvedReference`` (``status.resolvedModel``, ``resolvedTemplate``, …) to ``obj``."""
+    meta = obj["metadata"]
+    out: Obj = {
+        "name": meta["name"],
+        "scope": "Namespace" if ref.namespaced else "Cluster",
+        "kind": ref.kind,
+    }
+    if meta.get("namespace"):
+        out["namespace"] = meta["namespace"]
+    if meta.get("uid"):
+        out["uid"] = meta["uid"]
+    return out

@@ -48,6 +48,7 @@ from aimcore.runtimeconfig import merge_env, resolution_conditions
 Obj = dict[str, Any]
 
 FINALIZER = "aim.eai.amd.com/artifactcleanup"
+MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
 TEMPLATE_READY = "ServiceTemplateReady"
 CACHES_READY = "ModelCachesReady"
 LEGACY = "aim.silogen.ai"
@@ -373,6 +374,8 @@ class TemplateCacheController:
                 plan.MANAGED_BY: "aim-cache",
             },
         }
+        # where the deployer mounts it (the legacy template cache's status does not list it)
+        meta["annotations"] = {MODEL_ID_ANNOTATION: plan.model_id({**source, **body_spec})}
         if dedicated:
             meta["ownerReferences"] = [owner_reference(request.ref, tc)]
         return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": body_spec}

@@ -61,6 +61,7 @@ from aimcore.views import (
     ModelView,
     TemplateView,
     model_kinds,
+    resolved_reference,
     secret_names,
 )
 
@@ -174,7 +175,7 @@ class TemplateController:
                 message=f"Using {model_ref.kind} {model.name} (image {model.image})",
             )
         )
-        fields[_model_field(request.ref)] = _reference(model_ref, model_obj)
+        fields[_model_field(request.ref)] = resolved_reference(model_ref, model_obj)
 
         requirement = template.gpu
         inventory = gpus.inventory(request.informer.list(NODE))
@@ -646,20 +647,6 @@ class TemplateController:
 
 def _model_field(ref: KindRef) -> str:
     return "resolvedModel" if ref.group == AIM else "resolvedImage"
-
-
-def _reference(ref: KindRef, obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj["metadata"]
-    out: dict[str, Any] = {
-        "name": meta["name"],
-        "scope": "Namespace" if ref.namespaced else "Cluster",
-        "kind": ref.kind,
-    }
-    if meta.get("namespace"):
-        out["namespace"] = meta["namespace"]
-    if meta.get("uid"):
-        out["uid"] = meta["uid"]
-    return out
 
 
 def _annotation(obj: Mapping[str, Any], key: str) -> str | None:

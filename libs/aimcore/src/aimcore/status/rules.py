@@ -148,7 +148,9 @@ REASON_STATES: Mapping[str, State] = {
     "InvalidImageReference": State.FAILED,
     "ServerlessModeRejected": State.FAILED,
     "GatewayNotConfigured": State.FAILED,
-    "PathTemplateInvalid": State.FAILED,
+    "MultipleModelsFound": State.FAILED,
+    "TemplateSelectionAmbiguous": State.FAILED,
+    "UnoptimizedTemplatesFiltered": State.FAILED,
     "ImagePullAuthFailure": State.FAILED,
     "ImageNotFound": State.FAILED,
     "SecretNotFound": State.FAILED,
@@ -171,11 +173,14 @@ REASON_STATES: Mapping[str, State] = {
     "SomeTemplatesDegraded": State.DEGRADED,
     "ImagePullBackOff": State.DEGRADED,
     "CacheLost": State.DEGRADED,
+    "PathTemplateInvalid": State.DEGRADED,
+    "CrashLoopBackOff": State.DEGRADED,
     "PvcLost": State.DEGRADED,
     "JobEvicted": State.DEGRADED,
     "SourceUnreachable": State.DEGRADED,
     # nowhere to run (the original's "all templates NotAvailable")
     "NoTemplatesAvailable": State.NOT_AVAILABLE,
+    "RequiredGPUNotInCluster": State.NOT_AVAILABLE,
     # waiting for something to happen elsewhere
     "PodsPending": State.PENDING,
     "FailedScheduling": State.PENDING,
@@ -265,7 +270,17 @@ RESOURCE = Rule()
 # A template cache names one template: its absence is a failure of the cache (the original's e2e
 # ``fails-if-*``), where a service waits for templates that may still be derived.
 TEMPLATE_CACHE = Rule(reasons={"TemplateNotFound": State.FAILED})
-SERVICE = Rule(values=SERVICE_VALUES)
+# A service whose cache failed its one retry runs without it: degraded, not failed (seed 000,
+# ``status.cache.retryAttempts``).
+# The steps after a blocked one report ``Awaiting<step>``: as far along as the blocker at most, so
+# the blocker (first in the list) explains ``Ready``.
+SERVICE = Rule(
+    values=SERVICE_VALUES,
+    reasons={
+        "CacheFailed": State.DEGRADED,
+        **{f"Awaiting{step}": State.PROGRESSING for step in ("RuntimeConfig", "Model", "Template", "Cache")},
+    },
+)
 RUNTIME_CONFIG = Rule(status_field=None)
 
 _AIM = "aim.eai.amd.com"

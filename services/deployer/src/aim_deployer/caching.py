@@ -1,0 +1,305 @@
+"""Whether and how an AIMService uses a template cache (seed 000 ``caching``/``cacheModel`` and
+``status.cache``), decided from the informer cache; the controller applies the plan.
+
+Modes: ``caching.mode`` when set, else the deprecated ``cacheModel`` tri-state (unset → Auto,
+true → Always, false → Never); the legacy group's boolean ``cacheModel`` means Always when true and
+Auto when false.
+
+- **Never**: no cache; the runtime fetches the weights itself.
+- **Auto**: a template cache of the resolved template in the namespace is used when one exists
+  (waited for while it fills); none → deploy without.
+- **Always**: that cache, created when missing (Shared, named ``<template>-<hash of namespace>``
+  as the original, labelled with the service; the service's finalizer removes it on delete if it
+  never became Ready).
+
+A Failed cache gets the single retry the seed describes: its failed model caches are deleted and
+``status.cache.retryAttempts`` goes from 0 to 1; failing again degrades the service
+(``CacheFailed``), which then runs without the cache rather than not at all. The legacy status has
+no ``cache`` field, so legacy services degrade on the first failure.
+
+Volumes: every Ready model cache of a Ready template cache (current group: ``status.modelCaches``
+with PVC and mount point; legacy: the model caches labelled with the template cache, mount point
+from their ``aim.eai.amd.com/model-id`` annotation). A cache that disappears while the
+InferenceService mounts it keeps its volumes (``CacheLost``) until a new one is Ready.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aim_deployer.inference import CacheMount
+from aim_deployer.models import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
+from aimcore.bus.messages import ConditionReport
+from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.naming import derived_name, label_value
+from aimcore.runtime.informer import Informer
+from aimcore.runtimeconfig import merge_env
+from aimcore.views import AIM
+
+Obj = dict[str, Any]
+
+CACHE_READY = "CacheReady"
+AUTO, ALWAYS, NEVER = "Auto", "Always", "Never"
+CACHE_ROOT = "/workspace/model-cache"
+TEMPLATE_CACHE_LABEL = "aim.eai.amd.com/template-cache.name"
+MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
+
+_READY = ("Ready", "Available")
+
+
+@dataclass(frozen=True)
+class CachePlan:
+    condition: ConditionReport
+    mounts: tuple[CacheMount, ...] = ()
+    wait: bool = False  # do not deploy yet (the cache is filling)
+    create: tuple[KindRef, Obj] | None = None
+    retry: tuple[str, ...] = ()  # failed model caches to delete (the one retry)
+    reference: Obj | None = None  # status.cache.templateCacheRef
+    retry_attempts: int | None = None
+
+
+def mode_of(ref: KindRef, spec: Mapping[str, Any]) -> str:
+    caching = spec.get("caching")
+    if isinstance(caching, Mapping) and caching.get("mode"):
+        return str(caching["mode"])
+    flag = spec.get("cacheModel")
+    if ref.group != AIM:
+        return ALWAYS if flag else AUTO
+    if flag is None:
+        return AUTO
+    return ALWAYS if flag else NEVER
+
+
+def state_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("status") or {}).get("status") or "Pending")
+
+
+def mount_path(model_id: str) -> str:
+    """``/workspace/model-cache/{modelId}`` with ``..`` and empty segments dropped."""
+    parts = [p for p in model_id.split("/") if p not in ("", ".", "..")]
+    return posixpath.join(CACHE_ROOT, *parts)
+
+
+def shared_cache_name(template: str, namespace: str) -> str:
+    return derived_name([template], [namespace])
+
+
+def _template_field(group: str) -> str:
+    return "templateName" if group == AIM else "templateRef"
+
+
+def find_cache(
+    informer: Informer, group: str, namespace: str | None, template: tuple[KindRef, Obj]
+) -> Obj | None:
+    """The best template cache of ``template`` in the namespace: Ready first, then the oldest."""
+    kind = by_kind(group, "AIMTemplateCache")
+    key = _template_field(group)
+    name = template[1]["metadata"]["name"]
+    scope = "Namespace" if template[0].namespaced else "Cluster"
+    found = [
+        tc
+        for tc in informer.list(kind, namespace)
+        if (tc.get("spec") or {}).get(key) == name
+        and (tc.get("spec") or {}).get("templateScope") in (None, scope)
+        and (tc.get("spec") or {}).get("mode") != "Dedicated"
+        and not tc["metadata"].get("deletionTimestamp")
+    ]
+    found.sort(
+        key=lambda tc: (
+            state_of(tc) not in _READY,
+            str(tc["metadata"].get("creationTimestamp") or "~"),
+            tc["metadata"]["name"],
+        )
+    )
+    return found[0] if found else None
+
+
+def cache_body(ref: KindRef, service: Obj, template: tuple[KindRef, Obj]) -> tuple[KindRef, Obj]:
+    kind = by_kind(ref.group, "AIMTemplateCache")
+    spec = service.get("spec") or {}
+    namespace = service["metadata"].get("namespace") or ""
+    tkind, tobj = template
+    tspec = tobj.get("spec") or {}
+    name = tobj["metadata"]["name"]
+    caching = tspec.get("caching") if isinstance(tspec.get("caching"), Mapping) else {}
+    env = merge_env(
+        merge_env(list(tspec.get("env") or []), list((caching or {}).get("env") or [])),
+        list(spec.get("env") or []),
+    )
+    body_spec: Obj = {_template_field(ref.group): name}
+    if ref.group == AIM:
+        body_spec["templateScope"] = "Namespace" if tkind.namespaced else "Cluster"
+        body_spec["mode"] = "Shared"
+    storage = spec.get("storage") if isinstance(spec.get("storage"), Mapping) else {}
+    klass = (storage or {}).get("defaultStorageClassName")
+    if klass:
+        body_spec["storageClassName"] = klass
+    if spec.get("runtimeConfigName"):
+        body_spec["runtimeConfigName"] = spec["runtimeConfigName"]
+    if env:
+        body_spec["env"] = env
+    if spec.get("imagePullSecrets"):
+        body_spec["imagePullSecrets"] = spec["imagePullSecrets"]
+    meta: Obj = {
+        "name": shared_cache_name(name, namespace),
+        "namespace": namespace,
+        "labels": {
+            SERVICE_LABEL: label_value(service["metadata"]["name"]),
+            PART_OF_LABEL: PART_OF_VALUE,
+            MANAGED_BY: MANAGER,
+        },
+    }
+    return kind, {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": body_spec}
+
+
+def _reference(kind: KindRef, tc: Mapping[str, Any]) -> Obj:
+    meta = tc["metadata"]
+    return {
+        "name": meta["name"],
+        "namespace": meta.get("namespace"),
+        "kind": kind.kind,
+        "uid": meta.get("uid"),
+        "scope": "Namespace",
+    }
+
+
+def mounts_of(informer: Informer, group: str, tc: Mapping[str, Any]) -> tuple[CacheMount, ...]:
+    namespace = tc["metadata"].get("namespace")
+    out: list[CacheMount] = []
+    if group == AIM:
+        entries = (tc.get("status") or {}).get("modelCaches") or {}
+        for key in sorted(entries):
+            entry = entries[key]
+            if not isinstance(entry, Mapping) or entry.get("status") != "Ready":
+                continue
+            claim, name = entry.get("persistentVolumeClaim"), entry.get("name")
+            if claim and name:
+                path = str(entry.get("mountPoint") or mount_path(str(entry.get("model") or name)))
+                out.append(CacheMount(str(name), str(claim), path))
+        return tuple(out)
+    kind = by_kind(group, "AIMModelCache")
+    label = label_value(tc["metadata"]["name"])
+    for mc in sorted(informer.list(kind, namespace), key=lambda o: o["metadata"]["name"]):
+        meta = mc["metadata"]
+        if (meta.get("labels") or {}).get(TEMPLATE_CACHE_LABEL) != label or state_of(mc) not in _READY:
+            continue
+        claim = (mc.get("status") or {}).get("persistentVolumeClaim")
+        if claim:
+            model = (meta.get("annotations") or {}).get(MODEL_ID_ANNOTATION) or meta["name"]
+            out.append(CacheMount(meta["name"], str(claim), mount_path(str(model))))
+    return tuple(out)
+
+
+def failed_model_caches(informer: Informer, group: str, tc: Mapping[str, Any]) -> list[str]:
+    namespace = tc["metadata"].get("namespace")
+    kind = by_kind(group, "AIMModelCache")
+    label = label_value(tc["metadata"]["name"])
+    listed = {
+        str(e.get("name"))
+        for e in ((tc.get("status") or {}).get("modelCaches") or {}).values()
+        if isinstance(e, Mapping) and e.get("name")
+    }
+    out = []
+    for mc in informer.list(kind, namespace):
+        meta = mc["metadata"]
+        mine = meta["name"] in listed or (meta.get("labels") or {}).get(TEMPLATE_CACHE_LABEL) == label
+        if mine and state_of(mc) in ("Failed", "Degraded"):
+            out.append(meta["name"])
+    return sorted(out)
+
+
+def _ready_message(obj: Mapping[str, Any]) -> str:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready" and c.get("message"):
+            return str(c["message"])
+    return state_of(obj)
+
+
+def plan_cache(
+    informer: Informer,
+    ref: KindRef,
+    service: Obj,
+    template: tuple[KindRef, Obj],
+    live_mounts: Sequence[CacheMount],
+) -> CachePlan:
+    spec = service.get("spec") or {}
+    namespace = service["metadata"].get("namespace")
+    mode = mode_of(ref, spec)
+    status = service.get("status") or {}
+    attempts = int(((status.get("cache") or {}).get("retryAttempts")) or 0)
+    if mode == NEVER:
+        return CachePlan(
+            cond(CACHE_READY, True, "CachingDisabled", "caching.mode is Never: no cache is used")
+        )
+    tc = find_cache(informer, ref.group, namespace, template)
+    tname = template[1]["metadata"]["name"]
+    if tc is None:
+        if mode == AUTO:
+            if live_mounts:
+                message = f"the template cache of {tname} is gone; keeping the mounted volumes"
+                return CachePlan(cond(CACHE_READY, False, "CacheLost", message), tuple(live_mounts))
+            message = f"no template cache for {tname} (caching.mode Auto does not create one)"
+            return CachePlan(cond(CACHE_READY, True, "NoCache", message))
+        kind, body = cache_body(ref, service, template)
+        reason = "CacheLost" if live_mounts else "CacheCreating"
+        message = f"creating template cache {body['metadata']['name']} for {tname}"
+        return CachePlan(
+            cond(CACHE_READY, False, reason, message),
+            tuple(live_mounts),
+            wait=not live_mounts,
+            create=(kind, body),
+        )
+    kind = by_kind(ref.group, "AIMTemplateCache")
+    reference = _reference(kind, tc) if ref.group == AIM else None
+    name = tc["metadata"]["name"]
+    state = state_of(tc)
+    if state in _READY:
+        mounts = mounts_of(informer, ref.group, tc)
+        message = f"template cache {name} is ready ({len(mounts)} model cache(s) mounted)"
+        return CachePlan(
+            cond(CACHE_READY, True, "CacheReady", message),
+            mounts,
+            reference=reference,
+            retry_attempts=attempts if ref.group == AIM and attempts else None,
+        )
+    if state == "Failed":
+        failed = failed_model_caches(informer, ref.group, tc)
+        if ref.group == AIM and attempts == 0 and failed:
+            message = f"template cache {name} failed; retrying once (deleting {', '.join(failed)})"
+            return CachePlan(
+                cond(CACHE_READY, False, "CacheRetrying", message),
+                tuple(live_mounts),
+                wait=not live_mounts,
+                retry=tuple(failed),
+                reference=reference,
+                retry_attempts=1,
+            )
+        if ref.group == AIM and attempts == 1 and not failed:
+            # the failed model caches are deleted and not yet re-created: the retry is under way
+            message = f"template cache {name} is being retried: {_ready_message(tc)}"
+            return CachePlan(
+                cond(CACHE_READY, False, "CacheRetrying", message),
+                tuple(live_mounts),
+                wait=not live_mounts,
+                reference=reference,
+                retry_attempts=1,
+            )
+        retried = " after its retry" if attempts else ""
+        message = f"template cache {name} failed{retried}: {_ready_message(tc)}; running without it"
+        return CachePlan(
+            cond(CACHE_READY, False, "CacheFailed", message),
+            tuple(live_mounts),
+            reference=reference,
+            retry_attempts=attempts or None,
+        )
+    message = f"template cache {name} is {state.lower()}: {_ready_message(tc)}"
+    return CachePlan(
+        cond(CACHE_READY, False, "CacheNotReady", message),
+        tuple(live_mounts),
+        wait=not live_mounts,
+        reference=reference,
+        retry_attempts=attempts or None,
+    )

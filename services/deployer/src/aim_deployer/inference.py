@@ -1,0 +1,497 @@
+"""The KServe ``InferenceService`` an AIMService becomes, as a pure function of what the deployer
+resolved (service, model, template, runtime config, caches), so the controller can build it, compare
+it with the live object and apply it without any of that logic touching I/O.
+
+Why one module: the original (``internal/aimservice/kserve.go``, reference §2.4-2.6) spreads the
+env merge, resource resolution, replica/autoscaling mode, labels and pod extras over several files;
+each is a rule users depend on, so each is a small named function here (:func:`container_env`,
+:func:`container_resources`, :func:`autoscaling`, :func:`build`).
+
+Rules and where they differ from the original:
+
+* **Env** (lowest → highest, merged *by name* with :func:`aimcore.runtimeconfig.merge_env`, so
+  ``AIM_ENGINE_ARGS`` JSON objects deep-merge): operator defaults (``AIM_CACHE_PATH``,
+  ``VLLM_ENABLE_METRICS``) < merged runtime-config env < the template's profile selection
+  (``AIM_PROFILE_ID``, ``AIM_METRIC``, ``AIM_PRECISION``; metric/precision from the template spec,
+  else its discovered ``status.profile.metadata``) < template ``spec.env`` < ``AIM_MODEL_ID`` for
+  custom models (first ``modelSources`` entry of the template spec, else the model spec) < service
+  ``spec.env``; sorted by name. The original *appended* the profile variables and ``AIM_MODEL_ID``,
+  producing duplicate names; here every name appears once.
+* **Resources** (seed "Resource Resolution"): the GPU count is the template's
+  ``status.resolvedHardware.gpu.requests`` (discovery's answer, even 0), else
+  ``status.profile.metadata.gpuCount`` (``gpu_count`` accepted), else the spec (``gpu.requests`` /
+  legacy ``gpuSelector.count``), else 0. Defaults for n GPUs: requests ``cpu=4n``,
+  ``memory=32n Gi``; limits ``memory=48n Gi``; no CPU limit. Then model < template < service
+  ``spec.resources`` override per resource name (requests and limits separately). The GPU
+  resource is filled in last: a GPU quantity set on only one side is mirrored to the other
+  (Kubernetes requires request == limit for extended resources), and when neither side sets it and
+  n > 0 both become n. Integer quantities are written as strings (what the API server returns).
+* **Replicas**: autoscaling mode when any of ``autoScaling``/``minReplicas``/``maxReplicas`` is set
+  (KEDA: ``autoscalerClass=keda`` plus the OpenTelemetry sidecar and Prometheus port annotations,
+  ``predictor.autoScaling`` converted from the service's metrics with the seed's defaults;
+  ``minReplicas`` defaults to 1, ``maxReplicas`` to the minimum and is never below it); else
+  ``replicas`` (default 1) fixed, ``autoscalerClass=none``.
+* **Labels**: propagated labels < the service's ``aim.eai.amd.com/`` labels < ours (component,
+  managed-by, part-of, service/template/model, metric/precision when known) — ours always win.
+
+Output is deterministic: same inputs, equal dicts (caches are ordered by mount path, env by name).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aimcore.children import child_labels, owner_reference
+from aimcore.gpu import GPU_RESOURCE, parse_quantity
+from aimcore.kinds import INFERENCE_SERVICE, KindRef
+from aimcore.naming import derived_name, label_value, sanitize_part
+from aimcore.runtimeconfig import AIM_LABEL_PREFIX, merge_env
+from aimcore.views import ModelView, TemplateView, secret_names
+
+__all__ = [
+    "AUTOSCALER_CLASS_ANNOTATION",
+    "CONTAINER_NAME",
+    "DEFAULT_OTEL_SERVER",
+    "DEPLOYMENT_MODE_ANNOTATION",
+    "CacheMount",
+    "Inputs",
+    "NameTooLong",
+    "autoscaling",
+    "build",
+    "container_env",
+    "container_resources",
+    "gpu_count",
+    "isvc_name",
+    "node_affinity",
+    "predictor_autoscaling",
+    "predictor_name",
+    "replica_bounds",
+    "route_name",
+]
+
+Obj = dict[str, Any]
+
+CONTAINER_NAME = "kserve-container"
+HTTP_PORT = 8000
+CACHE_ROOT = "/workspace/model-cache"
+SHM_VOLUME = "dshm"
+SHM_SIZE = "8Gi"
+MANAGED_BY_VALUE = "aim-engine"
+
+DEPLOYMENT_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
+AUTOSCALER_CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
+OTEL_INJECT_ANNOTATION = "sidecar.opentelemetry.io/inject"
+PROMETHEUS_PORT_ANNOTATION = "prometheus.kserve.io/port"
+AUTOSCALER_NONE = "none"
+AUTOSCALER_KEDA = "keda"
+
+COMPONENT_LABEL = "app.kubernetes.io/component"
+SERVICE_LABEL = "aim.eai.amd.com/service"
+TEMPLATE_LABEL = "aim.eai.amd.com/template"
+MODEL_LABEL = "aim.eai.amd.com/model"
+METRIC_LABEL = "aim.eai.amd.com/metric"
+PRECISION_LABEL = "aim.eai.amd.com/precision"
+
+DEFAULT_OTEL_SERVER = "keda-otel-scaler.keda.svc:4317"
+DEFAULT_METRIC_BACKEND = "opentelemetry"
+DEFAULT_OPERATION_OVER_TIME = "last_one"
+
+_PREDICTOR_SUFFIX = "-predictor-"
+_MIN_ISVC_NAME = 10
+_CPU_PER_GPU = 4
+_MEMORY_GI_PER_GPU = 32
+_MEMORY_LIMIT_GI_PER_GPU = 48
+
+
+class NameTooLong(ValueError):
+    """The namespace is too long to leave room for a usable InferenceService name."""
+
+
+def isvc_name(service: str, namespace: str) -> str:
+    """The InferenceService name for AIMService ``service`` in ``namespace`` (reference §1.4):
+    ``<service>-<hash8 of namespace>``, shortened so KServe's ``<isvc>-predictor-<ns>`` host label
+    stays within 63 characters. Raises :class:`NameTooLong` when that leaves fewer than 10."""
+    max_length = 63 - len(_PREDICTOR_SUFFIX) - len(namespace)
+    if max_length < _MIN_ISVC_NAME:
+        raise NameTooLong(
+            f"namespace {namespace!r} is too long ({len(namespace)} characters) for an InferenceService: "
+            f"'<name>{_PREDICTOR_SUFFIX}{namespace}' must fit in 63 characters, leaving {max_length} "
+            f"for the name (at least {_MIN_ISVC_NAME} needed); use a namespace of at most "
+            f"{63 - len(_PREDICTOR_SUFFIX) - _MIN_ISVC_NAME} characters"
+        )
+    return derived_name([service], [namespace], max_length=max_length)
+
+
+def predictor_name(isvc: str) -> str:
+    """KServe's predictor component (Deployment, HPA target) of InferenceService ``isvc``."""
+    return f"{isvc}-predictor"
+
+
+def route_name(service: str, namespace: str) -> str:
+    """The HTTPRoute name for AIMService ``service`` in ``namespace``."""
+    return derived_name([service], [namespace])
+
+
+@dataclass(frozen=True)
+class CacheMount:
+    """A model cache PVC the inference container mounts."""
+
+    name: str
+    """Model cache name; sanitised into the volume name (≤ 63)."""
+    claim: str
+    """The PersistentVolumeClaim's name."""
+    mount_path: str
+    """Where it is mounted, e.g. ``/workspace/model-cache/meta-llama/Llama-3-8B``."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything :func:`build` needs, already resolved by the controller."""
+
+    service_ref: KindRef
+    service: Obj
+    model_ref: KindRef
+    model: Obj
+    template_ref: KindRef
+    template: Obj
+    config_env: list[Obj]
+    propagated_labels: dict[str, str]
+    caches: tuple[CacheMount, ...] = ()
+    deployment_mode: str = "RawDeployment"
+    node_affinity: Obj | None = None  # the GPU's, when the template status has none of its own
+
+
+# -- small readers -------------------------------------------------------------------------------
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _map(obj.get("spec"))
+
+
+def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _map(obj.get("status"))
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _map(obj.get("metadata"))
+
+
+def _env_list(value: Any) -> list[Obj]:
+    return [copy.deepcopy(dict(e)) for e in value or [] if isinstance(e, Mapping) and e.get("name")]
+
+
+def _count(value: Any) -> int | None:
+    """A GPU count from an int or a quantity string; ``None`` when absent or unreadable."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, str):
+        try:
+            return max(parse_quantity(value), 0)
+        except ValueError:
+            return None
+    return None
+
+
+def _profile_metadata(template: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _map(_map(_status(template).get("profile")).get("metadata"))
+
+
+def _template_setting(template: Mapping[str, Any], key: str) -> str | None:
+    """``metric`` / ``precision`` of a template: its spec, else the discovered profile."""
+    for source in (_spec(template), _profile_metadata(template)):
+        value = source.get(key)
+        if value:
+            return str(value)
+    return None
+
+
+def _first_model_id(sources: Any) -> str | None:
+    for source in sources or []:
+        if isinstance(source, Mapping):
+            model_id = source.get("modelId")
+            return str(model_id) if model_id else None
+    return None
+
+
+# -- env -----------------------------------------------------------------------------------------
+
+
+def container_env(inputs: Inputs) -> list[Obj]:
+    """The inference container's env (see the module docstring for the layers), sorted by name."""
+    template = inputs.template
+    tspec = _spec(template)
+    env: list[Any] = [
+        {"name": "AIM_CACHE_PATH", "value": CACHE_ROOT},
+        {"name": "VLLM_ENABLE_METRICS", "value": "true"},
+    ]
+    env = merge_env(env, _env_list(inputs.config_env))
+
+    profile: list[Obj] = []
+    if tspec.get("profileId"):
+        profile.append({"name": "AIM_PROFILE_ID", "value": str(tspec["profileId"])})
+    for var, key in (("AIM_METRIC", "metric"), ("AIM_PRECISION", "precision")):
+        value = _template_setting(template, key)
+        if value:
+            profile.append({"name": var, "value": value})
+    env = merge_env(env, profile)
+    env = merge_env(env, _env_list(tspec.get("env")))
+
+    model_id = _first_model_id(tspec.get("modelSources")) or _first_model_id(
+        _spec(inputs.model).get("modelSources")
+    )
+    if model_id:
+        env = merge_env(env, [{"name": "AIM_MODEL_ID", "value": model_id}])
+    env = merge_env(env, _env_list(_spec(inputs.service).get("env")))
+    return sorted((dict(e) for e in env), key=lambda e: str(e.get("name")))
+
+
+# -- resources -----------------------------------------------------------------------------------
+
+
+def gpu_count(template_ref: KindRef, template: Obj) -> int:
+    """GPUs per replica: discovery's resolved hardware, else the profile, else the spec, else 0."""
+    status = _status(template)
+    resolved = _count(_map(_map(status.get("resolvedHardware")).get("gpu")).get("requests"))
+    if resolved is not None:
+        return resolved
+    metadata = _profile_metadata(template)
+    for key in ("gpuCount", "gpu_count"):
+        from_profile = _count(metadata.get(key))
+        if from_profile is not None:
+            return from_profile
+    from_spec = _count(TemplateView(template_ref, template).gpu.requests)
+    return from_spec if from_spec is not None else 0
+
+
+def _quantity(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return copy.deepcopy(value)
+
+
+def _overlay(target: dict[str, Obj], resources: Any) -> None:
+    """``resources``' requests and limits written over ``target``, per resource name."""
+    for side in ("requests", "limits"):
+        values = _map(_map(resources).get(side))
+        for name, value in values.items():
+            if value is not None:
+                target[side][str(name)] = _quantity(value)
+
+
+def container_resources(inputs: Inputs) -> Obj:
+    """The inference container's ``resources`` (see the module docstring): GPU-scaled defaults,
+    then model < template < service ``spec.resources``, then the GPU quantities filled in."""
+    n = gpu_count(inputs.template_ref, inputs.template)
+    gpu = TemplateView(inputs.template_ref, inputs.template).gpu.resource_name or GPU_RESOURCE
+    merged: dict[str, Obj] = {"requests": {}, "limits": {}}
+    if n > 0:
+        merged["requests"].update({"cpu": str(_CPU_PER_GPU * n), "memory": f"{_MEMORY_GI_PER_GPU * n}Gi"})
+        merged["limits"]["memory"] = f"{_MEMORY_LIMIT_GI_PER_GPU * n}Gi"
+    for source in (inputs.model, inputs.template, inputs.service):
+        _overlay(merged, _spec(source).get("resources"))
+
+    requests, limits = merged["requests"], merged["limits"]
+    if gpu in requests and gpu not in limits:
+        limits[gpu] = requests[gpu]
+    elif gpu in limits and gpu not in requests:
+        requests[gpu] = limits[gpu]
+    elif gpu not in requests and n > 0:
+        requests[gpu] = limits[gpu] = str(n)
+    return {side: dict(sorted(values.items())) for side, values in merged.items() if values}
+
+
+# -- replicas and autoscaling --------------------------------------------------------------------
+
+
+def autoscaling(service_spec: Mapping[str, Any]) -> bool:
+    """Whether the service asks for autoscaling (any of autoScaling/minReplicas/maxReplicas set)."""
+    return any(service_spec.get(k) is not None for k in ("autoScaling", "minReplicas", "maxReplicas"))
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def replica_bounds(service_spec: Mapping[str, Any]) -> tuple[int, int]:
+    """``(minReplicas, maxReplicas)`` of the predictor: the autoscaling bounds (min defaults to 1,
+    max to min), or ``replicas`` (default 1) for both."""
+    if autoscaling(service_spec):
+        low = _positive(service_spec.get("minReplicas")) or 1
+        high = _positive(service_spec.get("maxReplicas")) or low
+        return low, max(high, low)
+    fixed = _positive(service_spec.get("replicas")) or 1
+    return fixed, fixed
+
+
+def _drop_none(values: Mapping[str, Any]) -> Obj:
+    return {k: copy.deepcopy(v) for k, v in values.items() if v is not None}
+
+
+def _metric(spec: Mapping[str, Any]) -> Obj:
+    pod = _map(spec.get("podmetric"))
+    metric = _map(pod.get("metric"))
+    target = _map(pod.get("target"))
+    names = [str(n) for n in metric.get("metricNames") or []]
+    return {
+        "type": "PodMetric",
+        "podmetric": {
+            "metric": _drop_none(
+                {
+                    "backend": metric.get("backend") or DEFAULT_METRIC_BACKEND,
+                    "serverAddress": metric.get("serverAddress") or DEFAULT_OTEL_SERVER,
+                    "metricNames": names or None,
+                    "query": metric.get("query") or None,
+                    "operationOverTime": metric.get("operationOverTime") or DEFAULT_OPERATION_OVER_TIME,
+                }
+            ),
+            "target": _drop_none(
+                {
+                    "type": target.get("type"),
+                    "value": _quantity(target["value"]) if target.get("value") is not None else None,
+                    "averageValue": (
+                        _quantity(target["averageValue"]) if target.get("averageValue") is not None else None
+                    ),
+                    "averageUtilization": target.get("averageUtilization"),
+                }
+            ),
+        },
+    }
+
+
+def predictor_autoscaling(service_spec: Mapping[str, Any]) -> Obj | None:
+    """KServe's ``predictor.autoScaling`` from the service's ``autoScaling.metrics`` (PodMetric
+    entries only; ``None`` without any)."""
+    metrics = [
+        _metric(m)
+        for m in _map(service_spec.get("autoScaling")).get("metrics") or []
+        if isinstance(m, Mapping) and m.get("type", "PodMetric") == "PodMetric"
+    ]
+    return {"metrics": metrics} if metrics else None
+
+
+# -- the object ----------------------------------------------------------------------------------
+
+
+def _labels(inputs: Inputs, template: TemplateView, model: ModelView) -> dict[str, str]:
+    service_labels = {str(k): str(v) for k, v in _map(_meta(inputs.service).get("labels")).items()}
+    labels: dict[str, str] = dict(inputs.propagated_labels)
+    labels.update({k: v for k, v in service_labels.items() if k.startswith(AIM_LABEL_PREFIX)})
+    labels.update(child_labels(MANAGED_BY_VALUE))
+    labels[COMPONENT_LABEL] = "inference"
+    labels[SERVICE_LABEL] = label_value(str(_meta(inputs.service)["name"]))
+    labels[TEMPLATE_LABEL] = label_value(template.name)
+    labels[MODEL_LABEL] = label_value(model.name)
+    for label, key in ((METRIC_LABEL, "metric"), (PRECISION_LABEL, "precision")):
+        value = _template_setting(inputs.template, key)
+        if value:
+            labels[label] = label_value(value)
+    return dict(sorted(labels.items()))
+
+
+def _annotations(name: str, inputs: Inputs) -> dict[str, str]:
+    annotations = {DEPLOYMENT_MODE_ANNOTATION: inputs.deployment_mode}
+    if autoscaling(_spec(inputs.service)):
+        annotations[AUTOSCALER_CLASS_ANNOTATION] = AUTOSCALER_KEDA
+        annotations[OTEL_INJECT_ANNOTATION] = predictor_name(name)
+        annotations[PROMETHEUS_PORT_ANNOTATION] = str(HTTP_PORT)
+    else:
+        annotations[AUTOSCALER_CLASS_ANNOTATION] = AUTOSCALER_NONE
+    return dict(sorted(annotations.items()))
+
+
+def _volume_names(caches: Sequence[CacheMount]) -> list[tuple[str, CacheMount]]:
+    """Caches in mount-path order with unique, valid volume names."""
+    used = {SHM_VOLUME}
+    out: list[tuple[str, CacheMount]] = []
+    for cache in sorted(caches, key=lambda c: (c.mount_path, c.name, c.claim)):
+        name = sanitize_part(cache.name)
+        if name in used:
+            name = derived_name([cache.name], [cache.name, cache.claim, cache.mount_path])
+        used.add(name)
+        out.append((name, cache))
+    return out
+
+
+def node_affinity(template: Mapping[str, Any]) -> Obj | None:
+    """``affinity`` from the template's ``status.resolvedNodeAffinity``: a NodeAffinity is used as
+    is; a bare NodeSelector (``nodeSelectorTerms``) becomes its required part."""
+    resolved = _status(template).get("resolvedNodeAffinity")
+    if not isinstance(resolved, Mapping) or not resolved:
+        return None
+    if "nodeSelectorTerms" in resolved:
+        return {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": copy.deepcopy(dict(resolved))}
+        }
+    return {"nodeAffinity": copy.deepcopy(dict(resolved))}
+
+
+def build(inputs: Inputs) -> Obj:
+    """The ``serving.kserve.io/v1beta1`` InferenceService for ``inputs``. Raises
+    :class:`NameTooLong` when the namespace leaves no room for a name."""
+    meta = _meta(inputs.service)
+    service_name = str(meta["name"])
+    namespace = str(meta["namespace"])
+    name = isvc_name(service_name, namespace)
+    sspec = _spec(inputs.service)
+    template = TemplateView(inputs.template_ref, inputs.template)
+    model = ModelView(inputs.model_ref, inputs.model)
+    caches = _volume_names(inputs.caches)
+
+    container: Obj = {
+        "name": CONTAINER_NAME,
+        "image": model.image,
+        "env": container_env(inputs),
+        "resources": container_resources(inputs),
+        "ports": [{"containerPort": HTTP_PORT, "name": "http", "protocol": "TCP"}],
+        "volumeMounts": [
+            {"name": SHM_VOLUME, "mountPath": "/dev/shm"},
+            *({"name": vol, "mountPath": cache.mount_path} for vol, cache in caches),
+        ],
+    }
+    volumes: list[Obj] = [
+        {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}},
+        *({"name": vol, "persistentVolumeClaim": {"claimName": cache.claim}} for vol, cache in caches),
+    ]
+
+    low, high = replica_bounds(sspec)
+    predictor: Obj = {"minReplicas": low, "maxReplicas": high}
+    if autoscaling(sspec):
+        scaling = predictor_autoscaling(sspec)
+        if scaling is not None:
+            predictor["autoScaling"] = scaling
+    pull_secrets = secret_names(sspec.get("imagePullSecrets"))
+    if pull_secrets:
+        predictor["imagePullSecrets"] = [{"name": s} for s in pull_secrets]
+    if sspec.get("serviceAccountName"):
+        predictor["serviceAccountName"] = str(sspec["serviceAccountName"])
+    predictor["containers"] = [container]
+    predictor["volumes"] = volumes
+    affinity = node_affinity(inputs.template)
+    if affinity is None and inputs.node_affinity:
+        affinity = {"nodeAffinity": copy.deepcopy(inputs.node_affinity)}
+    if affinity is not None:
+        predictor["affinity"] = affinity
+
+    return {
+        "apiVersion": INFERENCE_SERVICE.api_version,
+        "kind": INFERENCE_SERVICE.kind,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": _labels(inputs, template, model),
+            "annotations": _annotations(name, inputs),
+            "ownerReferences": [owner_reference(inputs.service_ref, inputs.service)],
+        },
+        "spec": {"predictor": predictor},
+    }

@@ -1,0 +1,331 @@
+"""Which model an AIMService deploys (reference §2.1, seed 003 "Model Lookup", "Auto-Creation from
+Services", "Custom Models"), decided from the informer cache without writing anything: the
+controller applies what :class:`ModelPlan` asks for.
+
+- ``model.name`` (legacy also ``model.ref`` and generation 1's ``aimImageName``): the namespace's
+  model first, then the cluster's. Not found → ``ModelNotFound`` and ``ConfigValid=False``.
+- ``model.image``: every model with exactly that image; models users made beat auto-created ones,
+  a namespace match beats a cluster match, and two matches left are ambiguous
+  (``MultipleModelsFound``, not a silent pick).
+  None → a model is planned in the scope of the runtime config's ``model.creationScope``
+  (Namespace by default) with the original's name (``<image name>-<tag>-<hash>``) and discovery as
+  ``model.autoDiscovery`` says. An unparsable image → ``InvalidImageReference``.
+- ``model.custom``: a namespaced custom model with the same base image and the same sources
+  (modelId, sourceUri and ``AWS_ENDPOINT_URL``) is shared; otherwise one is planned. Every service
+  using a custom model is one of its owners, so it goes with its last user, never before.
+
+A model is usable when Ready, or Degraded (some of its templates are unusable, the others may be
+fine: template selection decides); Failed → ``ModelFailed``; NotAvailable → ``ModelNotAvailable``
+(the service is Pending); Pending → ``ModelPending``; anything else → ``ModelNotReady``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aimcore.bus.messages import ConditionReport
+from aimcore.children import owner_reference
+from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.naming import derived_name, label_value
+from aimcore.oci.errors import InvalidReference
+from aimcore.oci.reference import parse_reference
+from aimcore.runtime.informer import Informer
+from aimcore.runtimeconfig import Resolved
+from aimcore.views import AIM, AUTO_GENERATED, ORIGIN_LABEL, model_kinds
+
+Obj = dict[str, Any]
+
+MODEL_READY = "ModelReady"
+SERVICE_LABEL = "aim.eai.amd.com/service"
+CUSTOM_LABEL = "aim.eai.amd.com/custom-model"
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "aim-engine"
+DEFAULT_BASE_IMAGE = "amdenterpriseai/aim-base:latest"
+
+MODEL_RESOLVED = "ModelResolved"
+MODEL_NOT_FOUND = "ModelNotFound"
+MODEL_NOT_READY = "ModelNotReady"
+MODEL_PENDING = "ModelPending"
+MODEL_FAILED = "ModelFailed"
+MODEL_NOT_AVAILABLE = "ModelNotAvailable"
+CREATING_MODEL = "CreatingModel"
+MULTIPLE_MODELS = "MultipleModelsFound"
+INVALID_IMAGE = "InvalidImageReference"
+
+_USABLE = ("Ready", "Degraded")
+
+
+def cond(type_: str, ok: bool, reason: str, message: str = "") -> ConditionReport:
+    return ConditionReport(type=type_, status="True" if ok else "False", reason=reason, message=message)
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """What model resolution found and what the controller should do about it."""
+
+    condition: ConditionReport
+    model: tuple[KindRef, Obj] | None = None  # the model to use (usable or not)
+    usable: bool = False
+    create: tuple[KindRef, Obj] | None = None  # a model to apply
+    join: tuple[KindRef, Obj] | None = None  # a shared custom model this service must co-own
+    invalid: str | None = None  # a spec/reference error: ConfigValid=False with this reason
+
+
+def service_model(ref: KindRef, spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``spec.model`` in one spelling: ``{name|image|custom}`` (legacy ``ref`` and ``aimImageName``
+    become ``name``)."""
+    model = spec.get("model")
+    model = model if isinstance(model, Mapping) else {}
+    if ref.group != AIM:
+        if spec.get("aimImageName"):
+            return {"name": spec["aimImageName"]}
+        if model.get("ref") and not model.get("name"):
+            return {**model, "name": model["ref"]}
+    return model
+
+
+def state_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("status") or {}).get("status") or "Pending")
+
+
+def _ready_message(obj: Mapping[str, Any]) -> str:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready" and c.get("message"):
+            return str(c["message"])
+    return ""
+
+
+def _lookup_kinds(group: str) -> list[KindRef]:
+    """Where a service in a namespace looks models up, namespace first."""
+    return model_kinds(by_kind(group, "AIMServiceTemplate"))
+
+
+def judge(kind: KindRef, obj: Obj, how: str) -> ModelPlan:
+    """The plan for a model that exists: usable, failed or still coming."""
+    name = obj["metadata"]["name"]
+    state = state_of(obj)
+    what = f"{kind.kind} {name}"
+    if state in _USABLE:
+        note = f" (model is {state}: {_ready_message(obj)})" if state != "Ready" else ""
+        return ModelPlan(cond(MODEL_READY, True, MODEL_RESOLVED, f"{how} {what}{note}"), (kind, obj), True)
+    detail = _ready_message(obj) or state
+    if state == "Failed":
+        return ModelPlan(cond(MODEL_READY, False, MODEL_FAILED, f"{what} failed: {detail}"), (kind, obj))
+    if state == "NotAvailable":  # nowhere to run it (no GPU of its templates): the service waits
+        message = f"{what} is not available: {detail}"
+        return ModelPlan(cond(MODEL_READY, False, MODEL_NOT_AVAILABLE, message), (kind, obj))
+    # a model nobody has started on (no discovery yet) keeps the service Pending; one in progress
+    # makes it Starting
+    reason = MODEL_PENDING if state == "Pending" else MODEL_NOT_READY
+    return ModelPlan(cond(MODEL_READY, False, reason, f"{what} is {state.lower()}: {detail}"), (kind, obj))
+
+
+def by_name(informer: Informer, group: str, namespace: str | None, name: str) -> ModelPlan:
+    kinds = _lookup_kinds(group)
+    for kind in kinds:
+        found = informer.get(kind, namespace if kind.namespaced else None, name)
+        if found is not None:
+            return judge(kind, found, "using")
+    where = " or ".join(k.kind + (f" in namespace {namespace}" if k.namespaced else "") for k in kinds)
+    message = f"no {where} named {name!r}"
+    return ModelPlan(cond(MODEL_READY, False, MODEL_NOT_FOUND, message), invalid="ReferenceNotFound")
+
+
+# -- model.image --------------------------------------------------------------------------------
+
+
+def auto_model_name(image: str) -> str:
+    """The original's name for a model auto-created from an image: ``<last path element>-<tag,
+    first 6 hex of the digest, or latest>-<8 hex of the image>``."""
+    parsed = parse_reference(image)
+    image_name = parsed.repository.rsplit("/", 1)[-1]
+    if parsed.tag:
+        tag = parsed.tag
+    elif parsed.digest:
+        tag = parsed.digest.split(":", 1)[-1][:6]
+    else:
+        tag = "latest"
+    return derived_name([image_name, tag], [image])
+
+
+def _creation_kind(group: str, config: Resolved | None) -> KindRef:
+    scope = config.get("model", "creationScope") if config is not None else None
+    return by_kind(group, "AIMClusterModel" if scope == "Cluster" else "AIMModel")
+
+
+def _discovery(group: str, config: Resolved | None) -> Obj | None:
+    auto = config.get("model", "autoDiscovery") if config is not None else None
+    if auto is None:
+        return None
+    if group == AIM:
+        return {"extractMetadata": bool(auto), "createServiceTemplates": bool(auto)}
+    return {"enabled": bool(auto), "autoCreateTemplates": bool(auto)}
+
+
+def _common_spec(kind: KindRef, service_spec: Mapping[str, Any]) -> Obj:
+    out: Obj = {}
+    if service_spec.get("runtimeConfigName"):
+        out["runtimeConfigName"] = service_spec["runtimeConfigName"]
+    if kind.namespaced:  # secrets and accounts of the service's namespace mean nothing cluster-wide
+        if service_spec.get("imagePullSecrets"):
+            out["imagePullSecrets"] = service_spec["imagePullSecrets"]
+        if service_spec.get("serviceAccountName"):
+            out["serviceAccountName"] = service_spec["serviceAccountName"]
+    return out
+
+
+def _labels(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    return {ORIGIN_LABEL: AUTO_GENERATED, PART_OF_LABEL: PART_OF_VALUE, MANAGED_BY: MANAGER, **(extra or {})}
+
+
+def by_image(  # noqa: PLR0917 - one call site, every argument named there
+    informer: Informer,
+    group: str,
+    namespace: str | None,
+    image: str,
+    service_spec: Mapping[str, Any],
+    config: Resolved | None,
+    sticky: Mapping[str, Any] | None,
+) -> ModelPlan:
+    try:
+        name = auto_model_name(image)
+    except InvalidReference as exc:
+        message = f"spec.model.image: {exc}"
+        return ModelPlan(cond(MODEL_READY, False, INVALID_IMAGE, message), invalid="InvalidSpec")
+    matches: list[tuple[KindRef, Obj]] = []
+    for kind in _lookup_kinds(group):
+        for obj in informer.list(kind, namespace if kind.namespaced else None):
+            if (obj.get("spec") or {}).get("image") == image and not obj["metadata"].get("deletionTimestamp"):
+                matches.append((kind, obj))
+    if sticky:
+        for kind, obj in matches:
+            if obj["metadata"].get("uid") == sticky.get("uid"):
+                return judge(kind, obj, f"using (image {image})")
+    # Models users made beat those a service auto-created: a service applied together with its
+    # model may have created one before the model was seen, and must not be stuck with it.
+    curated = [
+        m for m in matches if (m[1]["metadata"].get("labels") or {}).get(ORIGIN_LABEL) != AUTO_GENERATED
+    ]
+    pool = curated or matches
+    local = [m for m in pool if m[0].namespaced] or pool
+    if len(local) > 1:
+        names = ", ".join(f"{k.kind} {o['metadata']['name']}" for k, o in local)
+        message = f"{len(local)} models have image {image}: {names}; reference one with spec.model.name"
+        return ModelPlan(cond(MODEL_READY, False, MULTIPLE_MODELS, message))
+    if local:
+        kind, obj = local[0]
+        return judge(kind, obj, f"using (image {image})")
+    kind = _creation_kind(group, config)
+    spec: Obj = {"image": image, **_common_spec(kind, service_spec)}
+    discovery = _discovery(group, config)
+    if discovery is not None:
+        spec["discovery"] = discovery
+    meta: Obj = {"name": name, "labels": _labels()}
+    if kind.namespaced:
+        meta["namespace"] = namespace
+    body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": spec}
+    message = f"creating {kind.kind} {name} for image {image}"
+    return ModelPlan(cond(MODEL_READY, False, CREATING_MODEL, message), create=(kind, body))
+
+
+# -- model.custom -------------------------------------------------------------------------------
+
+
+def _env_value(env: Any, name: str) -> str:
+    for e in env or []:
+        if isinstance(e, Mapping) and e.get("name") == name:
+            return str(e.get("value") or "")
+    return ""
+
+
+def source_key(sources: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """What makes two custom models the same: each source's modelId, sourceUri and S3 endpoint."""
+    return [
+        (
+            str(s.get("modelId") or ""),
+            str(s.get("sourceUri") or ""),
+            _env_value(s.get("env"), "AWS_ENDPOINT_URL"),
+        )
+        for s in sources
+    ]
+
+
+def custom_model_name(base_image: str, sources: Sequence[Mapping[str, Any]]) -> str:
+    inputs: list[Any] = [base_image]
+    for model_id, uri, endpoint in source_key(sources):
+        inputs += [model_id, uri]
+        if endpoint:
+            inputs.append(endpoint)
+    first = str(sources[0].get("modelId") or "custom") if sources else "custom"
+    return derived_name([first], inputs)
+
+
+def by_custom(
+    informer: Informer,
+    ref: KindRef,
+    service: Obj,
+    custom: Mapping[str, Any],
+) -> ModelPlan:
+    group = ref.group
+    namespace = service["metadata"].get("namespace")
+    spec = service.get("spec") or {}
+    base = str(custom.get("baseImage") or DEFAULT_BASE_IMAGE)
+    sources = [dict(s) for s in custom.get("modelSources") or [] if isinstance(s, Mapping)]
+    kind = by_kind(group, "AIMModel")
+    key = source_key(sources)
+    uid = service["metadata"].get("uid")
+    for obj in informer.list(kind, namespace):
+        ospec = obj.get("spec") or {}
+        if obj["metadata"].get("deletionTimestamp"):
+            continue
+        if ospec.get("image") == base and source_key(ospec.get("modelSources") or []) == key:
+            plan = judge(kind, obj, "using custom model")
+            owners = {o.get("uid") for o in obj["metadata"].get("ownerReferences") or []}
+            if uid not in owners:
+                return ModelPlan(plan.condition, plan.model, plan.usable, join=(kind, obj))
+            return plan
+    name = custom_model_name(base, sources)
+    body_spec: Obj = {"image": base, "modelSources": sources, **_common_spec(kind, spec)}
+    hardware = custom.get("hardware")
+    if isinstance(hardware, Mapping) and hardware:
+        body_spec["custom"] = {"hardware": dict(hardware)}
+    if spec.get("env"):
+        body_spec["env"] = spec["env"]
+    labels = _labels({CUSTOM_LABEL: "true", SERVICE_LABEL: label_value(service["metadata"]["name"])})
+    meta: Obj = {
+        "name": name,
+        "namespace": namespace,
+        "labels": labels,
+        # not the controller: several services may share the model, each one an owner
+        "ownerReferences": [owner_reference(ref, service, controller=False)],
+    }
+    body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": body_spec}
+    message = f"creating custom AIMModel {name} ({', '.join(u for _, u, _ in key)})"
+    return ModelPlan(cond(MODEL_READY, False, CREATING_MODEL, message), create=(kind, body))
+
+
+def resolve_model(informer: Informer, ref: KindRef, service: Obj, config: Resolved | None) -> ModelPlan:
+    spec = service.get("spec") or {}
+    namespace = service["metadata"].get("namespace")
+    model = service_model(ref, spec)
+    status = service.get("status") or {}
+    sticky = status.get("resolvedModel") if ref.group == AIM else status.get("resolvedImage")
+    if model.get("name"):
+        return by_name(informer, ref.group, namespace, str(model["name"]))
+    if model.get("image"):
+        return by_image(
+            informer=informer,
+            group=ref.group,
+            namespace=namespace,
+            image=str(model["image"]),
+            service_spec=spec,
+            config=config,
+            sticky=sticky if isinstance(sticky, Mapping) else None,
+        )
+    custom = model.get("custom")
+    if isinstance(custom, Mapping):
+        return by_custom(informer, ref, service, custom)
+    message = "spec.model must set exactly one of name, image or custom"
+    return ModelPlan(cond(MODEL_READY, False, "InvalidSpec", message), invalid="InvalidSpec")

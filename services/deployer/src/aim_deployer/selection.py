@@ -1,0 +1,472 @@
+"""Automatic template selection for an AIMService (reference §2.2), with every outcome surfaced.
+
+The original operator computes the right answer and then throws most of it away: when every Ready
+template was filtered for being unoptimized, or when several templates tie for the best rank, it
+builds a precise reason and message and then reports a generic ``TemplateNotFound`` "No template
+found" instead; the per-candidate reasons (why each template was chosen or rejected) are computed
+and never written anywhere. This module keeps the same six stages (availability, optimization,
+overrides, GPU presence, scope, ranking) but returns a service-level reason and a message a
+``kubectl describe`` reader can act on (``UnoptimizedTemplatesFiltered``,
+``TemplateSelectionAmbiguous``, ``RequiredGPUNotInCluster``...), plus one :class:`Verdict` per
+candidate for the audit trail. Both API groups are read through :class:`aimcore.views.TemplateView`
+(``gpu`` vs ``gpuSelector``, ``Ready`` vs the legacy ``Available``). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aimcore.gpu import normalize_model
+from aimcore.kinds import KindRef
+from aimcore.views import LEGACY, TemplateView
+
+__all__ = [
+    "AMBIGUOUS",
+    "BEST_MATCH",
+    "CLUSTER_SCOPE_SHADOWED",
+    "LOWER_PREFERENCE_RANK",
+    "OUTCOME_AMBIGUOUS",
+    "OUTCOME_GPU_NOT_IN_CLUSTER",
+    "OUTCOME_NOT_FOUND",
+    "OUTCOME_NOT_READY",
+    "OUTCOME_OVERRIDES_NOT_MATCHED",
+    "OUTCOME_SELECTED",
+    "OUTCOME_TEMPLATE_FAILED",
+    "OUTCOME_UNOPTIMIZED_FILTERED",
+    "REQUIRED_GPU_NOT_IN_CLUSTER",
+    "SERVICE_OVERRIDES_NOT_MATCHED",
+    "UNOPTIMIZED_TEMPLATE_FILTERED",
+    "Candidate",
+    "Obj",
+    "Selection",
+    "Traits",
+    "Verdict",
+    "overrides_match",
+    "rank_key",
+    "select_template",
+    "template_traits",
+]
+
+Obj = dict[str, Any]
+
+# Per-candidate verdict reasons.
+BEST_MATCH = "BestMatch"
+LOWER_PREFERENCE_RANK = "LowerPreferenceRank"
+UNOPTIMIZED_TEMPLATE_FILTERED = "UnoptimizedTemplateFiltered"
+SERVICE_OVERRIDES_NOT_MATCHED = "ServiceOverridesNotMatched"
+REQUIRED_GPU_NOT_IN_CLUSTER = "RequiredGPUNotInCluster"
+CLUSTER_SCOPE_SHADOWED = "ClusterScopeShadowed"
+AMBIGUOUS = "Ambiguous"
+# Not-ready verdicts are "Template" + the template's status (TemplatePending, TemplateFailed...).
+
+# Service-level outcomes (Selection.reason).
+OUTCOME_SELECTED = "TemplateSelected"
+OUTCOME_NOT_FOUND = "TemplateNotFound"
+OUTCOME_NOT_READY = "TemplateNotReady"
+OUTCOME_TEMPLATE_FAILED = "TemplateFailed"
+OUTCOME_UNOPTIMIZED_FILTERED = "UnoptimizedTemplatesFiltered"
+OUTCOME_OVERRIDES_NOT_MATCHED = "ServiceOverridesNotMatched"
+OUTCOME_GPU_NOT_IN_CLUSTER = "RequiredGPUNotInCluster"
+OUTCOME_AMBIGUOUS = "TemplateSelectionAmbiguous"
+
+OPTIMIZED = "optimized"
+PREVIEW = "preview"
+UNOPTIMIZED = "unoptimized"
+
+_NOT_READY_STATES = ("Pending", "Progressing", "NotAvailable", "Degraded", "Failed")
+_TYPE_ORDER = (OPTIMIZED, PREVIEW, UNOPTIMIZED)
+_GPU_ORDER = ("MI325X", "MI300X", "MI250X", "MI210")
+_METRIC_ORDER = ("latency", "throughput")
+_PRECISION_ORDER = ("fp4", "int4", "fp8", "int8", "fp16", "bf16", "fp32")
+_LISTED = 3  # how many templates a message names before "and N more"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One template the service could use: its kind (either scope, either group) and wire form."""
+
+    ref: KindRef
+    obj: Obj
+
+    @property
+    def view(self) -> TemplateView:
+        return TemplateView(self.ref, self.obj)
+
+    @property
+    def name(self) -> str:
+        return self.view.name
+
+    @property
+    def namespace(self) -> str | None:
+        return self.view.namespace
+
+    @property
+    def label(self) -> str:
+        """``Kind name`` for messages (the kind tells the scope)."""
+        return f"{self.ref.kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Why one candidate was chosen or rejected."""
+
+    name: str
+    kind: str
+    namespace: str | None
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The outcome for the service: the chosen template (if any), a reason and message for its
+    ``TemplateReady`` condition, and one verdict per candidate, in candidate order."""
+
+    chosen: Candidate | None
+    reason: str
+    message: str
+    verdicts: tuple[Verdict, ...]
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What selection looks at, normalized: profile type, metric and precision lower case, the GPU
+    model through :func:`aimcore.gpu.normalize_model`, the GPU count 0 when unknown."""
+
+    profile_type: str
+    metric: str | None
+    precision: str | None
+    gpu_model: str | None
+    gpu_count: int
+
+    def describe(self) -> str:
+        """``optimized, MI300X, latency, fp8`` (absent values left out)."""
+        return ", ".join(v for v in (self.profile_type, self.gpu_model, self.metric, self.precision) if v)
+
+
+# --- reading templates and overrides ----------------------------------------------------------------
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, Mapping | list):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _lower(value: Any) -> str | None:
+    text = _text(value)
+    return text.lower() if text else None
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return 0
+
+
+def _gpu_name(value: Any) -> str | None:
+    text = _text(value)
+    return normalize_model(text) if text else None
+
+
+def _status(c: Candidate) -> Mapping[str, Any]:
+    return _mapping(c.obj.get("status"))
+
+
+def _profile_metadata(c: Candidate) -> Mapping[str, Any]:
+    return _mapping(_mapping(_status(c).get("profile")).get("metadata"))
+
+
+def template_traits(c: Candidate) -> Traits:
+    """The candidate's traits: profile metadata in its status first (what discovery found), the
+    spec as fallback; the GPU model from the spec first (what the template asks for), the profile's
+    GPU as fallback. A template without any profile type counts as unoptimized."""
+    profile = _profile_metadata(c)
+    view = c.view
+    spec = view.spec
+    gpu = view.gpu
+    count = _count(profile.get("gpuCount", profile.get("gpu_count")))
+    return Traits(
+        profile_type=_lower(profile.get("type")) or _lower(spec.get("type")) or UNOPTIMIZED,
+        metric=_lower(profile.get("metric")) or _lower(spec.get("metric")),
+        precision=_lower(profile.get("precision")) or _lower(spec.get("precision")),
+        gpu_model=_gpu_name(gpu.model) or _gpu_name(profile.get("gpu")),
+        gpu_count=count or _count(gpu.requests),
+    )
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    metric: str | None
+    precision: str | None
+    gpu_model: str | None
+    gpu_count: int
+
+    @property
+    def empty(self) -> bool:
+        return not (self.metric or self.precision or self.gpu_model or self.gpu_count)
+
+    def describe(self) -> str:
+        parts = []
+        if self.metric:
+            parts.append(f"metric {self.metric}")
+        if self.precision:
+            parts.append(f"precision {self.precision}")
+        if self.gpu_model or self.gpu_count:
+            count = f"{self.gpu_count} x " if self.gpu_count else ""
+            parts.append(f"GPU {count}{self.gpu_model or 'any model'}")
+        return ", ".join(parts)
+
+
+def _wanted(overrides: Mapping[str, Any] | None) -> _Wanted:
+    """``spec.overrides`` of either group: ``gpu {model, requests}`` or legacy ``gpuSelector
+    {model, count}``."""
+    o = _mapping(overrides)
+    gpu = _mapping(o.get("gpu"))
+    selector = _mapping(o.get("gpuSelector"))
+    return _Wanted(
+        metric=_lower(o.get("metric")),
+        precision=_lower(o.get("precision")),
+        gpu_model=_gpu_name(gpu.get("model")) or _gpu_name(selector.get("model")),
+        gpu_count=_count(gpu.get("requests")) or _count(selector.get("count")),
+    )
+
+
+def overrides_match(traits: Traits, overrides: Mapping[str, Any] | None) -> bool:
+    """Whether a template with ``traits`` satisfies the service's ``spec.overrides``: metric and
+    precision equal (case-insensitive; a template without the value does not match), GPU model
+    equal when both name one, GPU count equal when both are > 0. No overrides match everything."""
+    return not _mismatches(traits, _wanted(overrides))
+
+
+def _mismatches(traits: Traits, wanted: _Wanted) -> list[str]:
+    out = []
+    if wanted.metric and traits.metric != wanted.metric:
+        out.append(f"metric {traits.metric or 'unset'} is not {wanted.metric}")
+    if wanted.precision and traits.precision != wanted.precision:
+        out.append(f"precision {traits.precision or 'unset'} is not {wanted.precision}")
+    if wanted.gpu_model and traits.gpu_model and traits.gpu_model != wanted.gpu_model:
+        out.append(f"GPU {traits.gpu_model} is not {wanted.gpu_model}")
+    if wanted.gpu_count > 0 and traits.gpu_count > 0 and traits.gpu_count != wanted.gpu_count:
+        out.append(f"GPU count {traits.gpu_count} is not {wanted.gpu_count}")
+    return out
+
+
+# --- ranking ----------------------------------------------------------------------------------------
+
+
+def _position(order: Sequence[str], value: str | None) -> int:
+    return order.index(value) if value in order else len(order)
+
+
+def rank_key(traits: Traits) -> tuple[int, int, int, int]:
+    """Lexicographic rank, lower is better: profile type, GPU model, metric, precision."""
+    return (
+        _position(_TYPE_ORDER, traits.profile_type),
+        _position(_GPU_ORDER, traits.gpu_model),
+        _position(_METRIC_ORDER, traits.metric),
+        _position(_PRECISION_ORDER, traits.precision),
+    )
+
+
+_CRITERIA: tuple[tuple[str, Callable[[Traits], str]], ...] = (
+    ("profile type", lambda t: t.profile_type),
+    ("GPU", lambda t: t.gpu_model or "none"),
+    ("metric", lambda t: t.metric or "none"),
+    ("precision", lambda t: t.precision or "none"),
+)
+
+
+def _lost_on(loser: Traits, best: Traits) -> str:
+    """``precision fp16 ranks after fp8``: the first criterion on which ``loser`` ranks worse."""
+    for index, (name, value) in enumerate(_CRITERIA):
+        if rank_key(loser)[index] != rank_key(best)[index]:
+            return f"{name} {value(loser)} ranks after {value(best)}"
+    return "ranks the same"  # pragma: no cover - only called for strictly worse keys
+
+
+# --- selection --------------------------------------------------------------------------------------
+
+
+def _ready(c: Candidate) -> tuple[bool, str]:
+    """(ready, the template's status as written, ``Pending`` when unset)."""
+    state = _text(_status(c).get("status")) or "Pending"
+    ready = "Available" if c.ref.group == LEGACY else "Ready"
+    return state == ready, state
+
+
+def _not_ready_reason(state: str) -> str:
+    # Statuses outside the documented set (none today) read as pending: the template is not usable yet.
+    return f"Template{state}" if state in _NOT_READY_STATES else "TemplatePending"
+
+
+def _listing(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:_LISTED])
+    rest = len(items) - _LISTED
+    return f"{shown} and {rest} more" if rest > 0 else shown
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def select_template(
+    candidates: Sequence[Candidate],
+    *,
+    overrides: Mapping[str, Any] | None,
+    allow_unoptimized: bool,
+    cluster_gpus: Collection[str],
+) -> Selection:
+    """Pick the template for a service among ``candidates`` (the caller restricted them to the
+    resolved model's templates). ``cluster_gpus`` are the GPU models present on at least one node.
+    See the module docstring and reference §2.2 for the stages."""
+    cs = list(candidates)
+    verdicts: dict[int, Verdict] = {}
+    traits = [template_traits(c) for c in cs]
+
+    def reject(i: int, reason: str, message: str) -> None:
+        c = cs[i]
+        verdicts[i] = Verdict(c.name, c.ref.kind, c.namespace, reason, message)
+
+    def done(chosen: Candidate | None, reason: str, message: str) -> Selection:
+        return Selection(chosen, reason, message, tuple(verdicts[i] for i in range(len(cs))))
+
+    def ordered(indices: Sequence[int]) -> list[int]:
+        """Indices in a stable order for messages, independent of the caller's order."""
+        return sorted(
+            indices, key=lambda i: (cs[i].name, cs[i].namespace or "", cs[i].ref.kind, cs[i].ref.group, i)
+        )
+
+    if not cs:
+        return Selection(None, OUTCOME_NOT_FOUND, "no templates exist for this model", ())
+
+    # 1. availability
+    ready: list[int] = []
+    states: list[str] = []
+    for i, c in enumerate(cs):
+        ok, state = _ready(c)
+        states.append(state)
+        if ok:
+            ready.append(i)
+        else:
+            reject(i, _not_ready_reason(state), f"template status is {state}, not ready")
+    if not ready:
+        listed = [f"{cs[i].name} ({states[i]})" for i in ordered(range(len(cs)))]
+        if all(state == "Failed" for state in states):
+            message = f"all {_plural(len(cs), 'template', 'templates')} for this model failed: "
+            return done(None, OUTCOME_TEMPLATE_FAILED, message + _listing(listed))
+        message = f"no template for this model is ready yet: {_listing(listed)}"
+        return done(None, OUTCOME_NOT_READY, message)
+
+    # 2. optimization
+    unoptimized = 0
+    survivors: list[int] = []
+    for i in ready:
+        kind = traits[i].profile_type
+        if kind == OPTIMIZED or allow_unoptimized:
+            survivors.append(i)
+        else:
+            unoptimized += 1
+            reject(
+                i,
+                UNOPTIMIZED_TEMPLATE_FILTERED,
+                f"profile type is {kind}; set spec.template.allowUnoptimized: true to allow it",
+            )
+    hint = ""
+    if unoptimized:
+        n = unoptimized
+        hint = (
+            f"{_plural(n, 'ready template is', 'ready templates are')} unoptimized or preview and "
+            f"{'was' if n == 1 else 'were'} filtered; set spec.template.allowUnoptimized: true to use "
+            f"{'it' if n == 1 else 'them'}"
+        )
+    if not survivors:
+        return done(None, OUTCOME_UNOPTIMIZED_FILTERED, hint)
+
+    def with_hint(message: str) -> str:
+        return f"{message} ({hint})" if hint else message
+
+    # 3. overrides
+    wanted = _wanted(overrides)
+    if not wanted.empty:
+        matching = []
+        for i in survivors:
+            problems = _mismatches(traits[i], wanted)
+            if problems:
+                reject(i, SERVICE_OVERRIDES_NOT_MATCHED, "; ".join(problems))
+            else:
+                matching.append(i)
+        if not matching:
+            offered = [f"{cs[i].name} ({traits[i].describe()})" for i in ordered(survivors)]
+            message = (
+                f"no ready template matches the overrides ({wanted.describe()}); "
+                f"available: {_listing(offered)}"
+            )
+            return done(None, OUTCOME_OVERRIDES_NOT_MATCHED, with_hint(message))
+        survivors = matching
+
+    # 4. GPU presence
+    present = sorted({normalize_model(g) for g in cluster_gpus if g and g.strip()})
+    have = ", ".join(present) if present else "none"
+    placeable = []
+    for i in survivors:
+        gpu = traits[i].gpu_model
+        if gpu is None or gpu in present:
+            placeable.append(i)
+        else:
+            reject(i, REQUIRED_GPU_NOT_IN_CLUSTER, f"needs GPU {gpu}; GPUs in the cluster: {have}")
+    if not placeable:
+        needed = sorted({g for i in survivors if (g := traits[i].gpu_model)})
+        has = f"the cluster has {have}" if present else "there are no AMD GPUs in the cluster"
+        message = f"the eligible templates need GPU {' or '.join(needed)} but {has}"
+        return done(None, OUTCOME_GPU_NOT_IN_CLUSTER, with_hint(message))
+    survivors = placeable
+
+    # 5. scope
+    namespaced = [i for i in survivors if cs[i].ref.namespaced]
+    if namespaced:
+        shadowing = _listing([cs[i].name for i in ordered(namespaced)])
+        for i in survivors:
+            if not cs[i].ref.namespaced:
+                reject(i, CLUSTER_SCOPE_SHADOWED, f"namespace-scoped templates take precedence: {shadowing}")
+        survivors = namespaced
+
+    # 6. ranking
+    best_key = min(rank_key(traits[i]) for i in survivors)
+    best = ordered([i for i in survivors if rank_key(traits[i]) == best_key])
+    best_traits = traits[best[0]]
+    tied = len(best) > 1
+    best_names = _listing([cs[i].name for i in best])
+    for i in survivors:
+        if rank_key(traits[i]) != best_key:
+            reject(i, LOWER_PREFERENCE_RANK, f"{_lost_on(traits[i], best_traits)} (best: {best_names})")
+        elif tied:
+            others = _listing([cs[o].name for o in best if o != i])
+            reject(i, AMBIGUOUS, f"ranks the same as {others} ({best_traits.describe()})")
+        else:
+            reject(i, BEST_MATCH, f"best match ({best_traits.describe()})")
+    if tied:
+        message = (
+            f"{len(best)} templates rank equally ({best_traits.describe()}): "
+            f"{_listing([cs[i].label for i in best])}; set spec.template.name to choose one"
+        )
+        return done(None, OUTCOME_AMBIGUOUS, message)
+
+    chosen = cs[best[0]]
+    why = "the only eligible one" if len(survivors) == 1 else f"ranked best of {len(survivors)} eligible"
+    message = (
+        f"selected {chosen.label} ({best_traits.describe()}) from "
+        f"{_plural(len(cs), 'candidate', 'candidates')}: {why}"
+    )
+    return done(chosen, OUTCOME_SELECTED, message)

@@ -1,0 +1,468 @@
+"""The AIMService controller (both API groups): runtime config → model → template → cache →
+KServe InferenceService → HTTPRoute, each step a condition, every resolved reference in status.
+
+One reconcile reads the informer cache, decides with the pure planners (:mod:`aim_deployer.models`,
+:mod:`~aim_deployer.templates`, :mod:`~aim_deployer.caching`, :mod:`~aim_deployer.inference`,
+:mod:`~aim_deployer.routing`, :mod:`~aim_deployer.readiness`) and writes only what differs from
+the cluster, so a second run changes nothing. Conditions the service owns:
+
+``RuntimeConfigReady``, ``ConfigValid``, ``ModelReady``, ``TemplateReady``, ``CacheReady``,
+``InferenceServiceReady``, ``InferenceServicePodsReady`` and, when routing is on, ``HTTPRouteReady``.
+When a step cannot go on, the later ones are reported as waiting for it, so no condition is left
+over from an earlier state. The status service derives ``status.status`` (Pending, Starting,
+Running, Degraded, Failed) and ``Ready`` from them.
+
+The finalizer (``aim.eai.amd.com/template-cache-cleanup``, the original's) is added only when the
+service creates a template cache; on delete it removes the service's template caches that never
+became Ready, and never blocks a terminating namespace.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aim_deployer import caching, inference, readiness, routing
+from aim_deployer.models import SERVICE_LABEL, ModelPlan, cond, resolve_model
+from aim_deployer.settings import DeployerSettings
+from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
+from aimcore import gpu as gpus
+from aimcore.bus.messages import ConditionReport
+from aimcore.children import differs, owner_reference
+from aimcore.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
+from aimcore.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
+from aimcore.kube.client import ApiException, Kube
+from aimcore.naming import label_value
+from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtimeconfig import Resolved, propagated_labels, resolution_conditions
+from aimcore.views import AIM, TemplateView, resolved_reference
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+FINALIZER = "aim.eai.amd.com/template-cache-cleanup"
+CONFIG_VALID = "ConfigValid"
+ISVC_READY = "InferenceServiceReady"
+PODS_READY = "InferenceServicePodsReady"
+ROUTE_READY = "HTTPRouteReady"
+ISVC_LABEL = "serving.kserve.io/inferenceservice"
+PODS_INDEX = "isvc-pods"
+
+DOWNSTREAM = (TEMPLATE_READY, caching.CACHE_READY, ISVC_READY, PODS_READY)
+
+
+def waiting_for(what: str, after: str) -> list[ConditionReport]:
+    """The conditions after ``after`` in the chain, each waiting for ``what``."""
+    chain = DOWNSTREAM[DOWNSTREAM.index(after) + 1 :] if after in DOWNSTREAM else DOWNSTREAM
+    return [
+        ConditionReport(
+            type=t, status="Unknown", reason=f"Awaiting{what}", message=f"waiting for the {what.lower()}"
+        )
+        for t in chain
+    ]
+
+
+def pod_isvc(obj: Mapping[str, Any]) -> list[str]:
+    """Index: the InferenceService a predictor pod belongs to."""
+    name = ((obj.get("metadata") or {}).get("labels") or {}).get(ISVC_LABEL)
+    return [str(name)] if name else []
+
+
+def live_mounts(isvc: Mapping[str, Any] | None) -> tuple[inference.CacheMount, ...]:
+    """The cache volumes the running InferenceService mounts."""
+    if not isvc:
+        return ()
+    predictor = (isvc.get("spec") or {}).get("predictor") or {}
+    claims = {
+        v.get("name"): (v.get("persistentVolumeClaim") or {}).get("claimName")
+        for v in predictor.get("volumes") or []
+        if isinstance(v, Mapping) and v.get("persistentVolumeClaim")
+    }
+    out = []
+    for container in predictor.get("containers") or []:
+        for m in container.get("volumeMounts") or []:
+            claim = claims.get(m.get("name"))
+            if claim:
+                out.append(inference.CacheMount(str(m["name"]), str(claim), str(m.get("mountPath"))))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """What the InferenceService is made of."""
+
+    config: Resolved
+    model: tuple[KindRef, Obj]
+    template: tuple[KindRef, Obj]
+    cache: caching.CachePlan
+    isvc_name: str
+
+
+@dataclass
+class Pass:
+    """What one reconcile has concluded so far."""
+
+    conditions: list[ConditionReport]
+    fields: dict[str, Any]
+
+    def set(self, condition: ConditionReport) -> None:
+        self.conditions = [c for c in self.conditions if c.type != condition.type] + [condition]
+
+    def invalid(self, reason: str, message: str) -> None:
+        self.set(ConditionReport(type=CONFIG_VALID, status="False", reason=reason, message=message))
+
+
+class ServiceController:
+    def __init__(self, kube: Kube, settings: DeployerSettings) -> None:
+        self.kube = kube
+        self.settings = settings
+
+    async def reconcile(self, request: Request) -> Result | None:
+        obj, ref = request.obj, request.ref
+        if obj["metadata"].get("deletionTimestamp"):
+            await self._finalize(request)
+            return None
+        spec = obj.get("spec") or {}
+        config, conditions = resolution_conditions(request.informer.get, ref.group, request.namespace, spec)
+        state = Pass(conditions, {})
+        if config is None:
+            state.conditions += [
+                cond("ModelReady", False, "AwaitingRuntimeConfig", "waiting for the runtime config")
+            ]
+            state.conditions += waiting_for("RuntimeConfig", "")
+            await self._report(request, state)
+            return None
+        if ref.group == AIM:
+            state.fields["resolvedRuntimeConfig"] = config.reference()
+
+        model = await self._model(request, state, config)
+        if model is None:
+            state.conditions += waiting_for("Model", "")
+            await self._report(request, state)
+            return None
+
+        template = await self._template(request, state, model)
+        if template is None:
+            state.conditions += waiting_for("Template", TEMPLATE_READY)
+            await self._report(request, state)
+            return None
+
+        isvc_name = self._isvc_name(request, state)
+        if isvc_name is None:
+            await self._report(request, state)
+            return None
+        live = request.informer.get(INFERENCE_SERVICE, request.namespace, isvc_name)
+        plan = await self._cache(request, state, template, live)
+        if plan.wait:
+            state.conditions += waiting_for("Cache", caching.CACHE_READY)
+            await self._report(request, state)
+            return None
+
+        chosen = Chosen(config, model, template, plan, isvc_name)
+        await self._inference_service(request, state, chosen, live)
+        await self._route(request, state, config, isvc_name)
+        await self._report(request, state)
+        return None
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    async def _model(self, request: Request, state: Pass, config: Resolved) -> tuple[KindRef, Obj] | None:
+        plan: ModelPlan = resolve_model(request.informer, request.ref, request.obj, config)
+        state.set(plan.condition)
+        if plan.invalid:
+            state.invalid(plan.invalid, plan.condition.message)
+        if plan.create is not None:
+            kind, body = plan.create
+            await self.kube.apply(kind, body)
+            await request.reporter.decide(
+                request.ref, request.obj, "create-model", plan.condition.reason, plan.condition.message
+            )
+        if plan.join is not None:
+            await self._co_own(request, *plan.join)
+        field = "resolvedModel" if request.ref.group == AIM else "resolvedImage"
+        if plan.model is not None and plan.usable:
+            state.fields[field] = resolved_reference(*plan.model)
+            return plan.model
+        return None
+
+    async def _template(
+        self, request: Request, state: Pass, model: tuple[KindRef, Obj]
+    ) -> tuple[KindRef, Obj] | None:
+        inventory = gpus.inventory(request.informer.list(NODE))
+        cluster_gpus = {g for g in inventory.models()}
+        plan: TemplatePlan = resolve_template(request.informer, request.ref, request.obj, model, cluster_gpus)
+        state.set(plan.condition)
+        if plan.invalid:
+            state.invalid(plan.invalid, plan.condition.message)
+        if plan.create is not None:
+            kind, body = plan.create
+            await self.kube.apply(kind, body)
+            await request.reporter.decide(
+                request.ref,
+                request.obj,
+                "create-derived-template",
+                plan.condition.reason,
+                plan.condition.message,
+            )
+        if plan.join is not None:
+            await self._co_own(request, *plan.join)
+        if plan.selection is not None and not _same_condition(request.obj, plan.condition):
+            await request.reporter.decide(
+                request.ref,
+                request.obj,
+                "select-template",
+                plan.selection.reason,
+                plan.selection.message,
+                candidates=[
+                    {
+                        "name": v.name,
+                        "kind": v.kind,
+                        "namespace": v.namespace,
+                        "reason": v.reason,
+                        "message": v.message,
+                    }
+                    for v in plan.verdicts
+                ],
+            )
+        if plan.template is None or plan.condition.status != "True":
+            return None
+        state.fields["resolvedTemplate"] = resolved_reference(*plan.template)
+        return plan.template
+
+    def _isvc_name(self, request: Request, state: Pass) -> str | None:
+        try:
+            return inference.isvc_name(request.name, request.namespace or "")
+        except inference.NameTooLong as exc:
+            state.invalid("InvalidSpec", str(exc))
+            state.set(cond(ISVC_READY, False, "InvalidSpec", str(exc)))
+            return None
+
+    async def _cache(
+        self, request: Request, state: Pass, template: tuple[KindRef, Obj], live: Obj | None
+    ) -> caching.CachePlan:
+        plan = caching.plan_cache(request.informer, request.ref, request.obj, template, live_mounts(live))
+        state.set(plan.condition)
+        if plan.create is not None:
+            if not has_finalizer(request.obj, FINALIZER):
+                await add_finalizer(self.kube, request.ref, request.obj, FINALIZER)
+            kind, body = plan.create
+            await self.kube.apply(kind, body)
+            await request.reporter.decide(
+                request.ref,
+                request.obj,
+                "create-template-cache",
+                plan.condition.reason,
+                plan.condition.message,
+            )
+        if plan.retry:
+            kind = by_kind(request.ref.group, "AIMModelCache")
+            for name in plan.retry:
+                await self.kube.delete(kind, request.namespace, name)
+            await request.reporter.decide(
+                request.ref, request.obj, "retry-cache", plan.condition.reason, plan.condition.message
+            )
+        if request.ref.group == AIM:
+            cache: dict[str, Any] = {}
+            if plan.reference is not None:
+                cache["templateCacheRef"] = plan.reference
+            if plan.retry_attempts is not None:
+                cache["retryAttempts"] = plan.retry_attempts
+            state.fields["cache"] = cache or None
+        return plan
+
+    async def _inference_service(
+        self, request: Request, state: Pass, chosen: Chosen, live: Obj | None
+    ) -> None:
+        config, model, template, plan, isvc_name = (
+            chosen.config,
+            chosen.model,
+            chosen.template,
+            chosen.cache,
+            chosen.isvc_name,
+        )
+        inputs = inference.Inputs(
+            service_ref=request.ref,
+            service=request.obj,
+            model_ref=model[0],
+            model=model[1],
+            template_ref=template[0],
+            template=template[1],
+            config_env=list(config.get("env") or []),
+            propagated_labels=propagated_labels(request.obj["metadata"].get("labels"), config),
+            caches=plan.mounts,
+            deployment_mode=self.settings.deployment_mode,
+            node_affinity=self._affinity(request, template),
+        )
+        body = inference.build(inputs)
+        if live is None or differs(live, body):
+            live = await self.kube.apply(INFERENCE_SERVICE, body)
+            if live is None or not (live.get("status") or {}):
+                await request.reporter.decide(
+                    request.ref,
+                    request.obj,
+                    "apply-inference-service",
+                    "CreatingRuntime",
+                    f"InferenceService {isvc_name} applied",
+                )
+        health = readiness.inference_service_health(live)
+        state.set(cond(ISVC_READY, health.ok, health.reason, health.message))
+        pods = [
+            p
+            for p in request.informer.by_index(PODS_INDEX, isvc_name)
+            if p["metadata"].get("namespace") == request.namespace
+        ]
+        expected = int(((live or {}).get("spec") or {}).get("predictor", {}).get("minReplicas") or 1)
+        pods_health = readiness.pods_health(pods, expected=expected)
+        state.set(cond(PODS_READY, pods_health.ok, pods_health.reason, pods_health.message))
+
+    async def _route(self, request: Request, state: Pass, config: Resolved, isvc_name: str) -> None:
+        spec = request.obj.get("spec") or {}
+        own = spec.get("routing") if isinstance(spec.get("routing"), Mapping) else {}
+        own = own or {}
+
+        def setting(key: str, *legacy: str) -> Any:
+            for k in (key, *legacy):
+                if own.get(k) not in (None, ""):
+                    return own[k]
+            for k in (key, *legacy):
+                value = config.get("routing", k)
+                if value not in (None, ""):
+                    return value
+            return None
+
+        enabled = bool(setting("enabled"))
+        name = inference.route_name(request.name, request.namespace or "")
+        existing = request.informer.get(HTTP_ROUTE, request.namespace, name)
+        had_condition = any(
+            c.get("type") == ROUTE_READY for c in (request.obj.get("status") or {}).get("conditions") or []
+        )
+        if not enabled:
+            if existing is not None:
+                await self.kube.delete(HTTP_ROUTE, request.namespace, name)
+            if had_condition:
+                state.set(cond(ROUTE_READY, True, "RoutingDisabled", "routing is disabled"))
+            state.fields["routing"] = None
+            return
+        gateway = setting("gatewayRef")
+        if not isinstance(gateway, Mapping) or not gateway.get("name"):
+            message = (
+                "routing is enabled but no gateway is configured "
+                "(spec.routing.gatewayRef or the runtime config's)"
+            )
+            state.set(cond(ROUTE_READY, False, "GatewayNotConfigured", message))
+            return
+        template = setting("pathTemplate", "routeTemplate")
+        try:
+            path = (
+                routing.render_path(str(template), request.obj)
+                if template
+                else routing.default_path(request.obj)
+            )
+        except routing.PathTemplateError as exc:
+            if existing is not None:
+                await self.kube.delete(HTTP_ROUTE, request.namespace, name)
+            state.set(cond(ROUTE_READY, False, "PathTemplateInvalid", f"path template {template!r}: {exc}"))
+            state.fields["routing"] = None
+            return
+        annotations = {
+            **(config.get("routing", "annotations") or {}),
+            **(own.get("annotations") or {}),
+        }
+        labels = {
+            "app.kubernetes.io/component": "routing",
+            "app.kubernetes.io/managed-by": "aim-engine",
+            "app.kubernetes.io/part-of": "aim-engine",
+            SERVICE_LABEL: label_value(request.name),
+        }
+        body = routing.route_body(
+            name=name,
+            namespace=request.namespace or "",
+            path=path,
+            gateway=gateway,
+            backend_service=f"{isvc_name}-predictor",
+            request_timeout=setting("requestTimeout"),
+            annotations=annotations,
+            labels=labels,
+            owner=owner_reference(request.ref, request.obj),
+        )
+        if existing is None or differs(existing, body):
+            existing = await self.kube.apply(HTTP_ROUTE, body)
+        ok, reason, message = routing.route_condition(existing)
+        state.set(cond(ROUTE_READY, ok, reason, message))
+        state.fields["routing"] = {"path": path}
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _affinity(request: Request, template: tuple[KindRef, Obj]) -> Obj | None:
+        """Node affinity pinning the predictor to nodes with the template's GPU (reference §2.9)."""
+        need = TemplateView(*template).gpu
+        if not need.model and need.min_vram is None:
+            return None
+        inventory = gpus.inventory(request.informer.list(NODE))
+        try:
+            check = gpus.check_gpu(
+                model=need.model, requests=need.requests, min_vram=need.min_vram, inventory=inventory
+            )
+        except ValueError:
+            return None
+        return check.node_affinity
+
+    async def _co_own(self, request: Request, kind: KindRef, obj: Obj) -> None:
+        """Make this service one more owner of a shared child (a custom model, a derived
+        template): it is garbage-collected with its last user."""
+        meta = obj["metadata"]
+        owner = owner_reference(request.ref, request.obj, controller=False)
+        path = "/metadata/ownerReferences"
+        ops: list[Obj] = [{"op": "test", "path": "/metadata/uid", "value": meta["uid"]}]
+        if meta.get("ownerReferences"):
+            ops.append({"op": "add", "path": f"{path}/-", "value": owner})
+        else:
+            ops.append({"op": "add", "path": path, "value": [owner]})
+        try:
+            await self.kube.patch_json(kind, meta.get("namespace"), meta["name"], ops)
+        except ApiException as exc:
+            if exc.status not in (404, 409, 422):
+                raise
+
+    async def _report(self, request: Request, state: Pass) -> None:
+        fields = dict(state.fields)
+        if request.ref.group != AIM:
+            fields = {
+                k: v for k, v in fields.items() if k in ("resolvedImage", "resolvedTemplate", "routing")
+            }
+        await request.reporter.report(request.ref, request.obj, state.conditions, fields)
+
+    async def _finalize(self, request: Request) -> None:
+        if not has_finalizer(request.obj, FINALIZER):
+            return
+        if not await namespace_terminating(self.kube, request.namespace):
+            kind = by_kind(request.ref.group, "AIMTemplateCache")
+            label = label_value(request.name)
+            for tc in request.informer.list(kind, request.namespace):
+                labels = tc["metadata"].get("labels") or {}
+                if labels.get(SERVICE_LABEL) == label and caching.state_of(tc) not in ("Ready", "Available"):
+                    await self.kube.delete(kind, request.namespace, tc["metadata"]["name"])
+                    await request.reporter.decide(
+                        request.ref,
+                        request.obj,
+                        "delete-template-cache",
+                        "CleanupNotReady",
+                        f"deleted template cache {tc['metadata']['name']} ({caching.state_of(tc)}) "
+                        "with the service",
+                    )
+        await remove_finalizer(self.kube, request.ref, request.obj, FINALIZER)
+
+
+def _same_condition(obj: Mapping[str, Any], condition: ConditionReport) -> bool:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == condition.type:
+            return bool(
+                c.get("status") == condition.status
+                and c.get("reason") == condition.reason
+                and (c.get("message") or "") == condition.message
+            )
+    return False

@@ -1,0 +1,348 @@
+"""Which template an AIMService runs (reference §2.2, seed 002 "Auto-Creation from Service
+Overrides"), decided from the informer cache; the controller applies what :class:`TemplatePlan`
+asks for.
+
+Order: an explicit ``template.name`` (legacy ``templateRef``; the namespace's template first, then
+the cluster's), else the model's ``defaultServiceTemplate`` when it exists (the original ignores
+it), else automatic selection (:mod:`aim_deployer.selection`), sticky to ``status.resolvedTemplate``
+while that template stays Ready.
+
+Overrides: when the chosen template does not already match ``spec.overrides``, a namespaced
+*derived* template ``<base>-ovr-…`` is planned with the base's spec and the overrides applied,
+owned by every service that uses it; it runs its own discovery and is used once Ready. Unlike the
+original, this works with an explicit template name too (there, the combination deadlocked), and
+the service uses the derived template rather than the base.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aim_deployer.models import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
+from aim_deployer.selection import (
+    Candidate,
+    Selection,
+    Verdict,
+    overrides_match,
+    select_template,
+    template_traits,
+)
+from aimcore.bus.messages import ConditionReport
+from aimcore.children import owner_reference
+from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.naming import derived_name, label_value
+from aimcore.runtime.informer import Informer
+from aimcore.views import AIM, ORIGIN_LABEL, TemplateView
+
+Obj = dict[str, Any]
+
+TEMPLATE_READY = "TemplateReady"
+RESOLVED = "Resolved"
+TEMPLATE_NOT_FOUND = "TemplateNotFound"
+TEMPLATE_NOT_READY = "TemplateNotReady"
+CREATING_DERIVED = "CreatingDerivedTemplate"
+DERIVED = "derived"
+
+_READY = ("Ready", "Available")
+
+
+@dataclass(frozen=True)
+class TemplatePlan:
+    condition: ConditionReport
+    template: tuple[KindRef, Obj] | None = None  # the template to deploy (Ready)
+    create: tuple[KindRef, Obj] | None = None  # a derived template to apply
+    join: tuple[KindRef, Obj] | None = None  # a derived template this service must co-own
+    invalid: str | None = None  # ConfigValid=False reason (a named template that does not exist)
+    selection: Selection | None = None  # the automatic selection, for the audit stream
+    verdicts: tuple[Verdict, ...] = field(default_factory=tuple)
+
+
+def state_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("status") or {}).get("status") or "Pending")
+
+
+def is_ready(obj: Mapping[str, Any]) -> bool:
+    return state_of(obj) in _READY
+
+
+def explicit_name(ref: KindRef, spec: Mapping[str, Any]) -> str | None:
+    template = spec.get("template")
+    name = template.get("name") if isinstance(template, Mapping) else None
+    if not name and ref.group != AIM:
+        name = spec.get("templateRef")
+    return str(name) if name else None
+
+
+def allow_unoptimized(spec: Mapping[str, Any]) -> bool:
+    template = spec.get("template")
+    return isinstance(template, Mapping) and bool(template.get("allowUnoptimized"))
+
+
+def overrides_of(spec: Mapping[str, Any]) -> Obj | None:
+    """``spec.overrides`` with its empty values dropped; ``None`` when nothing is overridden."""
+    raw = spec.get("overrides")
+    if not isinstance(raw, Mapping):
+        return None
+    out: Obj = {}
+    for key, value in raw.items():
+        if isinstance(value, Mapping):
+            inner = {k: v for k, v in value.items() if v not in (None, "", 0)}
+            if inner:
+                out[key] = inner
+        elif value not in (None, ""):
+            out[key] = value
+    return out or None
+
+
+def _kinds(group: str) -> tuple[KindRef, KindRef]:
+    return by_kind(group, "AIMServiceTemplate"), by_kind(group, "AIMClusterServiceTemplate")
+
+
+def find_named(
+    informer: Informer, group: str, namespace: str | None, name: str
+) -> tuple[KindRef, Obj] | None:
+    namespaced, cluster = _kinds(group)
+    found = informer.get(namespaced, namespace, name)
+    if found is not None:
+        return namespaced, found
+    found = informer.get(cluster, None, name)
+    return (cluster, found) if found is not None else None
+
+
+def candidates(informer: Informer, group: str, namespace: str | None, model_name: str) -> list[Candidate]:
+    out: list[Candidate] = []
+    for kind in _kinds(group):
+        for obj in informer.list(kind, namespace if kind.namespaced else None):
+            if obj["metadata"].get("deletionTimestamp"):
+                continue
+            if TemplateView(kind, obj).model_name == model_name:
+                out.append(Candidate(kind, obj))
+    out.sort(key=lambda c: (not c.ref.namespaced, c.obj["metadata"]["name"]))
+    return out
+
+
+def _waiting(kind: KindRef, obj: Obj, why: str) -> TemplatePlan:
+    name = obj["metadata"]["name"]
+    state = state_of(obj)
+    detail = next(
+        (
+            c.get("message")
+            for c in (obj.get("status") or {}).get("conditions") or []
+            if c.get("type") == "Ready"
+        ),
+        None,
+    )
+    suffix = f": {detail}" if detail else ""
+    if state == "Failed":
+        reason = "TemplateFailed"
+    elif state == "NotAvailable":
+        reason = "TemplateNotAvailable"
+    else:
+        reason = TEMPLATE_NOT_READY
+    return TemplatePlan(
+        cond(TEMPLATE_READY, False, reason, f"{why} {kind.kind} {name} is {state}{suffix}"), (kind, obj)
+    )
+
+
+def _use(kind: KindRef, obj: Obj, why: str, **extra: Any) -> TemplatePlan:
+    if not is_ready(obj):
+        return _waiting(kind, obj, why)
+    message = f"{why} {kind.kind} {obj['metadata']['name']}"
+    return TemplatePlan(cond(TEMPLATE_READY, True, RESOLVED, message), (kind, obj), **extra)
+
+
+# -- derived templates --------------------------------------------------------------------------
+
+
+def _gpu(overrides: Mapping[str, Any]) -> tuple[str, int]:
+    gpu = overrides.get("gpu") or overrides.get("gpuSelector") or {}
+    model = str(gpu.get("model") or "") if isinstance(gpu, Mapping) else ""
+    count = gpu.get("requests", gpu.get("count")) if isinstance(gpu, Mapping) else None
+    return model, int(count or 0)
+
+
+def describe_overrides(overrides: Mapping[str, Any]) -> str:
+    """``metric=throughput, gpu.requests=2`` (sorted, nested keys dotted)."""
+    parts = []
+    for key, value in sorted(overrides.items()):
+        if isinstance(value, Mapping):
+            parts += [f"{key}.{k}={v}" for k, v in sorted(value.items())]
+        else:
+            parts.append(f"{key}={value}")
+    return ", ".join(parts)
+
+
+def derived_template_name(base: str, overrides: Mapping[str, Any]) -> str:
+    """The original's name for an override template (reference §1.4)."""
+    model, count = _gpu(overrides)
+    precision = str(overrides.get("precision") or "")
+    metric = str(overrides.get("metric") or "")
+    parts = [base, "ovr"]
+    if model:
+        parts.append(model.lower())
+    if count:
+        parts.append(f"{count}gpu")
+    parts += [p for p in (precision, metric) if p]
+    return derived_name(
+        parts, ["gpu", model, "count", count, "precision", precision, "metric", metric], hash_length=4
+    )
+
+
+def derived_spec(group: str, base: Mapping[str, Any], overrides: Mapping[str, Any], model_name: str) -> Obj:
+    """The base template's spec with the overrides applied (a discovered profile id no longer fits)."""
+    spec: Obj = {
+        k: v for k, v in (base.get("spec") or {}).items() if k not in ("profileId", "type", "caching")
+    }
+    for key in ("metric", "precision"):
+        if overrides.get(key):
+            spec[key] = overrides[key]
+    model, count = _gpu(overrides)
+    if group == AIM:
+        spec["modelName"] = model_name
+        gpu = dict(spec.get("gpu") or {})
+        if model:
+            gpu["model"] = model
+        if count:
+            gpu["requests"] = count
+        if gpu:
+            spec["gpu"] = gpu
+    else:
+        spec["aimImageName"] = model_name
+        selector = dict(spec.get("gpuSelector") or {})
+        if model:
+            selector["model"] = model
+        if count:
+            selector["count"] = count
+        if selector:
+            spec["gpuSelector"] = selector
+    return spec
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What one service asks of template resolution."""
+
+    informer: Informer
+    ref: KindRef
+    service: Obj
+    model_name: str
+    overrides: Obj | None
+
+
+def plan_derived(ask: Ask, base: tuple[KindRef, Obj], overrides: Mapping[str, Any]) -> TemplatePlan:
+    informer, ref, service, model_name = ask.informer, ask.ref, ask.service, ask.model_name
+    namespace = service["metadata"].get("namespace")
+    kind = by_kind(ref.group, "AIMServiceTemplate")
+    base_name = base[1]["metadata"]["name"]
+    name = derived_template_name(base_name, overrides)
+    why = f"derived from {base[0].kind} {base_name} with overrides {describe_overrides(overrides)}:"
+    existing = informer.get(kind, namespace, name)
+    uid = service["metadata"].get("uid")
+    if existing is not None and not existing["metadata"].get("deletionTimestamp"):
+        owners = {o.get("uid") for o in existing["metadata"].get("ownerReferences") or []}
+        plan = _use(kind, existing, why)
+        if uid not in owners and (existing["metadata"].get("labels") or {}).get(ORIGIN_LABEL) == DERIVED:
+            return TemplatePlan(plan.condition, plan.template, join=(kind, existing))
+        return plan
+    body = {
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {
+                ORIGIN_LABEL: DERIVED,
+                MANAGED_BY: MANAGER,
+                PART_OF_LABEL: PART_OF_VALUE,
+                SERVICE_LABEL: label_value(service["metadata"]["name"]),
+                "aim.eai.amd.com/model": label_value(model_name),
+            },
+            "ownerReferences": [owner_reference(ref, service, controller=False)],
+        },
+        "spec": derived_spec(ref.group, base[1], overrides, model_name),
+    }
+    message = f"creating AIMServiceTemplate {name} {why.rstrip(':')}"
+    return TemplatePlan(cond(TEMPLATE_READY, False, CREATING_DERIVED, message), create=(kind, body))
+
+
+# -- resolution ---------------------------------------------------------------------------------
+
+
+def _with_overrides(ask: Ask, base: tuple[KindRef, Obj], why: str, **extra: Any) -> TemplatePlan:
+    overrides = ask.overrides
+    if overrides and not overrides_match(template_traits(Candidate(*base)), overrides):
+        if not is_ready(base[1]):
+            return _waiting(base[0], base[1], f"{why} (the base of the override template)")
+        plan = plan_derived(ask, base, overrides)
+        return TemplatePlan(plan.condition, plan.template, plan.create, plan.join, **extra)
+    return _use(base[0], base[1], why, **extra)
+
+
+def resolve_template(
+    informer: Informer,
+    ref: KindRef,
+    service: Obj,
+    model: tuple[KindRef, Obj],
+    cluster_gpus: Collection[str],
+) -> TemplatePlan:
+    spec = service.get("spec") or {}
+    namespace = service["metadata"].get("namespace")
+    overrides = overrides_of(spec)
+    model_name = model[1]["metadata"]["name"]
+    ask = Ask(informer, ref, service, model_name, overrides)
+
+    name = explicit_name(ref, spec)
+    if name:
+        found = find_named(informer, ref.group, namespace, name)
+        if found is None:
+            message = (
+                f"no AIMServiceTemplate in namespace {namespace} or AIMClusterServiceTemplate named {name!r}"
+            )
+            return TemplatePlan(
+                cond(TEMPLATE_READY, False, TEMPLATE_NOT_FOUND, message), invalid="ReferenceNotFound"
+            )
+        return _with_overrides(ask, found, "using")
+
+    default = (model[1].get("spec") or {}).get("defaultServiceTemplate")
+    if default:
+        found = find_named(informer, ref.group, namespace, str(default))
+        if found is not None:
+            return _with_overrides(ask, found, "using the model's default template")
+
+    status = service.get("status") or {}
+    sticky = status.get("resolvedTemplate")
+    if isinstance(sticky, Mapping) and sticky.get("name") and sticky.get("kind"):
+        kind = by_kind(ref.group, str(sticky["kind"]))
+        obj = informer.get(kind, namespace if kind.namespaced else None, str(sticky["name"]))
+        if (
+            obj is not None
+            and obj["metadata"].get("uid") == sticky.get("uid")
+            and is_ready(obj)
+            and TemplateView(kind, obj).model_name == model_name
+        ):
+            return _use(kind, obj, "selected")
+
+    pool = candidates(informer, ref.group, namespace, model_name)
+    allow = allow_unoptimized(spec)
+    selection = select_template(pool, overrides=overrides, allow_unoptimized=allow, cluster_gpus=cluster_gpus)
+    if selection.chosen is not None:
+        chosen = selection.chosen
+        return _use(chosen.ref, chosen.obj, "selected", selection=selection, verdicts=selection.verdicts)
+    if overrides and selection.reason == "ServiceOverridesNotMatched":
+        # nothing matches the overrides yet: derive one from the best template without them
+        base = select_template(pool, overrides=None, allow_unoptimized=allow, cluster_gpus=cluster_gpus)
+        if base.chosen is not None:
+            return _with_overrides(
+                ask,
+                (base.chosen.ref, base.chosen.obj),
+                "selected",
+                selection=base,
+                verdicts=base.verdicts,
+            )
+    return TemplatePlan(
+        cond(TEMPLATE_READY, False, selection.reason, selection.message),
+        selection=selection,
+        verdicts=selection.verdicts,
+    )

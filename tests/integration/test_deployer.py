@@ -1,0 +1,839 @@
+"""The deployer as a real process against a real API server: AIMServices of both groups become KServe
+InferenceServices (and HTTPRoutes) with every resolution step visible in status.
+
+The tests play the other services and the controllers that cannot run here: they mark models,
+templates and template caches Ready by patching their status (as the discovery and cache services
+would), and play KServe and the kubelet by patching InferenceService status and creating predictor
+pods, the way the original's "frozen" end-to-end tests do. The discovery and cache services are
+stopped for these tests so nothing else writes those statuses.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import pytest
+
+from aimcore.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
+from aimcore.kube.client import Kube
+from tests.helpers import condition, eventually, has, manifest, status_of
+from tests.integration.conftest import Services
+
+AIM = "aim.eai.amd.com"
+LEGACY = "aim.silogen.ai"
+SERVICE = by_kind(AIM, "AIMService")
+MODEL = by_kind(AIM, "AIMModel")
+CLUSTER_MODEL = by_kind(AIM, "AIMClusterModel")
+TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
+CLUSTER_TEMPLATE = by_kind(AIM, "AIMClusterServiceTemplate")
+TEMPLATE_CACHE = by_kind(AIM, "AIMTemplateCache")
+MODEL_CACHE = by_kind(AIM, "AIMModelCache")
+RUNTIME_CONFIG = by_kind(AIM, "AIMRuntimeConfig")
+IMAGE = "ghcr.io/acme/aim-llama:1.0.0"
+
+
+def CACHE_COMING(status: dict[str, Any]) -> bool:  # noqa: N802 - a predicate used like has(...)
+    """The service waits for a cache it created (just created, or created and filling)."""
+    return condition(status, "CacheReady").get("reason") in ("CacheCreating", "CacheNotReady")
+
+
+@pytest.fixture
+def deployer(running: Services) -> Services:
+    """The session's services with discovery and cache stopped: the tests play their part."""
+    for name in ("discovery", "cache", "registry-sync"):
+        proc = running.procs.pop(name, None)
+        if proc is not None:
+            proc.stop()
+    return running
+
+
+def uid() -> str:
+    return secrets.token_hex(3)
+
+
+async def ready(kube: Kube, ref: KindRef, namespace: str | None, name: str, status: dict[str, Any]) -> None:
+    await kube.patch_status(ref, namespace, name, {"status": status})
+
+
+async def make_model(
+    kube: Kube, namespace: str | None, name: str, image: str = IMAGE, state: str = "Ready", **spec: Any
+) -> None:
+    ref = MODEL if namespace else CLUSTER_MODEL
+    await kube.create(ref, manifest(ref, name, namespace, {"image": image, **spec}), namespace)
+    await ready(kube, ref, namespace, name, {"status": state})
+
+
+async def make_template(
+    kube: Kube,
+    namespace: str | None,
+    name: str,
+    model: str,
+    *,
+    metric: str = "latency",
+    precision: str = "fp8",
+    gpu: str | None = None,
+    count: int = 1,
+    kind: str = "optimized",
+    state: str = "Ready",
+    **spec: Any,
+) -> None:
+    ref = TEMPLATE if namespace else CLUSTER_TEMPLATE
+    body: dict[str, Any] = {"modelName": model, "metric": metric, "precision": precision, **spec}
+    if gpu:
+        body["gpu"] = {"model": gpu, "requests": count}
+    await kube.create(ref, manifest(ref, name, namespace, body), namespace)
+    metadata = {"type": kind, "metric": metric, "precision": precision, "gpu_count": count}
+    if gpu:
+        metadata["gpu"] = gpu
+    await ready(kube, ref, namespace, name, {"status": state, "profile": {"metadata": metadata}})
+
+
+async def make_service(
+    kube: Kube, namespace: str, name: str, spec: dict[str, Any], ref: KindRef = SERVICE
+) -> None:
+    await kube.create(ref, manifest(ref, name, namespace, spec), namespace)
+
+
+async def wait_service(
+    kube: Kube, namespace: str, name: str, predicate: Any, what: str, *, ref: KindRef = SERVICE
+) -> dict[str, Any]:
+    obj: dict[str, Any] = await status_of(kube, ref, namespace, name, predicate, what)
+    return obj
+
+
+async def isvc_of(kube: Kube, namespace: str, service: str) -> dict[str, Any]:
+    async def probe() -> dict[str, Any] | None:
+        items = (await kube.list(INFERENCE_SERVICE, namespace))[0]
+        owned = [
+            i
+            for i in items
+            if any(o.get("name") == service for o in i["metadata"].get("ownerReferences") or [])
+        ]
+        return owned[0] if owned else None
+
+    found: dict[str, Any] = await eventually(probe, timeout=30, what=f"the InferenceService of {service}")
+    return found
+
+
+def container(isvc: dict[str, Any]) -> dict[str, Any]:
+    c: dict[str, Any] = isvc["spec"]["predictor"]["containers"][0]
+    return c
+
+
+def env_of(isvc: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value") for e in container(isvc).get("env") or []}
+
+
+async def play_kserve(kube: Kube, namespace: str, isvc: dict[str, Any], *, ready_pods: bool = True) -> str:
+    """KServe and the kubelet: the InferenceService reports Ready and its pod runs."""
+    name = isvc["metadata"]["name"]
+    await kube.patch_status(
+        INFERENCE_SERVICE,
+        namespace,
+        name,
+        {
+            "status": {
+                "url": f"http://{name}.{namespace}",
+                "conditions": [{"type": "Ready", "status": "True"}],
+            }
+        },
+    )
+    pod = f"{name}-predictor-{uid()}"
+    await kube.create(
+        POD,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": pod,
+                "namespace": namespace,
+                "labels": {
+                    "serving.kserve.io/inferenceservice": name,
+                    "app.kubernetes.io/part-of": "aim-engine",
+                },
+            },
+            "spec": {"containers": [{"name": "kserve-container", "image": container(isvc)["image"]}]},
+        },
+        namespace,
+    )
+    cs = {
+        "name": "kserve-container",
+        "ready": ready_pods,
+        "restartCount": 0,
+        "image": "x",
+        "imageID": "",
+        "state": {"running": {"startedAt": "2026-11-22T00:00:00Z"}},
+    }
+    await kube.patch_status(
+        POD,
+        namespace,
+        pod,
+        {
+            "status": {
+                "phase": "Running",
+                "conditions": [
+                    {"type": "Ready", "status": "True" if ready_pods else "False"},
+                    {"type": "PodScheduled", "status": "True"},
+                ],
+                "containerStatuses": [cs],
+            }
+        },
+    )
+    return pod
+
+
+# -- model resolution ---------------------------------------------------------------------------
+
+
+async def test_service_by_name_runs_once_kserve_reports_ready(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    await make_model(kube, namespace, "llama")
+    await make_template(kube, namespace, "llama-lat", "llama", env=[{"name": "FROM_TEMPLATE", "value": "t"}])
+    await kube.create(
+        RUNTIME_CONFIG,
+        manifest(
+            RUNTIME_CONFIG,
+            "default",
+            namespace,
+            {"env": [{"name": "FROM_CONFIG", "value": "c"}, {"name": "FROM_TEMPLATE", "value": "config"}]},
+        ),
+        namespace,
+    )
+    await make_service(
+        kube,
+        namespace,
+        "chat",
+        {
+            "model": {"name": "llama"},
+            "env": [{"name": "FROM_SERVICE", "value": "s"}, {"name": "FROM_CONFIG", "value": "service"}],
+            "resources": {"limits": {"memory": "100Gi"}},
+        },
+    )
+    isvc = await isvc_of(kube, namespace, "chat")
+    assert container(isvc)["image"] == IMAGE
+    env = env_of(isvc)
+    assert env["FROM_SERVICE"] == "s" and env["FROM_CONFIG"] == "service" and env["FROM_TEMPLATE"] == "t"
+    names = [e["name"] for e in container(isvc)["env"]]
+    assert len(names) == len(set(names)), names
+    assert container(isvc)["resources"]["limits"]["memory"] == "100Gi"
+    labels = isvc["metadata"]["labels"]
+    assert labels["aim.eai.amd.com/service"] == "chat" and labels["aim.eai.amd.com/template"] == "llama-lat"
+    assert isvc["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] == "none"
+
+    starting = await wait_service(
+        kube, namespace, "chat", lambda s: s.get("status") == "Starting", "Starting"
+    )
+    status = starting["status"]
+    assert status["resolvedModel"]["name"] == "llama" and status["resolvedTemplate"]["name"] == "llama-lat"
+    assert condition(status, "ModelReady")["status"] == "True"
+    assert condition(status, "CacheReady")["reason"] == "NoCache"
+
+    await play_kserve(kube, namespace, isvc)
+    running = await wait_service(kube, namespace, "chat", lambda s: s.get("status") == "Running", "Running")
+    assert condition(running["status"], "InferenceServicePodsReady")["reason"] == "PodsReady"
+    assert condition(running["status"], "Ready")["status"] == "True"
+
+
+async def test_missing_model_fails_with_reason_and_recovers(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    await make_service(kube, namespace, "lost", {"model": {"name": "nope"}})
+    failed = await wait_service(
+        kube, namespace, "lost", has("ModelReady", "False", "ModelNotFound"), "ModelNotFound"
+    )
+    assert failed["status"]["status"] == "Failed"
+    assert condition(failed["status"], "ConfigValid")["reason"] == "ReferenceNotFound"
+    await make_model(kube, namespace, "nope")
+    await make_template(kube, namespace, "nope-t", "nope")
+    await isvc_of(kube, namespace, "lost")
+    await wait_service(
+        kube, namespace, "lost", lambda s: s.get("status") == "Starting", "Starting after the model"
+    )
+
+
+async def test_service_by_image_creates_a_model_and_uses_it(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    image = f"ghcr.io/acme/aim-qwen-{uid()}:0.8.5"
+    await kube.create(
+        RUNTIME_CONFIG,
+        manifest(RUNTIME_CONFIG, "default", namespace, {"model": {"autoDiscovery": False}}),
+        namespace,
+    )
+    await make_service(kube, namespace, "by-image", {"model": {"image": image}})
+    creating = await wait_service(
+        kube,
+        namespace,
+        "by-image",
+        lambda s: condition(s, "ModelReady").get("reason") in ("CreatingModel", "ModelPending"),
+        "the model created",
+    )
+    models = [m for m in (await kube.list(MODEL, namespace))[0] if m["spec"]["image"] == image]
+    assert len(models) == 1, models
+    model = models[0]
+    assert model["metadata"]["name"].startswith(image.rsplit("/", 1)[1].split(":", maxsplit=1)[0] + "-0-8-5-")
+    assert model["metadata"]["labels"]["aim.eai.amd.com/origin"] == "auto-generated"
+    assert model["spec"]["discovery"] == {"extractMetadata": False, "createServiceTemplates": False}
+    assert "Component Model is not ready" in condition(creating["status"], "Ready")["message"]
+    # discovery's part: the model is ready and has a template
+    await ready(kube, MODEL, namespace, model["metadata"]["name"], {"status": "Ready"})
+    await make_template(kube, namespace, "qwen-t", model["metadata"]["name"])
+    await isvc_of(kube, namespace, "by-image")
+    done = await wait_service(
+        kube, namespace, "by-image", has("ModelReady", "True", "ModelResolved"), "resolved"
+    )
+    assert done["status"]["resolvedModel"]["name"] == model["metadata"]["name"]
+    # a second service with the same image uses the same model
+    await make_service(kube, namespace, "by-image-2", {"model": {"image": image}})
+    await isvc_of(kube, namespace, "by-image-2")
+    assert len([m for m in (await kube.list(MODEL, namespace))[0] if m["spec"]["image"] == image]) == 1
+
+
+async def test_image_ambiguity_and_invalid_reference_have_reasons(
+    deployer, kube: Kube, namespace: str
+) -> None:  # type: ignore[no-untyped-def]
+    image = f"ghcr.io/acme/twin-{uid()}:1"
+    await make_model(kube, namespace, "twin-a", image)
+    await make_model(kube, namespace, "twin-b", image)
+    await make_service(kube, namespace, "twins", {"model": {"image": image}})
+    twins = await wait_service(
+        kube, namespace, "twins", has("ModelReady", "False", "MultipleModelsFound"), "ambiguous"
+    )
+    assert "twin-a" in condition(twins["status"], "ModelReady")["message"]
+    assert twins["status"]["status"] == "Failed"
+    await make_service(kube, namespace, "bad-image", {"model": {"image": "ghcr.io/acme/UPPER CASE:1"}})
+    bad = await wait_service(
+        kube, namespace, "bad-image", has("ModelReady", "False", "InvalidImageReference"), "invalid"
+    )
+    assert bad["status"]["status"] == "Failed"
+
+
+async def test_identical_custom_models_are_shared(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    def custom(endpoint: str) -> dict[str, Any]:
+        return {
+            "model": {
+                "custom": {
+                    "baseImage": "ghcr.io/acme/aim-base:1",
+                    "modelSources": [
+                        {
+                            "modelId": "acme/tiny",
+                            "sourceUri": "s3://bucket/tiny",
+                            "env": [{"name": "AWS_ENDPOINT_URL", "value": endpoint}],
+                        }
+                    ],
+                    "hardware": {"gpu": {"requests": 1}},
+                }
+            }
+        }
+
+    await make_service(kube, namespace, "c1", custom("http://s3-a"))
+    await make_service(kube, namespace, "c2", custom("http://s3-a"))
+    await make_service(kube, namespace, "c3", custom("http://s3-b"))
+
+    async def models() -> list[dict[str, Any]] | None:
+        found = (await kube.list(MODEL, namespace))[0]
+        shared = [m for m in found if len(m["metadata"].get("ownerReferences") or []) == 2]
+        return found if len(found) == 2 and shared else None
+
+    found = await eventually(models, timeout=30, what="two custom models, one shared by c1 and c2")
+    shared = next(m for m in found if len(m["metadata"]["ownerReferences"]) == 2)
+    assert {o["name"] for o in shared["metadata"]["ownerReferences"]} == {"c1", "c2"}
+    assert shared["metadata"]["labels"]["aim.eai.amd.com/custom-model"] == "true"
+    assert shared["spec"]["custom"]["hardware"]["gpu"]["requests"] == 1
+
+
+# -- template selection -------------------------------------------------------------------------
+
+
+async def test_automatic_selection_ranks_and_explains(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    model = f"rank-{uid()}"
+    await make_model(kube, None, model)
+    try:
+        await make_template(kube, None, f"{model}-fp16", model, precision="fp16")
+        await make_template(kube, None, f"{model}-fp8", model, precision="fp8")
+        await make_template(kube, None, f"{model}-unopt", model, precision="fp8", kind="unoptimized")
+        await make_service(kube, namespace, "ranked", {"model": {"name": model}})
+        svc = await wait_service(
+            kube, namespace, "ranked", has("TemplateReady", "True", "Resolved"), "selected"
+        )
+        assert svc["status"]["resolvedTemplate"]["name"] == f"{model}-fp8"
+        assert svc["status"]["resolvedTemplate"]["scope"] == "Cluster"
+        # with allowUnoptimized the unoptimized fp8 template competes, and ranks after the optimized one
+        await make_service(
+            kube, namespace, "loose", {"model": {"name": model}, "template": {"allowUnoptimized": True}}
+        )
+        loose = await wait_service(
+            kube, namespace, "loose", has("TemplateReady", "True", "Resolved"), "selected"
+        )
+        assert loose["status"]["resolvedTemplate"]["name"] == f"{model}-fp8"
+        # a namespace template shadows the cluster ones (a service naming it first shows the
+        # deployer has seen it: selection is sticky once made)
+        await make_template(kube, namespace, "local-fp16", model, precision="fp16")
+        await make_service(
+            kube, namespace, "named", {"model": {"name": model}, "template": {"name": "local-fp16"}}
+        )
+        await wait_service(
+            kube, namespace, "named", has("TemplateReady", "True", "Resolved"), "named template"
+        )
+        await make_service(kube, namespace, "local", {"model": {"name": model}})
+        local = await wait_service(
+            kube, namespace, "local", has("TemplateReady", "True", "Resolved"), "selected"
+        )
+        assert local["status"]["resolvedTemplate"]["name"] == "local-fp16"
+    finally:
+        for name in (f"{model}-fp16", f"{model}-fp8", f"{model}-unopt"):
+            await kube.delete(CLUSTER_TEMPLATE, None, name)
+        await kube.delete(CLUSTER_MODEL, None, model)
+
+
+async def test_selection_outcomes_have_their_own_reasons(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    await make_model(kube, namespace, "m")
+    await make_template(kube, namespace, "m-a", "m", precision="fp8")
+    await make_template(kube, namespace, "m-b", "m", precision="fp8")
+    await make_service(kube, namespace, "tie", {"model": {"name": "m"}})
+    tie = await wait_service(
+        kube, namespace, "tie", has("TemplateReady", "False", "TemplateSelectionAmbiguous"), "ambiguous"
+    )
+    message = condition(tie["status"], "TemplateReady")["message"]
+    assert "m-a" in message and "m-b" in message
+
+    await make_model(kube, namespace, "u")
+    await make_template(kube, namespace, "u-1", "u", kind="unoptimized")
+    await make_service(kube, namespace, "strict", {"model": {"name": "u"}})
+    strict = await wait_service(
+        kube, namespace, "strict", has("TemplateReady", "False", "UnoptimizedTemplatesFiltered"), "filtered"
+    )
+    assert "allowUnoptimized" in condition(strict["status"], "TemplateReady")["message"]
+    await make_service(
+        kube, namespace, "lenient", {"model": {"name": "u"}, "template": {"allowUnoptimized": True}}
+    )
+    await wait_service(
+        kube, namespace, "lenient", has("TemplateReady", "True", "Resolved"), "unoptimized allowed"
+    )
+
+    await make_model(kube, namespace, "g")
+    await make_template(kube, namespace, "g-mi355", "g", gpu="MI355X")
+    await make_service(kube, namespace, "gpu", {"model": {"name": "g"}})
+    gpu = await wait_service(
+        kube, namespace, "gpu", has("TemplateReady", "False", "RequiredGPUNotInCluster"), "no GPU"
+    )
+    assert "MI355X" in condition(gpu["status"], "TemplateReady")["message"]
+    # a node with that GPU appears: the service goes on
+    node = f"gpu-node-{uid()}"
+    await kube.create(
+        NODE,
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": node, "labels": {"amd.com/gpu.device-id": "75a3"}},
+        },
+    )
+    try:
+        await wait_service(
+            kube, namespace, "gpu", has("TemplateReady", "True", "Resolved"), "GPU now present"
+        )
+        isvc = await isvc_of(kube, namespace, "gpu")
+        terms = isvc["spec"]["predictor"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"]
+        assert "75a3" in terms[0]["matchExpressions"][0]["values"]
+        assert container(isvc)["resources"]["limits"]["amd.com/gpu"] == "1"
+    finally:
+        await kube.delete(NODE, None, node)
+
+
+async def test_overrides_create_a_derived_template(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    await make_model(kube, namespace, "o")
+    await make_template(kube, namespace, "o-lat", "o", metric="latency", precision="fp8")
+    await make_service(
+        kube, namespace, "thr", {"model": {"name": "o"}, "overrides": {"metric": "throughput"}}
+    )
+    waiting = await wait_service(
+        kube,
+        namespace,
+        "thr",
+        lambda s: (
+            condition(s, "TemplateReady").get("reason") in ("CreatingDerivedTemplate", "TemplateNotReady")
+        ),
+        "derived",
+    )
+    assert "o-lat" in condition(waiting["status"], "TemplateReady")["message"]
+    derived = [
+        t for t in (await kube.list(TEMPLATE, namespace))[0] if t["metadata"]["name"].startswith("o-lat-ovr-")
+    ]
+    assert len(derived) == 1
+    spec = derived[0]["spec"]
+    assert spec["metric"] == "throughput" and spec["precision"] == "fp8" and spec["modelName"] == "o"
+    assert derived[0]["metadata"]["labels"]["aim.eai.amd.com/origin"] == "derived"
+    # discovery's part
+    name = derived[0]["metadata"]["name"]
+    await ready(
+        kube,
+        TEMPLATE,
+        namespace,
+        name,
+        {
+            "status": "Ready",
+            "profile": {"metadata": {"type": "optimized", "metric": "throughput", "precision": "fp8"}},
+        },
+    )
+    svc = await wait_service(kube, namespace, "thr", has("TemplateReady", "True", "Resolved"), "uses derived")
+    assert svc["status"]["resolvedTemplate"]["name"] == name
+    isvc = await isvc_of(kube, namespace, "thr")
+    assert env_of(isvc)["AIM_METRIC"] == "throughput"
+
+
+# -- caching ------------------------------------------------------------------------------------
+
+
+async def test_caching_modes(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    await make_model(kube, namespace, "cm")
+    await make_template(kube, namespace, "cm-t", "cm")
+    await make_service(kube, namespace, "never", {"model": {"name": "cm"}, "caching": {"mode": "Never"}})
+    await make_service(kube, namespace, "always", {"model": {"name": "cm"}, "caching": {"mode": "Always"}})
+    never = await isvc_of(kube, namespace, "never")
+    assert not container(never).get("volumeMounts") or all(
+        m["name"] == "dshm" for m in container(never)["volumeMounts"]
+    )
+    creating = await wait_service(kube, namespace, "always", CACHE_COMING, "creating")
+    assert creating["metadata"]["finalizers"] == ["aim.eai.amd.com/template-cache-cleanup"]
+    caches = (await kube.list(TEMPLATE_CACHE, namespace))[0]
+    assert len(caches) == 1
+    tc = caches[0]
+    assert (
+        tc["spec"]["templateName"] == "cm-t"
+        and tc["metadata"]["labels"]["aim.eai.amd.com/service"] == "always"
+    )
+    assert (
+        await kube.get(INFERENCE_SERVICE, namespace, isvc_name_of(never).replace("never", "always")) is None
+    )
+    # the cache service's part: the cache is ready with one model cache
+    await ready(
+        kube,
+        TEMPLATE_CACHE,
+        namespace,
+        tc["metadata"]["name"],
+        {
+            "status": "Ready",
+            "modelCaches": {
+                "acme/llama": {
+                    "name": "mc-1",
+                    "status": "Ready",
+                    "persistentVolumeClaim": "mc-1-cache",
+                    "model": "acme/llama",
+                    "mountPoint": "/workspace/model-cache/acme/llama",
+                }
+            },
+        },
+    )
+    always = await isvc_of(kube, namespace, "always")
+    mounts = {m["name"]: m["mountPath"] for m in container(always)["volumeMounts"]}
+    assert mounts["mc-1"] == "/workspace/model-cache/acme/llama"
+    volumes = {v["name"]: v for v in always["spec"]["predictor"]["volumes"]}
+    assert volumes["mc-1"]["persistentVolumeClaim"]["claimName"] == "mc-1-cache"
+    svc = await wait_service(
+        kube, namespace, "always", has("CacheReady", "True", "CacheReady"), "cache ready"
+    )
+    assert svc["status"]["cache"]["templateCacheRef"]["name"] == tc["metadata"]["name"]
+    # Auto finds the same cache and mounts it too
+    await make_service(kube, namespace, "auto", {"model": {"name": "cm"}})
+    auto = await isvc_of(kube, namespace, "auto")
+    assert "mc-1" in {m["name"] for m in container(auto)["volumeMounts"]}
+
+
+def isvc_name_of(isvc: dict[str, Any]) -> str:
+    return str(isvc["metadata"]["name"])
+
+
+async def test_failed_cache_is_retried_once_then_degrades(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    await make_model(kube, namespace, "rm")
+    await make_template(kube, namespace, "rm-t", "rm")
+    await make_service(kube, namespace, "retry", {"model": {"name": "rm"}, "caching": {"mode": "Always"}})
+    await wait_service(kube, namespace, "retry", CACHE_COMING, "creating")
+    tc = ((await kube.list(TEMPLATE_CACHE, namespace))[0])[0]["metadata"]["name"]
+
+    async def fail_with(mc: str) -> None:
+        await kube.create(
+            MODEL_CACHE,
+            manifest(
+                MODEL_CACHE,
+                mc,
+                namespace,
+                {"sourceUri": "hf://acme/llama"},
+                labels={"aim.eai.amd.com/template-cache.name": tc},
+            ),
+            namespace,
+        )
+        await ready(kube, MODEL_CACHE, namespace, mc, {"status": "Failed"})
+        await ready(
+            kube,
+            TEMPLATE_CACHE,
+            namespace,
+            tc,
+            {
+                "status": "Failed",
+                "modelCaches": {"acme/llama": {"name": mc, "status": "Failed", "model": "acme/llama"}},
+            },
+        )
+
+    await fail_with("mc-a")
+    retrying = await wait_service(
+        kube, namespace, "retry", lambda s: (s.get("cache") or {}).get("retryAttempts") == 1, "retry"
+    )
+    assert condition(retrying["status"], "CacheReady")["reason"] == "CacheRetrying"
+    await eventually(
+        lambda: _gone(kube, MODEL_CACHE, namespace, "mc-a"), timeout=20, what="the failed model cache deleted"
+    )
+    await fail_with("mc-b")
+    degraded = await wait_service(
+        kube, namespace, "retry", has("CacheReady", "False", "CacheFailed"), "degraded"
+    )
+    assert degraded["status"]["status"] == "Degraded"
+    assert await kube.get(MODEL_CACHE, namespace, "mc-b") is not None  # no second retry
+    await isvc_of(kube, namespace, "retry")  # runs without the cache rather than not at all
+
+
+async def _gone(kube: Kube, ref: KindRef, namespace: str, name: str) -> bool:
+    return await kube.get(ref, namespace, name) is None
+
+
+async def test_delete_removes_the_caches_it_created_unless_ready(
+    deployer, kube: Kube, namespace: str
+) -> None:  # type: ignore[no-untyped-def]
+    await make_model(kube, namespace, "dm")
+    await make_template(kube, namespace, "dm-t", "dm")
+    await make_service(kube, namespace, "gone", {"model": {"name": "dm"}, "caching": {"mode": "Always"}})
+    await wait_service(kube, namespace, "gone", CACHE_COMING, "creating")
+    tc = ((await kube.list(TEMPLATE_CACHE, namespace))[0])[0]["metadata"]["name"]
+    await kube.delete(SERVICE, namespace, "gone")
+    await eventually(
+        lambda: _gone(kube, TEMPLATE_CACHE, namespace, tc), timeout=30, what="the unready cache deleted"
+    )
+    await eventually(lambda: _gone(kube, SERVICE, namespace, "gone"), timeout=30, what="the service deleted")
+
+
+# -- autoscaling, routing, readiness ------------------------------------------------------------
+
+
+async def test_autoscaling_fields_reach_the_inference_service(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    await make_model(kube, namespace, "as")
+    await make_template(kube, namespace, "as-t", "as")
+    metric = {
+        "type": "PodMetric",
+        "podmetric": {
+            "metric": {
+                "backend": "opentelemetry",
+                "metricNames": ["vllm:num_requests_running"],
+                "query": "vllm:num_requests_running",
+            },
+            "target": {"type": "Value", "value": "1"},
+        },
+    }
+    await make_service(
+        kube,
+        namespace,
+        "scaled",
+        {"model": {"name": "as"}, "minReplicas": 2, "maxReplicas": 5, "autoScaling": {"metrics": [metric]}},
+    )
+    isvc = await isvc_of(kube, namespace, "scaled")
+    predictor = isvc["spec"]["predictor"]
+    assert (predictor["minReplicas"], predictor["maxReplicas"]) == (2, 5)
+    annotations = isvc["metadata"]["annotations"]
+    assert annotations["serving.kserve.io/autoscalerClass"] == "keda"
+    assert annotations["sidecar.opentelemetry.io/inject"] == f"{isvc['metadata']['name']}-predictor"
+    pm = predictor["autoScaling"]["metrics"][0]["podmetric"]
+    assert pm["metric"]["serverAddress"] == "keda-otel-scaler.keda.svc:4317"
+    assert pm["target"] == {"type": "Value", "value": "1"}
+
+
+async def test_routing_on_off_and_invalid_template(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    await make_model(kube, namespace, "rt")
+    await make_template(kube, namespace, "rt-t", "rt")
+    routing = {
+        "enabled": True,
+        "gatewayRef": {"name": "gw", "namespace": "gateways"},
+        "pathTemplate": "/{.metadata.namespace}/{.metadata.labels['team']}/{.metadata.name}",
+    }
+    await kube.create(
+        SERVICE,
+        manifest(
+            SERVICE,
+            "Routed".lower(),
+            namespace,
+            {"model": {"name": "rt"}, "routing": routing},
+            labels={"team": "ML_Team"},
+        ),
+        namespace,
+    )
+
+    async def route() -> dict[str, Any] | None:
+        items = (await kube.list(HTTP_ROUTE, namespace))[0]
+        return items[0] if items else None
+
+    found = await eventually(route, timeout=30, what="the HTTPRoute")
+    rule = found["spec"]["rules"][0]
+    assert rule["matches"][0]["path"]["value"] == f"/{namespace}/ml-team/routed"
+    assert found["spec"]["parentRefs"][0]["name"] == "gw"
+    svc = await wait_service(
+        kube, namespace, "routed", lambda s: (s.get("routing") or {}).get("path"), "path"
+    )
+    assert svc["status"]["routing"]["path"] == f"/{namespace}/ml-team/routed"
+    assert condition(svc["status"], "HTTPRouteReady")["reason"] == "HTTPRoutePending"
+    # the gateway accepts it
+    await kube.patch_status(
+        HTTP_ROUTE,
+        namespace,
+        found["metadata"]["name"],
+        {
+            "status": {
+                "parents": [
+                    {
+                        "parentRef": {"name": "gw"},
+                        "controllerName": "example.com/gw",
+                        "conditions": [
+                            {
+                                "type": "Accepted",
+                                "status": "True",
+                                "reason": "Accepted",
+                                "message": "",
+                                "lastTransitionTime": "2026-11-22T00:00:00Z",
+                            }
+                        ],
+                    }
+                ]
+            }
+        },
+    )
+    await wait_service(
+        kube, namespace, "routed", has("HTTPRouteReady", "True", "HTTPRouteAccepted"), "accepted"
+    )
+    # a label the template needs disappears: Degraded, no route, no silent fallback
+    await kube.patch(SERVICE, namespace, "routed", {"metadata": {"labels": {"team": None}}})
+    bad = await wait_service(
+        kube, namespace, "routed", has("HTTPRouteReady", "False", "PathTemplateInvalid"), "invalid"
+    )
+    assert bad["status"]["status"] == "Degraded"
+    assert "team" in condition(bad["status"], "HTTPRouteReady")["message"]
+    await eventually(lambda: _no_routes(kube, namespace), timeout=20, what="the route removed")
+    # routing off: no route
+    await kube.patch(SERVICE, namespace, "routed", {"spec": {"routing": {"enabled": False}}})
+    await wait_service(
+        kube, namespace, "routed", has("HTTPRouteReady", "True", "RoutingDisabled"), "routing off"
+    )
+
+
+async def _no_routes(kube: Kube, namespace: str) -> bool:
+    return not (await kube.list(HTTP_ROUTE, namespace))[0]
+
+
+async def test_pod_problems_have_specific_reasons(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    await make_model(kube, namespace, "pp")
+    await make_template(kube, namespace, "pp-t", "pp")
+    await make_service(kube, namespace, "pull", {"model": {"name": "pp"}})
+    isvc = await isvc_of(kube, namespace, "pull")
+    pod = await play_kserve(kube, namespace, isvc, ready_pods=False)
+    await kube.patch_status(
+        POD,
+        namespace,
+        pod,
+        {
+            "status": {
+                "containerStatuses": [
+                    {
+                        "name": "kserve-container",
+                        "ready": False,
+                        "restartCount": 0,
+                        "image": "x",
+                        "imageID": "",
+                        "state": {
+                            "waiting": {
+                                "reason": "ImagePullBackOff",
+                                "message": "Back-off pulling image: manifest unknown",
+                            }
+                        },
+                    }
+                ]
+            }
+        },
+    )
+    svc = await wait_service(
+        kube, namespace, "pull", has("InferenceServicePodsReady", "False", "ImageNotFound"), "pull"
+    )
+    assert svc["status"]["status"] == "Failed"
+    await kube.patch_status(
+        POD,
+        namespace,
+        pod,
+        {
+            "status": {
+                "containerStatuses": [
+                    {
+                        "name": "kserve-container",
+                        "ready": False,
+                        "restartCount": 4,
+                        "image": "x",
+                        "imageID": "",
+                        "state": {
+                            "waiting": {"reason": "CrashLoopBackOff", "message": "back-off restarting"}
+                        },
+                        "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+                    }
+                ]
+            }
+        },
+    )
+    crash = await wait_service(
+        kube, namespace, "pull", has("InferenceServicePodsReady", "False", "CrashLoopBackOff"), "crash"
+    )
+    assert crash["status"]["status"] == "Degraded"
+
+
+# -- the legacy group ---------------------------------------------------------------------------
+
+
+async def test_legacy_service_is_deployed_the_same_way(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    image_ref, template_ref, service_ref = (
+        by_kind(LEGACY, "AIMImage"),
+        by_kind(LEGACY, "AIMServiceTemplate"),
+        by_kind(LEGACY, "AIMService"),
+    )
+    await kube.create(
+        image_ref,
+        manifest(
+            image_ref, "old-llama", namespace, {"image": IMAGE, "resources": {"requests": {"cpu": "1"}}}
+        ),
+        namespace,
+    )
+    await ready(kube, image_ref, namespace, "old-llama", {"status": "Ready"})
+    await kube.create(
+        template_ref,
+        manifest(
+            template_ref,
+            "old-t",
+            namespace,
+            {
+                "aimImageName": "old-llama",
+                "metric": "latency",
+                "precision": "fp16",
+                "runtimeConfigName": "default",
+            },
+        ),
+        namespace,
+    )
+    await ready(
+        kube,
+        template_ref,
+        namespace,
+        "old-t",
+        {
+            "status": "Available",
+            "profile": {"metadata": {"type": "optimized", "metric": "latency", "precision": "fp16"}},
+        },
+    )
+    await make_service(
+        kube, namespace, "legacy", {"aimImageName": "old-llama", "templateRef": "old-t"}, ref=service_ref
+    )
+    isvc = await isvc_of(kube, namespace, "legacy")
+    assert container(isvc)["image"] == IMAGE
+    await play_kserve(kube, namespace, isvc)
+    svc = await wait_service(
+        kube, namespace, "legacy", lambda s: s.get("status") == "Running", "legacy Running", ref=service_ref
+    )
+    assert svc["status"]["resolvedTemplate"]["name"] == "old-t"
+    assert svc["status"]["resolvedImage"]["name"] == "old-llama"
