@@ -23,7 +23,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,14 @@ def delta(
     after: dict[tuple[str, str], float], before: dict[tuple[str, str], float]
 ) -> dict[tuple[str, str], float]:
     return {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0) > 0}
+
+
+WRITE_VERBS = frozenset({"POST", "PATCH", "PUT", "APPLY"})  # APPLY: server-side apply
+
+
+def api_writes(after: Counts, before: Counts) -> float:
+    """Write requests the API server served between two :func:`request_counts`."""
+    return sum(v for (verb, _), v in delta(after, before).items() if verb in WRITE_VERBS)
 
 
 class StatusWatch:
@@ -187,7 +195,7 @@ async def measure(kubeconfig: str, singles: int, bulk: int, idle_seconds: float)
         bulk_seconds = time.perf_counter() - started
         await watch.stop()
         after = await request_counts(kube)
-        writes = sum(v for (verb, res), v in delta(after, before).items() if verb in {"POST", "PATCH", "PUT"})
+        writes = api_writes(after, before)
         operator_writes = writes - bulk  # the bench's own creates
         per_service = operator_writes / bulk
         say(f"{bulk} AIMServices reconciled to status in {bulk_seconds:.2f} s")
@@ -223,18 +231,30 @@ async def measure(kubeconfig: str, singles: int, bulk: int, idle_seconds: float)
     }
 
 
-def backbone(home: Path | None, singles: int, bulk: int, idle_seconds: float) -> dict[str, Any]:
+@contextlib.contextmanager
+def embedded_stack(home: Path | None) -> Iterator[Stack]:
+    """The whole embedded system, in ``home`` or a temporary directory, for one benchmark."""
     with tempfile.TemporaryDirectory(prefix="aim-bench-") as tmp:
         stack = Stack(home=home or Path(tmp))
         say(f"starting the embedded stack in {stack.home} ...")
         stack.start()
         try:
-            figures = asyncio.run(measure(str(stack.kubeconfig), singles, bulk, idle_seconds))
+            yield stack
         finally:
             stack.stop()
+
+
+def stamped(figures: dict[str, Any]) -> dict[str, Any]:
+    """``figures`` with the machine and the date they were measured on."""
     figures["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     figures["date"] = time.strftime("%Y-%m-%d")
     return figures
+
+
+def backbone(home: Path | None, singles: int, bulk: int, idle_seconds: float) -> dict[str, Any]:
+    with embedded_stack(home) as stack:
+        figures = asyncio.run(measure(str(stack.kubeconfig), singles, bulk, idle_seconds))
+    return stamped(figures)
 
 
 def main(home: str | None, singles: int, bulk: int, idle_seconds: float) -> int:

@@ -31,7 +31,7 @@ from aimcore.runtime.informer import Informer, Obj
 from aimcore.runtime.reconciler import Controller, Target, Watch, run_controller
 from aimcore.runtimeconfig import config_name
 from aimcore.service import ServiceContext, run_service
-from aimcore.views import AIM, LEGACY, MODEL_KINDS, TemplateView
+from aimcore.views import AIM, LEGACY, MODEL_KINDS, TemplateView, model_kinds
 
 SERVICE_KINDS = (by_kind(AIM, "AIMService"), by_kind(LEGACY, "AIMService"))
 
@@ -127,6 +127,17 @@ def template_to_services(event: ChangeEvent, obj: Obj | None, informer: Informer
         model = TemplateView(ref, obj).model_name
         if model:
             targets += _services_by(BY_MODEL, model, ref.group, ns, informer)
+            # services that asked for the model by image, or co-own it (custom models), and have
+            # not recorded it in their status yet
+            for kind in model_kinds(by_kind(ref.group, "AIMServiceTemplate")):
+                found = informer.get(kind, event.object.namespace if kind.namespaced else None, model)
+                if found is None:
+                    continue
+                image = (found.get("spec") or {}).get("image")
+                if image:
+                    scope = event.object.namespace if kind.namespaced else ns
+                    targets += _services_by(BY_MODEL, str(image), ref.group, scope, informer)
+                targets += _owners(found, ref.group)
     return targets + _owners(obj, ref.group)
 
 
@@ -206,6 +217,9 @@ def controller(ctx: ServiceContext, settings: DeployerSettings) -> Controller:
         SERVICE_KINDS,
         services.reconcile,
         watches=watches,
+        # every decision reads the informer's dependencies, not the service's own status (the
+        # sticky references and the retry counter are read on the next dependency change)
+        ignore_own_status=True,
         indexers={
             BY_MODEL: service_models,
             BY_TEMPLATE: service_templates,

@@ -298,8 +298,8 @@ class ServiceController:
         )
         body = inference.build(inputs)
         if live is None or differs(live, body):
-            live = await self.kube.apply(INFERENCE_SERVICE, body)
-            if live is None or not (live.get("status") or {}):
+            live = await self._write(body, exists=live is not None)
+            if not (live.get("status") or {}):
                 await request.reporter.decide(
                     request.ref,
                     request.obj,
@@ -395,6 +395,17 @@ class ServiceController:
         state.fields["routing"] = {"path": path}
 
     # -- helpers -------------------------------------------------------------------------------
+
+    async def _write(self, body: Obj, *, exists: bool) -> Obj:
+        """Create a new InferenceService (a plain create costs the API server less than an apply),
+        apply changes to an existing one; one that appeared meanwhile is applied over."""
+        if not exists:
+            try:
+                return await self.kube.create(INFERENCE_SERVICE, body)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+        return await self.kube.apply(INFERENCE_SERVICE, body)
 
     @staticmethod
     def _affinity(request: Request, template: tuple[KindRef, Obj]) -> Obj | None:

@@ -110,6 +110,9 @@ class Informer:
         self._graveyard: OrderedDict[Key, Obj] = OrderedDict()
         self._index: dict[str, dict[str, set[Key]]] = {name: defaultdict(set) for name in self.indexers}
         self._indexed_values: dict[Key, dict[str, list[str]]] = {}
+        # keys by kind prefix and by kind-and-namespace prefix (``group.Kind.`` and
+        # ``group.Kind.ns.``), so :meth:`list` never scans every object; dicts keep insertion order
+        self._scopes: dict[str, dict[Key, None]] = defaultdict(dict)
         self._tasks: list[asyncio.Task[None]] = []
         self.synced = asyncio.Event()
 
@@ -160,6 +163,9 @@ class Informer:
         if old is not None and rv_int(_rv(old)) > rv_int(_rv(obj)):
             return  # never go back in time (a lagging writer)
         self._unindex(key)
+        if key not in self.objects:
+            for scope in _scopes_of(key):
+                self._scopes[scope][key] = None
         self.objects[key] = obj
         values = {name: list(fn(obj)) for name, fn in self.indexers.items()}
         self._indexed_values[key] = values
@@ -171,6 +177,12 @@ class Informer:
         self._unindex(key)
         old = self.objects.pop(key, None)
         if old is not None:
+            for scope in _scopes_of(key):
+                keys = self._scopes.get(scope)
+                if keys is not None:
+                    keys.pop(key, None)
+                    if not keys:
+                        del self._scopes[scope]
             self._graveyard[key] = old
             self._graveyard.move_to_end(key)
             while len(self._graveyard) > GRAVEYARD_SIZE:
@@ -229,14 +241,19 @@ class Informer:
         if namespace is not None and ref.namespaced:
             prefix += f"{subjects.ns_token(namespace)}."
         out = []
-        for key, obj in self.objects.items():
-            if not key.startswith(prefix):
-                continue
+        for key in self._scopes.get(prefix, {}):
+            obj = self.objects[key]
             have = obj.get("metadata", {}).get("labels") or {}
             if labels and any(have.get(k) != v for k, v in labels.items()):
                 continue
             out.append(obj)
         return out
+
+
+def _scopes_of(key: Key) -> tuple[str, str]:
+    """``group.Kind.`` and ``group.Kind.ns.`` of a mirror key (``group.Kind.ns.name``)."""
+    group, kind, ns, _ = key.split(".", 3)
+    return f"{group}.{kind}.", f"{group}.{kind}.{ns}."
 
 
 def _rv(obj: Obj) -> str | None:

@@ -97,6 +97,26 @@ class Controller:
     reconcile: Reconcile
     watches: Sequence[Watch] = ()
     indexers: dict[str, Indexer] = field(default_factory=dict)
+    # Skip a primary's own MODIFIED event when only its status changed since this replica last
+    # reconciled it (controller-runtime's GenerationChanged + labels/annotations predicates): for
+    # controllers whose decisions do not depend on their own status having been written.
+    ignore_own_status: bool = False
+
+
+def _fingerprint(obj: Obj) -> str:
+    """Everything of an object but its status and bookkeeping: what a reconcile may react to."""
+    meta = obj.get("metadata") or {}
+    kept = {
+        "uid": meta.get("uid"),
+        "generation": meta.get("generation"),
+        "labels": meta.get("labels"),
+        "annotations": meta.get("annotations"),
+        "finalizers": meta.get("finalizers"),
+        "ownerReferences": meta.get("ownerReferences"),
+        "deletionTimestamp": meta.get("deletionTimestamp"),
+        "spec": obj.get("spec"),
+    }
+    return json.dumps(kept, sort_keys=True, default=str)
 
 
 def failed_fields(ref: KindRef) -> dict[str, Any]:
@@ -174,6 +194,7 @@ class Runtime:
         self.primaries = {(k.group, k.kind) for k in controller.kinds}
         self.watches = {(w.kind.group, w.kind.kind): w for w in controller.watches}
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._reconciled: dict[str, str] = {}  # object key -> _fingerprint at its last reconcile
         self._publishing: set[asyncio.Task[Any]] = set()
         self.reconciled = 0
         self.journal = Journal(os.environ.get("AIM_RECONCILE_JOURNAL"))
@@ -185,7 +206,11 @@ class Runtime:
         if identity in self.primaries and event.change is not ChangeType.DELETED:
             # a deleted primary needs nothing: its children go with their owner references
             await self.reconcile_object(
-                ref, event.object.namespace, event.object.name, event.resource_version
+                ref,
+                event.object.namespace,
+                event.object.name,
+                event.resource_version,
+                own_change=event.change is ChangeType.MODIFIED,
             )
         watch = self.watches.get(identity)
         if watch is None:
@@ -200,7 +225,13 @@ class Runtime:
             await self.reconcile_object(target_ref, ns, name, None)
 
     async def reconcile_object(
-        self, ref: KindRef, namespace: str | None, name: str, at_least: str | None
+        self,
+        ref: KindRef,
+        namespace: str | None,
+        name: str,
+        at_least: str | None,
+        *,
+        own_change: bool = False,
     ) -> None:
         key = subjects.object_key(ref, namespace, name)
 
@@ -208,11 +239,16 @@ class Runtime:
             obj = await self.informer.wait_for(ref, namespace, name, at_least)
             if obj is None or is_paused(obj):
                 return
+            fingerprint = _fingerprint(obj) if self.controller.ignore_own_status else None
+            if own_change and fingerprint is not None and self._reconciled.get(key) == fingerprint:
+                return  # only the status changed since the last reconcile here
             started = time.monotonic_ns()
             try:
                 await self._reconcile(ref, obj)
             finally:
                 self.journal.record(key, started, time.monotonic_ns())
+            if fingerprint is not None:
+                self._reconciled[key] = fingerprint
 
         await self.leases.run_exclusive(key, work)
 
