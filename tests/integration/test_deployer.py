@@ -577,6 +577,8 @@ async def test_failed_cache_is_retried_once_then_degrades(deployer, kube: Kube, 
         kube, namespace, "retry", lambda s: (s.get("cache") or {}).get("retryAttempts") == 1, "retry"
     )
     assert condition(retrying["status"], "CacheReady")["reason"] == "CacheRetrying"
+    marked = await kube.get(TEMPLATE_CACHE, namespace, tc)
+    assert marked is not None and marked["metadata"]["annotations"]["aim.eai.amd.com/cache-retried"] == "1"
     await eventually(
         lambda: _gone(kube, MODEL_CACHE, namespace, "mc-a"), timeout=20, what="the failed model cache deleted"
     )

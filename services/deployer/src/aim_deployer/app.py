@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aim_deployer.caching import TEMPLATE_CACHE_LABEL
-from aim_deployer.models import service_model
+from aim_deployer.models import DEFAULT_BASE_IMAGE, custom_model_name, service_model
 from aim_deployer.services import PODS_INDEX, ServiceController, pod_isvc
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, explicit_name
@@ -58,6 +58,10 @@ def service_models(obj: Obj) -> Iterable[str]:
     ref = _ref(obj)
     model = service_model(ref, obj.get("spec") or {})
     out = [str(model[k]) for k in ("name", "image") if model.get(k)]
+    custom = model.get("custom")
+    if isinstance(custom, Mapping):  # the model it creates or shares, before its status names it
+        sources = [s for s in custom.get("modelSources") or [] if isinstance(s, Mapping)]
+        out.append(custom_model_name(str(custom.get("baseImage") or DEFAULT_BASE_IMAGE), sources))
     status = obj.get("status") or {}
     resolved = status.get("resolvedModel") or status.get("resolvedImage")
     if isinstance(resolved, Mapping) and resolved.get("name"):

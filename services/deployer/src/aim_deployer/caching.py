@@ -14,8 +14,10 @@ Auto when false.
 
 A Failed cache gets the single retry the seed describes: its failed model caches are deleted and
 ``status.cache.retryAttempts`` goes from 0 to 1; failing again degrades the service
-(``CacheFailed``), which then runs without the cache rather than not at all. The legacy status has
-no ``cache`` field, so legacy services degrade on the first failure.
+(``CacheFailed``), which then runs without the cache rather than not at all. The retry is recorded
+on the template cache (annotation ``aim.eai.amd.com/cache-retried``), not read back from the
+service's status, so a reconcile that has not seen its own status write yet cannot retry twice;
+``retryAttempts`` mirrors it (the legacy status has no ``cache`` field).
 
 Volumes: every Ready model cache of a Ready template cache (current group: ``status.modelCaches``
 with PVC and mount point; legacy: the model caches labelled with the template cache, mount point
@@ -46,6 +48,7 @@ AUTO, ALWAYS, NEVER = "Auto", "Always", "Never"
 CACHE_ROOT = "/workspace/model-cache"
 TEMPLATE_CACHE_LABEL = "aim.eai.amd.com/template-cache.name"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
+RETRIED_ANNOTATION = "aim.eai.amd.com/cache-retried"
 
 _READY = ("Ready", "Available")
 
@@ -57,6 +60,7 @@ class CachePlan:
     wait: bool = False  # do not deploy yet (the cache is filling)
     create: tuple[KindRef, Obj] | None = None
     retry: tuple[str, ...] = ()  # failed model caches to delete (the one retry)
+    retry_of: str | None = None  # the template cache they belong to (marked as retried)
     reference: Obj | None = None  # status.cache.templateCacheRef
     retry_attempts: int | None = None
 
@@ -228,8 +232,6 @@ def plan_cache(
     spec = service.get("spec") or {}
     namespace = service["metadata"].get("namespace")
     mode = mode_of(ref, spec)
-    status = service.get("status") or {}
-    attempts = int(((status.get("cache") or {}).get("retryAttempts")) or 0)
     if mode == NEVER:
         return CachePlan(
             cond(CACHE_READY, True, "CachingDisabled", "caching.mode is Never: no cache is used")
@@ -255,6 +257,7 @@ def plan_cache(
     kind = by_kind(ref.group, "AIMTemplateCache")
     reference = _reference(kind, tc) if ref.group == AIM else None
     name = tc["metadata"]["name"]
+    attempts = 1 if (tc["metadata"].get("annotations") or {}).get(RETRIED_ANNOTATION) else 0
     state = state_of(tc)
     if state in _READY:
         mounts = mounts_of(informer, ref.group, tc)
@@ -267,25 +270,28 @@ def plan_cache(
         )
     if state == "Failed":
         failed = failed_model_caches(informer, ref.group, tc)
-        if ref.group == AIM and attempts == 0 and failed:
+        listed = bool((tc.get("status") or {}).get("modelCaches"))
+        if attempts == 0 and failed:
             message = f"template cache {name} failed; retrying once (deleting {', '.join(failed)})"
             return CachePlan(
                 cond(CACHE_READY, False, "CacheRetrying", message),
                 tuple(live_mounts),
                 wait=not live_mounts,
                 retry=tuple(failed),
+                retry_of=name,
                 reference=reference,
                 retry_attempts=1,
             )
-        if ref.group == AIM and attempts == 1 and not failed:
-            # the failed model caches are deleted and not yet re-created: the retry is under way
-            message = f"template cache {name} is being retried: {_ready_message(tc)}"
+        if not failed and (attempts == 1 or listed):
+            # retried and not re-created yet, or its failed model caches not seen yet: wait
+            why = "is being retried" if attempts else "failed"
+            message = f"template cache {name} {why}: {_ready_message(tc)}"
             return CachePlan(
-                cond(CACHE_READY, False, "CacheRetrying", message),
+                cond(CACHE_READY, False, "CacheRetrying" if attempts else "CacheNotReady", message),
                 tuple(live_mounts),
                 wait=not live_mounts,
                 reference=reference,
-                retry_attempts=1,
+                retry_attempts=attempts or None,
             )
         retried = " after its retry" if attempts else ""
         message = f"template cache {name} failed{retried}: {_ready_message(tc)}; running without it"

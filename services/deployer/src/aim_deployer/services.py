@@ -174,9 +174,7 @@ class ServiceController:
         state.set(plan.condition)
         if plan.invalid:
             state.invalid(plan.invalid, plan.condition.message)
-        if plan.create is not None:
-            kind, body = plan.create
-            await self.kube.apply(kind, body)
+        if plan.create is not None and await self._create(*plan.create):
             await request.reporter.decide(
                 request.ref, request.obj, "create-model", plan.condition.reason, plan.condition.message
             )
@@ -197,9 +195,7 @@ class ServiceController:
         state.set(plan.condition)
         if plan.invalid:
             state.invalid(plan.invalid, plan.condition.message)
-        if plan.create is not None:
-            kind, body = plan.create
-            await self.kube.apply(kind, body)
+        if plan.create is not None and await self._create(*plan.create):
             await request.reporter.decide(
                 request.ref,
                 request.obj,
@@ -258,6 +254,16 @@ class ServiceController:
                 plan.condition.message,
             )
         if plan.retry:
+            tc = plan.retry_of
+            assert tc is not None
+            # the one retry is recorded on the template cache itself, so no stale read of this
+            # service's status can grant a second one
+            await self.kube.patch(
+                by_kind(request.ref.group, "AIMTemplateCache"),
+                request.namespace,
+                tc,
+                {"metadata": {"annotations": {caching.RETRIED_ANNOTATION: "1"}}},
+            )
             kind = by_kind(request.ref.group, "AIMModelCache")
             for name in plan.retry:
                 await self.kube.delete(kind, request.namespace, name)
@@ -395,6 +401,18 @@ class ServiceController:
         state.fields["routing"] = {"path": path}
 
     # -- helpers -------------------------------------------------------------------------------
+
+    async def _create(self, kind: KindRef, body: Obj) -> bool:
+        """Create a child others may share (a model, a derived template); one that a concurrent
+        reconcile created first is left as it is (this service joins it as an owner next time):
+        an apply would replace that creator's owner reference with ours."""
+        try:
+            await self.kube.create(kind, body)
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise
+        return True
 
     async def _write(self, body: Obj, *, exists: bool) -> Obj:
         """Create a new InferenceService (a plain create costs the API server less than an apply),
