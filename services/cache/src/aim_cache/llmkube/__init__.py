@@ -1,0 +1,1 @@
+"""LLMKube Model support in the cache service."""

@@ -1,0 +1,507 @@
+"""Where an LLMKube ``Model``'s bytes come from, and whether we may fetch them.
+
+``spec.source`` (plus ``spec.files`` and ``spec.mmproj``) is parsed into a :class:`Source`: its kind
+(http, file, pvc), the cache key, and the list of files to stage under ``<cache>/<cacheKey>/``.
+The policy checks (:func:`check_local`, :func:`check_remote`) are the security gates the original
+operator shipped without (GHSA-jw3m-8q7m-f35r): a ``file://`` or bare-path source was an arbitrary
+file read through the controller, and every controller-side HEAD was an SSRF into the cluster
+network and the cloud metadata service. Here local paths are refused unless they resolve (symlinks
+followed) under an allow-listed root, and remote hosts are refused if any address they resolve to
+is link-local or a metadata endpoint (always) or loopback/private/CGNAT (unless explicitly
+allowed). Schemes are matched case-insensitively so ``HTTP://`` cannot dodge a check, and URLs
+with embedded credentials are rejected outright (credentials belong in a secret, and would
+otherwise leak into status, events and logs). ``files``/``mmproj`` entries are validated as
+canonical relative paths so nothing can be staged outside the model's cache directory.
+
+Everything is pure except the DNS lookup in :func:`check_remote`, which is injectable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import posixpath
+import re
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
+
+from aim_cache.downloader.errors import redact_url
+
+INVALID_SOURCE: Final = "InvalidSource"
+SOURCE_NOT_ALLOWED: Final = "SourceNotAllowed"
+INVALID_FILE_SET: Final = "InvalidFileSet"
+
+HF_HOSTS = frozenset({"huggingface.co", "www.huggingface.co"})
+HF_DEFAULT_REVISION = "main"
+DEFAULT_FILENAME = "model.gguf"
+# Names the cache's downloader keeps next to the staged files; a staged file must not shadow them.
+RESERVED_NAMES = frozenset({".aim-manifest.json", ".aim-partial", ".aim-partial.lock"})
+
+_CLAIM_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+_MAX_NAME = 200
+
+Reason = Literal["InvalidSource", "SourceNotAllowed", "InvalidFileSet"]
+
+
+class SourceError(ValueError):
+    """A permanent problem with the source: fix the spec (or the policy), retrying will not help."""
+
+    def __init__(self, reason: Reason, message: str) -> None:
+        super().__init__(message)
+        self.reason: Reason = reason
+        self.message = message
+
+
+class SourceUnreachable(Exception):
+    """A transient problem (the host does not resolve right now): retry later."""
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """One file to stage at ``<cache>/<cacheKey>/<relative>``, from ``url`` or the local path ``local``."""
+
+    relative: str
+    url: str | None
+    local: str | None
+    primary: bool
+    mmproj: bool
+
+
+@dataclass(frozen=True)
+class Source:
+    """A parsed ``spec.source``; ``files`` is empty for pvc:// (the claim is mounted, nothing is staged)."""
+
+    kind: Literal["http", "file", "pvc"]
+    url: str | None
+    path: str | None
+    claim: str | None
+    cache_key: str
+    files: tuple[StagedFile, ...]
+
+    @property
+    def staged_files(self) -> list[str]:
+        """The value for ``status.stagedFiles``: the relative path of every staged file, primary first."""
+        return [f.relative for f in self.files]
+
+
+def cache_key(source: str) -> str:
+    """First 16 hex characters of the SHA-256 of the literal source string (LLMKube's ``cachekey``)."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_source(spec: Mapping[str, Any]) -> Source:
+    """Parse a Model's wire-format ``spec`` (``source``, ``files``, ``mmproj``) into a :class:`Source`.
+
+    Raises :class:`SourceError` with reason ``InvalidSource`` or ``InvalidFileSet``.
+    """
+    raw = spec.get("source")
+    if not isinstance(raw, str) or not raw:
+        raise SourceError(INVALID_SOURCE, "spec.source is required")
+    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in raw):
+        raise SourceError(INVALID_SOURCE, "spec.source must not contain whitespace or control characters")
+    files = _validate_file_set(spec.get("files"), spec.get("mmproj"))
+    names, mmproj = files
+    key = cache_key(raw)
+    scheme, sep, _ = raw.partition("://")
+    scheme = scheme.lower() if sep else ""
+    if scheme in ("http", "https"):
+        return _parse_http(raw, key, names, mmproj)
+    if scheme == "file":
+        return _parse_local(raw[len("file://") :], key, names, mmproj, original="file://")
+    if scheme == "pvc":
+        return _parse_pvc(raw[len("pvc://") :], key, names, mmproj)
+    if not sep and raw.startswith("/"):
+        return _parse_local(raw, key, names, mmproj, original="path")
+    if scheme == "hf" or (not sep and "/" in raw):
+        raise SourceError(
+            INVALID_SOURCE,
+            "Hugging Face repository ids (hf://org/repo, org/repo) and relative paths are not staged "
+            "by the cache; "
+            "use https://huggingface.co/<org>/<repo> with spec.files, or a .../resolve/<rev>/<file> URL",
+        )
+    shown = "a relative path"
+    if sep:
+        shown = f"{scheme}://" if re.fullmatch(r"[a-z][a-z0-9+.-]{0,31}", scheme) else "unknown scheme"
+    raise SourceError(
+        INVALID_SOURCE,
+        f"unsupported source ({shown}): use http(s)://, file:///abs/path, /abs/path or pvc://claim/path",
+    )
+
+
+def _validate_file_set(files: Any, mmproj: Any) -> tuple[tuple[str, ...], str | None]:
+    names: list[str] = []
+    if files is not None:
+        if not isinstance(files, Sequence) or isinstance(files, str | bytes):
+            raise SourceError(INVALID_FILE_SET, "spec.files must be a list of relative paths")
+        for i, entry in enumerate(files):
+            names.append(_check_relative(entry, f"spec.files[{i}]"))
+    proj = None if mmproj is None else _check_relative(mmproj, "spec.mmproj")
+    seen: set[str] = set()
+    for name in [*names, *([proj] if proj is not None else [])]:
+        if name in seen:
+            raise SourceError(
+                INVALID_FILE_SET, f"{name!r} is listed more than once in spec.files/spec.mmproj"
+            )
+        seen.add(name)
+    return tuple(names), proj
+
+
+def _check_relative(entry: Any, where: str) -> str:
+    """A canonical relative path: no empty/``.``/``..`` segments, not absolute, no backslashes."""
+    if not isinstance(entry, str) or not entry:
+        raise SourceError(INVALID_FILE_SET, f"{where} must be a non-empty relative path")
+    if entry.startswith("/"):
+        raise SourceError(INVALID_FILE_SET, f"{where} ({entry!r}) must be relative, not absolute")
+    if "\\" in entry:
+        raise SourceError(INVALID_FILE_SET, f"{where} ({entry!r}) must use '/' separators, not backslashes")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in entry):
+        raise SourceError(INVALID_FILE_SET, f"{where} must not contain control characters")
+    for segment in entry.split("/"):
+        if segment in ("", ".", ".."):
+            raise SourceError(
+                INVALID_FILE_SET,
+                f"{where} ({entry!r}) must stay inside the model directory (no empty, '.' or '..' segments)",
+            )
+        if segment in RESERVED_NAMES:
+            raise SourceError(INVALID_FILE_SET, f"{where} ({entry!r}) uses a name reserved by the cache")
+    return entry
+
+
+def _sanitize_basename(name: str) -> str:
+    cleaned = _UNSAFE_NAME_CHARS.sub("_", name).lstrip("._")[:_MAX_NAME]
+    if not cleaned.strip("._-"):
+        return DEFAULT_FILENAME
+    return cleaned
+
+
+def _staged(
+    primary: tuple[str, str | None, str | None],
+    rest: Sequence[tuple[str, str | None, str | None]],
+    mmproj: tuple[str, str | None, str | None] | None,
+) -> tuple[StagedFile, ...]:
+    out = [StagedFile(primary[0], primary[1], primary[2], primary=True, mmproj=False)]
+    out += [StagedFile(rel, url, local, primary=False, mmproj=False) for rel, url, local in rest]
+    if mmproj is not None:
+        out.append(StagedFile(mmproj[0], mmproj[1], mmproj[2], primary=False, mmproj=True))
+    return tuple(out)
+
+
+def _quote_path(relative: str) -> str:
+    return "/".join(quote(segment, safe="") for segment in relative.split("/"))
+
+
+def _parse_http(raw: str, key: str, files: tuple[str, ...], mmproj: str | None) -> Source:
+    try:
+        parts = urlsplit(raw)
+        _ = parts.port  # raises ValueError on a malformed port
+    except ValueError:
+        raise SourceError(INVALID_SOURCE, "spec.source is not a valid URL") from None
+    if "@" in parts.netloc:
+        raise SourceError(
+            INVALID_SOURCE,
+            "spec.source must not embed credentials (user:password@host); use a secret instead",
+        )
+    if not parts.hostname:
+        raise SourceError(INVALID_SOURCE, f"spec.source has no host: {redact_url(raw)}")
+    scheme = parts.scheme.lower()
+    if parts.hostname.lower() in HF_HOSTS:
+        return _parse_hf(scheme, parts, key, files, mmproj)
+    url = urlunsplit((scheme, parts.netloc, parts.path, parts.query, ""))
+    if files:
+        base_path = parts.path.rstrip("/")
+
+        def join(rel: str) -> str:
+            return urlunsplit((scheme, parts.netloc, f"{base_path}/{_quote_path(rel)}", parts.query, ""))
+
+        staged = _staged(
+            (files[0], join(files[0]), None),
+            [(f, join(f), None) for f in files[1:]],
+            (mmproj, join(mmproj), None) if mmproj else None,
+        )
+        return Source("http", join(files[0]), None, None, key, staged)
+    basename = _sanitize_basename(unquote(parts.path.rsplit("/", 1)[-1]))
+    proj = None
+    if mmproj is not None:
+        directory = parts.path.rsplit("/", 1)[0]
+        proj = (
+            mmproj,
+            urlunsplit((scheme, parts.netloc, f"{directory}/{_quote_path(mmproj)}", "", "")),
+            None,
+        )
+    if mmproj == basename:
+        raise SourceError(INVALID_FILE_SET, f"spec.mmproj ({mmproj!r}) collides with the primary file")
+    return Source("http", url, None, None, key, _staged((basename, url, None), [], proj))
+
+
+def _parse_hf(
+    scheme: str, parts: SplitResult, key: str, files: tuple[str, ...], mmproj: str | None
+) -> Source:
+    """``https://huggingface.co/[datasets/]<org>/<repo>[/(tree|resolve|blob)/<rev>[/<path>]]``.
+
+    With ``files`` the URL must name the repository (optionally at a revision); every file becomes
+    ``.../<org>/<repo>/resolve/<rev>/<file>``. Without, it must name one file (``blob`` is rewritten
+    to ``resolve``, the raw-bytes endpoint); ``mmproj`` is then repository-relative at the same rev.
+    """
+    netloc, path = parts.netloc, parts.path
+    segments = path.split("/")[1:] if path else []
+    prefix: list[str] = []
+    if segments and segments[0] in ("datasets", "spaces"):
+        prefix, segments = segments[:1], segments[1:]
+    if segments and segments[-1] == "":
+        segments = segments[:-1]  # trailing slash
+    if len(segments) < 2 or not all(segments):
+        raise SourceError(
+            INVALID_SOURCE,
+            f"not a Hugging Face repository URL: {redact_url(f'{scheme}://{netloc}{path}')}",
+        )
+    repo = "/".join([*prefix, segments[0], segments[1]])
+    rest = segments[2:]
+    revision = HF_DEFAULT_REVISION
+    inner: list[str] = []
+    if rest:
+        if rest[0] not in ("tree", "resolve", "blob") or len(rest) < 2:
+            raise SourceError(
+                INVALID_SOURCE,
+                "a Hugging Face URL must look like .../<org>/<repo>, .../tree/<rev> "
+                "or .../resolve/<rev>/<file>",
+            )
+        revision, inner = rest[1], rest[2:]
+
+    def resolve(rel_quoted: str) -> str:
+        return urlunsplit((scheme, netloc, f"/{repo}/resolve/{revision}/{rel_quoted}", "", ""))
+
+    if files:
+        if inner:
+            raise SourceError(
+                INVALID_FILE_SET,
+                "with spec.files (repository-relative paths) the source must name the repository "
+                "(.../<org>/<repo> or .../tree/<rev>), not a path inside it",
+            )
+        staged = _staged(
+            (files[0], resolve(_quote_path(files[0])), None),
+            [(f, resolve(_quote_path(f)), None) for f in files[1:]],
+            (mmproj, resolve(_quote_path(mmproj)), None) if mmproj else None,
+        )
+        return Source("http", staged[0].url, None, None, key, staged)
+    if not inner or rest[0] == "tree":
+        raise SourceError(
+            INVALID_SOURCE,
+            "source names a Hugging Face repository or directory; list the files to stage in "
+            "spec.files, or point source at .../resolve/<rev>/<file>",
+        )
+    url = resolve("/".join(inner))  # keep the user's encoding of the file path; blob -> resolve
+    basename = _sanitize_basename(unquote(inner[-1]))
+    proj = (mmproj, resolve(_quote_path(mmproj)), None) if mmproj is not None else None
+    if mmproj == basename:
+        raise SourceError(INVALID_FILE_SET, f"spec.mmproj ({mmproj!r}) collides with the primary file")
+    return Source("http", url, None, None, key, _staged((basename, url, None), [], proj))
+
+
+def _parse_local(path: str, key: str, files: tuple[str, ...], mmproj: str | None, *, original: str) -> Source:
+    if not path.startswith("/"):
+        hint = "file:// URLs must be absolute (file:///path)" if original == "file://" else "not absolute"
+        raise SourceError(INVALID_SOURCE, f"local source {path!r} is invalid: {hint}")
+    if files:
+        directory = path.rstrip("/") or "/"
+        staged = _staged(
+            (files[0], None, posixpath.join(directory, files[0])),
+            [(f, None, posixpath.join(directory, f)) for f in files[1:]],
+            (mmproj, None, posixpath.join(directory, mmproj)) if mmproj else None,
+        )
+        return Source("file", None, directory, None, key, staged)
+    if path.endswith("/"):
+        raise SourceError(
+            INVALID_SOURCE, f"local source {path!r} names a directory; list the files to stage in spec.files"
+        )
+    basename = _sanitize_basename(posixpath.basename(path))
+    proj = None
+    if mmproj is not None:
+        proj = (mmproj, None, posixpath.join(posixpath.dirname(path), mmproj))
+        if mmproj == basename:
+            raise SourceError(INVALID_FILE_SET, f"spec.mmproj ({mmproj!r}) collides with the primary file")
+    return Source("file", None, path, None, key, _staged((basename, None, path), [], proj))
+
+
+def _parse_pvc(rest: str, key: str, files: tuple[str, ...], mmproj: str | None) -> Source:
+    if files or mmproj is not None:
+        raise SourceError(
+            INVALID_FILE_SET,
+            "spec.files and spec.mmproj are not supported for pvc:// sources (the claim is mounted as is)",
+        )
+    claim, _, inner = rest.partition("/")
+    if not _CLAIM_RE.match(claim):
+        raise SourceError(INVALID_SOURCE, f"pvc:// source needs a valid claim name, got {claim!r}")
+    if not inner:
+        raise SourceError(INVALID_SOURCE, "pvc:// source needs a path inside the claim: pvc://<claim>/<path>")
+    try:
+        _check_relative(inner.rstrip("/"), "the path inside the claim")
+    except SourceError as exc:
+        raise SourceError(INVALID_SOURCE, exc.message) from None
+    return Source("pvc", None, inner, claim, key, ())
+
+
+# ---------------------------------------------------------------------------------------------
+# Policy
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What may be fetched: local roots (empty: no local source at all) and remote host exceptions."""
+
+    allowed_roots: tuple[str, ...] = ()
+    allowed_hosts: frozenset[str] = frozenset()
+    allow_private: bool = False
+
+
+_V4 = ipaddress.IPv4Network
+_V6 = ipaddress.IPv6Network
+_Net = ipaddress.IPv4Network | ipaddress.IPv6Network
+_Addr = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata"})
+METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")
+)
+_ALWAYS_BLOCKED: tuple[tuple[_Net, str], ...] = (
+    (_V4("169.254.0.0/16"), "link-local"),
+    (_V6("fe80::/10"), "link-local"),
+)
+_PRIVATE: tuple[tuple[_Net, str], ...] = (
+    (_V4("127.0.0.0/8"), "loopback"),
+    (_V6("::1/128"), "loopback"),
+    (_V4("10.0.0.0/8"), "private"),
+    (_V4("172.16.0.0/12"), "private"),
+    (_V4("192.168.0.0/16"), "private"),
+    (_V6("fc00::/7"), "private"),
+    (_V6("fec0::/10"), "private"),  # deprecated site-local
+    (_V4("100.64.0.0/10"), "carrier-grade NAT"),
+    (_V4("0.0.0.0/8"), "unspecified"),
+    (_V6("::/128"), "unspecified"),
+)
+
+
+def default_resolve(host: str) -> list[str]:
+    """Every address ``host`` resolves to (``socket.getaddrinfo``); raises ``OSError`` on failure."""
+    infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def check_local(path: str, policy: Policy) -> str:
+    """The real path of ``path`` (symlinks followed) if under an allowed root, else ``SourceNotAllowed``."""
+    if not policy.allowed_roots:
+        raise SourceError(
+            SOURCE_NOT_ALLOWED,
+            f"local path {path!r} is not under an allowed root (AIM_LLMKUBE_ALLOWED_ROOTS is empty, "
+            "so local sources are disabled)",
+        )
+    try:
+        real = posixpath.realpath(path)
+        roots = [posixpath.realpath(root) for root in policy.allowed_roots if root]
+    except ValueError:  # NUL byte
+        raise SourceError(INVALID_SOURCE, "local path contains a NUL byte") from None
+    for root in roots:
+        if real == root or real.startswith(root.rstrip("/") + "/"):
+            return real
+    raise SourceError(
+        SOURCE_NOT_ALLOWED, f"local path {path!r} is not under an allowed root (AIM_LLMKUBE_ALLOWED_ROOTS)"
+    )
+
+
+def _parse_ip(text: str) -> _Addr | None:
+    try:
+        addr = ipaddress.ip_address(text.split("%", 1)[0])  # drop an IPv6 zone id
+    except ValueError:
+        return None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    return addr
+
+
+def _blocked(addr: _Addr, allow_private: bool) -> str | None:
+    if addr in METADATA_ADDRESSES:
+        return "a cloud metadata address"
+    for net, label in _ALWAYS_BLOCKED:
+        if addr.version == net.version and addr in net:
+            return label
+    if not allow_private:
+        for net, label in _PRIVATE:
+            if addr.version == net.version and addr in net:
+                return label
+    return None
+
+
+def check_remote(url: str, policy: Policy, resolve: Callable[[str], list[str]] = default_resolve) -> None:
+    """Refuse (``SourceNotAllowed``) a URL whose host is, or resolves to, an address we must not reach.
+
+    Hosts in ``policy.allowed_hosts`` pass unchecked. Otherwise every resolved address is checked (one
+    bad address is enough to refuse: a resolver may hand the client any of them). Raises
+    :class:`SourceUnreachable` when the host does not resolve (transient).
+    """
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError:
+        raise SourceError(INVALID_SOURCE, "not a valid URL") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise SourceError(INVALID_SOURCE, f"not an http(s) URL with a host: {redact_url(url)}")
+    host = parts.hostname.lower().rstrip(".")
+    allowed = {h.lower().rstrip(".") for h in policy.allowed_hosts}
+    if host in allowed:
+        return
+    if host in METADATA_HOSTS:
+        raise SourceError(SOURCE_NOT_ALLOWED, f"host {host!r} is a cloud metadata endpoint")
+    literal = _parse_ip(host)
+    if literal is not None:
+        addresses = [literal]
+    else:
+        try:
+            resolved = resolve(host)
+        except OSError as exc:
+            raise SourceUnreachable(f"cannot resolve host {host!r}: {exc}") from None
+        if not resolved:
+            raise SourceUnreachable(f"cannot resolve host {host!r}: no addresses")
+        addresses = []
+        for text in resolved:
+            parsed = _parse_ip(text)
+            if parsed is None:
+                raise SourceError(SOURCE_NOT_ALLOWED, f"host {host!r} resolved to an unrecognised address")
+            addresses.append(parsed)
+    for addr in addresses:
+        label = _blocked(addr, policy.allow_private)
+        if label is not None:
+            raise SourceError(
+                SOURCE_NOT_ALLOWED,
+                f"host {host!r} resolves to {addr} ({label}); not allowed "
+                "(allow-list the host in AIM_LLMKUBE_ALLOWED_HOSTS)",
+            )
+
+
+def check_source(
+    source: Source, policy: Policy, resolve: Callable[[str], list[str]] = default_resolve
+) -> tuple[str, ...]:
+    """Apply the policy to every file of ``source``; returns the checked real paths of local files.
+
+    Each local file is checked on its own (a symlink inside an allowed directory can point out of
+    it). pvc:// sources need no check: the claim is mounted into the workload, never read by us.
+    """
+    real: list[str] = []
+    hosts_checked: set[str] = set()
+    for staged in source.files:
+        if staged.local is not None:
+            real.append(check_local(staged.local, policy))
+        if staged.url is not None:
+            host = (urlsplit(staged.url).hostname or "").lower()
+            if host not in hosts_checked:
+                check_remote(staged.url, policy, resolve)
+                hosts_checked.add(host)
+    return tuple(real)
