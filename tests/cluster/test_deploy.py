@@ -262,6 +262,7 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
             ("cache", "delete", "aimmodelcaches.aim.silogen.ai"),
             ("cache", "patch", "aimtemplatecaches.aim.eai.amd.com"),
             ("cache", "get", "namespaces"),
+            ("cache", "get", "aimclusterruntimeconfigs.aim.eai.amd.com"),
             ("registry-sync", "create", "aimclustermodels.aim.eai.amd.com"),
             ("registry-sync", "get", "secrets"),
         ]

@@ -33,10 +33,13 @@ import fnmatch
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aimcore.bus.messages import ConditionReport
 from aimcore.kinds import KindRef, by_kind
+
+if TYPE_CHECKING:
+    from aimcore.kube.client import Kube
 
 Obj = dict[str, Any]
 Lookup = Callable[[KindRef, str | None, str], Obj | None]
@@ -156,6 +159,22 @@ def resolve(lookup: Lookup, group: str, namespace: str | None, spec: Mapping[str
     specs = [migrate_deprecated(o.get("spec") or {}) for o in (cluster_obj, ns_obj) if o is not None]
     merged = specs[0] if len(specs) == 1 else merge(specs[0], specs[1])
     return Resolved(name, merged, ns_obj, cluster_obj)
+
+
+async def resolve_live(
+    kube: Kube, group: str, namespace: str | None, spec: Mapping[str, Any] | None
+) -> Resolved:
+    """:func:`resolve` reading the configs from the API server rather than an informer cache: for
+    decisions that cannot be taken back (a PVC's storage class), where a cache that has not seen a
+    config created a moment earlier must not decide."""
+    name = config_name(spec)
+    kinds = config_kinds(group)
+    found: dict[tuple[str, str | None], Obj | None] = {
+        (kinds.cluster.kind, None): await kube.get(kinds.cluster, None, name)
+    }
+    if namespace:
+        found[(kinds.namespaced.kind, namespace)] = await kube.get(kinds.namespaced, namespace, name)
+    return resolve(lambda ref, ns, _name: found.get((ref.kind, ns)), group, namespace, spec)
 
 
 def users_of(name: str) -> Callable[[Mapping[str, Any]], bool]:

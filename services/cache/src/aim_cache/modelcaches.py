@@ -24,6 +24,7 @@ succeeded Job is kept, so Ready survives restarts without a second download.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections import OrderedDict
@@ -52,7 +53,7 @@ from aimcore.kinds import JOB, POD, PVC, KindRef
 from aimcore.kube.client import ApiException, Kube, describe_error
 from aimcore.kube.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtimeconfig import resolution_conditions
+from aimcore.runtimeconfig import ConfigNotFound, resolution_conditions, resolve_live
 from aimcore.units import format_bytes, format_duration
 
 log = logging.getLogger(__name__)
@@ -260,6 +261,10 @@ class ModelCacheController:
             if isinstance(sized, Result):
                 await self._report(request, conditions, fields)
                 return sized
+            # a PVC is never changed once made: take its class and size from the configs as the API
+            # server has them, not from a cache that may not have seen one created a moment ago
+            with contextlib.suppress(ConfigNotFound):
+                config = (await resolve_live(self.kube, request.ref.group, namespace, spec)).spec
             klass = plan.storage_class(spec, config)
             size = plan.pvc_size_bytes(sized, plan.headroom_percent(config))
             pvc = await self.kube.apply(PVC, plan.pvc_body(request.ref, obj, size, klass))
