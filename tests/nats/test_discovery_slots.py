@@ -1,6 +1,6 @@
 """The cluster-wide discovery-job cap on a real nats-server: many concurrent claimers (as many
 discovery replicas) never exceed the cap; finished Jobs free their slots; unknown claims expire
-after the grace period; a claim is idempotent."""
+after the grace period; a refused Job gives its slot back; a claim is idempotent."""
 
 from __future__ import annotations
 
@@ -49,5 +49,15 @@ async def test_claims_of_unknown_jobs_expire_after_the_grace_period(private_js: 
     assert await s.claim("ns/lost", lambda _: UNKNOWN)  # its creator died before creating the Job
     assert not await s.claim("ns/next", lambda _: UNKNOWN)
     now[0] += GRACE + 1
+    assert await s.claim("ns/next", lambda _: UNKNOWN)
+    assert list(await s.held()) == ["ns/next"]
+
+
+async def test_a_refused_job_gives_its_slot_back_at_once(private_js: JetStreamContext) -> None:
+    s = await slots(private_js, cap=1)
+    assert await s.claim("ns/refused", lambda _: UNKNOWN)  # the API server then refuses the Job
+    assert not await s.claim("ns/next", lambda _: UNKNOWN)
+    await s.release("ns/refused")
+    await s.release("ns/never-claimed")  # nothing to give back: no error
     assert await s.claim("ns/next", lambda _: UNKNOWN)
     assert list(await s.held()) == ["ns/next"]

@@ -9,7 +9,7 @@ A slot is free again once its Job is seen finished or gone: every claim first pr
 whose Job the caller reports finished (``state``), and claims whose Job it does not know once they
 are older than ``GRACE`` seconds (the informer may not show a just-created Job yet). Nothing has to
 release a slot explicitly, so a replica that dies between claim and creation leaks a slot for at
-most ``GRACE``.
+most ``GRACE``; a Job the API server refuses to create gives its slot back at once.
 """
 
 from __future__ import annotations
@@ -72,6 +72,20 @@ class Slots:
                     continue
                 raise
         return False
+
+    async def release(self, job_key: str) -> None:
+        """Give back the slot of a Job that could not be created (e.g. its namespace is being
+        deleted), instead of holding it for ``GRACE``."""
+        for _ in range(ATTEMPTS):
+            held, revision = await self._read()
+            if job_key not in held or not revision:
+                return
+            del held[job_key]
+            try:
+                await self.kv.update(SLOTS_KEY, json.dumps(held, sort_keys=True).encode(), last=revision)
+                return
+            except KeyWrongLastSequenceError:
+                continue
 
     async def held(self) -> dict[str, float]:
         return (await self._read())[0]

@@ -406,6 +406,7 @@ class TemplateController:
             if exc.status == 409:
                 pass  # created by an earlier run whose event has not reached the cache yet
             elif exc.status is not None and exc.status < 500:
+                await self.slots.release(f"{namespace}/{name}")
                 message = f"Cannot create discovery Job {namespace}/{name}: HTTP {exc.status} {exc.reason}"
                 conditions += [
                     ConditionReport(
