@@ -232,3 +232,23 @@ def resolved_reference(ref: KindRef, obj: Mapping[str, Any]) -> Obj:
     if meta.get("uid"):
         out["uid"] = meta["uid"]
     return out
+
+
+READY_STATES = ("Ready", "Available")  # the legacy group's templates and caches say Available
+
+
+def state_of(obj: Mapping[str, Any]) -> str:
+    """``status.status`` of any AIM object (``Pending`` until something wrote it)."""
+    return str((obj.get("status") or {}).get("status") or "Pending")
+
+
+def is_ready(obj: Mapping[str, Any]) -> bool:
+    return state_of(obj) in READY_STATES
+
+
+def ready_message(obj: Mapping[str, Any]) -> str:
+    """The message of the object's ``Ready`` condition, or ``""``."""
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("message"):
+            return str(c["message"])
+    return ""

@@ -39,7 +39,7 @@ from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.naming import derived_name, label_value
 from aimcore.runtime.informer import Informer
 from aimcore.runtimeconfig import merge_env
-from aimcore.views import AIM
+from aimcore.views import AIM, READY_STATES, ready_message, state_of
 
 Obj = dict[str, Any]
 
@@ -49,8 +49,6 @@ CACHE_ROOT = "/workspace/model-cache"
 TEMPLATE_CACHE_LABEL = "aim.eai.amd.com/template-cache.name"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
 RETRIED_ANNOTATION = "aim.eai.amd.com/cache-retried"
-
-_READY = ("Ready", "Available")
 
 
 @dataclass(frozen=True)
@@ -75,10 +73,6 @@ def mode_of(ref: KindRef, spec: Mapping[str, Any]) -> str:
     if flag is None:
         return AUTO
     return ALWAYS if flag else NEVER
-
-
-def state_of(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("status") or {}).get("status") or "Pending")
 
 
 def mount_path(model_id: str) -> str:
@@ -113,7 +107,7 @@ def find_cache(
     ]
     found.sort(
         key=lambda tc: (
-            state_of(tc) not in _READY,
+            state_of(tc) not in READY_STATES,
             str(tc["metadata"].get("creationTimestamp") or "~"),
             tc["metadata"]["name"],
         )
@@ -188,7 +182,7 @@ def mounts_of(informer: Informer, group: str, tc: Mapping[str, Any]) -> tuple[Ca
     label = label_value(tc["metadata"]["name"])
     for mc in sorted(informer.list(kind, namespace), key=lambda o: o["metadata"]["name"]):
         meta = mc["metadata"]
-        if (meta.get("labels") or {}).get(TEMPLATE_CACHE_LABEL) != label or state_of(mc) not in _READY:
+        if (meta.get("labels") or {}).get(TEMPLATE_CACHE_LABEL) != label or state_of(mc) not in READY_STATES:
             continue
         claim = (mc.get("status") or {}).get("persistentVolumeClaim")
         if claim:
@@ -216,10 +210,7 @@ def failed_model_caches(informer: Informer, group: str, tc: Mapping[str, Any]) -
 
 
 def _ready_message(obj: Mapping[str, Any]) -> str:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Ready" and c.get("message"):
-            return str(c["message"])
-    return state_of(obj)
+    return ready_message(obj) or state_of(obj)
 
 
 def plan_cache(
@@ -259,7 +250,7 @@ def plan_cache(
     name = tc["metadata"]["name"]
     attempts = 1 if (tc["metadata"].get("annotations") or {}).get(RETRIED_ANNOTATION) else 0
     state = state_of(tc)
-    if state in _READY:
+    if state in READY_STATES:
         mounts = mounts_of(informer, ref.group, tc)
         message = f"template cache {name} is ready ({len(mounts)} model cache(s) mounted)"
         return CachePlan(

@@ -33,7 +33,7 @@ from aimcore.oci.errors import InvalidReference
 from aimcore.oci.reference import parse_reference
 from aimcore.runtime.informer import Informer
 from aimcore.runtimeconfig import Resolved
-from aimcore.views import AIM, AUTO_GENERATED, ORIGIN_LABEL, model_kinds
+from aimcore.views import AIM, AUTO_GENERATED, ORIGIN_LABEL, model_kinds, ready_message, state_of
 
 Obj = dict[str, Any]
 
@@ -86,17 +86,6 @@ def service_model(ref: KindRef, spec: Mapping[str, Any]) -> Mapping[str, Any]:
     return model
 
 
-def state_of(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("status") or {}).get("status") or "Pending")
-
-
-def _ready_message(obj: Mapping[str, Any]) -> str:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Ready" and c.get("message"):
-            return str(c["message"])
-    return ""
-
-
 def _lookup_kinds(group: str) -> list[KindRef]:
     """Where a service in a namespace looks models up, namespace first."""
     return model_kinds(by_kind(group, "AIMServiceTemplate"))
@@ -108,9 +97,9 @@ def judge(kind: KindRef, obj: Obj, how: str) -> ModelPlan:
     state = state_of(obj)
     what = f"{kind.kind} {name}"
     if state in _USABLE:
-        note = f" (model is {state}: {_ready_message(obj)})" if state != "Ready" else ""
+        note = f" (model is {state}: {ready_message(obj)})" if state != "Ready" else ""
         return ModelPlan(cond(MODEL_READY, True, MODEL_RESOLVED, f"{how} {what}{note}"), (kind, obj), True)
-    detail = _ready_message(obj) or state
+    detail = ready_message(obj) or state
     if state == "Failed":
         return ModelPlan(cond(MODEL_READY, False, MODEL_FAILED, f"{what} failed: {detail}"), (kind, obj))
     if state == "NotAvailable":  # nowhere to run it (no GPU of its templates): the service waits

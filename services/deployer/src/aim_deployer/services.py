@@ -37,7 +37,7 @@ from aimcore.kube.client import ApiException, Kube
 from aimcore.naming import label_value
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtimeconfig import Resolved, propagated_labels, resolution_conditions
-from aimcore.views import AIM, TemplateView, resolved_reference
+from aimcore.views import AIM, READY_STATES, TemplateView, resolved_reference, state_of
 
 log = logging.getLogger(__name__)
 
@@ -473,15 +473,14 @@ class ServiceController:
             label = label_value(request.name)
             for tc in request.informer.list(kind, request.namespace):
                 labels = tc["metadata"].get("labels") or {}
-                if labels.get(SERVICE_LABEL) == label and caching.state_of(tc) not in ("Ready", "Available"):
+                if labels.get(SERVICE_LABEL) == label and state_of(tc) not in READY_STATES:
                     await self.kube.delete(kind, request.namespace, tc["metadata"]["name"])
                     await request.reporter.decide(
                         request.ref,
                         request.obj,
                         "delete-template-cache",
                         "CleanupNotReady",
-                        f"deleted template cache {tc['metadata']['name']} ({caching.state_of(tc)}) "
-                        "with the service",
+                        f"deleted template cache {tc['metadata']['name']} ({state_of(tc)}) with the service",
                     )
         await remove_finalizer(self.kube, request.ref, request.obj, FINALIZER)
 

@@ -34,7 +34,7 @@ from aimcore.children import owner_reference
 from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.naming import derived_name, label_value
 from aimcore.runtime.informer import Informer
-from aimcore.views import AIM, ORIGIN_LABEL, TemplateView
+from aimcore.views import AIM, ORIGIN_LABEL, TemplateView, is_ready, ready_message, state_of
 
 Obj = dict[str, Any]
 
@@ -44,8 +44,6 @@ TEMPLATE_NOT_FOUND = "TemplateNotFound"
 TEMPLATE_NOT_READY = "TemplateNotReady"
 CREATING_DERIVED = "CreatingDerivedTemplate"
 DERIVED = "derived"
-
-_READY = ("Ready", "Available")
 
 
 @dataclass(frozen=True)
@@ -57,14 +55,6 @@ class TemplatePlan:
     invalid: str | None = None  # ConfigValid=False reason (a named template that does not exist)
     selection: Selection | None = None  # the automatic selection, for the audit stream
     verdicts: tuple[Verdict, ...] = field(default_factory=tuple)
-
-
-def state_of(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("status") or {}).get("status") or "Pending")
-
-
-def is_ready(obj: Mapping[str, Any]) -> bool:
-    return state_of(obj) in _READY
 
 
 def explicit_name(ref: KindRef, spec: Mapping[str, Any]) -> str | None:
@@ -126,14 +116,7 @@ def candidates(informer: Informer, group: str, namespace: str | None, model_name
 def _waiting(kind: KindRef, obj: Obj, why: str) -> TemplatePlan:
     name = obj["metadata"]["name"]
     state = state_of(obj)
-    detail = next(
-        (
-            c.get("message")
-            for c in (obj.get("status") or {}).get("conditions") or []
-            if c.get("type") == "Ready"
-        ),
-        None,
-    )
+    detail = ready_message(obj)
     suffix = f": {detail}" if detail else ""
     if state == "Failed":
         reason = "TemplateFailed"
