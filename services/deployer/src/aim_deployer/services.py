@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aim_deployer import caching, inference, readiness, routing
@@ -107,6 +107,7 @@ class Pass:
 
     conditions: list[ConditionReport]
     fields: dict[str, Any]
+    inventory: gpus.Inventory = field(default_factory=gpus.Inventory)  # the nodes' GPUs
 
     def set(self, condition: ConditionReport) -> None:
         self.conditions = [c for c in self.conditions if c.type != condition.type] + [condition]
@@ -189,8 +190,8 @@ class ServiceController:
     async def _template(
         self, request: Request, state: Pass, model: tuple[KindRef, Obj]
     ) -> tuple[KindRef, Obj] | None:
-        inventory = gpus.inventory(request.informer.list(NODE))
-        cluster_gpus = {g for g in inventory.models()}
+        state.inventory = gpus.inventory(request.informer.list(NODE))
+        cluster_gpus = set(state.inventory.models())
         plan: TemplatePlan = resolve_template(request.informer, request.ref, request.obj, model, cluster_gpus)
         state.set(plan.condition)
         if plan.invalid:
@@ -300,7 +301,7 @@ class ServiceController:
             propagated_labels=propagated_labels(request.obj["metadata"].get("labels"), config),
             caches=plan.mounts,
             deployment_mode=self.settings.deployment_mode,
-            node_affinity=self._affinity(request, template),
+            node_affinity=self._affinity(template, state.inventory),
         )
         body = inference.build(inputs)
         if live is None or differs(live, body):
@@ -426,12 +427,12 @@ class ServiceController:
         return await self.kube.apply(INFERENCE_SERVICE, body)
 
     @staticmethod
-    def _affinity(request: Request, template: tuple[KindRef, Obj]) -> Obj | None:
-        """Node affinity pinning the predictor to nodes with the template's GPU (reference §2.9)."""
+    def _affinity(template: tuple[KindRef, Obj], inventory: gpus.Inventory) -> Obj | None:
+        """Node affinity pinning the predictor to nodes with the template's GPU (reference §2.9),
+        from the inventory template selection read."""
         need = TemplateView(*template).gpu
         if not need.model and need.min_vram is None:
             return None
-        inventory = gpus.inventory(request.informer.list(NODE))
         try:
             check = gpus.check_gpu(
                 model=need.model, requests=need.requests, min_vram=need.min_vram, inventory=inventory
