@@ -125,6 +125,19 @@ def env_of(isvc: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value") for e in container(isvc).get("env") or []}
 
 
+def container_status(ready: bool, state: dict[str, Any], restarts: int = 0, **extra: Any) -> dict[str, Any]:
+    """The kubelet's status of the predictor container."""
+    return {
+        "name": "kserve-container",
+        "ready": ready,
+        "restartCount": restarts,
+        "image": "x",
+        "imageID": "",
+        "state": state,
+        **extra,
+    }
+
+
 async def play_kserve(kube: Kube, namespace: str, isvc: dict[str, Any], *, ready_pods: bool = True) -> str:
     """KServe and the kubelet: the InferenceService reports Ready and its pod runs."""
     name = isvc["metadata"]["name"]
@@ -157,14 +170,7 @@ async def play_kserve(kube: Kube, namespace: str, isvc: dict[str, Any], *, ready
         },
         namespace,
     )
-    cs = {
-        "name": "kserve-container",
-        "ready": ready_pods,
-        "restartCount": 0,
-        "image": "x",
-        "imageID": "",
-        "state": {"running": {"startedAt": "2026-11-22T00:00:00Z"}},
-    }
+    cs = container_status(ready_pods, {"running": {"startedAt": "2026-11-22T00:00:00Z"}})
     await kube.patch_status(
         POD,
         namespace,
@@ -730,56 +736,20 @@ async def test_pod_problems_have_specific_reasons(deployer, kube: Kube, namespac
     await make_service(kube, namespace, "pull", {"model": {"name": "pp"}})
     isvc = await isvc_of(kube, namespace, "pull")
     pod = await play_kserve(kube, namespace, isvc, ready_pods=False)
+    pulling = {
+        "waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image: manifest unknown"}
+    }
     await kube.patch_status(
-        POD,
-        namespace,
-        pod,
-        {
-            "status": {
-                "containerStatuses": [
-                    {
-                        "name": "kserve-container",
-                        "ready": False,
-                        "restartCount": 0,
-                        "image": "x",
-                        "imageID": "",
-                        "state": {
-                            "waiting": {
-                                "reason": "ImagePullBackOff",
-                                "message": "Back-off pulling image: manifest unknown",
-                            }
-                        },
-                    }
-                ]
-            }
-        },
+        POD, namespace, pod, {"status": {"containerStatuses": [container_status(False, pulling)]}}
     )
     svc = await wait_service(
         kube, namespace, "pull", has("InferenceServicePodsReady", "False", "ImageNotFound"), "pull"
     )
     assert svc["status"]["status"] == "Failed"
-    await kube.patch_status(
-        POD,
-        namespace,
-        pod,
-        {
-            "status": {
-                "containerStatuses": [
-                    {
-                        "name": "kserve-container",
-                        "ready": False,
-                        "restartCount": 4,
-                        "image": "x",
-                        "imageID": "",
-                        "state": {
-                            "waiting": {"reason": "CrashLoopBackOff", "message": "back-off restarting"}
-                        },
-                        "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
-                    }
-                ]
-            }
-        },
-    )
+    crashing = {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off restarting"}}
+    last = {"terminated": {"exitCode": 1, "reason": "Error"}}
+    status = container_status(False, crashing, restarts=4, lastState=last)
+    await kube.patch_status(POD, namespace, pod, {"status": {"containerStatuses": [status]}})
     crash = await wait_service(
         kube, namespace, "pull", has("InferenceServicePodsReady", "False", "CrashLoopBackOff"), "crash"
     )
