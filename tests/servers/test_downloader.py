@@ -184,6 +184,32 @@ async def test_complete_download_is_not_fetched_again(hub: HubServer, tmp_path: 
     assert len(resolves(hub, repo_id)) == before  # only the listing went over the network
 
 
+async def test_sha256_computed_where_the_hub_gives_none(
+    hub: HubServer, tmp_path: Path, small_chunks: None
+) -> None:
+    """LFS files come with a sha256 (verified), small ones with a git blob id only: asked to,
+    the download computes the sha256 of those while they arrive, and records it apart."""
+    files = model_files()
+    repo_id = new_repo(hub, files)
+    manifest = await download(
+        f"hf://{repo_id}", tmp_path, env=hf_env(hub), connections=4, compute=("sha256",)
+    )
+    assert_tree(tmp_path, files)
+    assert manifest.verified == ("git-sha1", "sha256")
+    for f in manifest.files:
+        sha = hashlib.sha256(files[f.path]).hexdigest()
+        assert f.digest("sha256") == sha, f.path
+        if len(files[f.path]) > LFS_THRESHOLD:
+            assert [d.algorithm for d in f.digests] == ["sha256"] and f.computed == ()
+        else:
+            assert [d.algorithm for d in f.digests] == ["git-sha1"]
+            assert f.computed == (Digest("sha256", sha),)
+    assert read_manifest(tmp_path) == manifest
+    before = len(resolves(hub, repo_id))
+    assert await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), compute=("sha256",)) == manifest
+    assert len(resolves(hub, repo_id)) == before
+
+
 async def test_new_revision_fetches_only_changed_files(hub: HubServer, tmp_path: Path) -> None:
     files = model_files()
     repo_id = new_repo(hub, files)

@@ -12,7 +12,7 @@ import select
 import socket
 import ssl
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
@@ -72,9 +72,17 @@ class Connections:
     """One worker's keep-alive connections (one per scheme/host/port). :meth:`abort` may be called
     from another thread: it shuts the sockets down so a blocked read returns at once."""
 
-    def __init__(self, timeout: float, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        timeout: float,
+        ssl_context: ssl.SSLContext | None = None,
+        guard: Callable[[str], None] | None = None,
+    ) -> None:
         self.timeout = timeout
         self.ssl_context = ssl_context
+        # Called with ``scheme://host:port/`` before a connection to a new origin is opened (the
+        # first request and every redirect): raises DownloadError to refuse it (an SSRF guard).
+        self.guard = guard
         self._conns: dict[Key, http.client.HTTPConnection] = {}
         self._lock = threading.Lock()
         self._aborted = False
@@ -88,6 +96,8 @@ class Connections:
             if conn is not None:
                 return conn, True
             scheme, host, port = key
+            if self.guard is not None:
+                self.guard(f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}/")
             if scheme == "https":
                 ctx = self.ssl_context or make_ssl_context()
                 conn = http.client.HTTPSConnection(host, port, timeout=self.timeout, context=ctx)

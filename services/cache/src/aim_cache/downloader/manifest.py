@@ -1,7 +1,9 @@
 """The record of a complete download: written last and atomically in the destination, so its
 presence means every listed file is in place and verified. A later download of the same source and
 revision that finds it (and the files at their sizes) does nothing; anything else starts over
-around it. Pure JSON (de)serialisation plus small, atomic file I/O."""
+around it. Besides the digests verified against the source, a file may carry digests computed while
+it was downloaded (e.g. the sha256 of a file whose source gives none): optional in the JSON, so
+manifests without them still load. Pure JSON (de)serialisation plus small, atomic file I/O."""
 
 from __future__ import annotations
 
@@ -25,6 +27,43 @@ class ManifestFile:
     path: str
     size: int
     digests: tuple[Digest, ...]  # the digests that were verified
+    computed: tuple[Digest, ...] = ()
+    """Digests of the bytes as placed, for algorithms the source gives no value for (computed while
+    downloading; not a verification). May lack an algorithm that was asked for when the file was
+    adopted without being read (see :func:`aim_cache.downloader.run.download`)."""
+
+    def digest(self, algorithm: str) -> str | None:
+        """The file's ``algorithm`` digest: the verified one, else the computed one, else None."""
+        for d in self.digests:
+            if d.algorithm == algorithm:
+                return d.value
+        for d in self.computed:
+            if d.algorithm == algorithm:
+                return d.value
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "path": self.path,
+            "size": self.size,
+            "digests": {d.algorithm: d.value for d in self.digests},
+        }
+        if self.computed:
+            data["computed"] = {d.algorithm: d.value for d in self.computed}
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> ManifestFile:
+        return cls(
+            path=validate_path(str(data["path"])),
+            size=int(data["size"]),
+            digests=_digests(data.get("digests")),
+            computed=_digests(data.get("computed")),
+        )
+
+
+def _digests(data: Any) -> tuple[Digest, ...]:
+    return tuple(Digest(str(a), str(v)) for a, v in dict(data or {}).items())
 
 
 @dataclass(frozen=True)
@@ -33,7 +72,7 @@ class Manifest:
     revision: str | None
     files: tuple[ManifestFile, ...]
     total_bytes: int
-    verified: tuple[str, ...]  # algorithms actually checked, sorted
+    verified: tuple[str, ...]  # algorithms actually checked against the source, sorted (not computed)
     completed_at: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -44,24 +83,14 @@ class Manifest:
             "totalBytes": self.total_bytes,
             "verified": list(self.verified),
             "completedAt": self.completed_at,
-            "files": [
-                {"path": f.path, "size": f.size, "digests": {d.algorithm: d.value for d in f.digests}}
-                for f in self.files
-            ],
+            "files": [f.to_json() for f in self.files],
         }
 
     @classmethod
     def from_json(cls, data: Any) -> Manifest:
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise ValueError("not a manifest of a known schema")
-        files = tuple(
-            ManifestFile(
-                path=validate_path(str(f["path"])),
-                size=int(f["size"]),
-                digests=tuple(Digest(str(a), str(v)) for a, v in dict(f.get("digests", {})).items()),
-            )
-            for f in data["files"]
-        )
+        files = tuple(ManifestFile.from_json(f) for f in data["files"])
         revision = data.get("revision")
         return cls(
             source=str(data["source"]),
@@ -126,7 +155,8 @@ def fsync_dir(path: Path) -> None:
 
 def matches(manifest: Manifest, listing: Listing, dest: Path) -> bool:
     """The manifest describes exactly this listing and every file is present at its size: nothing
-    to download. A digest the source gives must equal the one recorded."""
+    to download. A digest the source gives must equal the one recorded (verified or computed: a
+    computed digest is the hash of the bytes in place, as good a witness as a verified one)."""
     if manifest.source != listing.source or manifest.revision != listing.revision:
         return False
     recorded = {f.path: f for f in manifest.files}
@@ -136,7 +166,7 @@ def matches(manifest: Manifest, listing: Listing, dest: Path) -> bool:
         mine = recorded[remote.path]
         if mine.size != remote.size:
             return False
-        mine_digests = {d.algorithm: d.value for d in mine.digests}
+        mine_digests = {d.algorithm: d.value for d in (*mine.computed, *mine.digests)}
         for d in remote.digests:
             if mine_digests.get(d.algorithm) != d.value:
                 return False

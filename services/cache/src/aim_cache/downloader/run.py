@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from aim_cache.downloader.fetch import make_ssl_context
 from aim_cache.downloader.manifest import Manifest, ManifestFile
 from aim_cache.downloader.partial import partial_dir
 from aim_cache.downloader.progress import Progress
-from aim_cache.downloader.sources import PARTIAL_DIR, Digest, Listing, list_source
+from aim_cache.downloader.sources import DIGEST_ALGORITHMS, PARTIAL_DIR, Digest, Listing, list_source
 from aim_cache.downloader.transfer import PlannedFile, Transfer
 
 log = logging.getLogger("aim_cache.downloader")
@@ -76,9 +77,17 @@ async def download(
     connections: int = 8,
     expected_sha256: str | None = None,
     direct_io: bool = True,
+    compute: Sequence[str] = (),
 ) -> Manifest:
     """Download ``uri`` into ``dest`` and return its manifest (see the package docstring).
-    ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works."""
+    ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works.
+
+    ``compute`` names digest algorithms (``sha256``, ``git-sha1``, ``md5``) to compute for every
+    file the source gives no such digest for, while its bytes arrive (no second pass): they are
+    the manifest files' ``computed`` digests (:meth:`ManifestFile.digest` reads either kind).
+    Files are not read again to compute them: a file kept from an earlier download has the
+    digests that download recorded, so one may lack an algorithm (e.g. a destination completed
+    without ``compute`` is returned as it is)."""
     emit = _Emitter(on_progress)
     emit(Progress(0, 0, 0, 0, "listing"), force=True)
     listing = await list_source(uri, env, expected_sha256=expected_sha256)
@@ -89,6 +98,7 @@ async def download(
         stall_timeout=stall_timeout,
         connections=connections,
         direct_io=direct_io,
+        compute=compute,
         _emit=emit,
     )
 
@@ -101,11 +111,20 @@ async def download_listing(
     stall_timeout: float = 60.0,
     connections: int = 8,
     direct_io: bool = True,
+    compute: Sequence[str] = (),
+    guard: Callable[[str], None] | None = None,
     _emit: _Emitter | None = None,
 ) -> Manifest:
-    """:func:`download` for a listing obtained earlier (e.g. by a size probe)."""
+    """:func:`download` for a listing obtained earlier (e.g. by a size probe). ``guard`` is called
+    with ``scheme://host:port/`` before any connection to a new origin (redirects included) and
+    raises :class:`DownloadError` to refuse it."""
     if stall_timeout <= 0 or connections < 1:
         raise DownloadError(INVALID_SOURCE, "stall_timeout must be positive and connections at least 1")
+    unknown = [a for a in compute if a not in DIGEST_ALGORITHMS]
+    if unknown:
+        raise DownloadError(
+            INVALID_SOURCE, f"cannot compute {', '.join(unknown)} (known: {', '.join(DIGEST_ALGORITHMS)})"
+        )
     emit = _emit or _Emitter(on_progress)
     dest = await asyncio.to_thread(_make_dest, dest)
     total, n_files = listing.total_bytes, len(listing.files)
@@ -132,6 +151,12 @@ async def download_listing(
             reusable=reusable,
             on_change=on_change,
             direct_io=direct_io,
+            compute=compute,
+            guard=guard,
+            # The old manifest describes the destination until a file in it is replaced: a
+            # download that fails before (e.g. a checksum mismatch) leaves it, and its files, as
+            # they were.
+            before_place=None if existing is None else functools.partial(manifests.remove_manifest, dest),
         )
         try:
             await asyncio.to_thread(engine.prepare)
@@ -151,7 +176,7 @@ async def download_listing(
         emit(_snapshot(engine, n_files, "verifying"))
         done = manifests.build(
             listing,
-            (ManifestFile(r.path, r.size, r.verified) for r in engine.results.values()),
+            (ManifestFile(r.path, r.size, r.verified, r.computed) for r in engine.results.values()),
             completed_at=time.time(),
         )
         await asyncio.to_thread(_complete, dest, listing, existing, done)
@@ -219,7 +244,10 @@ def _plan(
 ) -> tuple[list[PlannedFile], dict[str, tuple[Digest, ...]]]:
     """Validate every final path (inside ``dest``, after following what already exists), make the
     directories, and find files an earlier complete download already verified with the same strong
-    digest (a new revision that changed only some files fetches only those)."""
+    digest (a new revision that changed only some files fetches only those). A digest the earlier
+    download computed counts like a verified one: it is the hash of the bytes in place. A reusable
+    file maps to the digests known for it: the source's that match, then the other recorded ones
+    (which can supply computed digests without reading the file)."""
     real_dest = dest.resolve()
     plans: list[PlannedFile] = []
     for remote in listing.files:
@@ -247,11 +275,13 @@ def _plan(
             old = recorded.get(remote.path)
             if old is None or old.size != remote.size:
                 continue
+            known = (*old.digests, *old.computed)
             strong = [d for d in remote.digests if d.algorithm in STRONG_DIGESTS]
-            if strong and all(d in old.digests for d in strong):
-                reusable[remote.path] = tuple(d for d in remote.digests if d in old.digests)
-        # The old manifest no longer describes the directory.
-        manifests.remove_manifest(dest)
+            if strong and all(d in known for d in strong):
+                confirmed = tuple(d for d in remote.digests if d in known)
+                algorithms = {d.algorithm for d in confirmed}
+                reusable[remote.path] = (*confirmed, *(d for d in known if d.algorithm not in algorithms))
+        # The old manifest stays until a file is replaced (``before_place``) or removed (_complete).
     partial_dir(dest).mkdir(exist_ok=True)
     return plans, reusable
 
@@ -261,6 +291,7 @@ def _complete(dest: Path, listing: Listing, existing: Manifest | None, done: Man
     write the manifest (last), and clean up the partial directory."""
     wanted = {f.path for f in listing.files}
     if existing is not None:
+        manifests.remove_manifest(dest)  # still there if no file was replaced
         for old in existing.files:
             if old.path not in wanted:
                 with contextlib.suppress(FileNotFoundError):

@@ -257,9 +257,16 @@ def tls_verify(parsed: ParsedSource, env: Mapping[str, str]) -> bool | str:
 # ---------------------------------------------------------------------------------------------
 
 
-async def list_source(uri: str, env: Mapping[str, str], *, expected_sha256: str | None = None) -> Listing:
+async def list_source(
+    uri: str,
+    env: Mapping[str, str],
+    *,
+    expected_sha256: str | None = None,
+    guard: Callable[[str], None] | None = None,
+) -> Listing:
     """List ``uri``'s files (sizes, URLs, digests). ``expected_sha256`` adds a sha256 digest to a
-    single-file source (an error for a multi-file one)."""
+    single-file source (an error for a multi-file one). ``guard`` vets every origin an http(s)
+    probe connects to (see :class:`fetch.Connections`)."""
     parsed = parse_source(uri)
     expected = normalize_sha256(expected_sha256)
     if parsed.scheme == "hf":
@@ -267,7 +274,7 @@ async def list_source(uri: str, env: Mapping[str, str], *, expected_sha256: str 
     elif parsed.scheme == "s3":
         listing = await asyncio.to_thread(_list_s3, parsed, env)
     elif parsed.scheme in ("http", "https"):
-        listing = await asyncio.to_thread(_list_http, parsed, env)
+        listing = await asyncio.to_thread(_list_http, parsed, env, guard)
     else:
         listing = await asyncio.to_thread(_list_local, parsed)
     if expected is not None:
@@ -673,10 +680,12 @@ def _list_s3(parsed: ParsedSource, env: Mapping[str, str]) -> Listing:
 # -- HTTP(S) -----------------------------------------------------------------------------------
 
 
-def _list_http(parsed: ParsedSource, env: Mapping[str, str]) -> Listing:
+def _list_http(
+    parsed: ParsedSource, env: Mapping[str, str], guard: Callable[[str], None] | None = None
+) -> Listing:
     assert parsed.url is not None
     verify = tls_verify(parsed, env)
-    conns = fetch.Connections(timeout=30.0, ssl_context=fetch.make_ssl_context(verify))
+    conns = fetch.Connections(timeout=30.0, ssl_context=fetch.make_ssl_context(verify), guard=guard)
     try:
         size, etag, ranges = _probe_http(conns, parsed.url)
     finally:

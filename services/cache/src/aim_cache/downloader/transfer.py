@@ -10,10 +10,11 @@ that arrived ahead of the hash position is held in memory (up to :data:`HOLD_BYT
 held is read back from the part file, so the digest is complete when the last byte lands, without a
 second pass over the file. Full, aligned buffers are written with ``O_DIRECT`` where the filesystem
 allows it: the file is synced before it is placed anyway, and skipping the page cache saves
-allocating and copying into it (on a VM, most of a buffered download's CPU time). A range that
-stalls or drops is retried from the last byte written, a few times with exponential backoff. Every
-few seconds the completed ranges are made durable (``fdatasync``) and recorded in the file's state,
-so a killed process resumes where it was.
+allocating and copying into it (on a VM, most of a buffered download's CPU time). The same pass can
+also compute digests the source does not give (``compute``, e.g. every file's sha256): every file is
+then hashed this way. A range that stalls or drops is retried from the last byte written, a few
+times with exponential backoff. Every few seconds the completed ranges are made durable
+(``fdatasync``) and recorded in the file's state, so a killed process resumes where it was.
 """
 
 from __future__ import annotations
@@ -168,14 +169,27 @@ class _Failed(Exception):
 
 @dataclass(frozen=True)
 class FileResult:
+    """A placed file: the source's digests it was verified against, and the digests computed for
+    the algorithms of ``Transfer.compute`` the source gives no value for."""
+
     path: str
     size: int
     verified: tuple[Digest, ...]
+    computed: tuple[Digest, ...] = ()
 
 
 class Transfer:
     """Download ``files`` (call :meth:`prepare` then :meth:`start`; wait for :attr:`finished`; then
-    :meth:`close`). ``on_change`` is called from worker threads when the transfer finishes or fails."""
+    :meth:`close`). ``on_change`` is called from worker threads when the transfer finishes or fails.
+
+    ``compute`` names digest algorithms (see :func:`new_hasher`) to compute for every downloaded
+    file besides those the source gives, in the same pass (:attr:`FileResult.computed`).
+    ``reusable`` maps paths of files already in place (verified by an earlier download) to the
+    digests known for them: those the source gives count as verified, the others can supply
+    ``compute`` (the file is not read again). ``before_place`` is called once, before the first
+    file is moved into place (e.g. to drop a manifest that will then no longer describe the
+    destination); an error it raises fails the transfer. ``guard`` vets every origin a worker
+    connects to, redirect targets included (see :class:`fetch.Connections`)."""
 
     def __init__(
         self,
@@ -189,7 +203,12 @@ class Transfer:
         reusable: dict[str, tuple[Digest, ...]] | None = None,
         on_change: Callable[[], None] | None = None,
         direct_io: bool = True,
+        compute: Sequence[str] = (),
+        before_place: Callable[[], None] | None = None,
+        guard: Callable[[str], None] | None = None,
     ) -> None:
+        for algorithm in compute:
+            new_hasher(algorithm, 0)  # ValueError for an unknown algorithm
         self.files = list(files)
         self.connections = max(1, connections)
         self.stall_timeout = stall_timeout
@@ -199,6 +218,11 @@ class Transfer:
         self.reusable = reusable or {}
         self.on_change = on_change
         self.direct_io = direct_io
+        self.compute = tuple(dict.fromkeys(compute))
+        self.before_place = before_place
+        self.guard = guard
+        self._placing = False
+        self._place_lock = threading.Lock()
         self.error: DownloadError | None = None
         self.results: dict[str, FileResult] = {}
         self.total_bytes = sum(p.remote.size for p in self.files)
@@ -271,6 +295,12 @@ class Transfer:
                 job.direct_fd = _open_direct(job.part)
             partial.save_state(job.state_file, partial.PartialState(ident, job.done))
             job.hashers = {d.algorithm: new_hasher(d.algorithm, remote.size) for d in remote.digests}
+            for algorithm in self.compute:
+                # With anything to compute every file is hashed (empty ones too: their digest is
+                # that of no bytes), so ``job.hashers`` decides holding and finalising as for
+                # verification.
+                if algorithm not in job.hashers:
+                    job.hashers[algorithm] = new_hasher(algorithm, remote.size)
             gaps = job.done.missing(remote.size)
             pieces = list(split(gaps, self.chunk_size)) if remote.ranges else gaps[:1]
             job.tasks_left = len(pieces)
@@ -285,11 +315,28 @@ class Transfer:
         if self.files:
             _check_space(self.files[0].dest, needed)
 
-    def _adopt(self, job: _Job, verified: tuple[Digest, ...]) -> None:
-        """A file already in place and verified (by an interrupted run or an earlier revision)."""
+    def _adopt(self, job: _Job, known: tuple[Digest, ...]) -> None:
+        """A file already in place and verified (by an interrupted run or an earlier revision),
+        with the digests ``known`` for it. It is not read again: its computed digests are those
+        ``known`` has (an earlier manifest's, passed on by ``reusable``); for a file an interrupted
+        run placed (its state records no digests) or one whose earlier manifest lacks them, they
+        stay empty."""
+        remote = job.remote
         job.finalized = True
-        self._downloaded += job.remote.size
-        self.results[job.remote.path] = FileResult(job.remote.path, job.remote.size, verified)
+        self._downloaded += remote.size
+        verified = tuple(d for d in remote.digests if d in known)
+        computed = self._computed(remote, {d.algorithm: d.value for d in known}) if self.compute else ()
+        self.results[remote.path] = FileResult(remote.path, remote.size, verified, computed)
+
+    def _computed(self, remote: RemoteFile, values: dict[str, str]) -> tuple[Digest, ...]:
+        """The digests of :attr:`compute` the source does not give, from ``values`` (algorithm ->
+        hex digest) where known."""
+        given = {d.algorithm for d in remote.digests}
+        return tuple(
+            Digest(algorithm, values[algorithm])
+            for algorithm in self.compute
+            if algorithm not in given and algorithm in values
+        )
 
     # -- running -----------------------------------------------------------------------------
 
@@ -302,7 +349,7 @@ class Transfer:
                 self._poke_hash(job)  # re-read the resumed prefix while the rest downloads
         n_workers = min(self.connections, max(1, len(self._tasks)))
         for i in range(n_workers if self._tasks else 0):
-            conns = fetch.Connections(self.stall_timeout, self.ssl_context)
+            conns = fetch.Connections(self.stall_timeout, self.ssl_context, self.guard)
             self._conns.append(conns)
             t = threading.Thread(target=self._worker, args=(conns,), name=f"aim-dl-{i}", daemon=True)
             self._threads.append(t)
@@ -811,6 +858,11 @@ class Transfer:
                     CHECKSUM_MISMATCH, f"{remote.path}: {d.algorithm} expected {d.value}, got {got}"
                 )
             verified.append(d)
+        computed = (
+            self._computed(remote, {a: job.hashers[a].hexdigest() for a in self.compute})
+            if self.compute
+            else ()
+        )
         try:
             with job.io_lock:
                 assert job.fd is not None
@@ -826,6 +878,7 @@ class Transfer:
                     job.src_fd = None
             if job.plan.final.is_dir() and not job.plan.final.is_symlink():
                 raise DownloadError(DOWNLOAD_FAILED, f"{remote.path}: a directory is in the way")
+            self._before_first_placement()
             os.replace(job.part, job.plan.final)
             ident = partial.identity(remote)
             partial.save_state(
@@ -836,11 +889,19 @@ class Transfer:
                 raise _storage_full(job) from e
             raise DownloadError(DOWNLOAD_FAILED, f"placing {remote.path}: {e.strerror}") from e
         with self._lock:
-            self.results[remote.path] = FileResult(remote.path, remote.size, tuple(verified))
+            self.results[remote.path] = FileResult(remote.path, remote.size, tuple(verified), computed)
         log.debug(
             "placed %s (%d bytes, verified %s)", remote.path, remote.size, [d.algorithm for d in verified]
         )
         self._maybe_finish()
+
+    def _before_first_placement(self) -> None:
+        if self.before_place is None or self._placing:
+            return
+        with self._place_lock:
+            if not self._placing:
+                self.before_place()
+                self._placing = True
 
     # -- durability --------------------------------------------------------------------------
 
