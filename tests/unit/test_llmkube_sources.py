@@ -143,7 +143,19 @@ def test_hf_repository_with_files(source: str, rev: str) -> None:
         StagedFile("mmproj f16.gguf", f"{base}/mmproj%20f16.gguf", None, primary=False, mmproj=True),
     )
     assert parsed.staged_files == ["q4/model-00001.gguf", "q4/model-00002.gguf", "mmproj f16.gguf"]
-    assert parsed.cache_key == key(source)
+    assert parsed.cache_key == cache_key(
+        source, ["q4/model-00001.gguf", "q4/model-00002.gguf"], "mmproj f16.gguf"
+    )
+    assert parsed.cache_key != key(source)
+
+
+def test_the_file_set_is_part_of_the_cache_key() -> None:
+    source = f"{HF}/org/repo"
+    one = parse_source({"source": source, "files": ["a.gguf"]}).cache_key
+    two = parse_source({"source": source, "files": ["a.gguf", "b.gguf"]}).cache_key
+    three = parse_source({"source": source, "files": ["a.gguf"], "mmproj": "p.gguf"}).cache_key
+    assert len({one, two, three}) == 3
+    assert parse_source({"source": source, "files": ["a.gguf"]}).cache_key == one
 
 
 def test_hf_dataset_prefix_is_kept() -> None:

@@ -1,7 +1,9 @@
-"""The cache service. It owns template caches and model caches of both AIM API groups (LLMKube
-Model downloads come with issue 7): one controller per family (:mod:`aim_cache.templatecaches`,
-:mod:`aim_cache.modelcaches`) behind one consumer, and the downloader (:mod:`aim_cache.downloader`)
-that runs in download Jobs or, with no kubelet, in this process (:mod:`aim_cache.local`).
+"""The cache service. It owns template caches and model caches of both AIM API groups and
+LLMKube ``Model``s: one controller per family (:mod:`aim_cache.templatecaches`,
+:mod:`aim_cache.modelcaches`, :mod:`aim_cache.llmkube.controller`) behind one consumer, and the
+downloader (:mod:`aim_cache.downloader`) that runs in download Jobs or, with no kubelet, in this
+process (:mod:`aim_cache.local`); LLMKube Models are always fetched in this process, into the
+service's model volume (:mod:`aim_cache.llmkube.runs`).
 
 Dependencies, mapped back to the objects that depend on them:
 
@@ -9,7 +11,8 @@ Dependencies, mapped back to the objects that depend on them:
 - a template → the template caches naming it (a cluster template: in every namespace);
 - a runtime config → the caches resolving that name;
 - a PVC or download Job (owned by a model cache) and a download Pod (owned by its Job) → the
-  model cache.
+  model cache;
+- a node → the LLMKube Models that want a GPU (``acceleratorReady``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ import contextlib
 from collections.abc import Iterable
 
 from aim_cache import plan
+from aim_cache.llmkube.controller import KEY_INDEX, ModelController, cache_keys, gpu_models
+from aim_cache.llmkube.runs import Runs
+from aim_cache.llmkube.settings import ModelSettings
 from aim_cache.local import LocalExecutor
 from aim_cache.modelcaches import ModelCacheController
 from aim_cache.settings import CacheSettings
@@ -29,7 +35,7 @@ from aim_cache.templatecaches import (
 )
 from aimcore.bus import subjects
 from aimcore.bus.messages import ChangeEvent, StatusReport
-from aimcore.kinds import JOB, POD, PVC, KindRef, by_kind
+from aimcore.kinds import JOB, NODE, POD, PVC, KindRef, by_kind
 from aimcore.naming import label_value
 from aimcore.runtime.informer import Informer, Obj
 from aimcore.runtime.reconciler import (
@@ -48,6 +54,7 @@ from aimcore.service import ServiceContext, run_service
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
+LLMKUBE = "inference.llmkube.dev"
 TEMPLATE_INDEX = "template-name"
 MODEL_CACHE_INDEX = "model-cache"
 RUNTIME_CONFIG_INDEX = "runtime-config"
@@ -62,7 +69,7 @@ def model_cache_kinds() -> tuple[KindRef, ...]:
 
 
 def kinds() -> tuple[KindRef, ...]:
-    return (*template_cache_kinds(), *model_cache_kinds(), *kinds_of("inference.llmkube.dev", "Model"))
+    return (*template_cache_kinds(), *model_cache_kinds(), *kinds_of(LLMKUBE, "Model"))
 
 
 def _group(obj: Obj) -> str:
@@ -127,6 +134,12 @@ def child_to_model_cache(event: ChangeEvent, obj: Obj | None, informer: Informer
     return []
 
 
+def node_to_models(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
+    for model in gpu_models(informer):
+        meta = model["metadata"]
+        yield by_kind(LLMKUBE, "Model"), meta.get("namespace"), meta["name"]
+
+
 def _runtime_config(obj: Obj) -> Iterable[str]:
     if obj.get("kind") not in ("AIMTemplateCache", "AIMModelCache"):
         return []
@@ -136,21 +149,35 @@ def _runtime_config(obj: Obj) -> Iterable[str]:
 class Cache:
     """Dispatches each object to its family's controller."""
 
-    def __init__(self, templates: TemplateCacheController, models: ModelCacheController) -> None:
+    def __init__(
+        self, templates: TemplateCacheController, models: ModelCacheController, llmkube: ModelController
+    ) -> None:
         self.templates = templates
         self.models = models
+        self.llmkube = llmkube
 
     async def reconcile(self, request: Request) -> Result | None:
         if request.ref.kind == "AIMTemplateCache":
             return await self.templates.reconcile(request)
         if request.ref.kind == "AIMModelCache":
             return await self.models.reconcile(request)
-        return None  # LLMKube Model: validated by the runtime; its downloads come with issue 7
+        return await self.llmkube.reconcile(request)
 
 
-def controller(ctx: ServiceContext, settings: CacheSettings, local: LocalExecutor | None) -> Controller:
+def controller(
+    ctx: ServiceContext,
+    settings: CacheSettings,
+    local: LocalExecutor | None,
+    runs: Runs,
+    model_settings: ModelSettings,
+) -> Controller:
     assert ctx.kube is not None, "the cache service needs a Kubernetes client (PVCs, Jobs, secrets, logs)"
-    cache = Cache(TemplateCacheController(ctx.kube), ModelCacheController(ctx.kube, settings, local))
+
+    async def requeue(obj: Obj) -> None:
+        await publish_requeue(ctx.js, ctx.name, by_kind(LLMKUBE, "Model"), obj)
+
+    llmkube = ModelController(ctx.kube, model_settings, runs, requeue)
+    cache = Cache(TemplateCacheController(ctx.kube), ModelCacheController(ctx.kube, settings, local), llmkube)
     watches = [
         *(Watch(k, model_cache_to_template_caches) for k in model_cache_kinds()),
         *(
@@ -166,6 +193,7 @@ def controller(ctx: ServiceContext, settings: CacheSettings, local: LocalExecuto
         Watch(PVC, child_to_model_cache),
         Watch(JOB, child_to_model_cache),
         Watch(POD, child_to_model_cache),
+        Watch(NODE, node_to_models),
     ]
     return Controller(
         ctx.name,
@@ -176,6 +204,7 @@ def controller(ctx: ServiceContext, settings: CacheSettings, local: LocalExecuto
             TEMPLATE_INDEX: template_names,
             MODEL_CACHE_INDEX: model_cache_names,
             RUNTIME_CONFIG_INDEX: _runtime_config,
+            KEY_INDEX: cache_keys,
         },
     )
 
@@ -200,9 +229,15 @@ async def main(ctx: ServiceContext) -> None:
             stall_timeout=settings.stall_timeout,
             concurrency=settings.local_downloads,
         )
+    model_settings = ModelSettings.from_env(settings.cache_dir)
+    runs = Runs(
+        model_settings.cache_dir, concurrency=model_settings.downloads, stall_timeout=settings.stall_timeout
+    )
     try:
-        await run_controller(ctx, controller(ctx, settings, local))
+        await run_controller(ctx, controller(ctx, settings, local, runs, model_settings))
     finally:
+        with contextlib.suppress(Exception):
+            await runs.close()
         if local is not None:
             with contextlib.suppress(Exception):
                 await local.close()

@@ -412,8 +412,16 @@ class _RemoteFile:
     """A ``ReadAt`` over HTTP: range requests when the server honours them, otherwise one streamed
     body consumed front to back."""
 
-    def __init__(self, url: str, headers: Mapping[str, str], timeout: float, block: int) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        timeout: float,
+        block: int,
+        guard: Callable[[str], None] | None = None,
+    ) -> None:
         self._origin = _origin(_split(url))
+        self._guard = guard
         for name, value in headers.items():
             if any(c in name for c in "\r\n\0:") or any(c in value for c in "\r\n\0"):
                 raise GGUFError(f"invalid characters in request header {name!r}")
@@ -507,6 +515,8 @@ class _RemoteFile:
                     f"HTTP {resp.status} redirect without Location from {_safe(url)}", status=resp.status
                 )
             url = urllib.parse.urljoin(url, location)
+            if self._guard is not None:
+                self._guard(url)  # a redirect must not lead where the caller may not go
         raise GGUFError(f"more than {MAX_REDIRECTS} redirects fetching {_safe(self._url)}")
 
     def _discard(self, resp: http.client.HTTPResponse) -> None:
@@ -604,6 +614,7 @@ def read_remote(
     headers: Mapping[str, str] | None = None,
     timeout: float = 30.0,
     block: int = 1 << 20,
+    guard: Callable[[str], None] | None = None,
 ) -> GGUFHeader:
     """Parse the GGUF header of an http(s) URL, transferring only about the header's size.
 
@@ -611,10 +622,11 @@ def read_remote(
     ``block``-sized range GETs are made on demand. Otherwise (200) the body is streamed and the
     connection closed as soon as the header is parsed. Redirects are followed (Authorization and
     Cookie are dropped when leaving the original origin); ``timeout`` bounds the whole read.
-    Failures raise ``GGUFError`` carrying the HTTP status, never header values."""
+    Failures raise ``GGUFError`` carrying the HTTP status, never header values. ``guard`` is called
+    with every redirect target before it is fetched (it raises to refuse one)."""
     if block <= 0:
         raise ValueError("block must be positive")
-    remote = _RemoteFile(url, headers or {}, timeout, block)
+    remote = _RemoteFile(url, headers or {}, timeout, block, guard)
     try:
         remote.open()
         return parse_header(remote.read_at, block=block)

@@ -38,7 +38,7 @@ HF_HOSTS = frozenset({"huggingface.co", "www.huggingface.co"})
 HF_DEFAULT_REVISION = "main"
 DEFAULT_FILENAME = "model.gguf"
 # Names the cache's downloader keeps next to the staged files; a staged file must not shadow them.
-RESERVED_NAMES = frozenset({".aim-manifest.json", ".aim-partial", ".aim-partial.lock"})
+RESERVED_NAMES = frozenset({".aim-manifest.json", ".aim-partial", ".aim-partial.lock", ".aim-source.json"})
 
 _CLAIM_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -88,9 +88,17 @@ class Source:
         return [f.relative for f in self.files]
 
 
-def cache_key(source: str) -> str:
-    """First 16 hex characters of the SHA-256 of the literal source string (LLMKube's ``cachekey``)."""
-    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+def cache_key(source: str, files: Sequence[str] = (), mmproj: str | None = None) -> str:
+    """First 16 hex characters of the SHA-256 of the literal source string (LLMKube's ``cachekey``).
+
+    With ``files`` or ``mmproj`` the file set is hashed too (the original keyed on the source alone,
+    so two Models staging different files of one repository shared a directory and each fetch
+    removed the other's files); a single-file source keeps LLMKube's key.
+    """
+    text = source
+    if files or mmproj is not None:
+        text = "\0".join([source, "files", *files, "mmproj", mmproj or ""])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,7 +118,7 @@ def parse_source(spec: Mapping[str, Any]) -> Source:
         raise SourceError(INVALID_SOURCE, "spec.source must not contain whitespace or control characters")
     files = _validate_file_set(spec.get("files"), spec.get("mmproj"))
     names, mmproj = files
-    key = cache_key(raw)
+    key = cache_key(raw, names, mmproj)
     scheme, sep, _ = raw.partition("://")
     scheme = scheme.lower() if sep else ""
     if scheme in ("http", "https"):

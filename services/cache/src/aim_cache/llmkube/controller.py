@@ -1,0 +1,424 @@
+"""The LLMKube ``Model`` controller (``inference.llmkube.dev/v1alpha1``), run by the cache service.
+
+One reconcile, level-triggered (every step reads what is, none remembers what it did):
+
+1. Parse the source and the file set (``InvalidSource``/``InvalidFileSet``) and validate hardware
+   and resources (``InvalidHardware``); echo ``acceleratorReady`` from the nodes' allocatable.
+2. ``pvc://``: the claim must exist (``PVCNotFound``, checked again in 15 s) and be bound
+   (``PVCNotBound``, Pending, 10 s); then Ready at ``/model-source/<path>``: nothing is copied.
+   (User claims carry no label the watcher mirrors, so they are polled, not watched.)
+3. Apply the policy: local paths under the allowed roots, remote hosts not link-local/metadata
+   (``SourceNotAllowed``; waits for a spec change, no retry loop).
+4. A complete copy in ``<cache>/<cacheKey>/`` (the downloader's manifest, every file at its size,
+   the primary's sha256 equal to ``spec.sha256`` when given) is Ready. Otherwise a fetch is started
+   (Downloading for URLs, Copying for local files) or, after a failure, retried with backoff
+   (``AIM_LLMKUBE_RETRY_SECONDS`` doubling to ``AIM_LLMKUBE_RETRY_MAX_SECONDS``; failures only a
+   user can fix wait the maximum).
+5. A Ready copy is revalidated every ``AIM_LLMKUBE_REVALIDATE_SECONDS``: the upstream fingerprint
+   (ETag/length by HEAD, size/mtime by ``stat``) is compared with the one recorded when the bytes
+   were fetched. Drift sets ``SourceDrifted``; under ``OnChange`` it also starts a re-fetch that
+   replaces the files only once the new bytes are verified (the old copy serves meanwhile). An
+   indeterminate probe changes nothing and is retried after the retry delay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from aim_cache.downloader import Manifest, read_manifest
+from aim_cache.downloader.errors import PERMANENT_REASONS
+from aim_cache.llmkube import drift, fetch, hardware, state
+from aim_cache.llmkube.runs import Order, Recorded, Run, Runs, read_sidecar, write_sidecar
+from aim_cache.llmkube.settings import ModelSettings
+from aim_cache.llmkube.sources import (
+    Source,
+    SourceError,
+    SourceUnreachable,
+    check_source,
+    parse_source,
+)
+from aimcore.kinds import NODE, PVC, by_kind
+from aimcore.kube.client import ApiException, Kube, describe_error
+from aimcore.runtime.informer import Informer, Obj
+from aimcore.runtime.reconciler import Request, Result
+from aimcore.status.rules import rfc3339
+
+log = logging.getLogger(__name__)
+
+GROUP = "inference.llmkube.dev"
+MODEL = by_kind(GROUP, "Model")
+
+PVC_NOT_FOUND = "PVCNotFound"
+PVC_NOT_BOUND = "PVCNotBound"
+PVC_MOUNT = "/model-source"
+PVC_NOT_FOUND_SECONDS = 15.0
+PROGRESS_SECONDS = 3.0
+MAX_REMEMBERED = 4096
+# Reasons only a user can fix: retrying at the short delay would only repeat the failure.
+USER_FIXES = PERMANENT_REASONS | {state.INTEGRITY_CHECK_FAILED, "SourceNotAllowed"}
+
+
+def _parse_time(text: Any) -> float | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _stamp(when: float) -> str:
+    return rfc3339(datetime.fromtimestamp(when, UTC))
+
+
+def spec_hash(spec: Mapping[str, Any]) -> str:
+    """What a fetch depends on: the source, the file set and the expected digest."""
+    relevant = {k: spec.get(k) for k in ("source", "files", "mmproj", "sha256")}
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _reason(reason: str) -> str:
+    return state.INTEGRITY_CHECK_FAILED if reason == "ChecksumMismatch" else reason
+
+
+KEY_INDEX = "llmkube-cache-key"
+Requeue = Callable[[Obj], Awaitable[None]]
+
+
+def cache_keys(obj: Obj) -> Iterable[str]:
+    """Index: a Model's cache key (so a finished fetch wakes every Model sharing it)."""
+    if obj.get("kind") != "Model" or not str(obj.get("apiVersion", "")).startswith(GROUP + "/"):
+        return []
+    try:
+        return [parse_source(obj.get("spec") or {}).cache_key]
+    except SourceError:
+        return []
+
+
+def gpu_models(informer: Informer) -> Iterable[Obj]:
+    """The Models whose ``acceleratorReady`` depends on the nodes."""
+    return (m for m in informer.list(MODEL, None) if hardware.gpu_wanted(m.get("spec") or {}))
+
+
+class ModelController:
+    def __init__(
+        self, kube: Kube, settings: ModelSettings, runs: Runs, requeue: Requeue, *, clock: Any = time.time
+    ) -> None:
+        self.kube = kube
+        self.settings = settings
+        self.runs = runs
+        self.requeue = requeue
+        self.clock = clock
+        self.informer: Informer | None = None
+        runs.wake = self._wake
+        self.guard = fetch.guard_for(settings.policy)
+        self._probed: OrderedDict[str, float] = OrderedDict()  # uid → last probe attempt (wall)
+        self._revalidated: OrderedDict[str, float] = OrderedDict()  # uid → last conclusive probe
+        self._policy_failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # uid → (n, when)
+        self._headers: OrderedDict[str, tuple[tuple[int, int], dict[str, Any] | None]] = OrderedDict()
+
+    # -- the reconcile ---------------------------------------------------------------------------
+
+    async def _wake(self, key: str) -> None:
+        if self.informer is None:
+            return
+        for obj in list(self.informer.by_index(KEY_INDEX, key)):
+            await self.requeue(obj)
+
+    async def reconcile(self, request: Request) -> Result | None:
+        self.informer = request.informer
+        obj = request.obj
+        spec = obj.get("spec") or {}
+        uid = str(obj["metadata"].get("uid", ""))
+        nodes = request.informer.list(NODE, None)
+        ready, accel_message = hardware.accelerator_ready(spec, nodes)
+        base = state.Observed(accelerator=(ready, accel_message))
+        try:
+            source = parse_source(spec)
+        except SourceError as exc:
+            return await self._failed(request, base, exc.reason, exc.message)
+        base = _with(base, cache_key=source.cache_key, staged_files=tuple(source.staged_files))
+        problems = hardware.validate(spec)
+        if problems:
+            return await self._failed(request, base, hardware.INVALID_HARDWARE, "; ".join(problems))
+        if source.kind == "pvc":
+            return await self._pvc(request, base, source)
+        try:
+            local_paths = await asyncio.to_thread(check_source, source, self.settings.policy)
+        except SourceError as exc:
+            return await self._failed(request, base, exc.reason, exc.message)
+        except SourceUnreachable as exc:
+            n, _ = self._policy_failures.get(uid, (0, 0.0))
+            _remember(self._policy_failures, uid, (n + 1, self.clock()))
+            delay = self._backoff(n + 1, "SourceUnreachable")
+            obs = _with(base, failure=state.Failure("SourceUnreachable", str(exc), delay))
+            await self._report(request, obs, ("fetch-failed", "SourceUnreachable", str(exc)))
+            return Result(requeue_after=delay)
+        self._policy_failures.pop(uid, None)
+        return await self._staged(request, base, source, local_paths)
+
+    # -- pvc:// ----------------------------------------------------------------------------------
+
+    async def _pvc(self, request: Request, base: state.Observed, source: Source) -> Result | None:
+        assert source.claim is not None and source.path is not None
+        try:
+            pvc = await self.kube.get(PVC, request.namespace, source.claim)
+        except ApiException as exc:
+            if exc.status != 404:
+                message = f"cannot read claim {source.claim}: {describe_error(exc)}"
+                await self._report(request, _with(base, pending=(PVC_NOT_BOUND, message)))
+                return Result(requeue_after=10.0)
+            pvc = None
+        if pvc is None:
+            message = f"PersistentVolumeClaim {source.claim} does not exist in {request.namespace}"
+            obs = _with(base, failure=state.Failure(PVC_NOT_FOUND, message, PVC_NOT_FOUND_SECONDS))
+            await self._report(request, obs, ("reject", PVC_NOT_FOUND, message))
+            return Result(requeue_after=PVC_NOT_FOUND_SECONDS)
+        phase = (pvc.get("status") or {}).get("phase")
+        if phase != "Bound":
+            message = f"PersistentVolumeClaim {source.claim} is {phase or 'not bound yet'}"
+            await self._report(request, _with(base, pending=(PVC_NOT_BOUND, message)))
+            return Result(requeue_after=10.0)
+        path = f"{PVC_MOUNT}/{source.path}"
+        message = f"claim {source.claim} is bound; the workload mounts it read-only at {PVC_MOUNT}"
+        await self._report(request, _with(base, ready_without_copy=(path, message)))
+        return None
+
+    # -- staged sources (http, file) ---------------------------------------------------------------
+
+    async def _staged(
+        self, request: Request, base: state.Observed, source: Source, local_paths: tuple[str, ...]
+    ) -> Result | None:
+        obj = request.obj
+        spec = obj.get("spec") or {}
+        uid = str(obj["metadata"].get("uid", ""))
+        raw = str(spec["source"])
+        expected = str(spec["sha256"]).lower() if spec.get("sha256") else None
+        digest = spec_hash(spec)
+        dest = self.runs.dest(source.cache_key)
+        manifest = await asyncio.to_thread(read_manifest, dest)
+        cached = await asyncio.to_thread(_cached, dest, manifest, source, raw, expected)
+        run = self.runs.get(source.cache_key)
+        mine = run is not None and run.spec_hash == digest
+        read_header = (spec.get("format") or "gguf") == "gguf"
+        order = Order(source, raw, local_paths, expected, read_header, self.guard)
+
+        gguf: dict[str, Any] | None = None
+        if cached is not None and read_header:
+            gguf = await asyncio.to_thread(self._local_header, cached.path)
+        elif run is not None and mine:
+            gguf = run.gguf
+        base = _with(base, gguf=gguf)
+
+        if cached is None:
+            return await self._fetch(request, base, order, run, digest)
+
+        # A complete copy: report it Ready, unless a refresh is running or has just failed.
+        recorded = await asyncio.to_thread(read_sidecar, dest)
+        now = self.clock()
+        status = obj.get("status") or {}
+        last = max(
+            _parse_time(status.get("lastRevalidated")) or 0.0,
+            self._revalidated.get(uid, 0.0),
+            recorded.recorded_at if recorded is not None else 0.0,
+        )
+        obs = _with(
+            base,
+            cached=cached,
+            fingerprint=recorded.fingerprint if recorded is not None else drift.from_status(status),
+            last_revalidated=_stamp(last) if last else None,
+        )
+        if recorded is not None and last == recorded.recorded_at:
+            obs = _with(
+                obs,
+                drift=(
+                    "False",
+                    drift.REASON_IN_SYNC,
+                    f"fetched {_describe(recorded.fingerprint)} at {_stamp(recorded.recorded_at)}",
+                ),
+            )
+        if run is not None and mine and run.running:
+            obs = _with(obs, fetching=state.Fetching(run.kind, run.waiting, run.summary, run.attempt))
+            await self._report(request, obs)
+            return Result(requeue_after=PROGRESS_SECONDS)
+        if run is not None and mine and run.error is not None and run.finished_at is not None:
+            delay = self._backoff(run.attempt, _reason(run.error.reason))
+            due = run.finished_at + delay
+            if now < due and run.finished_at > last - 1:
+                failure = state.Failure(
+                    _reason(run.error.reason), f"refresh failed: {run.error.message}", due - now
+                )
+                await self._report(request, _with(obs, failure=failure))
+                return Result(requeue_after=due - now)
+
+        interval = self.settings.revalidate_seconds
+        attempted = max(last, self._probed.get(uid, 0.0))
+        retry_at = self._probed.get(uid, 0.0) + self.settings.retry_seconds
+        gate = datetime.fromtimestamp(last, UTC) if last else None
+        if drift.due(gate, datetime.fromtimestamp(now, UTC), timedelta(seconds=interval)) and now >= retry_at:
+            _remember(self._probed, uid, now)
+            try:
+                probed = await fetch.probe(source, local_paths, self.guard)
+            except (SourceError, SourceUnreachable) as exc:
+                log.info("probe of %s refused: %s", raw, exc)
+                probed = None
+            recorded_fp = recorded.fingerprint if recorded is not None else None
+            outcome = drift.compare(recorded_fp, probed)
+            detail = drift.describe(recorded_fp, probed)
+            if outcome == "baseline" and probed is not None:
+                await asyncio.to_thread(write_sidecar, dest, Recorded(probed, now))
+                obs = _with(obs, fingerprint=probed)
+            if drift.advances_last_revalidated(outcome):
+                _remember(self._revalidated, uid, now)
+                obs = _with(obs, last_revalidated=_stamp(now))
+                attempted = now
+            condition = drift.drift_condition(outcome, detail)
+            if condition is not None:
+                obs = _with(obs, drift=condition)
+            if drift.action(outcome, spec.get("refreshPolicy")) == "refetch":
+                attempt = run.attempt + 1 if (run is not None and mine and run.error is not None) else 1
+                new = self.runs.start(order, spec_hash=digest, attempt=attempt)
+                obs = _with(obs, fetching=state.Fetching(new.kind, new.waiting, "", new.attempt))
+                await self._report(request, obs, ("refetch", drift.REASON_DRIFTED, detail))
+                return Result(requeue_after=PROGRESS_SECONDS)
+            if outcome == "drifted":
+                await self._report(request, obs, ("drift", drift.REASON_DRIFTED, detail))
+                return Result(requeue_after=interval)
+        await self._report(request, obs)
+        next_probe = max(attempted + interval, self._probed.get(uid, 0.0) + self.settings.retry_seconds)
+        if last < self._probed.get(uid, 0.0):  # the last probe was indeterminate: retry sooner
+            next_probe = self._probed[uid] + min(self.settings.retry_seconds, interval)
+        return Result(requeue_after=max(1.0, next_probe - now))
+
+    async def _fetch(
+        self, request: Request, base: state.Observed, order: Order, run: Run | None, digest: str
+    ) -> Result | None:
+        now = self.clock()
+        mine = run is not None and run.spec_hash == digest
+        if run is not None and run.running:
+            if mine:
+                fetching = state.Fetching(run.kind, run.waiting, run.summary, run.attempt)
+            else:
+                fetching = state.Fetching(run.kind, True, "", run.attempt)
+            await self._report(request, _with(base, fetching=fetching))
+            return Result(requeue_after=PROGRESS_SECONDS)
+        attempt = 1
+        if run is not None and mine and run.finished_at is not None:
+            error = run.error
+            if error is None:  # finished, yet no complete copy: the files changed underneath
+                from aim_cache.downloader import DownloadError  # noqa: PLC0415
+
+                error = DownloadError(
+                    "DownloadFailed", "the fetch completed but the staged files are missing"
+                )
+            reason = _reason(error.reason)
+            delay = self._backoff(run.attempt, reason)
+            due = run.finished_at + delay
+            if now < due:
+                failure = state.Failure(reason, error.message, due - now)
+                await self._report(
+                    request, _with(base, failure=failure), ("fetch-failed", reason, error.message)
+                )
+                return Result(requeue_after=due - now)
+            attempt = run.attempt + 1
+        new = self.runs.start(order, spec_hash=digest, attempt=attempt)
+        verb = "download" if new.kind == "download" else "copy"
+        await self._report(
+            request,
+            _with(base, fetching=state.Fetching(new.kind, new.waiting, "", new.attempt)),
+            (verb, "Started", f"{verb} attempt {attempt} of {order.raw} into cache {order.source.cache_key}"),
+        )
+        return Result(requeue_after=PROGRESS_SECONDS)
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _backoff(self, attempt: int, reason: str) -> float:
+        top = self.settings.retry_max_seconds
+        if reason in USER_FIXES:
+            return top
+        return float(min(top, self.settings.retry_seconds * 2 ** max(0, attempt - 1)))
+
+    def _local_header(self, path: str) -> dict[str, Any] | None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        identity = (st.st_size, st.st_mtime_ns)
+        known = self._headers.get(path)
+        if known is not None and known[0] == identity:
+            return known[1]
+        header = fetch.local_header(path)
+        _remember(self._headers, path, (identity, header))
+        return header
+
+    async def _failed(
+        self, request: Request, base: state.Observed, reason: str, message: str
+    ) -> Result | None:
+        await self._report(
+            request, _with(base, failure=state.Failure(reason, message)), ("reject", reason, message)
+        )
+        return None
+
+    async def _report(
+        self, request: Request, obs: state.Observed, decision: tuple[str, str, str] | None = None
+    ) -> None:
+        fields, conditions = state.compose(obs)
+        sent = await request.reporter.report(request.ref, request.obj, conditions, fields)
+        if sent and decision is not None:
+            await request.reporter.decide(request.ref, request.obj, *decision)
+
+
+def _with(obs: state.Observed, **changes: Any) -> state.Observed:
+    from dataclasses import replace  # noqa: PLC0415
+
+    return replace(obs, **changes)
+
+
+def _describe(fp: drift.Fingerprint) -> str:
+    return drift.describe(None, fp).removeprefix("recorded ")
+
+
+def _remember(cache: OrderedDict[str, Any], key: str, value: Any) -> None:
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > MAX_REMEMBERED:
+        cache.popitem(last=False)
+
+
+def _cached(
+    dest: Path, manifest: Manifest | None, source: Source, raw: str, expected: str | None
+) -> state.Cached | None:
+    """The complete copy of this source in ``dest`` (every staged file present at its recorded
+    size, the primary's sha256 equal to ``expected`` when given), or None."""
+    if manifest is None or manifest.source != fetch.source_identity(source, raw):
+        return None
+    recorded = {f.path: f for f in manifest.files}
+    if set(recorded) != set(source.staged_files):
+        return None
+    for f in manifest.files:
+        try:
+            if os.stat(dest / f.path).st_size != f.size:
+                return None
+        except OSError:
+            return None
+    primary = recorded[source.files[0].relative]
+    sha = primary.digest("sha256")
+    if expected is not None and sha != expected:
+        return None
+    return state.Cached(
+        path=str(dest / primary.path),
+        size=manifest.total_bytes,
+        sha256=sha,
+        verified=expected is not None,
+        completed_at=_stamp(manifest.completed_at) if manifest.completed_at else None,
+    )

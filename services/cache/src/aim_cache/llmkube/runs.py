@@ -1,0 +1,198 @@
+"""Fetches of LLMKube Models running in this process, one per cache directory.
+
+A fetch probes the source's fingerprint, reads a remote GGUF header early (so ``status.gguf``
+shows while a large file downloads), lists the staged files and hands them to the cache's
+downloader, which writes each file beside the cache, hashes every byte as it arrives (sha256 always;
+``spec.sha256`` checked on the primary file), and only then renames it into place and writes its
+manifest. A mismatch discards the new bytes: the good copy already in place is never truncated.
+Last, a small record of the upstream fingerprint the bytes came from (``.aim-source.json``) is
+written next to the manifest: drift is measured against what is on disk, not against status.
+
+Runs are keyed by cache key, so Models sharing a source share one fetch; when a run ends every
+Model with that key is woken (level-triggered: the reconcile reads the outcome).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from aim_cache.downloader import (
+    DOWNLOAD_FAILED,
+    SOURCE_UNREACHABLE,
+    DownloadError,
+    Manifest,
+    Progress,
+    RateMeter,
+    download_listing,
+    summary,
+)
+from aim_cache.llmkube import drift, fetch
+from aim_cache.llmkube.sources import Source, SourceError, SourceUnreachable
+
+log = logging.getLogger(__name__)
+
+SIDECAR = ".aim-source.json"
+Wake = Callable[[str], Awaitable[None]]
+
+
+async def _no_wake(key: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What upstream looked like when the bytes on disk were fetched."""
+
+    fingerprint: drift.Fingerprint
+    recorded_at: float  # wall clock
+
+
+def read_sidecar(dest: Path) -> Recorded | None:
+    try:
+        data = json.loads((dest / SIDECAR).read_text())
+        fp = drift.Fingerprint(
+            etag=data.get("etag"),
+            length=data.get("length"),
+            mtime=data.get("mtime"),
+        )
+        return Recorded(fp, float(data["recordedAt"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_sidecar(dest: Path, recorded: Recorded) -> None:
+    """Atomically (temp file and rename)."""
+    fp = recorded.fingerprint
+    tmp = dest / f"{SIDECAR}.tmp-{os.getpid()}"
+    payload = {"etag": fp.etag, "length": fp.length, "mtime": fp.mtime, "recordedAt": recorded.recorded_at}
+    tmp.write_text(json.dumps(payload))
+    os.replace(tmp, dest / SIDECAR)
+
+
+@dataclass
+class Run:
+    """One attempt at fetching one cache directory."""
+
+    key: str
+    spec_hash: str
+    kind: Literal["download", "copy"]
+    attempt: int
+    task: asyncio.Task[None] | None = None
+    waiting: bool = True
+    manifest: Manifest | None = None
+    error: DownloadError | None = None
+    finished_at: float | None = None  # wall clock
+    summary: str = ""
+    gguf: dict[str, Any] | None = None
+    meter: RateMeter = field(default_factory=RateMeter)
+
+    @property
+    def running(self) -> bool:
+        return self.finished_at is None
+
+
+@dataclass(frozen=True)
+class Order:
+    """Everything a run needs, decided by the reconcile."""
+
+    source: Source
+    raw: str
+    local_paths: tuple[str, ...]
+    expected_sha256: str | None
+    read_header: bool
+    guard: fetch.Guard
+
+
+class Runs:
+    def __init__(
+        self, root: Path, wake: Wake = _no_wake, *, concurrency: int = 2, stall_timeout: float = 60.0
+    ) -> None:
+        self.root = root
+        self.wake = wake
+        self.stall_timeout = stall_timeout
+        self.slots = asyncio.Semaphore(concurrency)
+        self.runs: dict[str, Run] = {}
+
+    def dest(self, key: str) -> Path:
+        return self.root / key
+
+    def get(self, key: str) -> Run | None:
+        return self.runs.get(key)
+
+    def start(self, order: Order, *, spec_hash: str, attempt: int) -> Run:
+        key = order.source.cache_key
+        old = self.runs.get(key)
+        if old is not None and old.running:
+            raise RuntimeError(f"a fetch into {key} is already running")
+        kind: Literal["download", "copy"] = "copy" if order.source.kind == "file" else "download"
+        run = Run(key=key, spec_hash=spec_hash, kind=kind, attempt=attempt)
+        self.runs[key] = run
+        run.task = asyncio.create_task(self._run(order, run), name=f"llmkube-fetch-{key}")
+        return run
+
+    async def close(self) -> None:
+        tasks = [r.task for r in self.runs.values() if r.task is not None and not r.task.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _run(self, order: Order, run: Run) -> None:
+        dest = self.dest(run.key)
+
+        def on_progress(progress: Progress) -> None:
+            now = time.monotonic()
+            run.meter.add(now, progress.downloaded_bytes)
+            run.summary = summary(progress, run.meter, now=now)
+
+        try:
+            async with self.slots:
+                run.waiting = False
+                run.summary = "probing the source"
+                fp = await fetch.probe(order.source, order.local_paths, order.guard)
+                primary = order.source.files[0]
+                if order.read_header and primary.url is not None:
+                    run.gguf = await fetch.remote_header(primary.url, order.guard)
+                listing = await fetch.listing(
+                    order.source,
+                    order.raw,
+                    order.local_paths,
+                    expected_sha256=order.expected_sha256,
+                    revision=fetch.revision_of(fp),
+                    guard=order.guard,
+                )
+                run.manifest = await download_listing(
+                    listing,
+                    dest,
+                    on_progress=on_progress,
+                    stall_timeout=self.stall_timeout,
+                    compute=("sha256",),
+                    guard=fetch.download_guard(order.guard),
+                )
+                if fp is not None:
+                    await asyncio.to_thread(write_sidecar, dest, Recorded(fp, time.time()))
+        except DownloadError as exc:
+            run.error = exc
+        except SourceError as exc:  # a redirect to a refused address
+            run.error = DownloadError(exc.reason, exc.message, retryable=False)
+        except SourceUnreachable as exc:
+            run.error = DownloadError(SOURCE_UNREACHABLE, str(exc))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug or an unexpected library error: a clear failure, not a dead task
+            log.exception("fetch into %s crashed", dest)
+            run.error = DownloadError(DOWNLOAD_FAILED, f"fetch error: {type(exc).__name__}: {exc}")
+        finally:
+            run.finished_at = time.time()
+        if run.error is not None:
+            log.warning("fetch into %s failed: %s: %s", dest, run.error.reason, run.error.message)
+        with contextlib.suppress(Exception):
+            await self.wake(run.key)

@@ -1,0 +1,455 @@
+"""LLMKube ``Model``s reconciled by the real cache service process, against a real API server (with
+kube-controller-manager binding volumes) and a local HTTP server that serves real GGUF files
+(generated with the ``gguf`` package) with ETags and range requests.
+
+What is proven: header metadata in ``status.gguf``; sha256 recorded for every source and
+``spec.sha256`` enforced without touching a good copy; ``files[]``/``mmproj`` staged under the cache
+key; drift flagged under ``IfNotPresent`` and re-fetched under ``OnChange``; disallowed paths and
+addresses refused; recovery once an unreachable source comes back; ``pvc://`` claims; and
+``acceleratorReady`` following the nodes."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import threading
+from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nats.js import JetStreamContext
+
+from aim_cache.llmkube.sources import cache_key
+from aimcore.kinds import NODE, PVC, KindRef, by_kind
+from aimcore.kube.client import Kube
+from aimcore.units import format_bytes
+from tests.helpers import condition, has, kubectl, manifest, status_of
+from tests.integration.conftest import Services, ensure_service
+from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
+
+MODEL = by_kind("inference.llmkube.dev", "Model")
+PV = KindRef("", "v1", "PersistentVolume", "persistentvolumes", False)
+
+
+# -- a static file server with ETags and ranges ------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: FileServer
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def _file(self) -> Path | None:
+        rel = self.path.split("?", 1)[0].lstrip("/")
+        path = (self.server.root / rel).resolve()
+        if not path.is_relative_to(self.server.root.resolve()) or not path.is_file():
+            return None
+        return path
+
+    def _answer(self, body: bool) -> None:
+        path = self._file()
+        with self.server.lock:
+            self.server.requests.append(f"{self.command} {self.path}")
+        if path is None:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        data = content(path)
+        etag = '"' + hashlib.sha1(data, usedforsecurity=False).hexdigest() + '"'
+        start, end, status = 0, len(data), 200
+        match = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+        if match and int(match.group(1)) < len(data):
+            start = int(match.group(1))
+            end = min(int(match.group(2)) + 1 if match.group(2) else len(data), len(data))
+            status = 206
+        self.send_response(status)
+        self.send_header("Content-Length", str(end - start))
+        self.send_header("ETag", etag)
+        self.send_header("Accept-Ranges", "bytes")
+        if status == 206:
+            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+        self.end_headers()
+        if body:
+            try:
+                self.wfile.write(data[start:end])
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+
+    def do_HEAD(self) -> None:
+        self._answer(body=False)
+
+    def do_GET(self) -> None:
+        self._answer(body=True)
+
+
+class FileServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, root: Path, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.root = root
+        self.lock = threading.Lock()
+        self.requests: list[str] = []
+        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+# -- fixtures ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("llmkube-site")
+
+
+@pytest.fixture(scope="module")
+def local_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("llmkube-local")
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("llmkube-cache")
+
+
+@pytest.fixture(scope="module")
+def site(site_root: Path) -> Iterator[FileServer]:
+    server = FileServer(site_root)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def models(  # type: ignore[no-untyped-def]
+    running: Services, js: JetStreamContext, model_dir: Path, local_root: Path
+) -> AsyncIterator[Services]:
+    """The session's services plus a cache service configured for these tests (loopback allowed, as
+    an in-cluster mirror would be; local sources under ``local_root``; short cadences)."""
+    proc = running.procs.pop("cache", None)
+    if proc is not None:
+        proc.stop()
+    env = {
+        "AIM_CACHE_EXECUTOR": "local",
+        "AIM_CACHE_DIR": str(model_dir / "aim"),
+        "AIM_LLMKUBE_CACHE_DIR": str(model_dir / "llmkube"),
+        "AIM_LLMKUBE_ALLOWED_HOSTS": "127.0.0.1",
+        "AIM_LLMKUBE_ALLOWED_ROOTS": str(local_root),
+        "AIM_LLMKUBE_REVALIDATE_SECONDS": "1",
+        "AIM_LLMKUBE_RETRY_SECONDS": "1",
+        "AIM_LLMKUBE_RETRY_MAX_SECONDS": "2",
+    }
+    await ensure_service(running, js, "cache", env=env)
+    yield running
+    proc = running.procs.pop("cache", None)  # later tests start the cache with their own settings
+    if proc is not None:
+        proc.stop()
+
+
+def name() -> str:
+    return f"m-{secrets.token_hex(3)}"
+
+
+def sha256(path: Path | str) -> str:
+    return hashlib.sha256(content(path)).hexdigest()
+
+
+def content(path: Path | str) -> bytes:
+    return Path(path).read_bytes()
+
+
+def identity(path: Path) -> tuple[bytes, int]:
+    """A file's bytes and inode: unchanged means neither rewritten nor replaced."""
+    return content(path), path.stat().st_ino
+
+
+def leftovers(cache: Path) -> list[Path]:
+    """Partial download files left in a cache directory (the resume state files aside)."""
+    return [p for p in (cache / ".aim-partial").rglob("*") if p.is_file() and not p.name.endswith(".json")]
+
+
+def publish(root: Path, rel: str, **kwargs: Any) -> Path:
+    """A fresh GGUF at ``root/rel``, written elsewhere and renamed in (as an upload would land)."""
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    write_gguf(tmp, **kwargs)
+    tmp.replace(target)
+    return target
+
+
+async def create(kube: Kube, namespace: str, model: str, **spec: Any) -> None:
+    await kube.create(MODEL, manifest(MODEL, model, namespace, spec), namespace)
+
+
+async def phase(kube: Kube, namespace: str, model: str, wanted: str, extra: Any = None) -> dict[str, Any]:
+    def check(s: dict[str, Any]) -> bool:
+        return bool(s.get("phase") == wanted and (extra is None or extra(s)))
+
+    obj: dict[str, Any] = await status_of(kube, MODEL, namespace, model, check, f"{model} {wanted}")
+    return obj
+
+
+# -- tests -------------------------------------------------------------------------------------
+
+
+async def test_a_remote_gguf_is_downloaded_verified_and_described(  # type: ignore[no-untyped-def]  # noqa: PLR0917
+    models, kube: Kube, namespace: str, site: FileServer, site_root: Path, aim_cluster
+) -> None:
+    rel = f"{name()}/tiny-q4.gguf"
+    upstream = publish(site_root, rel, big_tensor_bytes=3 << 20)
+    source = f"{site.base}/{rel}"
+    model = name()
+    await create(kube, namespace, model, source=source, sha256=sha256(upstream).upper())
+    obj = await phase(kube, namespace, model, "Ready")
+    status = obj["status"]
+    assert status["gguf"] == EXPECTED_STATUS
+    assert status["sha256"] == sha256(upstream)
+    assert status["cacheKey"] == cache_key(source)
+    assert status["stagedFiles"] == ["tiny-q4.gguf"]
+    staged = Path(status["path"])
+    assert staged.name == "tiny-q4.gguf" and staged.parent.name == cache_key(source)
+    assert content(staged) == content(upstream)
+    assert status["size"] == format_bytes(len(content(upstream))) == "3.1 MiB"
+    assert status["sourceContentLength"] == len(content(upstream))
+    assert status["sourceETag"] == hashlib.sha1(content(upstream), usedforsecurity=False).hexdigest()
+    assert status["acceleratorReady"] is True
+    assert status["lastRevalidated"]
+    assert has("Available", "True", "ModelReady")(status)
+    assert "verified against spec.sha256" in condition(status, "Available")["message"]
+    assert has("Degraded", "False", "Healthy")(status)
+    # kubectl shows the seed's printer columns
+    out = kubectl(
+        "get", "models.inference.llmkube.dev", model, "-n", namespace, kubeconfig=aim_cluster.kubeconfig_path
+    )
+    assert re.search(rf"{model}\s+Ready\s+3\.1 MiB\s", out), out
+
+
+async def test_a_wrong_sha256_fails_and_leaves_the_good_copy_alone(  # type: ignore[no-untyped-def]  # noqa: PLR0917
+    models, kube: Kube, namespace: str, site: FileServer, site_root: Path, local_root: Path
+) -> None:
+    rel = f"{name()}/model.gguf"
+    upstream = publish(site_root, rel)
+    source = f"{site.base}/{rel}"
+    good = name()
+    await create(kube, namespace, good, source=source)
+    ready = await phase(kube, namespace, good, "Ready")
+    staged = Path(ready["status"]["path"])
+    before = identity(staged)
+    assert ready["status"]["sha256"] == sha256(upstream)  # recorded although none was asked for
+
+    bad = name()
+    await create(kube, namespace, bad, source=source, sha256="0" * 64)
+    failed = await phase(kube, namespace, bad, "Failed", has("Degraded", "True", "IntegrityCheckFailed"))
+    message = condition(failed["status"], "Degraded")["message"]
+    assert "0" * 64 in message and sha256(upstream) in message
+    assert "path" not in failed["status"] and "sha256" not in failed["status"]
+    # the good copy was never truncated or replaced, and no partial file was left behind
+    assert identity(staged) == before
+    assert leftovers(staged.parent) == []
+    await phase(kube, namespace, good, "Ready")
+
+    # the same for a local source, enforced on the copy
+    local = publish(local_root, f"{name()}/local.gguf")
+    copied = name()
+    await create(kube, namespace, copied, source=str(local), sha256="f" * 64)
+    await phase(kube, namespace, copied, "Failed", has("Degraded", "True", "IntegrityCheckFailed"))
+
+
+async def test_files_and_mmproj_are_staged_under_the_cache_key(  # type: ignore[no-untyped-def]
+    models, kube: Kube, namespace: str, site: FileServer, site_root: Path
+) -> None:
+    repo = name()
+    shard1 = publish(site_root, f"{repo}/q4/model-00001-of-00002.gguf")
+    shard2 = publish(site_root, f"{repo}/q4/model-00002-of-00002.gguf", extra_tensors=2)
+    proj = publish(site_root, f"{repo}/mmproj-f16.gguf")
+    files = ["q4/model-00001-of-00002.gguf", "q4/model-00002-of-00002.gguf"]
+    source = f"{site.base}/{repo}"
+    model = name()
+    await create(kube, namespace, model, source=source, files=files, mmproj="mmproj-f16.gguf")
+    status = (await phase(kube, namespace, model, "Ready"))["status"]
+    key = cache_key(source, files, "mmproj-f16.gguf")
+    assert status["cacheKey"] == key
+    assert status["stagedFiles"] == [*files, "mmproj-f16.gguf"]
+    primary = Path(status["path"])
+    assert primary.parent.parent.name == key and primary.name == "model-00001-of-00002.gguf"
+    root = primary.parent.parent
+    for rel, upstream in zip([*files, "mmproj-f16.gguf"], (shard1, shard2, proj), strict=True):
+        assert content(root / rel) == content(upstream)
+    assert status["sha256"] == sha256(shard1)  # the primary file's
+    assert status["gguf"]["tensorCount"] == 3
+
+
+async def test_disallowed_paths_and_addresses_are_refused(  # type: ignore[no-untyped-def]
+    models, kube: Kube, namespace: str, local_root: Path, tmp_path: Path
+) -> None:
+    outside = publish(tmp_path, "secret.gguf")  # a real file, just not under an allowed root
+    cases = {
+        name(): {"source": f"file://{outside}"},
+        name(): {"source": str(local_root / ".." / outside.parent.name / "secret.gguf")},
+        name(): {"source": "http://169.254.169.254/latest/meta-data/model.gguf"},
+        name(): {"source": "http://metadata.google.internal/model.gguf"},
+    }
+    for model, spec in cases.items():
+        await create(kube, namespace, model, **spec)
+    for model in cases:
+        failed = await phase(kube, namespace, model, "Failed", has("Degraded", "True", "SourceNotAllowed"))
+        assert has("Progressing", "False", "WaitingForSpecChange")(failed["status"])
+    # an allowed local file is copied (Copying → Ready) and described
+    local = publish(local_root, f"{name()}/ok.gguf")
+    ok = name()
+    await create(kube, namespace, ok, source=f"file://{local}")
+    status = (await phase(kube, namespace, ok, "Ready"))["status"]
+    assert content(status["path"]) == content(local)
+    assert status["gguf"]["modelName"] == "Tiny Llama Test"
+    assert status["sourceETag"].startswith("local-mtime=")
+    assert status["sourceContentLength"] == len(content(local))
+
+
+async def test_drift_is_flagged_under_if_not_present_and_refetched_under_on_change(  # type: ignore[no-untyped-def]
+    models, kube: Kube, namespace: str, site: FileServer, site_root: Path
+) -> None:
+    rel = f"{name()}/drifting.gguf"
+    upstream = publish(site_root, rel)
+    old = sha256(upstream)
+    source = f"{site.base}/{rel}"
+    keep, follow = name(), name()
+    await create(kube, namespace, keep, source=source)  # IfNotPresent is the default
+    await phase(kube, namespace, keep, "Ready", has("SourceDrifted", "False", "InSync"))
+    publish(site_root, rel, extra_tensors=3)  # upstream moves on
+    new = sha256(upstream)
+    assert new != old
+    flagged = await phase(kube, namespace, keep, "Ready", has("SourceDrifted", "True", "UpstreamChanged"))
+    assert flagged["status"]["sha256"] == old  # flagged, not re-fetched
+    assert sha256(flagged["status"]["path"]) == old
+
+    # the same source under OnChange (a different source string: its own cache directory)
+    follow_source = f"{source}?policy=onchange"
+    publish(site_root, rel)  # back to the original bytes
+    assert sha256(upstream) == old
+    await create(kube, namespace, follow, source=follow_source, refreshPolicy="OnChange")
+    first = await phase(kube, namespace, follow, "Ready", lambda s: s.get("sha256") == old)
+    publish(site_root, rel, extra_tensors=3)
+    refreshed = await phase(
+        kube,
+        namespace,
+        follow,
+        "Ready",
+        lambda s: s.get("sha256") == new and has("SourceDrifted", "False", "InSync")(s),
+    )
+    assert content(refreshed["status"]["path"]) == content(upstream)
+    assert refreshed["status"]["gguf"]["tensorCount"] == 6
+    assert refreshed["status"]["sourceETag"] != first["status"]["sourceETag"]
+
+
+async def test_an_unreachable_source_fails_then_recovers_when_it_comes_back(  # type: ignore[no-untyped-def]
+    models, kube: Kube, namespace: str, tmp_path: Path
+) -> None:
+    root = tmp_path / "site"
+    upstream = publish(root, "late.gguf")
+    server = FileServer(root)
+    port = server.server_address[1]
+    server.stop()  # nothing listens there now
+    model = name()
+    await create(kube, namespace, model, source=f"http://127.0.0.1:{port}/late.gguf")
+    failed = await phase(kube, namespace, model, "Failed", has("Degraded", "True", "SourceUnreachable"))
+    assert has("Progressing", "False", "RetryScheduled")(failed["status"])
+    server = FileServer(root, port)
+    try:
+        ready = await phase(kube, namespace, model, "Ready")
+        assert content(ready["status"]["path"]) == content(upstream)
+    finally:
+        server.stop()
+
+
+async def test_pvc_sources_wait_for_a_bound_claim(  # type: ignore[no-untyped-def]
+    models, kube: Kube, namespace: str, tmp_path: Path
+) -> None:
+    claim = f"weights-{secrets.token_hex(3)}"
+    model = name()
+    await create(kube, namespace, model, source=f"pvc://{claim}/llama/model.gguf")
+    await phase(kube, namespace, model, "Failed", has("Degraded", "True", "PVCNotFound"))
+    volume = f"pv-{claim}"
+    await kube.create(
+        PV,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": volume},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadOnlyMany"],
+                "storageClassName": "",
+                "hostPath": {"path": str(tmp_path)},
+                "claimRef": {"namespace": namespace, "name": claim},
+            },
+        },
+    )
+    try:
+        await kube.create(
+            PVC,
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": claim, "namespace": namespace},
+                "spec": {
+                    "accessModes": ["ReadOnlyMany"],
+                    "storageClassName": "",
+                    "volumeName": volume,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+            namespace,
+        )
+        ready = await phase(kube, namespace, model, "Ready")
+        assert ready["status"]["path"] == "/model-source/llama/model.gguf"
+        assert "sha256" not in ready["status"]
+    finally:
+        await kube.delete(PV, None, volume)
+
+
+async def test_accelerator_ready_follows_the_nodes(  # type: ignore[no-untyped-def]
+    models, kube: Kube, namespace: str, site: FileServer, site_root: Path
+) -> None:
+    rel = f"{name()}/gpu.gguf"
+    publish(site_root, rel)
+    model = name()
+    hardware = {"accelerator": "cuda", "gpu": {"enabled": True, "count": 2, "vendor": "nvidia"}}
+    await create(kube, namespace, model, source=f"{site.base}/{rel}", hardware=hardware)
+    waiting = await phase(kube, namespace, model, "Ready", lambda s: s.get("acceleratorReady") is False)
+    assert "nvidia.com/gpu" in condition(waiting["status"], "Available")["message"]
+    node = f"gpu-{secrets.token_hex(3)}"
+    await kube.create(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    try:
+        await kube.patch_status(
+            NODE,
+            None,
+            node,
+            {"status": {"capacity": {"nvidia.com/gpu": "2"}, "allocatable": {"nvidia.com/gpu": "2"}}},
+        )
+        await phase(kube, namespace, model, "Ready", lambda s: s.get("acceleratorReady") is True)
+    finally:
+        await kube.delete(NODE, None, node)
+
+
+async def test_invalid_hardware_is_a_clear_failure(  # type: ignore[no-untyped-def]
+    models, kube: Kube, namespace: str, site: FileServer
+) -> None:
+    model = name()
+    await create(kube, namespace, model, source=f"{site.base}/x.gguf", resources={"memory": "12XB"})
+    failed = await phase(kube, namespace, model, "Failed", has("Degraded", "True", "InvalidHardware"))
+    assert "spec.resources.memory" in condition(failed["status"], "Degraded")["message"]
