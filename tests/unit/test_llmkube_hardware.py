@@ -186,7 +186,7 @@ INTEL1 = node("intel1", allocatable={INTEL_GPU: "1"})
             [],
             (
                 True,
-                "uses dynamic resource claims (claim gpu-claim); whether they exist is checked separately",
+                "uses dynamic resource claims (claim gpu-claim); their existence is not checked",
             ),
         ),
         (
@@ -195,7 +195,7 @@ INTEL1 = node("intel1", allocatable={INTEL_GPU: "1"})
             (
                 True,
                 "uses dynamic resource claims (template gpu-template, claim gpu-claim); "
-                "whether they exist is checked separately",
+                "their existence is not checked",
             ),
         ),
         # one GPU

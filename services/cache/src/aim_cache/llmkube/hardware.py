@@ -289,7 +289,10 @@ def accelerator_ready(spec: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]
     claims = _claims(_gpu(spec))
     if claims:
         refs = ", ".join(_claim_ref(claim) for claim in claims)
-        return True, f"uses dynamic resource claims ({refs}); whether they exist is checked separately"
+        return (
+            True,
+            f"uses dynamic resource claims ({refs}); their existence is not checked",
+        )
     resource = resource_name(spec) or NVIDIA_GPU  # never None here: a GPU is wanted, no claims
     wanted = gpus_wanted(spec)
     matching = 0
