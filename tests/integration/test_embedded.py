@@ -13,6 +13,7 @@ from pathlib import Path
 
 from aimcore.crds.registry import ALL_KINDS
 from aimcore.local import binaries
+from aimcore.local.gguf_sample import tiny_gguf
 
 
 def aimctl(home: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
@@ -58,6 +59,11 @@ def test_up_detach_demo_then_down(tmp_path: Path) -> None:
         models = home / "models" / "default" / "tiny-llm"
         assert (models / "model.safetensors").stat().st_size == 1024 * 1024
         assert (models / ".aim-manifest.json").exists()
+        # the LLMKube Model: fetched, its sha256 enforced, its GGUF header in status
+        gguf_row = [line.split() for line in up.stdout.splitlines() if line.startswith("tiny-gguf ")]
+        size = str(len(tiny_gguf()))
+        assert gguf_row and gguf_row[0][1:6] == ["Ready", size, "B", "cpu", "llama"], up.stdout
+        assert '"modelName":"Tiny Demo"' in up.stdout and '"quantization":"Q4_K_M"' in up.stdout, up.stdout
 
         state = json.loads((home / "state.json").read_text())
         pids = state["pids"]

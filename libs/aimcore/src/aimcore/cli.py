@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import yaml
 from aimcore import cli_audit, cli_caches
 from aimcore.crds import generate
 from aimcore.local import binaries
+from aimcore.local.gguf_sample import tiny_gguf
 from aimcore.local.stack import Stack, aim_home, stop_detached
 
 DEMO_SERVICE: dict[str, Any] = {
@@ -70,11 +72,27 @@ DEMO_MODEL: dict[str, Any] = {
 # A tiny model on a local Hub-compatible server: the demo's model cache downloads and verifies it
 # through the cache service's local executor (no kubelet here), Pending → Ready.
 DEMO_REPO = "demo/tiny-llm"
+DEMO_GGUF = "tiny-demo.Q4_K_M.gguf"
 DEMO_FILES: dict[str, bytes] = {
     "config.json": b'{"architectures": ["LlamaForCausalLM"], "hidden_size": 64}',
     "model.safetensors": bytes(range(256)) * 4096,  # 1 MiB, an LFS file on the Hub
     "tokenizer.json": b'{"version": "1.0", "model": {"type": "BPE"}}',
+    DEMO_GGUF: tiny_gguf(),
 }
+
+
+def _demo_llmkube_manifest(endpoint: str) -> dict[str, Any]:
+    """An LLMKube Model of the repository's GGUF file (a Hugging Face resolve URL, served locally)."""
+    return {
+        "apiVersion": "inference.llmkube.dev/v1alpha1",
+        "kind": "Model",
+        "metadata": {"name": "tiny-gguf", "namespace": "default"},
+        "spec": {
+            "source": f"{endpoint}/{DEMO_REPO}/resolve/main/{DEMO_GGUF}",
+            "sha256": hashlib.sha256(DEMO_FILES[DEMO_GGUF]).hexdigest(),
+            "hardware": {"accelerator": "cpu"},
+        },
+    }
 
 
 def _demo_cache_manifest(endpoint: str) -> dict[str, Any]:
@@ -109,7 +127,8 @@ def _show(kubeconfig: Path, *args: str) -> str:
 def _demo(kubeconfig: Path, timeout: float = 60.0) -> bool:
     """Apply AIMServices and a catalog model, and show what the operator makes of them, as a user
     would with kubectl: a GPU service Pending (no GPU here: the model's templates are
-    NotAvailable), a CPU custom-model service with its InferenceService, and a model cache."""
+    NotAvailable), a CPU custom-model service with its InferenceService, a model cache, and an
+    LLMKube Model with its GGUF metadata."""
     print("\n$ kubectl apply -f - <<EOF (two AIMServices and an AIMModel)")
     manifests = yaml.safe_dump_all([DEMO_SERVICE, DEMO_CUSTOM_SERVICE, DEMO_MODEL])
     out = _kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=manifests)
@@ -143,12 +162,30 @@ def _demo_cache(kubeconfig: Path, deadline: float) -> bool:
             print(out.stdout.strip() or out.stderr.strip())
             status = "jsonpath={.status.status}"
             _wait_for(kubeconfig, deadline + 60, "Ready", "get", "aimmodelcache", "tiny-llm", "-o", status)
+            print("$ aimctl caches")
+            rows = cli_caches.list_caches(kubeconfig, "default")
+            table = cli_caches.render(cli_caches.cache_row(o) for o in rows)
+            print(table)
+            print(f"\n$ kubectl apply -f - <<EOF (an LLMKube Model of {DEMO_GGUF}, sha256 enforced)")
+            manifests = yaml.safe_dump(_demo_llmkube_manifest(hub.endpoint))
+            out = _kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=manifests)
+            print(out.stdout.strip() or out.stderr.strip())
+            phase = "jsonpath={.status.phase}"
+            _wait_for(
+                kubeconfig,
+                deadline + 60,
+                "Ready",
+                "get",
+                "models.inference.llmkube.dev",
+                "tiny-gguf",
+                "-o",
+                phase,
+            )
         finally:
             hub.stop()
-    print("$ aimctl caches")
-    table = cli_caches.render(cli_caches.cache_row(o) for o in cli_caches.list_caches(kubeconfig, "default"))
-    print(table)
-    return "Ready" in table
+    models = _show(kubeconfig, "get", "models.inference.llmkube.dev", "-o", "wide")
+    _show(kubeconfig, "get", "models.inference.llmkube.dev", "tiny-gguf", "-o", "jsonpath={.status.gguf}")
+    return "Ready" in table and "tiny-gguf" in models and "Ready" in models
 
 
 def cmd_up(args: argparse.Namespace) -> int:

@@ -122,6 +122,8 @@ class Stack:
         }
         if name == "cache":  # no kubelet here: downloads run in the cache service (DESIGN §7)
             env |= {"AIM_CACHE_EXECUTOR": "local", "AIM_CACHE_DIR": str(self.home / "models")}
+            # Everything here is local: LLMKube Models may come from servers on this machine.
+            env |= {"AIM_LLMKUBE_ALLOWED_HOSTS": "127.0.0.1,localhost"}
         return ManagedProcess(
             f"aim-{name}",
             [sys.executable, "-m", service_module(name)],
