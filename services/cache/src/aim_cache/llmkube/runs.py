@@ -57,16 +57,24 @@ class Recorded:
 
 
 def read_sidecar(dest: Path) -> Recorded | None:
+    """The record in ``dest``, or None if there is none or it is damaged (then the next probe
+    records a new baseline)."""
     try:
         data = json.loads((dest / SIDECAR).read_text())
-        fp = drift.Fingerprint(
-            etag=data.get("etag"),
-            length=data.get("length"),
-            mtime=data.get("mtime"),
-        )
-        return Recorded(fp, float(data["recordedAt"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError):
         return None
+    if not isinstance(data, dict):
+        return None
+    etag, length, mtime, at = (data.get(k) for k in ("etag", "length", "mtime", "recordedAt"))
+    if etag is not None and not isinstance(etag, str):
+        return None
+    if length is not None and (not isinstance(length, int) or isinstance(length, bool)):
+        return None
+    if mtime is not None and (not isinstance(mtime, int | float) or isinstance(mtime, bool)):
+        return None
+    if not isinstance(at, int | float) or isinstance(at, bool):
+        return None
+    return Recorded(drift.Fingerprint(etag=etag, length=length, mtime=mtime), float(at))
 
 
 def write_sidecar(dest: Path, recorded: Recorded) -> None:
