@@ -13,9 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-import threading
 from collections.abc import AsyncIterator, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,87 +24,13 @@ from aim_cache.llmkube.sources import cache_key
 from aimcore.kinds import NODE, PVC, KindRef, by_kind
 from aimcore.kube.client import Kube
 from aimcore.units import format_bytes
+from tests.file_server import FileServer
 from tests.helpers import condition, has, kubectl, manifest, status_of
 from tests.integration.conftest import Services, ensure_service
 from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
 
 MODEL = by_kind("inference.llmkube.dev", "Model")
 PV = KindRef("", "v1", "PersistentVolume", "persistentvolumes", False)
-
-
-# -- a static file server with ETags and ranges ------------------------------------------------
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: FileServer
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def _file(self) -> Path | None:
-        rel = self.path.split("?", 1)[0].lstrip("/")
-        path = (self.server.root / rel).resolve()
-        if not path.is_relative_to(self.server.root.resolve()) or not path.is_file():
-            return None
-        return path
-
-    def _answer(self, body: bool) -> None:
-        path = self._file()
-        with self.server.lock:
-            self.server.requests.append(f"{self.command} {self.path}")
-        if path is None:
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        data = content(path)
-        etag = '"' + hashlib.sha1(data, usedforsecurity=False).hexdigest() + '"'
-        start, end, status = 0, len(data), 200
-        match = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
-        if match and int(match.group(1)) < len(data):
-            start = int(match.group(1))
-            end = min(int(match.group(2)) + 1 if match.group(2) else len(data), len(data))
-            status = 206
-        self.send_response(status)
-        self.send_header("Content-Length", str(end - start))
-        self.send_header("ETag", etag)
-        self.send_header("Accept-Ranges", "bytes")
-        if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
-        self.end_headers()
-        if body:
-            try:
-                self.wfile.write(data[start:end])
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True
-
-    def do_HEAD(self) -> None:
-        self._answer(body=False)
-
-    def do_GET(self) -> None:
-        self._answer(body=True)
-
-
-class FileServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, root: Path, port: int = 0) -> None:
-        super().__init__(("127.0.0.1", port), _Handler)
-        self.root = root
-        self.lock = threading.Lock()
-        self.requests: list[str] = []
-        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
 
 
 # -- fixtures ----------------------------------------------------------------------------------

@@ -10,14 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import pytest
 
@@ -25,6 +21,7 @@ from aim_cache.downloader import DownloadError, Listing, RemoteFile, download_li
 from aim_cache.downloader.sources import Digest
 from aim_cache.llmkube import drift, fetch, gguf, runs
 from aim_cache.llmkube.sources import Policy, Source, SourceError, parse_source
+from tests.file_server import FileServer
 from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
 
 METADATA = "169.254.169.254"
@@ -35,90 +32,6 @@ HF_SIZE = 987_654_321
 
 
 # -- the server --------------------------------------------------------------------------------
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: FileServer
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def _file(self) -> Path | None:
-        rel = unquote(self.path.split("?", 1)[0]).lstrip("/")
-        path = (self.server.root / rel).resolve()
-        if not path.is_relative_to(self.server.root.resolve()) or not path.is_file():
-            return None
-        return path
-
-    def _bare(self, status: int, headers: dict[str, str], body: bool) -> None:
-        payload = f"status {status}\n".encode()
-        self.send_response(status)
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        if body:
-            self.wfile.write(payload)
-
-    def _answer(self, body: bool) -> None:
-        with self.server.lock:
-            self.server.requests.append((self.command, self.path))
-        redirect = self.server.redirects.get(self.path.split("?", 1)[0])
-        if redirect is not None:
-            return self._bare(302, redirect, body)
-        path = self._file()
-        if path is None:
-            return self._bare(404, {}, body)
-        data = path.read_bytes()
-        etag = '"' + hashlib.sha1(data, usedforsecurity=False).hexdigest() + '"'
-        start, end, status = 0, len(data), 200
-        match = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
-        if match and int(match.group(1)) < len(data):
-            start = int(match.group(1))
-            end = min(int(match.group(2)) + 1 if match.group(2) else len(data), len(data))
-            status = 206
-        self.send_response(status)
-        self.send_header("Content-Length", str(end - start))
-        self.send_header("ETag", etag)
-        self.send_header("Accept-Ranges", "bytes")
-        if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
-        self.end_headers()
-        if body:
-            try:
-                self.wfile.write(data[start:end])
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True
-
-    def do_HEAD(self) -> None:
-        self._answer(body=False)
-
-    def do_GET(self) -> None:
-        self._answer(body=True)
-
-
-class FileServer(ThreadingHTTPServer):
-    """Serves files under ``root``; ``redirects`` maps a path to the headers of a 302 answer."""
-
-    daemon_threads = True
-
-    def __init__(self, root: Path) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.root = root
-        self.lock = threading.Lock()
-        self.requests: list[tuple[str, str]] = []
-        self.redirects: dict[str, dict[str, str]] = {}
-        self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
 
 
 # -- fixtures ----------------------------------------------------------------------------------
