@@ -44,6 +44,7 @@ from aim_cache.downloader import (
 )
 from aim_cache.downloader.errors import PERMANENT_REASONS
 from aim_cache.local import LocalExecutor, LocalRun
+from aim_cache.memo import remember
 from aim_cache.settings import CacheSettings
 from aimcore import jobs
 from aimcore.bus.messages import ConditionReport
@@ -69,7 +70,6 @@ LEGACY = "aim.silogen.ai"
 NON_RETRYABLE = PERMANENT_REASONS | {SECRET_NOT_FOUND}
 # failures that are about the source rather than the transfer
 SOURCE_REASONS = NON_RETRYABLE | {SOURCE_UNREACHABLE}
-MAX_REMEMBERED = 4096
 
 
 def cond(type_: str, ok: bool, reason: str, message: str = "") -> ConditionReport:
@@ -319,7 +319,7 @@ class ModelCacheController:
             conditions.append(cond(DOWNLOAD_READY, False, reason, "the source could not be sized"))
             return Result(requeue_after=backoff(failures, reason))
         self._probe_failures.pop(uid, None)
-        _remember(self._sizes, uid, size)
+        remember(self._sizes, uid, size)
         conditions.append(cond(SOURCE_READY, True, "SourceResolved", f"listed: {format_bytes(size)}"))
         return size
 
@@ -476,7 +476,7 @@ class ModelCacheController:
             parsed = jobs.last_json_line(text)
             outcome = dict(parsed) if parsed else {}
             outcome["_log"] = text
-        _remember(self._outcomes, job_uid, outcome)
+        remember(self._outcomes, job_uid, outcome)
         return outcome
 
 
@@ -490,13 +490,6 @@ def _attempt(job: Mapping[str, Any]) -> int:
         return int(_annotation(job, plan.ANNOTATION_ATTEMPT) or 1)
     except ValueError:
         return 1
-
-
-def _remember(cache: OrderedDict[str, Any], key: str, value: Any) -> None:
-    cache[key] = value
-    cache.move_to_end(key)
-    while len(cache) > MAX_REMEMBERED:
-        cache.popitem(last=False)
 
 
 __all__ = ["DOWNLOAD_READY", "SOURCE_READY", "STORAGE_READY", "LocalRun", "ModelCacheController"]

@@ -31,11 +31,12 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from aim_cache.downloader import Manifest, read_manifest
+from aim_cache.downloader import DownloadError, Manifest, read_manifest
 from aim_cache.downloader.errors import PERMANENT_REASONS
 from aim_cache.llmkube import drift, fetch, hardware, state
 from aim_cache.llmkube.runs import Order, Recorded, Run, Runs, read_sidecar, write_sidecar
@@ -47,6 +48,7 @@ from aim_cache.llmkube.sources import (
     check_source,
     parse_source,
 )
+from aim_cache.memo import remember
 from aimcore.kinds import NODE, PVC, by_kind
 from aimcore.kube.client import ApiException, Kube, describe_error
 from aimcore.runtime.informer import Informer, Obj
@@ -63,7 +65,6 @@ PVC_NOT_BOUND = "PVCNotBound"
 PVC_MOUNT = "/model-source"
 PVC_NOT_FOUND_SECONDS = 15.0
 PROGRESS_SECONDS = 3.0
-MAX_REMEMBERED = 4096
 # Reasons only a user can fix: retrying at the short delay would only repeat the failure.
 USER_FIXES = PERMANENT_REASONS | {state.INTEGRITY_CHECK_FAILED, "SourceNotAllowed"}
 
@@ -159,7 +160,7 @@ class ModelController:
             return await self._failed(request, base, exc.reason, exc.message)
         except SourceUnreachable as exc:
             n, _ = self._policy_failures.get(uid, (0, 0.0))
-            _remember(self._policy_failures, uid, (n + 1, self.clock()))
+            remember(self._policy_failures, uid, (n + 1, self.clock()))
             delay = self._backoff(n + 1, "SourceUnreachable")
             obs = _with(base, failure=state.Failure("SourceUnreachable", str(exc), delay))
             await self._report(request, obs, ("fetch-failed", "SourceUnreachable", str(exc)))
@@ -262,11 +263,10 @@ class ModelController:
                 return Result(requeue_after=due - now)
 
         interval = self.settings.revalidate_seconds
-        attempted = max(last, self._probed.get(uid, 0.0))
         retry_at = self._probed.get(uid, 0.0) + self.settings.retry_seconds
         gate = datetime.fromtimestamp(last, UTC) if last else None
         if drift.due(gate, datetime.fromtimestamp(now, UTC), timedelta(seconds=interval)) and now >= retry_at:
-            _remember(self._probed, uid, now)
+            remember(self._probed, uid, now)
             try:
                 probed = await fetch.probe(source, local_paths, self.guard)
             except (SourceError, SourceUnreachable) as exc:
@@ -279,9 +279,9 @@ class ModelController:
                 await asyncio.to_thread(write_sidecar, dest, Recorded(probed, now))
                 obs = _with(obs, fingerprint=probed)
             if drift.advances_last_revalidated(outcome):
-                _remember(self._revalidated, uid, now)
+                remember(self._revalidated, uid, now)
                 obs = _with(obs, last_revalidated=_stamp(now))
-                attempted = now
+                last = now
             condition = drift.drift_condition(outcome, detail)
             if condition is not None:
                 obs = _with(obs, drift=condition)
@@ -295,9 +295,11 @@ class ModelController:
                 await self._report(request, obs, ("drift", drift.REASON_DRIFTED, detail))
                 return Result(requeue_after=interval)
         await self._report(request, obs)
-        next_probe = max(attempted + interval, self._probed.get(uid, 0.0) + self.settings.retry_seconds)
-        if last < self._probed.get(uid, 0.0):  # the last probe was indeterminate: retry sooner
-            next_probe = self._probed[uid] + min(self.settings.retry_seconds, interval)
+        probed_at = self._probed.get(uid, 0.0)
+        if last < probed_at:  # the last probe was indeterminate: retry sooner
+            next_probe = probed_at + min(self.settings.retry_seconds, interval)
+        else:
+            next_probe = max(last + interval, probed_at + self.settings.retry_seconds)
         return Result(requeue_after=max(1.0, next_probe - now))
 
     async def _fetch(
@@ -316,8 +318,6 @@ class ModelController:
         if run is not None and mine and run.finished_at is not None:
             error = run.error
             if error is None:  # finished, yet no complete copy: the files changed underneath
-                from aim_cache.downloader import DownloadError  # noqa: PLC0415
-
                 error = DownloadError(
                     "DownloadFailed", "the fetch completed but the staged files are missing"
                 )
@@ -358,7 +358,7 @@ class ModelController:
         if known is not None and known[0] == identity:
             return known[1]
         header = fetch.local_header(path)
-        _remember(self._headers, path, (identity, header))
+        remember(self._headers, path, (identity, header))
         return header
 
     async def _failed(
@@ -379,20 +379,11 @@ class ModelController:
 
 
 def _with(obs: state.Observed, **changes: Any) -> state.Observed:
-    from dataclasses import replace  # noqa: PLC0415
-
     return replace(obs, **changes)
 
 
 def _describe(fp: drift.Fingerprint) -> str:
     return drift.describe(None, fp).removeprefix("recorded ")
-
-
-def _remember(cache: OrderedDict[str, Any], key: str, value: Any) -> None:
-    cache[key] = value
-    cache.move_to_end(key)
-    while len(cache) > MAX_REMEMBERED:
-        cache.popitem(last=False)
 
 
 def _cached(

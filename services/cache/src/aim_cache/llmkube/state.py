@@ -13,7 +13,7 @@ downloaded by the cache service before the model turns Ready, never left to a po
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from aim_cache.llmkube import drift
@@ -80,7 +80,6 @@ class Observed:
     fingerprint: drift.Fingerprint | None = None
     drift: tuple[str, str, str] | None = None  # SourceDrifted (status, reason, message)
     last_revalidated: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def cond(type_: str, ok: bool, reason: str, message: str = "") -> ConditionReport:
