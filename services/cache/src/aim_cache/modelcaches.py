@@ -43,6 +43,7 @@ from aim_cache.downloader import (
     read_manifest,
 )
 from aim_cache.downloader.errors import PERMANENT_REASONS
+from aim_cache.joblog import JobLogs
 from aim_cache.local import LocalExecutor, LocalRun
 from aim_cache.memo import remember
 from aim_cache.settings import CacheSettings
@@ -51,7 +52,7 @@ from aimcore.bus.messages import ConditionReport
 from aimcore.children import owned_by
 from aimcore.gpu import parse_quantity
 from aimcore.kinds import JOB, POD, PVC, KindRef
-from aimcore.kube.client import ApiException, Kube, describe_error
+from aimcore.kube.client import ApiException, Kube
 from aimcore.kube.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtimeconfig import ConfigNotFound, resolution_conditions, resolve_live
@@ -110,7 +111,7 @@ class ModelCacheController:
         self.clock = clock
         self._sizes: OrderedDict[str, int] = OrderedDict()  # uid → probed size (until the PVC exists)
         self._probe_failures: dict[str, tuple[int, float]] = {}  # uid → (failures, when)
-        self._outcomes: OrderedDict[str, dict[str, Any]] = OrderedDict()  # job uid → last log JSON
+        self.logs = JobLogs(kube)
 
     # -- the reconcile ---------------------------------------------------------------------------
 
@@ -455,29 +456,9 @@ class ModelCacheController:
         uid = job["metadata"].get("uid")
         return [p for p in request.informer.list(POD, request.namespace) if uid and owned_by(p, str(uid))]
 
-    async def _outcome(self, request: Request, job: Mapping[str, Any], pods: list[Obj]) -> dict[str, Any]:
+    async def _outcome(self, request: Request, job: Obj, pods: list[Obj]) -> dict[str, Any]:
         """The downloader's last JSON line of the Job's newest pod (cached per Job)."""
-        job_uid = str(job["metadata"].get("uid"))
-        if job_uid in self._outcomes:
-            return self._outcomes[job_uid]
-        outcome: dict[str, Any] = {}
-        newest = max(pods, key=lambda p: str(p["metadata"].get("creationTimestamp", "")), default=None)
-        if newest is not None:
-            try:
-                text = await self.kube.pod_log(
-                    str(request.namespace),
-                    newest["metadata"]["name"],
-                    container=plan.CONTAINER,
-                    tail_lines=20,
-                )
-            except ApiException as exc:
-                log.info("no log for %s: %s", newest["metadata"]["name"], describe_error(exc))
-                text = None
-            parsed = jobs.last_json_line(text)
-            outcome = dict(parsed) if parsed else {}
-            outcome["_log"] = text
-        remember(self._outcomes, job_uid, outcome)
-        return outcome
+        return await self.logs.outcome(str(request.namespace), job, pods, plan.CONTAINER)
 
 
 def _annotation(obj: Mapping[str, Any], key: str) -> str | None:
