@@ -5,15 +5,20 @@ kube-controller-manager binding volumes) and a local HTTP server that serves rea
 What is proven: header metadata in ``status.gguf``; sha256 recorded for every source and
 ``spec.sha256`` enforced without touching a good copy; ``files[]``/``mmproj`` staged under the cache
 key; drift flagged under ``IfNotPresent`` and re-fetched under ``OnChange``; disallowed paths and
-addresses refused; recovery once an unreachable source comes back; ``pvc://`` claims; and
-``acceleratorReady`` following the nodes."""
+addresses refused; recovery once an unreachable source comes back; ``pvc://`` claims verified in
+place by Jobs (the test plays the kubelet, running the Job's real command on the volume's files);
+and ``acceleratorReady`` following the nodes."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
+import json
 import re
 import secrets
-from collections.abc import AsyncIterator, Iterator
+import sys
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +26,12 @@ import pytest
 from nats.js import JetStreamContext
 
 from aim_cache.llmkube.sources import cache_key
-from aimcore.kinds import NODE, PVC, KindRef, by_kind
+from aimcore.kinds import JOB, NODE, POD, PVC, KindRef, by_kind
 from aimcore.kube.client import Kube
+from aimcore.testing.kubelet import FakeKubelet, bind_pod, finish_pod, start_pod, wait_for_service_account
 from aimcore.units import format_bytes
 from tests.file_server import FileServer
-from tests.helpers import condition, has, kubectl, manifest, status_of
+from tests.helpers import condition, eventually, has, kubectl, manifest, status_of
 from tests.integration.conftest import Services, ensure_service
 from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
 
@@ -300,13 +306,50 @@ async def test_an_unreachable_source_fails_then_recovers_when_it_comes_back(  # 
         server.stop()
 
 
-async def test_pvc_sources_wait_for_a_bound_claim(  # type: ignore[no-untyped-def]
-    models, kube: Kube, namespace: str, tmp_path: Path
-) -> None:
-    claim = f"weights-{secrets.token_hex(3)}"
-    model = name()
-    await create(kube, namespace, model, source=f"pvc://{claim}/llama/model.gguf")
-    await phase(kube, namespace, model, "Failed", has("Degraded", "True", "PVCNotFound"))
+class VerifyPods:
+    """Plays the scheduler and the kubelet for the verify Jobs of one namespace: binds each new pod
+    to a node, runs the pod's command (the real ``aim-model-inspect``) with the claim's mount point
+    mapped to the volume's host directory, serves its output as the pod's log and finishes the pod
+    with its exit status, as a kubelet would."""
+
+    def __init__(self, kube: Kube, kubelet: FakeKubelet, node: str, namespace: str, host_dir: Path) -> None:
+        self.kube, self.kubelet, self.node = kube, kubelet, node
+        self.namespace, self.host_dir = namespace, host_dir
+        self.runs: list[tuple[list[str], dict[str, Any]]] = []  # (args, printed verdict)
+        self._done: set[str] = set()
+
+    async def serve(self) -> None:
+        while True:
+            pods, _ = await self.kube.list(POD, self.namespace)
+            for pod in pods:
+                meta = pod["metadata"]
+                if meta["name"] in self._done or meta.get("deletionTimestamp"):
+                    continue
+                self._done.add(meta["name"])
+                await self._run(pod)
+            await asyncio.sleep(0.1)  # the kubelet's sync loop
+
+    async def _run(self, pod: dict[str, Any]) -> None:
+        name = pod["metadata"]["name"]
+        (container,) = pod["spec"]["containers"]
+        mount = container["volumeMounts"][0]["mountPath"]
+        args = [
+            str(self.host_dir / a.removeprefix(mount + "/")) if a.startswith(mount + "/") else a
+            for a in container["args"]
+        ]
+        command = [str(Path(sys.executable).parent / container["command"][0]), *args]
+        await bind_pod(self.kube, self.namespace, name, self.node)
+        await start_pod(self.kube, self.namespace, name)
+        proc = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+        out, _ = await proc.communicate()
+        self.kubelet.set_log(self.namespace, name, container["name"], out.decode())
+        self.runs.append((container["args"], json.loads(out.decode().strip().splitlines()[-1])))
+        await finish_pod(self.kube, self.namespace, name, exit_code=proc.returncode or 0)
+
+
+async def bound_claim(kube: Kube, namespace: str, claim: str, host_dir: Path) -> str:
+    """A claim bound (by the real kube-controller-manager) to a hostPath volume of ``host_dir``;
+    returns the volume's name."""
     volume = f"pv-{claim}"
     await kube.create(
         PV,
@@ -318,32 +361,121 @@ async def test_pvc_sources_wait_for_a_bound_claim(  # type: ignore[no-untyped-de
                 "capacity": {"storage": "1Gi"},
                 "accessModes": ["ReadOnlyMany"],
                 "storageClassName": "",
-                "hostPath": {"path": str(tmp_path)},
+                "hostPath": {"path": str(host_dir)},
                 "claimRef": {"namespace": namespace, "name": claim},
             },
         },
     )
-    try:
-        await kube.create(
-            PVC,
-            {
-                "apiVersion": "v1",
-                "kind": "PersistentVolumeClaim",
-                "metadata": {"name": claim, "namespace": namespace},
-                "spec": {
-                    "accessModes": ["ReadOnlyMany"],
-                    "storageClassName": "",
-                    "volumeName": volume,
-                    "resources": {"requests": {"storage": "1Gi"}},
-                },
+    await kube.create(
+        PVC,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "namespace": namespace},
+            "spec": {
+                "accessModes": ["ReadOnlyMany"],
+                "storageClassName": "",
+                "volumeName": volume,
+                "resources": {"requests": {"storage": "1Gi"}},
             },
-            namespace,
+        },
+        namespace,
+    )
+    return volume
+
+
+def verified_with(digest: str) -> Any:
+    return lambda s: s.get("sha256") == digest and has("Available", "True", "ModelReady")(s)
+
+
+async def test_pvc_sources_are_verified_in_place_by_a_job(  # type: ignore[no-untyped-def]
+    models, kube: Kube, namespace: str, tmp_path: Path
+) -> None:
+    claim = f"weights-{secrets.token_hex(3)}"
+    model = name()
+    await create(kube, namespace, model, source=f"pvc://{claim}/llama/model.gguf")
+    await phase(kube, namespace, model, "Failed", has("Degraded", "True", "PVCNotFound"))
+
+    host = tmp_path / "volume"
+    original = publish(host, "llama/model.gguf")
+    first = sha256(original)
+    volume = await bound_claim(kube, namespace, claim, host)
+    kubelet = await FakeKubelet().start()
+    node = f"node-{secrets.token_hex(3)}"
+    pods = VerifyPods(kube, kubelet, node, namespace, host)
+    serving = asyncio.create_task(pods.serve())
+    try:
+        await wait_for_service_account(kube, namespace)
+        await kubelet.register_node(kube, node)
+        # Pending (not Ready) until the Job has read the claim; then Ready with what it found
+        ready = await phase(kube, namespace, model, "Ready", verified_with(first))
+        status = ready["status"]
+        assert status["path"] == "/model-source/llama/model.gguf"
+        assert status["size"] == format_bytes(original.stat().st_size)
+        assert status["gguf"] == EXPECTED_STATUS
+        assert status["sourceContentLength"] == original.stat().st_size
+        assert has("SourceDrifted", "False", "InSync")(status)
+        assert "sha256 recorded" in condition(status, "Available")["message"]
+        args, verdict = pods.runs[0]
+        assert args == ["/model-source/llama/model.gguf"] and verdict["hashed"] is True
+        jobs, _ = await kube.list(JOB, namespace)
+        mount = jobs[0]["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]
+        assert mount == {"claimName": claim, "readOnly": True}
+
+        # later rounds pass the previous result: an unchanged file is not read again
+        await eventually(
+            lambda: _first(r for r in pods.runs if r[0][1:] and r[1].get("hashed") is False),
+            timeout=30,
+            what="a revalidation round that reused the recorded digest",
         )
-        ready = await phase(kube, namespace, model, "Ready")
-        assert ready["status"]["path"] == "/model-source/llama/model.gguf"
-        assert "sha256" not in ready["status"]
+
+        # the file changes in the claim: re-hashed, flagged, and the new digest shown
+        changed = publish(host, "llama/model.gguf", extra_tensors=3)
+        second = sha256(changed)
+        drifted = await phase(
+            kube,
+            namespace,
+            model,
+            "Ready",
+            lambda s: s.get("sha256") == second and has("SourceDrifted", "True", "UpstreamChanged")(s),
+        )
+        assert drifted["status"]["gguf"]["tensorCount"] == 6
+        assert second in condition(drifted["status"], "SourceDrifted")["message"]
+
+        # spec.sha256 is enforced: a mismatch fails and the claim's file is left alone
+        before = identity(changed)
+        await kube.patch(MODEL, namespace, model, {"spec": {"sha256": first.upper()}})
+        failed = await phase(
+            kube, namespace, model, "Failed", has("Degraded", "True", "IntegrityCheckFailed")
+        )
+        message = condition(failed["status"], "Degraded")["message"]
+        assert first in message and second in message
+        assert identity(changed) == before
+        await kube.patch(MODEL, namespace, model, {"spec": {"sha256": second}})
+        fixed = await phase(kube, namespace, model, "Ready", verified_with(second))
+        assert "verified against spec.sha256" in condition(fixed["status"], "Available")["message"]
+
+        # the file disappears: a clear failure; it comes back: Ready again
+        changed.unlink()
+        gone = await phase(kube, namespace, model, "Failed", has("Degraded", "True", "SourceNotFound"))
+        assert claim in condition(gone["status"], "Degraded")["message"]
+        publish(host, "llama/model.gguf", extra_tensors=3)
+        await phase(kube, namespace, model, "Ready", verified_with(second))
+
+        # rounds do not pile up: the newest round and the last good one at most
+        jobs, _ = await kube.list(JOB, namespace)
+        assert 1 <= len(jobs) <= 3  # (a new round may have been created since the last reconcile)
     finally:
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        await kubelet.cleanup(kube)
+        await kubelet.stop()
         await kube.delete(PV, None, volume)
+
+
+async def _first(items: Iterable[Any]) -> Any:
+    return next(iter(items), None)
 
 
 async def test_accelerator_ready_follows_the_nodes(  # type: ignore[no-untyped-def]

@@ -1,6 +1,10 @@
 """``aim_cache.llmkube.state.compose``: the phase, the Available/Progressing/Degraded (and, only when
 observed, SourceDrifted) conditions, and the status fields for every branch, plus the precedence
-between branches (failure > fetching > pending > ready_without_copy > cached > nothing)."""
+between branches (failure > fetching > pending > cached > nothing).
+
+A ``pvc://`` source is never staged: once its verify Job has hashed the file in the claim it is a
+``Cached`` whose ``mounted`` says how the workload reaches it, and a re-verification is a ``verify``
+fetch that, unlike a download or copy, leaves a verified Model Ready."""
 
 from __future__ import annotations
 
@@ -36,7 +40,13 @@ WAITING_COPY = Fetching(kind="copy", waiting=True, summary="", attempt=3)
 PERMANENT = Failure(reason="SourceNotFound", message="HTTP 404: http://h/m.gguf does not exist")
 RETRYING = Failure(reason="DownloadStalled", message="no data for 60 s from h", retry_in=310.0)
 PENDING = ("PVCNotBound", "claim models is not bound yet")
-PVC = ("/models/llama.gguf", "served from pvc://models/llama.gguf")
+MOUNT_MESSAGE = "claim models is bound; the workload mounts it read-only at /model-source"
+MOUNTED = replace(CACHED, path="/model-source/llama.gguf", mounted=MOUNT_MESSAGE)
+VERIFY = Fetching(kind="verify", waiting=False, summary="hashing /model-source/llama.gguf", attempt=1)
+WAITING_VERIFY = Fetching(kind="verify", waiting=True, summary="ignored while waiting", attempt=2)
+MISMATCH = Failure(
+    reason="IntegrityCheckFailed", message="sha256 of /model-source/llama.gguf does not match spec.sha256"
+)
 NO_GPU = (False, "no node has a GPU with 24 GiB free")
 
 FIELD_KEYS = {
@@ -96,10 +106,18 @@ CASES: list[tuple[str, Observed, str, Cond, Cond, Cond]] = [
         ("False", "Healthy", ""),
     ),
     (
-        "ready-without-copy",
-        Observed(ready_without_copy=PVC),
+        "mounted-verified",
+        Observed(cached=MOUNTED),
         "Ready",
-        ("True", "ModelReady", "served from pvc://models/llama.gguf"),
+        ("True", "ModelReady", f"{MOUNT_MESSAGE} (1.5 GiB, sha256 verified against spec.sha256)"),
+        ("False", "Complete", ""),
+        ("False", "Healthy", ""),
+    ),
+    (
+        "mounted-recorded",
+        Observed(cached=replace(MOUNTED, verified=False)),
+        "Ready",
+        ("True", "ModelReady", f"{MOUNT_MESSAGE} (1.5 GiB, sha256 recorded)"),
         ("False", "Complete", ""),
         ("False", "Healthy", ""),
     ),
@@ -149,6 +167,46 @@ CASES: list[tuple[str, Observed, str, Cond, Cond, Cond]] = [
         "Copying",
         ("False", "WaitingForDownloadSlot", "not staged yet"),
         ("True", "WaitingForDownloadSlot", "waiting for a free copy slot"),
+        ("False", "Healthy", ""),
+    ),
+    (
+        "verifying",
+        Observed(fetching=VERIFY),
+        "Pending",
+        ("False", "Verifying", "not verified yet"),
+        ("True", "Verifying", "hashing /model-source/llama.gguf"),
+        ("False", "Healthy", ""),
+    ),
+    (
+        "verify-no-summary",
+        Observed(fetching=replace(VERIFY, summary="", attempt=3)),
+        "Pending",
+        ("False", "Verifying", "not verified yet"),
+        ("True", "Verifying", "verify attempt 3 started"),
+        ("False", "Healthy", ""),
+    ),
+    (
+        "waiting-verify-slot",
+        Observed(fetching=WAITING_VERIFY),
+        "Pending",
+        ("False", "WaitingForDownloadSlot", "not verified yet"),
+        ("True", "WaitingForDownloadSlot", "waiting for a free verify slot"),
+        ("False", "Healthy", ""),
+    ),
+    (
+        "reverifying-mounted",
+        Observed(cached=MOUNTED, fetching=VERIFY),
+        "Ready",
+        ("True", "ModelReady", f"{MOUNT_MESSAGE} (1.5 GiB, sha256 verified against spec.sha256)"),
+        ("True", "Verifying", "hashing /model-source/llama.gguf"),
+        ("False", "Healthy", ""),
+    ),
+    (
+        "reverify-waiting-mounted-recorded",
+        Observed(cached=replace(MOUNTED, verified=False), fetching=WAITING_VERIFY),
+        "Ready",
+        ("True", "ModelReady", f"{MOUNT_MESSAGE} (1.5 GiB, sha256 recorded)"),
+        ("True", "WaitingForDownloadSlot", "waiting for a free verify slot"),
         ("False", "Healthy", ""),
     ),
     (
@@ -208,6 +266,30 @@ CASES: list[tuple[str, Observed, str, Cond, Cond, Cond]] = [
         ),
     ),
     (
+        "reverify-failed-with-mounted-copy",
+        Observed(cached=MOUNTED, failure=RETRYING),
+        "Ready",
+        ("True", "ModelReady", f"{MOUNT_MESSAGE} (last verified)"),
+        ("False", "RetryScheduled", "no data for 60 s from h (next attempt in 5m10s)"),
+        ("True", "DownloadStalled", "no data for 60 s from h (next attempt in 5m10s)"),
+    ),
+    (
+        "verify-mismatch",
+        Observed(failure=MISMATCH),
+        "Failed",
+        ("False", "IntegrityCheckFailed", MISMATCH.message),
+        (
+            "False",
+            "WaitingForSpecChange",
+            f"{MISMATCH.message} (fix the spec (or the operator's policy) to retry)",
+        ),
+        (
+            "True",
+            "IntegrityCheckFailed",
+            f"{MISMATCH.message} (fix the spec (or the operator's policy) to retry)",
+        ),
+    ),
+    (
         "failure-retry-in-seconds",
         Observed(failure=replace(RETRYING, retry_in=0.2)),
         "Failed",
@@ -237,53 +319,76 @@ PRECEDENCE: list[tuple[str, Observed, str, str, str]] = [
     # (id, observed, phase, Available reason, Progressing reason)
     (
         "failure-beats-everything",
-        Observed(
-            failure=RETRYING,
-            fetching=DOWNLOAD,
-            pending=PENDING,
-            ready_without_copy=PVC,
-            cached=CACHED,
-        ),
+        Observed(failure=RETRYING, fetching=DOWNLOAD, pending=PENDING, cached=CACHED),
         "Ready",  # the cached copy still serves
         "ModelReady",
         "RetryScheduled",
     ),
     (
-        "failure-beats-fetching-pending-pvc",
-        Observed(failure=PERMANENT, fetching=DOWNLOAD, pending=PENDING, ready_without_copy=PVC),
+        "failure-beats-verify-pending-mounted",
+        Observed(failure=MISMATCH, fetching=VERIFY, pending=PENDING, cached=MOUNTED),
+        "Ready",  # the last verified file still serves
+        "ModelReady",
+        "WaitingForSpecChange",
+    ),
+    (
+        "failure-beats-fetching-pending",
+        Observed(failure=PERMANENT, fetching=DOWNLOAD, pending=PENDING),
         "Failed",
         "SourceNotFound",
         "WaitingForSpecChange",
     ),
     (
-        "fetching-beats-pending-pvc-cached",
-        Observed(fetching=COPY, pending=PENDING, ready_without_copy=PVC, cached=CACHED),
+        "failure-beats-verify",
+        Observed(failure=MISMATCH, fetching=VERIFY),
+        "Failed",
+        "IntegrityCheckFailed",
+        "WaitingForSpecChange",
+    ),
+    (
+        "fetching-beats-pending-cached",
+        Observed(fetching=COPY, pending=PENDING, cached=CACHED),
         "Copying",
         "ModelReady",
         "Copying",
     ),
     (
-        "fetching-beats-pending-pvc",
-        Observed(fetching=WAITING, pending=PENDING, ready_without_copy=PVC),
+        "fetching-beats-pending",
+        Observed(fetching=WAITING, pending=PENDING),
         "Downloading",
         "WaitingForDownloadSlot",
         "WaitingForDownloadSlot",
     ),
     (
-        "pending-beats-pvc-cached",
-        Observed(pending=PENDING, ready_without_copy=PVC, cached=CACHED),
+        "verify-beats-pending-mounted",
+        Observed(fetching=VERIFY, pending=PENDING, cached=MOUNTED),
+        "Ready",
+        "ModelReady",
+        "Verifying",
+    ),
+    (
+        "verify-beats-pending",
+        Observed(fetching=VERIFY, pending=PENDING),
+        "Pending",
+        "Verifying",
+        "Verifying",
+    ),
+    (
+        "pending-beats-cached",
+        Observed(pending=PENDING, cached=CACHED),
         "Pending",
         "PVCNotBound",
         "PVCNotBound",
     ),
     (
-        "pvc-beats-cached",
-        Observed(ready_without_copy=PVC, cached=CACHED),
-        "Ready",
-        "ModelReady",
-        "Complete",
+        "pending-beats-mounted",
+        Observed(pending=PENDING, cached=MOUNTED),
+        "Pending",
+        "PVCNotBound",
+        "PVCNotBound",
     ),
     ("cached-beats-nothing", Observed(cached=CACHED), "Ready", "ModelReady", "Complete"),
+    ("mounted-beats-nothing", Observed(cached=MOUNTED), "Ready", "ModelReady", "Complete"),
     ("nothing", Observed(), "Pending", "NotStaged", "Pending"),
 ]
 
@@ -301,10 +406,12 @@ def test_precedence(obs: Observed, phase: str, available_reason: str, progressin
     assert got["Progressing"][1] == progressing_reason
 
 
-def test_pvc_beats_cached_message_and_path() -> None:
-    fields, conds = compose(Observed(ready_without_copy=PVC, cached=CACHED))
-    assert fields["path"] == "/models/llama.gguf"
-    assert conditions(conds)["Available"] == ("True", "ModelReady", "served from pvc://models/llama.gguf")
+def test_refresh_failure_keeps_the_mounted_wording() -> None:
+    fields, conds = compose(Observed(cached=MOUNTED, failure=PERMANENT))
+    assert fields["path"] == "/model-source/llama.gguf"
+    status, reason, message = conditions(conds)["Available"]
+    assert (status, reason, message) == ("True", "ModelReady", f"{MOUNT_MESSAGE} (last verified)")
+    assert "serving the cached copy" not in message  # nothing was staged
 
 
 # -- status fields ---------------------------------------------------------------------------------
@@ -316,11 +423,26 @@ NO_COPY = [
     Observed(fetching=WAITING_COPY),
     Observed(failure=PERMANENT),
     Observed(failure=RETRYING),
+    Observed(fetching=VERIFY),
+    Observed(fetching=WAITING_VERIFY),
+    Observed(failure=MISMATCH, fetching=VERIFY),
 ]
 
 
 @pytest.mark.parametrize(
-    "obs", NO_COPY, ids=["nothing", "pending", "downloading", "waiting", "failed", "retry"]
+    "obs",
+    NO_COPY,
+    ids=[
+        "nothing",
+        "pending",
+        "downloading",
+        "waiting",
+        "failed",
+        "retry",
+        "verifying",
+        "waiting-verify",
+        "mismatch",
+    ],
 )
 def test_without_a_copy_the_copy_fields_are_removed(obs: Observed) -> None:
     fields, _ = compose(obs)
@@ -329,10 +451,23 @@ def test_without_a_copy_the_copy_fields_are_removed(obs: Observed) -> None:
         assert fields[key] is None, key
 
 
-def test_ready_without_copy_sets_only_path() -> None:
-    fields, _ = compose(Observed(ready_without_copy=PVC))
-    assert fields["path"] == "/models/llama.gguf"
-    assert (fields["size"], fields["sha256"], fields["lastUpdated"]) == (None, None, None)
+@pytest.mark.parametrize(
+    "obs",
+    [
+        Observed(cached=MOUNTED),
+        Observed(cached=MOUNTED, fetching=VERIFY),
+        Observed(cached=MOUNTED, failure=MISMATCH),
+    ],
+    ids=["ready", "reverifying", "reverify-failed"],
+)
+def test_mounted_copy_sets_path_size_sha256(obs: Observed) -> None:
+    fields, _ = compose(obs)
+    assert {k: fields[k] for k in COPY_FIELDS} == {
+        "path": "/model-source/llama.gguf",
+        "size": "1.5 GiB",
+        "sha256": "ab" * 32,
+        "lastUpdated": "2025-06-01T12:00:00Z",
+    }
 
 
 CACHED_FIELDS = {
@@ -358,8 +493,9 @@ def test_copy_fields_when_cached(obs: Observed) -> None:
 
 
 @pytest.mark.parametrize("size", [0, 950, 1024, 1536, 512 << 20, (1 << 30) - 1, 3 << 40])
-def test_size_is_format_bytes(size: int) -> None:
-    fields, conds = compose(Observed(cached=replace(CACHED, size=size)))
+@pytest.mark.parametrize("copy", [CACHED, MOUNTED], ids=["staged", "mounted"])
+def test_size_is_format_bytes(copy: Cached, size: int) -> None:
+    fields, conds = compose(Observed(cached=replace(copy, size=size)))
     assert fields["size"] == format_bytes(size)
     assert f"({format_bytes(size)}, " in conditions(conds)["Available"][2]
 
@@ -426,8 +562,15 @@ FINGERPRINTS: list[tuple[str, drift.Fingerprint | None, dict[str, Any]]] = [
 @pytest.mark.parametrize(("fp", "expected"), [c[1:] for c in FINGERPRINTS], ids=[c[0] for c in FINGERPRINTS])
 @pytest.mark.parametrize(
     "base",
-    [Observed(), Observed(cached=CACHED), Observed(failure=PERMANENT), Observed(fetching=DOWNLOAD)],
-    ids=["nothing", "cached", "failed", "fetching"],
+    [
+        Observed(),
+        Observed(cached=CACHED),
+        Observed(cached=MOUNTED),
+        Observed(failure=PERMANENT),
+        Observed(fetching=DOWNLOAD),
+        Observed(fetching=VERIFY),
+    ],
+    ids=["nothing", "cached", "mounted", "failed", "fetching", "verifying"],
 )
 def test_fingerprint_fields(base: Observed, fp: drift.Fingerprint | None, expected: dict[str, Any]) -> None:
     fields, _ = compose(replace(base, fingerprint=fp))
@@ -481,14 +624,29 @@ NOTE = "; no node has a GPU with 24 GiB free"
             Observed(cached=CACHED),
             f"staged at {CACHED.path} (1.5 GiB, sha256 verified against spec.sha256){NOTE}",
         ),
-        (Observed(ready_without_copy=PVC), f"served from pvc://models/llama.gguf{NOTE}"),
+        (
+            Observed(cached=MOUNTED),
+            f"{MOUNT_MESSAGE} (1.5 GiB, sha256 verified against spec.sha256){NOTE}",
+        ),
+        (
+            Observed(cached=MOUNTED, fetching=VERIFY),
+            f"{MOUNT_MESSAGE} (1.5 GiB, sha256 verified against spec.sha256){NOTE}",
+        ),
+        (Observed(cached=MOUNTED, failure=MISMATCH), f"{MOUNT_MESSAGE} (last verified){NOTE}"),
         (
             Observed(cached=CACHED, fetching=DOWNLOAD),
             f"serving the cached copy until the refresh completes{NOTE}",
         ),
         (Observed(cached=CACHED, failure=RETRYING), f"serving the cached copy at {CACHED.path}{NOTE}"),
     ],
-    ids=["cached", "pvc", "refreshing", "refresh-failed"],
+    ids=[
+        "cached",
+        "mounted",
+        "reverifying-mounted",
+        "reverify-failed-mounted",
+        "refreshing",
+        "refresh-failed",
+    ],
 )
 def test_accelerator_not_ready_appends_to_available(obs: Observed, available_message: str) -> None:
     fields, conds = compose(replace(obs, accelerator=NO_GPU))
@@ -519,9 +677,10 @@ def test_accelerator_without_note(accelerator: tuple[bool, str]) -> None:
         Observed(),
         Observed(pending=PENDING),
         Observed(fetching=DOWNLOAD),
+        Observed(fetching=VERIFY),
         Observed(failure=PERMANENT),
     ],
-    ids=["nothing", "pending", "fetching", "failed"],
+    ids=["nothing", "pending", "fetching", "verifying", "failed"],
 )
 def test_accelerator_note_not_added_when_unavailable(obs: Observed) -> None:
     _, plain = compose(obs)

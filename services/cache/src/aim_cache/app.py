@@ -117,20 +117,22 @@ template_to_template_caches = _users(TEMPLATE_INDEX)
 config_to_caches = _users(RUNTIME_CONFIG_INDEX)
 
 
-def child_to_model_cache(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
-    """A PVC or Job owned by a model cache, or a Pod owned by such a Job."""
+def child_to_owner(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
+    """A PVC or Job owned by a model cache or an LLMKube Model (its verify Jobs), or a Pod owned by
+    such a Job."""
     if obj is None:
         return []
     owners = obj["metadata"].get("ownerReferences") or []
     ns = event.object.namespace
     for owner in owners:
-        if owner.get("kind") == "AIMModelCache":
-            group = str(owner.get("apiVersion", "")).partition("/")[0]
-            return [(by_kind(group, "AIMModelCache"), ns, str(owner.get("name")))]
-        if owner.get("kind") == "Job" and event.object.kind == "Pod":
+        kind = owner.get("kind")
+        group = str(owner.get("apiVersion", "")).partition("/")[0]
+        if kind == "AIMModelCache" or (kind == "Model" and group == LLMKUBE):
+            return [(by_kind(group, str(kind)), ns, str(owner.get("name")))]
+        if kind == "Job" and event.object.kind == "Pod":
             job = informer.get(JOB, ns, str(owner.get("name")))
             if job is not None:
-                return list(child_to_model_cache(event, job, informer))
+                return list(child_to_owner(event, job, informer))
     return []
 
 
@@ -190,9 +192,9 @@ def controller(
             for g in (AIM, LEGACY)
             for k in ("AIMRuntimeConfig", "AIMClusterRuntimeConfig")
         ),
-        Watch(PVC, child_to_model_cache),
-        Watch(JOB, child_to_model_cache),
-        Watch(POD, child_to_model_cache),
+        Watch(PVC, child_to_owner),
+        Watch(JOB, child_to_owner),
+        Watch(POD, child_to_owner),
         Watch(NODE, node_to_models),
     ]
     return Controller(

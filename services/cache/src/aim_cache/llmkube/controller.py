@@ -5,8 +5,13 @@ One reconcile, level-triggered (every step reads what is, none remembers what it
 1. Parse the source and the file set (``InvalidSource``/``InvalidFileSet``) and validate hardware
    and resources (``InvalidHardware``); echo ``acceleratorReady`` from the nodes' allocatable.
 2. ``pvc://``: the claim must exist (``PVCNotFound``, checked again in 15 s) and be bound
-   (``PVCNotBound``, Pending, 10 s); then Ready at ``/model-source/<path>``: nothing is copied.
-   (User claims carry no label the watcher mirrors, so they are polled, not watched.)
+   (``PVCNotBound``, Pending, 10 s). Nothing is copied: a verify Job mounts the claim read-only and
+   reports the file's size, mtime, sha256 and GGUF header (:mod:`.verify`); the Model is Ready at
+   ``/model-source/<path>`` once a round succeeded and its sha256 equals ``spec.sha256`` when given
+   (``IntegrityCheckFailed`` otherwise). Rounds repeat every ``AIM_LLMKUBE_REVALIDATE_SECONDS``
+   (an unchanged file is not re-read; a changed one is re-hashed and flagged ``SourceDrifted``); a
+   failed round is retried with the same backoff as a fetch. (User claims carry no label the
+   watcher mirrors, so they are polled, not watched; the verify Jobs and their pods are watched.)
 3. Apply the policy: local paths under the allowed roots, remote hosts not link-local/metadata
    (``SourceNotAllowed``; waits for a spec change, no retry loop).
 4. A complete copy in ``<cache>/<cacheKey>/`` (the downloader's manifest, every file at its size,
@@ -38,7 +43,9 @@ from typing import Any
 
 from aim_cache.downloader import DownloadError, Manifest, read_manifest
 from aim_cache.downloader.errors import PERMANENT_REASONS
-from aim_cache.llmkube import drift, fetch, hardware, state
+from aim_cache.joblog import JobLogs
+from aim_cache.llmkube import drift, fetch, hardware, state, verify
+from aim_cache.llmkube.inspect import Known
 from aim_cache.llmkube.runs import Order, Recorded, Run, Runs, read_sidecar, write_sidecar
 from aim_cache.llmkube.settings import ModelSettings
 from aim_cache.llmkube.sources import (
@@ -49,7 +56,9 @@ from aim_cache.llmkube.sources import (
     parse_source,
 )
 from aim_cache.memo import remember
-from aimcore.kinds import NODE, PVC, by_kind
+from aimcore import jobs
+from aimcore.children import owned_by
+from aimcore.kinds import JOB, NODE, POD, PVC, by_kind
 from aimcore.kube.client import ApiException, Kube, describe_error
 from aimcore.runtime.informer import Informer, Obj
 from aimcore.runtime.reconciler import Request, Result
@@ -62,7 +71,7 @@ MODEL = by_kind(GROUP, "Model")
 
 PVC_NOT_FOUND = "PVCNotFound"
 PVC_NOT_BOUND = "PVCNotBound"
-PVC_MOUNT = "/model-source"
+PVC_MOUNT = verify.MOUNT
 PVC_NOT_FOUND_SECONDS = 15.0
 PROGRESS_SECONDS = 3.0
 # Reasons only a user can fix: retrying at the short delay would only repeat the failure.
@@ -126,6 +135,7 @@ class ModelController:
         self._probed: OrderedDict[str, float] = OrderedDict()  # uid → last probe attempt (wall)
         self._revalidated: OrderedDict[str, float] = OrderedDict()  # uid → last conclusive probe
         self._policy_failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # uid → (n, when)
+        self.logs = JobLogs(kube)
         self._headers: OrderedDict[str, tuple[tuple[int, int], dict[str, Any] | None]] = OrderedDict()
 
     # -- the reconcile ---------------------------------------------------------------------------
@@ -190,10 +200,166 @@ class ModelController:
             message = f"PersistentVolumeClaim {source.claim} is {phase or 'not bound yet'}"
             await self._report(request, _with(base, pending=(PVC_NOT_BOUND, message)))
             return Result(requeue_after=10.0)
+        return await self._verify(request, base, source, str(pvc["metadata"].get("uid", "")))
+
+    async def _verify(
+        self, request: Request, base: state.Observed, source: Source, claim_uid: str
+    ) -> Result | None:
+        """Rounds of verify Jobs that read the claim's file in place (:mod:`.verify`)."""
+        assert source.claim is not None and source.path is not None
+        obj = request.obj
+        spec = obj.get("spec") or {}
+        ns = str(request.namespace)
+        uid = str(obj["metadata"].get("uid", ""))
+        expected = str(spec["sha256"]).lower() if spec.get("sha256") else None
+        digest = spec_hash(spec)
         path = f"{PVC_MOUNT}/{source.path}"
-        message = f"claim {source.claim} is bound; the workload mounts it read-only at {PVC_MOUNT}"
-        await self._report(request, _with(base, ready_without_copy=(path, message)))
+        now = self.clock()
+
+        owned = verify.verify_jobs(request.informer.list(JOB, ns), uid)
+        current, stale = verify.split(owned, digest, claim_uid)
+        latest = current[-1] if current else None
+        record: Obj | None = None  # the newest round that described the file
+        verdict: verify.Verdict | None = None
+        for job in reversed(current):
+            if jobs.job_state(job) == jobs.STATE_SUCCEEDED:
+                found = await self._verdict(ns, job)
+                if isinstance(found, verify.Verdict):
+                    record, verdict = job, found
+                    break
+        for job in [*stale, *(j for j in current if j is not latest and j is not record)]:
+            await self._delete_job(ns, job)
+
+        obs = base
+        next_round = now
+        if record is not None and verdict is not None:
+            verified_at = _finished(record, now)
+            next_round = verified_at + self.settings.revalidate_seconds
+            fingerprint = drift.Fingerprint(length=verdict.size, mtime=verdict.mtime)
+            obs = _with(
+                obs,
+                gguf=verdict.gguf,
+                fingerprint=fingerprint,
+                last_revalidated=_stamp(verified_at),
+                drift=_pvc_drift(verify.known_of(record), verdict),
+            )
+            if expected is not None and verdict.sha256 != expected:
+                message = (
+                    f"sha256 of {path} in claim {source.claim} is {verdict.sha256}, spec.sha256 is "
+                    f"{expected}; the file is the claim owner's and was left as it is"
+                )
+                obs = _with(
+                    obs, failure=state.Failure(state.INTEGRITY_CHECK_FAILED, message, next_round - now)
+                )
+            else:
+                cached = state.Cached(
+                    path=path,
+                    size=verdict.size,
+                    sha256=verdict.sha256,
+                    verified=expected is not None,
+                    completed_at=_stamp(verified_at),
+                    mounted=f"claim {source.claim} is mounted read-only at {PVC_MOUNT} by the workload",
+                )
+                obs = _with(obs, cached=cached)
+        known = verdict.known if verdict is not None else None
+
+        if latest is None:
+            return await self._new_round(request, obs, source, claim_uid, digest, 1, 1, known)
+        name = latest["metadata"]["name"]
+        phase = jobs.job_state(latest)
+        if phase == jobs.STATE_ACTIVE:
+            progress = jobs.pod_progress(self._pods(ns, latest), what="verify", container=verify.CONTAINER)
+            summary = progress[1] if progress else f"verify Job {name} reads {path}"
+            fetching = state.Fetching("verify", False, summary, verify.attempt_of(latest))
+            await self._report(request, _with(obs, fetching=fetching))
+            return None
+        if latest is record:
+            if now >= next_round:
+                return await self._new_round(
+                    request, obs, source, claim_uid, digest, verify.round_of(latest) + 1, 1, known
+                )
+            decision = None
+            if obs.failure is not None:
+                decision = ("verify-failed", obs.failure.reason, obs.failure.message)
+            await self._report(request, obs, decision)
+            return Result(requeue_after=max(1.0, next_round - now))
+
+        # the newest round failed (or left no verdict)
+        found = await self._verdict(ns, latest)
+        if isinstance(found, verify.Refusal):  # the tool ran and says what is wrong with the file
+            reason, message = found.reason, f"{found.message} (claim {source.claim})"
+            obs = _with(obs, cached=None)  # the last verification no longer describes the file
+        else:
+            outcome = await self.logs.outcome(ns, latest, self._pods(ns, latest), verify.CONTAINER)
+            reason, message = jobs.classify_failure(
+                latest, self._pods(ns, latest), outcome.get("_log"), what="verify", container=verify.CONTAINER
+            )
+            if phase == jobs.STATE_SUCCEEDED:
+                reason, message = (
+                    "VerifyFailed",
+                    f"verify Job {name} succeeded but left no verdict in its log",
+                )
+        attempt = verify.attempt_of(latest)
+        due = _finished(latest, now) + self._backoff(attempt, reason)
+        if now >= due:
+            return await self._new_round(
+                request, obs, source, claim_uid, digest, verify.round_of(latest) + 1, attempt + 1, known
+            )
+        obs = _with(obs, failure=state.Failure(reason, message, due - now))
+        await self._report(request, obs, ("verify-failed", reason, message))
+        return Result(requeue_after=due - now)
+
+    async def _new_round(  # noqa: PLR0917
+        self,
+        request: Request,
+        obs: state.Observed,
+        source: Source,
+        claim_uid: str,
+        digest: str,
+        round_: int,
+        attempt: int,
+        known: Known | None,
+    ) -> Result | None:
+        assert source.claim is not None and source.path is not None
+        body = verify.job_body(
+            MODEL,
+            request.obj,
+            claim=source.claim,
+            claim_uid=claim_uid,
+            path=source.path,
+            spec_digest=digest,
+            round_=round_,
+            attempt=attempt,
+            known=known,
+            image=self.settings.verify_image,
+        )
+        try:
+            await self.kube.create(JOB, body, request.namespace)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        name = body["metadata"]["name"]
+        what = "re-verifies" if known is not None else "verifies"
+        summary = f"verify Job {name} {what} {PVC_MOUNT}/{source.path} (attempt {attempt})"
+        decision = ("verify", state.VERIFYING, summary) if known is None or attempt > 1 else None
+        await self._report(
+            request,
+            _with(obs, failure=None, fetching=state.Fetching("verify", False, summary, attempt)),
+            decision,
+        )
         return None
+
+    async def _verdict(self, namespace: str, job: Obj) -> verify.Verdict | verify.Refusal | None:
+        outcome = await self.logs.outcome(namespace, job, self._pods(namespace, job), verify.CONTAINER)
+        return verify.read_verdict(outcome)
+
+    def _pods(self, namespace: str, job: Obj) -> list[Obj]:
+        assert self.informer is not None
+        job_uid = str(job["metadata"].get("uid", ""))
+        return [p for p in self.informer.list(POD, namespace) if owned_by(p, job_uid)]
+
+    async def _delete_job(self, namespace: str, job: Obj) -> None:
+        await self.kube.delete(JOB, namespace, job["metadata"]["name"])
 
     # -- staged sources (http, file) ---------------------------------------------------------------
 
@@ -376,6 +542,29 @@ class ModelController:
         sent = await request.reporter.report(request.ref, request.obj, conditions, fields)
         if sent and decision is not None:
             await request.reporter.decide(request.ref, request.obj, *decision)
+
+
+def _finished(job: Obj, default: float) -> float:
+    ended = jobs.finished_at(job)
+    return ended.timestamp() if ended is not None else default
+
+
+def _pvc_drift(known: Known | None, verdict: verify.Verdict) -> tuple[str, str, str]:
+    """``SourceDrifted`` for a claim's file: compared with the round before (whose result the
+    newest round was given as ``--known``)."""
+    now = drift.Fingerprint(length=verdict.size, mtime=verdict.mtime)
+    if known is None:
+        return ("False", drift.REASON_IN_SYNC, f"verified {_describe(now)}")
+    before = drift.Fingerprint(length=known.size, mtime=known.mtime)
+    if drift.compare(before, now) == "drifted":
+        detail = drift.describe(before, now)
+        return (
+            "True",
+            drift.REASON_DRIFTED,
+            f"the file in the claim changed since the previous verification ({detail}); sha256 is now "
+            f"{verdict.sha256}",
+        )
+    return ("False", drift.REASON_IN_SYNC, f"unchanged since the previous verification ({_describe(now)})")
 
 
 def _with(obs: state.Observed, **changes: Any) -> state.Observed:

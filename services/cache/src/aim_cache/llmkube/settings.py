@@ -15,6 +15,8 @@
   the first retry after a failed fetch, doubling per attempt up to the maximum; a failure only a
   user can fix (missing source, wrong credentials, a checksum mismatch) waits the maximum at once.
 - ``AIM_LLMKUBE_DOWNLOADS`` (default 2): fetches running at once in this replica.
+- ``AIM_LLMKUBE_VERIFY_IMAGE`` (default ``aim-engine-py:0.1.0``, the operator's image): the image of
+  the Jobs that read ``pvc://`` sources in place (it must carry ``aim-model-inspect``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aim_cache.llmkube.sources import Policy
+
+DEFAULT_VERIFY_IMAGE = "aim-engine-py:0.1.0"
 
 
 def _list(text: str) -> tuple[str, ...]:
@@ -50,6 +54,7 @@ class ModelSettings:
     retry_seconds: float = 30.0
     retry_max_seconds: float = 900.0
     downloads: int = 2
+    verify_image: str = DEFAULT_VERIFY_IMAGE
 
     @classmethod
     def from_env(cls, cache_dir: Path) -> ModelSettings:
@@ -65,4 +70,5 @@ class ModelSettings:
             retry_seconds=_positive("AIM_LLMKUBE_RETRY_SECONDS", 30.0),
             retry_max_seconds=_positive("AIM_LLMKUBE_RETRY_MAX_SECONDS", 900.0),
             downloads=max(1, int(os.environ.get("AIM_LLMKUBE_DOWNLOADS") or 2)),
+            verify_image=os.environ.get("AIM_LLMKUBE_VERIFY_IMAGE") or DEFAULT_VERIFY_IMAGE,
         )

@@ -38,6 +38,7 @@ REASON_RETRY = "RetryScheduled"
 REASON_NEEDS_FIX = "WaitingForSpecChange"
 REASON_NOT_STAGED = "NotStaged"
 INTEGRITY_CHECK_FAILED = "IntegrityCheckFailed"
+VERIFYING = "Verifying"
 
 
 @dataclass(frozen=True)
@@ -49,11 +50,12 @@ class Cached:
     sha256: str | None
     verified: bool  # spec.sha256 was given and matched
     completed_at: str | None  # RFC 3339
+    mounted: str | None = None  # pvc:// sources: how the workload reaches the file (nothing is staged)
 
 
 @dataclass(frozen=True)
 class Fetching:
-    kind: Literal["download", "copy"]
+    kind: Literal["download", "copy", "verify"]  # verify: a pvc:// source's verify Job
     waiting: bool
     summary: str
     attempt: int
@@ -74,7 +76,6 @@ class Observed:
     fetching: Fetching | None = None
     failure: Failure | None = None
     pending: tuple[str, str] | None = None  # (reason, message): e.g. PVCNotBound
-    ready_without_copy: tuple[str, str] | None = None  # (path, message): pvc:// sources
     accelerator: tuple[bool, str] = (True, "")
     gguf: dict[str, Any] | None = None
     fingerprint: drift.Fingerprint | None = None
@@ -90,6 +91,18 @@ def _retry_text(failure: Failure) -> str:
     if failure.retry_in is None:
         return "fix the spec (or the operator's policy) to retry"
     return f"next attempt in {format_duration(failure.retry_in)}"
+
+
+def _serving(cached: Cached) -> str:
+    return (
+        f"{cached.mounted} (last verified)" if cached.mounted else f"serving the cached copy at {cached.path}"
+    )
+
+
+def _ready_text(cached: Cached) -> str:
+    checked = "sha256 verified against spec.sha256" if cached.verified else "sha256 recorded"
+    where = cached.mounted or f"staged at {cached.path}"
+    return f"{where} ({format_bytes(cached.size)}, {checked})"
 
 
 def compose(obs: Observed) -> tuple[dict[str, Any], list[ConditionReport]]:
@@ -130,9 +143,7 @@ def compose(obs: Observed) -> tuple[dict[str, Any], list[ConditionReport]]:
         if cached is not None:  # a refresh failed: the cached copy still serves
             fields["phase"] = READY
             conditions += [
-                cond(
-                    AVAILABLE, True, REASON_READY, f"serving the cached copy at {cached.path}{available_note}"
-                ),
+                cond(AVAILABLE, True, REASON_READY, f"{_serving(cached)}{available_note}"),
                 cond(PROGRESSING, False, progress_reason, message),
                 cond(DEGRADED, True, failure.reason, message),
             ]
@@ -147,25 +158,29 @@ def compose(obs: Observed) -> tuple[dict[str, Any], list[ConditionReport]]:
 
     if obs.fetching is not None:
         fetching = obs.fetching
-        reason = (
-            REASON_WAITING_FOR_SLOT
-            if fetching.waiting
-            else ("Downloading" if fetching.kind == "download" else "Copying")
-        )
-        fields["phase"] = DOWNLOADING if fetching.kind == "download" else COPYING
-        verb = "download" if fetching.kind == "download" else "copy"
+        verb = fetching.kind
         summary = fetching.summary or f"{verb} attempt {fetching.attempt} started"
         if fetching.waiting:
-            summary = f"waiting for a free {verb} slot"
-        if cached is not None:
+            reason, summary = REASON_WAITING_FOR_SLOT, f"waiting for a free {verb} slot"
+        else:
+            reason = {"download": "Downloading", "copy": "Copying", "verify": VERIFYING}[verb]
+        if verb == "verify":  # a pvc:// source: the claim is read in place, never staged
+            fields["phase"] = READY if cached is not None else PENDING
+        else:
+            fields["phase"] = DOWNLOADING if verb == "download" else COPYING
+        if cached is None:
+            available = cond(
+                AVAILABLE, False, reason, "not verified yet" if verb == "verify" else "not staged yet"
+            )
+        elif verb == "verify":
+            available = cond(AVAILABLE, True, REASON_READY, f"{_ready_text(cached)}{available_note}")
+        else:
             available = cond(
                 AVAILABLE,
                 True,
                 REASON_READY,
                 f"serving the cached copy until the refresh completes{available_note}",
             )
-        else:
-            available = cond(AVAILABLE, False, reason, "not staged yet")
         conditions += [
             available,
             cond(PROGRESSING, True, reason, summary),
@@ -183,26 +198,10 @@ def compose(obs: Observed) -> tuple[dict[str, Any], list[ConditionReport]]:
         ]
         return fields, conditions
 
-    if obs.ready_without_copy is not None:
-        path, message = obs.ready_without_copy
-        fields |= {"phase": READY, "path": path}
-        conditions += [
-            cond(AVAILABLE, True, REASON_READY, f"{message}{available_note}"),
-            cond(PROGRESSING, False, REASON_COMPLETE),
-            cond(DEGRADED, False, REASON_HEALTHY),
-        ]
-        return fields, conditions
-
     if cached is not None:
-        checked = "sha256 verified against spec.sha256" if cached.verified else "sha256 recorded"
         fields["phase"] = READY
         conditions += [
-            cond(
-                AVAILABLE,
-                True,
-                REASON_READY,
-                f"staged at {cached.path} ({format_bytes(cached.size)}, {checked}){available_note}",
-            ),
+            cond(AVAILABLE, True, REASON_READY, f"{_ready_text(cached)}{available_note}"),
             cond(PROGRESSING, False, REASON_COMPLETE),
             cond(DEGRADED, False, REASON_HEALTHY),
         ]
