@@ -8,10 +8,13 @@ line so bookmarks, ``410 Gone`` and inactivity are handled by the caller (the wa
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
+import aiohttp
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -42,7 +45,28 @@ async def connect(kubeconfig: str | None = None) -> client.ApiClient:
         except config.ConfigException:
             await config.load_kube_config(client_configuration=cfg)
     cfg.connection_pool_maxsize = 64
-    return client.ApiClient(configuration=cfg)
+    api = client.ApiClient(configuration=cfg)
+    _without_env_lookups(api)
+    return api
+
+
+STALE_CONNECTION_RETRIES = 3
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
+
+
+def _without_env_lookups(api: client.ApiClient) -> None:
+    """kubernetes-asyncio opens its aiohttp session with ``trust_env=True``, which makes every
+    request look up proxy variables and parse ``~/.netrc`` in a worker thread (a tenth of the
+    status service's CPU under load). The API server is reached directly unless a proxy variable
+    is set (a kubeconfig ``proxy-url`` is passed per request and keeps working either way)."""
+    if any(os.environ.get(v) for v in PROXY_VARIABLES):
+        return
+    rest = api.rest_client
+    session: aiohttp.ClientSession = rest.pool_manager
+    rest.pool_manager = aiohttp.ClientSession(
+        connector=session.connector, trust_env=False, read_bufsize=2**21
+    )
+    session.detach()  # the connector now belongs to the new session
 
 
 class Kube:
@@ -65,18 +89,27 @@ class Kube:
         content_type: str = JSON,
         timeout: float | None = None,
     ) -> Obj:
-        result = await self.api.call_api(
-            path,
-            method,
-            query_params=query or [],
-            header_params={"Accept": JSON, "Content-Type": content_type},
-            body=body,
-            response_types_map={200: "object", 201: "object", 202: "object"},
-            auth_settings=["BearerToken"],
-            _return_http_data_only=True,
-            _request_timeout=timeout,
-        )
-        return cast(Obj, result)
+        for attempt in range(1, STALE_CONNECTION_RETRIES + 1):
+            try:
+                result = await self.api.call_api(
+                    path,
+                    method,
+                    query_params=query or [],
+                    header_params={"Accept": JSON, "Content-Type": content_type},
+                    body=body,
+                    response_types_map={200: "object", 201: "object", 202: "object"},
+                    auth_settings=["BearerToken"],
+                    _return_http_data_only=True,
+                    _request_timeout=timeout,
+                )
+                return cast(Obj, result)
+            except aiohttp.ClientOSError as exc:
+                # A pooled keep-alive connection the server closed (an API server restart): the
+                # request could not be written, so the server never saw it and sending it again
+                # on another connection is safe, whatever the method.
+                if exc.errno != errno.EPIPE or attempt == STALE_CONNECTION_RETRIES:
+                    raise
+        raise AssertionError("unreachable")
 
     # -- reads ---------------------------------------------------------------------------------
 
