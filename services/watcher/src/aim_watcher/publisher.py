@@ -37,6 +37,7 @@ class Publisher:
         self.kv = kv
         self.published = 0
         self.stale_skipped = 0
+        self._written: dict[str, tuple[int, int]] = {}  # key → (KV revision, resourceVersion) written here
 
     async def observe(self, ref: KindRef, obj: Obj, change: ChangeType) -> None:
         meta = obj.get("metadata", {})
@@ -64,9 +65,13 @@ class Publisher:
         """Write (or tombstone) the object unless the mirror already holds a newer version.
 
         The compare-and-set keeps a lagging writer (a watcher that just lost leadership, or a
-        relist racing a watch) from replacing newer state with older."""
+        relist racing a watch) from replacing newer state with older. The revision this publisher
+        last wrote for a key is remembered, so the usual case (nobody else wrote since) is a single
+        conditional write instead of a read, a decode and a write."""
         rv = rv_int(obj.get("metadata", {}).get("resourceVersion"))
         value = json.dumps(obj, separators=(",", ":")).encode()
+        if change is not ChangeType.DELETED and await self._fast_write(key, value, rv, change):
+            return
         for _ in range(5):
             try:
                 entry = await self.kv.get(key)
@@ -77,19 +82,41 @@ class Publisher:
             have = rv_int((current or {}).get("metadata", {}).get("resourceVersion"))
             if current is not None and (have > rv or (have == rv and change is not ChangeType.DELETED)):
                 self.stale_skipped += 1  # newer (or this very) version is already there
+                if last is not None:
+                    self._written[key] = (last, have)
                 return
             try:
                 if change is ChangeType.DELETED:
+                    self._written.pop(key, None)
                     if current is not None and last is not None:
                         await self.kv.delete(key, last=last)
                 elif last is None:
-                    await self.kv.create(key, value)
+                    self._written[key] = (await self.kv.create(key, value), rv)
                 else:
-                    await self.kv.update(key, value, last=last)
+                    self._written[key] = (await self.kv.update(key, value, last=last), rv)
                 return
             except KeyWrongLastSequenceError:
                 continue  # another writer got there first: look again
         raise TransientError(f"mirror {key}: too many concurrent writers")
+
+    async def _fast_write(self, key: str, value: bytes, rv: int, change: ChangeType) -> bool:
+        """The write without a read, when this publisher knows the key's last revision (or the
+        object is new); False when someone else wrote in between (the caller reads and decides)."""
+        known = self._written.get(key)
+        try:
+            if known is not None:
+                last, have = known
+                if have >= rv:
+                    self.stale_skipped += 1
+                    return True
+                self._written[key] = (await self.kv.update(key, value, last=last), rv)
+                return True
+            if change is ChangeType.ADDED:
+                self._written[key] = (await self.kv.create(key, value), rv)
+                return True
+        except KeyWrongLastSequenceError:
+            self._written.pop(key, None)
+        return False
 
     async def _retry(self, op: Any, what: str) -> None:
         attempt = 0
