@@ -99,3 +99,58 @@ async def test_dependency_changes_reach_their_primaries_and_requeues_fire(privat
     finally:
         await requeues.unsubscribe()
         await informer.stop()
+
+
+async def test_own_writes_and_own_status_changes_do_not_reconcile_again(private_js) -> None:  # type: ignore[no-untyped-def]
+    """A child event at exactly the version the reconcile wrote is not mapped back to its owner
+    (any later version is); a status-only change of a primary is skipped without taking its
+    lease."""
+    js = private_js
+    kv = await topology.objects_bucket(js)
+    svc = obj(AIMSVC, "svc", {"model": {"name": "m"}, "template": {"name": "tpl"}}, 20)
+    tpl = obj(TEMPLATE, "tpl", {"modelName": "m"}, 21)
+    for o, ref in ((svc, AIMSVC), (tpl, TEMPLATE)):
+        await kv.put(subjects.object_key(ref, "ns", o["metadata"]["name"]), json.dumps(o).encode())
+
+    reconciled: list[str] = []
+
+    async def reconcile(request: Request) -> Result | None:
+        reconciled.append(request.name)
+        request.writes.record(TEMPLATE, tpl)  # as if this reconcile had written the template at rv 21
+        return None
+
+    def owner(event: ChangeEvent, dep: Any, informer: Informer) -> list[Any]:
+        return [(AIMSVC, "ns", "svc")]
+
+    controller = Controller(
+        "own-test", [AIMSVC], reconcile, watches=[Watch(TEMPLATE, owner)], ignore_own_status=True
+    )
+    informer = Informer(kv, [AIMSVC, TEMPLATE], controller.indexers)
+    await informer.start()
+    leases_kv, dirty = await topology.leases_buckets(js)
+    leases = ObjectLeases(leases_kv, dirty, "own-test")
+    runtime = Runtime(js, controller, informer, leases, Reporter(js, "own-test"))
+    try:
+        await runtime.handle(event(svc, AIMSVC, ChangeType.ADDED))
+        assert reconciled == ["svc"]
+
+        await runtime.handle(event(tpl, TEMPLATE, ChangeType.ADDED))  # the write itself comes back
+        assert reconciled == ["svc"]
+
+        changed = obj(TEMPLATE, "tpl", {"modelName": "m"}, 22)  # the child moved on
+        await kv.put(subjects.object_key(TEMPLATE, "ns", "tpl"), json.dumps(changed).encode())
+        await runtime.handle(event(changed, TEMPLATE))
+        assert reconciled == ["svc", "svc"]
+
+        runs = leases.stats.runs
+        status_only = {**obj(AIMSVC, "svc", svc["spec"], 23), "status": {"status": "Running"}}
+        await kv.put(subjects.object_key(AIMSVC, "ns", "svc"), json.dumps(status_only).encode())
+        await runtime.handle(event(status_only, AIMSVC))
+        assert reconciled == ["svc", "svc"] and leases.stats.runs == runs
+
+        edited = obj(AIMSVC, "svc", {**svc["spec"], "replicas": 2}, 24)  # a spec change is reconciled
+        await kv.put(subjects.object_key(AIMSVC, "ns", "svc"), json.dumps(edited).encode())
+        await runtime.handle(event(edited, AIMSVC))
+        assert reconciled == ["svc", "svc", "svc"]
+    finally:
+        await informer.stop()

@@ -306,6 +306,7 @@ class ServiceController:
         body = inference.build(inputs)
         if live is None or differs(live, body):
             live = await self._write(body, exists=live is not None)
+            request.writes.record(INFERENCE_SERVICE, live)
             if not (live.get("status") or {}):
                 await request.reporter.decide(
                     request.ref,

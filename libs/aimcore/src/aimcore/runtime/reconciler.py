@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +58,40 @@ class Result:
     requeue_after: float | None = None
 
 
+class OwnWrites:
+    """The children this replica wrote, at the resourceVersion the API server returned.
+
+    A child's change event at exactly that version describes what the reconcile that wrote it
+    already knew, so mapping it back to the owner would only repeat that reconcile (for the
+    deployer: a second full reconcile per new InferenceService). Events at any other version (the
+    child's status moving on, someone else's edit) are mapped as usual. Bounded: forgetting an
+    entry only costs the repeat."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._versions: OrderedDict[tuple[str, str, str | None, str], str] = OrderedDict()
+
+    def record(self, ref: KindRef, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        version = meta.get("resourceVersion")
+        if not version:
+            return
+        key = (ref.group, ref.kind, meta.get("namespace"), str(meta.get("name")))
+        self._versions[key] = str(version)
+        self._versions.move_to_end(key)
+        while len(self._versions) > self.LIMIT:
+            self._versions.popitem(last=False)
+
+    def consume(self, event: ChangeEvent) -> bool:
+        """True (once) if ``event`` is a child's change this replica wrote itself."""
+        key = (event.object.group, event.object.kind, event.object.namespace, event.object.name)
+        if event.change is ChangeType.DELETED or self._versions.get(key) != event.resource_version:
+            return False
+        del self._versions[key]
+        return True
+
+
 @dataclass
 class Request:
     """Everything a reconcile needs about one object."""
@@ -66,6 +101,8 @@ class Request:
     obj: Obj
     informer: Informer
     reporter: Reporter
+    # a reconcile records the children it writes here (see OwnWrites)
+    writes: OwnWrites = field(default_factory=OwnWrites)
 
     @property
     def namespace(self) -> str | None:
@@ -195,6 +232,7 @@ class Runtime:
         self.watches = {(w.kind.group, w.kind.kind): w for w in controller.watches}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._reconciled: dict[str, str] = {}  # object key -> _fingerprint at its last reconcile
+        self.own_writes = OwnWrites()
         self._publishing: set[asyncio.Task[Any]] = set()
         self.reconciled = 0
         self.journal = Journal(os.environ.get("AIM_RECONCILE_JOURNAL"))
@@ -215,6 +253,8 @@ class Runtime:
         watch = self.watches.get(identity)
         if watch is None:
             return  # (a kind may be both a primary and a dependency of other primaries)
+        if self.own_writes.consume(event):
+            return  # a child exactly as this replica's reconcile wrote it
         if event.change is ChangeType.DELETED:  # its last state still names its owners
             dep = self.informer.last_known(ref, event.object.namespace, event.object.name)
         else:
@@ -234,6 +274,12 @@ class Runtime:
         own_change: bool = False,
     ) -> None:
         key = subjects.object_key(ref, namespace, name)
+        if own_change and self.controller.ignore_own_status and key in self._reconciled:
+            # decided before taking the lease: skipping needs no exclusivity, and a status write
+            # per object would otherwise cost three lease round trips for nothing
+            obj = await self.informer.wait_for(ref, namespace, name, at_least)
+            if obj is not None and self._reconciled.get(key) == _fingerprint(obj):
+                return
 
         async def work() -> None:
             obj = await self.informer.wait_for(ref, namespace, name, at_least)
@@ -263,7 +309,8 @@ class Runtime:
         if _rejected_by_runtime(obj):
             conditions, fields = spec_valid_again(ref)
             await self.reporter.report(ref, obj, conditions, fields)
-        result = await self.controller.reconcile(Request(ref, resource, obj, self.informer, self.reporter))
+        request = Request(ref, resource, obj, self.informer, self.reporter, self.own_writes)
+        result = await self.controller.reconcile(request)
         self.reconciled += 1
         if result and result.requeue_after is not None:
             self._schedule(ref, obj, result.requeue_after)
