@@ -15,6 +15,8 @@ import os
 
 from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
+from nats.js.errors import NotFoundError
+from nats.js.kv import KeyValue
 from pydantic import ValidationError
 
 from aim_status.audit import Auditor
@@ -57,7 +59,9 @@ def parse(msg: Msg) -> StatusReport:
 
 async def main(ctx: ServiceContext) -> None:
     assert ctx.kube is not None
-    writer = StatusWriter(ctx.kube, on_write=Auditor(ctx.js))
+    if not await topology.wait_for_stream(ctx.js, topology.STATUS_STREAM, ctx.stop):
+        return
+    writer = StatusWriter(ctx.kube, on_write=Auditor(ctx.js), mirror=await _mirror(ctx))
     coalescer = Coalescer(
         writer.apply_all,
         coalesce_window(),
@@ -67,12 +71,19 @@ async def main(ctx: ServiceContext) -> None:
     async def handle(msg: Msg) -> None:
         await coalescer.submit(msg.subject, parse(msg), msg.metadata.sequence.stream)
 
-    if not await topology.wait_for_stream(ctx.js, topology.STATUS_STREAM, ctx.stop):
-        return
     try:
         await Consumer(ctx.js, CONSUMER, handle).run(ctx.stop)
     finally:
         await coalescer.close()
+
+
+async def _mirror(ctx: ServiceContext) -> KeyValue | None:
+    """The watcher's object mirror, if it exists yet (it is declared with the topology)."""
+    try:
+        return await topology.objects_bucket(ctx.js)
+    except NotFoundError:
+        log.info("no object mirror yet: every status write reads from the API server")
+        return None
 
 
 def run() -> None:
