@@ -30,6 +30,7 @@ from typing import Any
 from aimcore.bench import (
     api_writes,
     create_all,
+    delta,
     embedded_stack,
     namespace,
     percentile,
@@ -201,6 +202,11 @@ async def measure(kubeconfig: str, hub: HubServer, singles: int, bulk: int) -> d
         after = await request_counts(kube)
         await seen.stop()
         writes = api_writes(after, before)
+        served = sorted(((v, k) for k, v in delta(after, before).items() if v >= bulk / 10), reverse=True)
+        say(
+            "API requests during the bulk phase: "
+            + ", ".join(f"{v:.0f} {verb} {res}" for v, (verb, res) in served)
+        )
         per_service = (writes - bulk) / bulk  # minus the bench's own creates
         say(f"{bulk} AIMServices deployed (InferenceService + status) in {bulk_seconds:.2f} s")
         say(f"API writes by the operator: {per_service:.2f} per AIMService")
