@@ -177,11 +177,22 @@ class KindWatcher:
             changed = prev is None or prev.resource_version != str(meta.get("resourceVersion"))
             if resync or changed:
                 change = ChangeType.RESYNC if resync else ChangeType.MODIFIED
-                await pending.submit(key, partial(self.publisher.observe, self.ref, obj, change))
-            self.known[key] = Known(meta.get("uid", ""), str(meta.get("resourceVersion", "")), obj)
+                await pending.submit(key, partial(self._publish, key, obj, change))
+            else:
+                self.known[key] = Known(meta.get("uid", ""), str(meta.get("resourceVersion", "")), obj)
         for key in set(self.known) - seen:
-            gone = self.known.pop(key)
-            await pending.submit(key, partial(self.publisher.observe, self.ref, gone.obj, ChangeType.DELETED))
+            gone = self.known[key].obj
+            await pending.submit(key, partial(self._publish, key, gone, ChangeType.DELETED))
+
+    async def _publish(self, key: ObjKey, obj: Obj, change: ChangeType) -> None:
+        """Publish one change, then record it as known: what is known has been published (a
+        watcher stopped meanwhile republishes the rest on its next list)."""
+        await self.publisher.observe(self.ref, obj, change)
+        if change is ChangeType.DELETED:
+            self.known.pop(key, None)
+        else:
+            meta = obj["metadata"]
+            self.known[key] = Known(meta.get("uid", ""), str(meta.get("resourceVersion", "")), obj)
 
     async def _watch(self, rv: str, stop: asyncio.Event, until: float) -> str:
         loop = asyncio.get_running_loop()
@@ -210,14 +221,9 @@ class KindWatcher:
                     continue
                 key = object_key(obj)
                 if kind == "DELETED":
-                    self.known.pop(key, None)
-                    await pending.submit(
-                        key, partial(self.publisher.observe, self.ref, obj, ChangeType.DELETED)
-                    )
+                    change = ChangeType.DELETED
                 else:
                     change = ChangeType.ADDED if kind == "ADDED" else ChangeType.MODIFIED
-                    await pending.submit(key, partial(self.publisher.observe, self.ref, obj, change))
-                    meta = obj["metadata"]
-                    self.known[key] = Known(meta.get("uid", ""), new_rv, obj)
+                await pending.submit(key, partial(self._publish, key, obj, change))
                 rv = new_rv
         return rv
