@@ -134,9 +134,9 @@ def _demo(kubeconfig: Path, timeout: float = 60.0) -> bool:
     out = _kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=manifests)
     print(out.stdout.strip() or out.stderr.strip())
     deadline = time.monotonic() + timeout
-    _wait_for(kubeconfig, deadline, None, "get", "aimsvc", "qwen3-chat", "-o", "jsonpath={.status.status}")
-    model_status = "jsonpath={.status.status}"
-    _wait_for(kubeconfig, deadline, "NotAvailable", "get", "aimmodel", "qwen3-32b", "-o", model_status)
+    status = "jsonpath={.status.status}"
+    _wait_for(kubeconfig, deadline, "NotAvailable", "get", "aimmodel", "qwen3-32b", "-o", status)
+    _wait_for(kubeconfig, deadline, "Pending", "get", "aimsvc", "qwen3-chat", "-o", status)
     isvc = "jsonpath={.items[*].metadata.name}"
     _wait_for(kubeconfig, deadline, None, "get", "inferenceservices", "-n", "default", "-o", isvc)
     services = _show(kubeconfig, "get", "aimsvc")
