@@ -214,6 +214,11 @@ async def measure(kubeconfig: str, singles: int, bulk: int, idle_seconds: float)
             f"steady state: {calls:.0f} operator API calls in {idle_seconds:.0f} s ({per_minute:.1f}/min); "
             f"{others:.0f} by other clients (controller manager)"
         )
+        seen = sorted((v, k) for k, v in quiet.items() if k[1] in OPERATOR_RESOURCES and v)
+        say(
+            "  of which: "
+            + (", ".join(f"{v:.0f} {verb} {res}" for v, (verb, res) in reversed(seen)) or "none")
+        )
     finally:
         await kube.close()
     return {
