@@ -259,10 +259,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.suite == "deployer":
         from aimcore import bench_deployer  # noqa: PLC0415 - only the benchmark needs it
 
-        return bench_deployer.main(args.home, args.singles, args.objects)
+        return bench_deployer.main(args.home, args.singles, args.objects or 1000)
+    if args.suite == "memory":
+        from aimcore import bench_memory  # noqa: PLC0415 - only the benchmark needs it
+
+        return bench_memory.main(args.home, args.objects or 10_000)
     from aimcore import bench  # noqa: PLC0415 - only the benchmark needs it
 
-    return bench.main(args.home, args.singles, args.objects, args.idle)
+    return bench.main(args.home, args.singles, args.objects or 1000, args.idle)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -281,10 +285,12 @@ def parser() -> argparse.ArgumentParser:
     crds.add_argument("--stdout", action="store_true", help="print all CRDs instead of writing files")
     crds.set_defaults(func=cmd_crds)
     bench = sub.add_parser("bench", help="benchmarks; prints one JSON object on its last line")
-    bench.add_argument("suite", choices=["backbone", "download", "deployer"])
+    bench.add_argument("suite", choices=["backbone", "download", "deployer", "memory"])
     bench.add_argument("--home", help="AIM home for the stack (default: a temporary directory)")
     bench.add_argument("--singles", type=int, default=100, help="single objects for the latency figures")
-    bench.add_argument("--objects", type=int, default=1000, help="objects applied at once")
+    bench.add_argument(
+        "--objects", type=int, help="objects applied at once (default 1000; memory: 10000 mirrored)"
+    )
     bench.add_argument("--idle", type=float, default=30.0, help="seconds of steady state to observe")
     bench.add_argument(
         "--size", type=float, default=2.0, help="download: GiB served to curl and aim-download"
