@@ -52,7 +52,7 @@ from aimcore.bus.messages import ConditionReport
 from aimcore.children import owned_by
 from aimcore.gpu import parse_quantity
 from aimcore.kinds import JOB, POD, PVC, KindRef
-from aimcore.kube.client import ApiException, Kube
+from aimcore.kube.client import Kube
 from aimcore.kube.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtimeconfig import ConfigNotFound, resolution_conditions, resolve_live
@@ -435,11 +435,7 @@ class ModelCacheController:
             nats_url=self.settings.job_nats_url,
             stall_timeout=self.settings.stall_timeout,
         )
-        try:
-            await self.kube.create(JOB, body, request.namespace)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+        await self.kube.create_if_absent(JOB, body, request.namespace)
         name = body["metadata"]["name"]
         conditions.append(
             cond(DOWNLOAD_READY, False, "Downloading", f"download Job {name} (attempt {attempt}) created")

@@ -408,23 +408,13 @@ class ServiceController:
         """Create a child others may share (a model, a derived template); one that a concurrent
         reconcile created first is left as it is (this service joins it as an owner next time):
         an apply would replace that creator's owner reference with ours."""
-        try:
-            await self.kube.create(kind, body)
-        except ApiException as exc:
-            if exc.status == 409:
-                return False
-            raise
-        return True
+        return await self.kube.create_if_absent(kind, body) is not None
 
     async def _write(self, body: Obj, *, exists: bool) -> Obj:
         """Create a new InferenceService (a plain create costs the API server less than an apply),
         apply changes to an existing one; one that appeared meanwhile is applied over."""
-        if not exists:
-            try:
-                return await self.kube.create(INFERENCE_SERVICE, body)
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
+        if not exists and (created := await self.kube.create_if_absent(INFERENCE_SERVICE, body)) is not None:
+            return created
         return await self.kube.apply(INFERENCE_SERVICE, body)
 
     @staticmethod

@@ -241,6 +241,15 @@ class Kube:
         ns = namespace or body.get("metadata", {}).get("namespace")
         return await self._call("POST", ref.path(ns), body=body)
 
+    async def create_if_absent(self, ref: KindRef, body: Obj, namespace: str | None = None) -> Obj | None:
+        """Create the object; None if one of that name exists already (HTTP 409), left as it is."""
+        try:
+            return await self.create(ref, body, namespace)
+        except ApiException as exc:
+            if exc.status == 409:
+                return None
+            raise
+
     async def apply(self, ref: KindRef, body: Obj, *, force: bool = True) -> Obj:
         """Server-side apply under this client's field manager."""
         meta = body["metadata"]

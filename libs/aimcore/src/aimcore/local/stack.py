@@ -26,7 +26,7 @@ from aimcore.crds.external import stand_in_crds
 from aimcore.crds.generate import all_kinds, crd_for
 from aimcore.kinds import NAMESPACE
 from aimcore.kube import crds as crd_install
-from aimcore.kube.client import ApiException, Kube, connect
+from aimcore.kube.client import Kube, connect
 from aimcore.local.cluster import ControlPlane
 from aimcore.local.natsserver import NatsServer
 from aimcore.local.processes import ManagedProcess
@@ -46,13 +46,9 @@ async def install_crds(kubeconfig: str, system_namespace: str) -> None:
     kube = Kube(await connect(kubeconfig), field_manager="aimctl")
     try:
         await crd_install.install(kube, [crd_for(k) for k in all_kinds()] + stand_in_crds())
-        try:
-            await kube.create(
-                NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": system_namespace}}
-            )
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+        await kube.create_if_absent(
+            NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": system_namespace}}
+        )
     finally:
         await kube.close()
 

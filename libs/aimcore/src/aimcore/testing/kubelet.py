@@ -232,11 +232,7 @@ class FakeKubelet:
             "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
         }
-        try:
-            await kube.create(NODE, body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+        if await kube.create_if_absent(NODE, body) is None:
             await kube.patch(NODE, None, name, {"metadata": {"labels": body["metadata"]["labels"]}})
         if name not in self.nodes:
             self.nodes.append(name)

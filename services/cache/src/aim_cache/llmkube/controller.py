@@ -333,11 +333,7 @@ class ModelController:
             known=known,
             image=self.settings.verify_image,
         )
-        try:
-            await self.kube.create(JOB, body, request.namespace)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+        await self.kube.create_if_absent(JOB, body, request.namespace)
         name = body["metadata"]["name"]
         what = "re-verifies" if known is not None else "verifies"
         summary = f"verify Job {name} {what} {PVC_MOUNT}/{source.path} (attempt {attempt})"
