@@ -285,20 +285,18 @@ class ModelController:
             return Result(requeue_after=max(1.0, next_round - now))
 
         # the newest round failed (or left no verdict)
-        found = await self._verdict(ns, latest)
+        pods = self._pods(ns, latest)
+        outcome = await self.logs.outcome(ns, latest, pods, verify.CONTAINER)
+        found = verify.read_verdict(outcome)
         if isinstance(found, verify.Refusal):  # the tool ran and says what is wrong with the file
             reason, message = found.reason, f"{found.message} (claim {source.claim})"
             obs = _with(obs, cached=None)  # the last verification no longer describes the file
+        elif phase == jobs.STATE_SUCCEEDED:
+            reason, message = "VerifyFailed", f"verify Job {name} succeeded but left no verdict in its log"
         else:
-            outcome = await self.logs.outcome(ns, latest, self._pods(ns, latest), verify.CONTAINER)
             reason, message = jobs.classify_failure(
-                latest, self._pods(ns, latest), outcome.get("_log"), what="verify", container=verify.CONTAINER
+                latest, pods, outcome.get("_log"), what="verify", container=verify.CONTAINER
             )
-            if phase == jobs.STATE_SUCCEEDED:
-                reason, message = (
-                    "VerifyFailed",
-                    f"verify Job {name} succeeded but left no verdict in its log",
-                )
         attempt = verify.attempt_of(latest)
         due = _finished(latest, now) + self._backoff(attempt, reason)
         if now >= due:
