@@ -140,7 +140,7 @@ async def create_all(kube: Kube, bodies: list[dict[str, Any]], concurrency: int 
 
     async def one(body: dict[str, Any]) -> None:
         async with gate:
-            await kube.create(AIMSVC, body)
+            await kube.create(by_kind(str(body["apiVersion"]).partition("/")[0], body["kind"]), body)
 
     await asyncio.gather(*(one(b) for b in bodies))
 

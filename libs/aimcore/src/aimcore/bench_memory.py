@@ -22,7 +22,7 @@ from typing import Any
 
 import nats
 
-from aimcore.bench import embedded_stack, namespace, say, stamped
+from aimcore.bench import create_all, embedded_stack, namespace, say, stamped
 from aimcore.bus import topology
 from aimcore.kinds import KindRef, by_kind
 from aimcore.kube.client import Kube, connect
@@ -61,16 +61,6 @@ def service_pids(stack: Stack) -> dict[str, int]:
     return {name: proc.pid for name, proc in stack.services.items() if proc.pid is not None}
 
 
-async def create_all(kube: Kube, count: int, concurrency: int = 32) -> None:
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(ref: KindRef, body: dict[str, Any]) -> None:
-        async with gate:
-            await kube.create(ref, body, NS)
-
-    await asyncio.gather(*(one(ref, body) for ref, body in objects(count)))
-
-
 async def mirrored(nats_url: str) -> int:
     """Objects in the watcher's KV mirror."""
     nc = await nats.connect(nats_url)
@@ -103,7 +93,7 @@ async def measure(stack: Stack, count: int) -> dict[str, Any]:
         before = await mirrored(stack.nats.url)
         idle = {name: memory(pid)[0] for name, pid in pids.items()}
         started = time.perf_counter()
-        await create_all(kube, count)
+        await create_all(kube, [body for _, body in objects(count)])
         say(f"{count} objects created in {time.perf_counter() - started:.1f} s")
         deadline = time.monotonic() + 300
         while (have := await mirrored(stack.nats.url)) < before + count:
