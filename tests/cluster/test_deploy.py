@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from aimcore import cli_bus
 from aimcore.kinds import NAMESPACE
 from aimcore.kube.client import ApiException, Kube
 from aimcore.local.cluster import ControlPlane
@@ -76,7 +77,15 @@ def test_base_renders_every_object(base: list[Obj]) -> None:
     assert names["Namespace"] == {SYSTEM_NS}
     assert len(names["CustomResourceDefinition"]) == len(list((REPO / "deploy" / "crds").glob("*_*.yaml")))
     assert names["HorizontalPodAutoscaler"] == {"aim-deployer", "aim-status"}
-    namespaced = [o for o in base if o["kind"] in ("Deployment", "ServiceAccount", "StatefulSet", "Service")]
+    assert names["NetworkPolicy"] == {"aim-nats", "aim-services"}
+    assert names["Role"] == names["RoleBinding"] == {"aim-registry-sync"}
+    assert {n.rsplit("-", 1)[0] for n in names["ConfigMap"]} == {"aim-nats-config"}  # name-hashed
+    namespaced = [
+        o
+        for o in base
+        if o["kind"]
+        in ("Deployment", "ServiceAccount", "StatefulSet", "Service", "NetworkPolicy", "ConfigMap")
+    ]
     assert all(o["metadata"]["namespace"] == SYSTEM_NS for o in namespaced)
 
 
@@ -113,12 +122,51 @@ def test_nats_statefulset(base: list[Obj]) -> None:
     sts = of_kind(base, "StatefulSet")["aim-nats"]
     (c,) = list(containers(sts))
     assert c["image"].startswith("nats:2.10")
-    assert c["args"][:3] == ["-js", "-sd", "/data"]
+    assert c["args"][:5] == ["-c", "/etc/nats/nats.conf", "-js", "-sd", "/data"]
     assert c["securityContext"]["runAsNonRoot"] is True and not c["securityContext"].get("privileged")
     (claim,) = sts["spec"]["volumeClaimTemplates"]
     assert claim["spec"]["resources"]["requests"]["storage"] == "10Gi"
     ports = {p["name"]: p["port"] for p in of_kind(base, "Service")["aim-nats"]["spec"]["ports"]}
     assert ports == {"client": 4222, "monitor": 8222}
+
+
+def test_the_bus_is_authenticated(base: list[Obj]) -> None:
+    """NATS runs the generated configuration, with every deployed role's public key from that
+    role's Secret; each service mounts its own key and no other; the cache also hands the download
+    Jobs' key to its Jobs; only the operator's pods and download Jobs may reach NATS."""
+    committed = (BASE / "nats" / "nats.conf").read_text()
+    assert committed == cli_bus.deploy_config(), "run `aimctl bus config > deploy/base/nats/nats.conf`"
+    (config,) = of_kind(base, "ConfigMap").values()
+    assert config["data"]["nats.conf"] == committed
+    sts = of_kind(base, "StatefulSet")["aim-nats"]
+    (c,) = list(containers(sts))
+    keys = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in c["env"] if e["name"].startswith("AIM_NKEY_")}
+    assert keys == {
+        cli_bus.env_var(r): {"name": cli_bus.secret_name(r), "key": "nkey"} for r in cli_bus.DEPLOYED_ROLES
+    }
+    assert sts["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"] == config["metadata"]["name"]
+    for name, dep in of_kind(base, "Deployment").items():
+        svc = name.removeprefix("aim-")
+        pod = dep["spec"]["template"]["spec"]
+        secrets = {v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+        assert secrets == {f"aim-bus-{svc}"}, name
+        env = {e["name"]: e for e in pod["containers"][0]["env"]}
+        assert env["AIM_NATS_ROLE"]["value"] == svc
+        assert env["AIM_NATS_SEED_FILE"]["value"] == "/var/run/secrets/aim/bus/seed"
+        refs = {
+            e["valueFrom"]["secretKeyRef"]["name"]
+            for e in env.values()
+            if "secretKeyRef" in e.get("valueFrom", {})
+        }
+        assert refs == ({"aim-bus-download"} if svc == "cache" else set()), name
+    policies = of_kind(base, "NetworkPolicy")
+    nats = policies["aim-nats"]["spec"]
+    assert nats["podSelector"]["matchLabels"]["app.kubernetes.io/name"] == "aim-nats"
+    (rule,) = nats["ingress"]
+    assert rule["ports"] == [{"port": 4222, "protocol": "TCP"}]
+    download = rule["from"][1]["podSelector"]["matchLabels"]
+    assert download == {"app.kubernetes.io/part-of": "aim-engine", "aim.eai.amd.com/component": "download"}
+    assert policies["aim-services"]["spec"]["ingress"] == []
 
 
 def _grants(rule: Obj, group: str, resource: str, verb: str) -> bool:
@@ -264,7 +312,6 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
             ("cache", "get", "namespaces"),
             ("cache", "get", "aimclusterruntimeconfigs.aim.eai.amd.com"),
             ("registry-sync", "create", "aimclustermodels.aim.eai.amd.com"),
-            ("registry-sync", "get", "secrets"),
         ]
         no = [
             ("watcher", "create", "aimservices.aim.eai.amd.com"),
@@ -281,6 +328,10 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
             ("cache", "create", "inferenceservices.serving.kserve.io"),
             ("cache", "delete", "persistentvolumeclaims"),
             ("cache", "create", "aimtemplatecaches.aim.eai.amd.com"),
+            ("registry-sync", "update", "aimclustermodels.aim.eai.amd.com"),
+            ("registry-sync", "patch", "aimclustermodels.aim.eai.amd.com"),
+            ("registry-sync", "delete", "aimclustermodels.aim.eai.amd.com"),
+            ("registry-sync", "get", "secrets"),  # -A: only in the operator's namespace (below)
             *((svc, verb, "secrets") for svc in SERVICES for verb in ("list", "watch")),
         ]
         for svc, verb, resource in yes:
@@ -294,6 +345,11 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
         for group in AIM_GROUPS:
             resource = "models" if group == "inference.llmkube.dev" else "aimservices"
             assert can_i(aim_cluster, "status", "patch", f"{resource}.{group}", "--subresource=status", "-A")
+            assert not can_i(
+                aim_cluster, "status", "update", f"{resource}.{group}", "--subresource=status", "-A"
+            )
+        assert can_i(aim_cluster, "registry-sync", "get", "secrets", "-n", SYSTEM_NS)
+        assert not can_i(aim_cluster, "registry-sync", "get", "secrets", "-n", "default")
     finally:
         run_kubectl("delete", "-f", rbac, "--ignore-not-found", kubeconfig=aim_cluster.kubeconfig_path)
 
@@ -314,6 +370,8 @@ def test_compose_file() -> None:
     assert set(services) == {"nats", *SERVICES}
     nats = services["nats"]
     assert nats["image"].startswith("nats:2.10") and "-js" in nats["command"]
+    assert nats["command"][:2] == ["-c", "/etc/nats/nats.conf"]
+    assert "./.aim-bus/nats.conf:/etc/nats/nats.conf:ro" in nats["volumes"]
     assert "4222:4222" in nats["ports"]
     scripts = console_scripts()
     for svc in SERVICES:
@@ -323,6 +381,11 @@ def test_compose_file() -> None:
         env = spec["environment"]
         assert env["AIM_NATS_URL"] == "nats://127.0.0.1:4222", svc
         assert env["AIM_KUBECONFIG"] == "/kube/config", svc
+        # its own bus key, and only its own (the cache also hands out the download Jobs' key)
+        assert env["AIM_NATS_ROLE"] == svc and env["AIM_NATS_SEED_FILE"] == "/run/aim/bus/seed", svc
+        seeds = {v.split(":")[0] for v in spec["volumes"] if v.startswith("./.aim-bus/")}
+        own = {f"./.aim-bus/{svc}.nk"}
+        assert seeds == (own | {"./.aim-bus/download.nk"} if svc == "cache" else own), svc
         assert any(v.endswith(":/kube/config:ro") for v in spec["volumes"]), svc
         assert spec["build"]["context"] == "."
 

@@ -16,7 +16,7 @@ from aimcore.local.cluster import ControlPlane
 from aimcore.local.natsserver import NatsServer
 from aimcore.local.processes import ManagedProcess
 from aimcore.local.stack import service_module
-from aimcore.testing.plugin import LocalServers, install_all_crds
+from aimcore.testing.plugin import LocalServers, assert_no_violations, install_all_crds
 from tests.helpers import eventually
 
 
@@ -36,7 +36,7 @@ class Services:
         if env is not None:
             self.service_env[name] = env
         env = {
-            "AIM_NATS_URL": self.servers.nats.url,
+            **self.servers.nats.service_env(name),  # the service's own bus role and key
             "AIM_KUBECONFIG": self.servers.kubeconfig,
             "AIM_RESYNC_SECONDS": "600",
             "PYTHONUNBUFFERED": "1",
@@ -136,6 +136,7 @@ def private_stack(tmp_path: Path) -> Iterator[LocalServers]:
         cluster.start()
         asyncio.run(install_all_crds(str(cluster.kubeconfig_path)))
         yield LocalServers(cluster, bus, tmp_path)
+        assert_no_violations(bus)
     finally:
         cluster.stop()
         bus.stop()

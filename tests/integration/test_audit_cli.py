@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -36,8 +37,14 @@ AIMMODEL = by_kind("aim.eai.amd.com", "AIMModel")
 
 
 @pytest.fixture
-async def topo(js: JetStreamContext) -> AsyncIterator[JetStreamContext]:
+async def topo(
+    js: JetStreamContext, aim_servers: LocalServers, tmp_path: Path
+) -> AsyncIterator[JetStreamContext]:
     await topology.ensure_topology(js)  # idempotent; the watcher may have declared it already
+    # aimctl finds the reader's key where `aimctl up` leaves it: $AIM_HOME/nats/creds
+    creds = tmp_path / "aim-home" / "nats" / "creds"
+    creds.mkdir(parents=True)
+    shutil.copy(aim_servers.nats.credentials.seed_file("reader"), creds / "reader.nk")
     yield js
 
 

@@ -15,18 +15,20 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import nats
 import pytest
+from nats.js.errors import NotFoundError
 
 from aim_cache.downloader import Progress, RateMeter, progress_report
 from aim_cache.plan import job_name, pvc_name
-from aimcore.bus import subjects
-from aimcore.bus.messages import ObjectRef
+from aimcore.bus import progress as bus_progress
+from aimcore.bus import subjects, topology
+from aimcore.bus.connect import BusSettings, connect_bus
+from aimcore.bus.messages import ObjectRef, StatusReport
 from aimcore.kinds import JOB, NAMESPACE, POD, PVC, by_kind
 from aimcore.kube.client import Kube, connect
 from aimcore.local.hub import HubServer, add_repo
 from aimcore.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
-from aimcore.testing.plugin import LocalServers
+from aimcore.testing.plugin import LocalServers, connect_as
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services
 
@@ -89,6 +91,27 @@ async def get(kube: Kube, ref: Any, namespace: str, name: str) -> dict[str, Any]
     return obj
 
 
+async def relayed_percentages(servers: LocalServers, ref: Any, ns: str, name: str) -> list[int]:
+    """The progress percentages of the status reports on the object's subject, in stream order."""
+    nc = await connect_as(servers.nats)
+    try:
+        js = nc.jetstream()
+        subject = subjects.status_subject(ref, ns, name)
+        out, cursor = [], 1
+        while True:
+            try:
+                raw = await js.get_msg(topology.STATUS_STREAM, seq=cursor, subject=subject, next=True)
+            except NotFoundError:
+                return out
+            assert raw.seq is not None and raw.data is not None
+            cursor = raw.seq + 1
+            fields = StatusReport.model_validate_json(raw.data).fields
+            if fields.get("progress"):
+                out.append(int(fields["progress"]["percentage"]))
+    finally:
+        await nc.close()
+
+
 async def test_pvc_job_progress_and_verdict(cluster: Cluster, hub_server: HubServer) -> None:
     kube = cluster.kube
     ns = await new_namespace(kube)
@@ -120,10 +143,21 @@ async def test_pvc_job_progress_and_verdict(cluster: Cluster, hub_server: HubSer
     job = await get(kube, JOB, ns, name)
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert container["image"] == IMAGE and container["command"] == ["aim-download"]
-    assert {"name": "AIM_NATS_URL", "value": cluster.servers.nats.url} in container["env"]
+    job_env = {e["name"]: e.get("value") for e in container["env"]}
+    assert job_env["AIM_NATS_URL"] == cluster.servers.nats.url and job_env["AIM_NATS_ROLE"] == "download"
 
-    # progress from the pod, through NATS and the status service, with rate and ETA
-    nc = await nats.connect(cluster.servers.nats.url)
+    # progress from the pod: offered with exactly the Job's credentials and token, relayed by the
+    # cache service, written by the status service, with rate and ETA
+    pod_bus = BusSettings(
+        url=job_env["AIM_NATS_URL"],
+        role="download",
+        seed_file=None,
+        seed=job_env["AIM_NATS_SEED"],
+        tls_ca_file=None,
+        tls_cert_file=None,
+        tls_key_file=None,
+    )
+    nc = await connect_bus(pod_bus, "test-download-pod", forever=False)
     try:
         target = ObjectRef.of(MODEL_CACHE, ns, "weights")
         meter = RateMeter()
@@ -134,8 +168,22 @@ async def test_pvc_job_progress_and_verdict(cluster: Cluster, hub_server: HubSer
             downloaded_bytes=2048, total_bytes=4098, files_done=1, files_total=2, phase="downloading"
         )
         report = progress_report(target, uid, progress, meter, now=now)
-        subject = subjects.status_subject(MODEL_CACHE, ns, "weights")
-        await nc.jetstream().publish(subject, report.encode(), headers={"Nats-Msg-Id": report.msg_id})
+        # first a forgery with the same key but a made-up token: the cache service drops it
+        forged = progress_report(
+            target,
+            uid,
+            Progress(
+                downloaded_bytes=4000, total_bytes=4098, files_done=1, files_total=2, phase="downloading"
+            ),
+            meter,
+            now=now,
+        )
+        await nc.publish(
+            bus_progress.subject(target), forged.encode(), headers={bus_progress.TOKEN_HEADER: "f" * 64}
+        )
+        headers = {bus_progress.TOKEN_HEADER: job_env["AIM_PROGRESS_TOKEN"]}
+        await nc.publish(bus_progress.subject(target), report.encode(), headers=headers)
+        await nc.flush()
     finally:
         await nc.close()
     moving = await status_of(
@@ -148,6 +196,8 @@ async def test_pvc_job_progress_and_verdict(cluster: Cluster, hub_server: HubSer
     )
     assert moving["status"]["progress"]["bytesPerSecond"] > 0
     assert moving["status"]["progress"]["displayEta"]
+    # the relay handles offers in order: the forged one (97 %) came first and never became a report
+    assert await relayed_percentages(cluster.servers, MODEL_CACHE, ns, "weights") == [49]
 
     # the kubelet's part: the volume binds, the pod runs and prints its verdict, then succeeds
     await kube.patch_status(PVC, ns, pvc["metadata"]["name"], {"status": {"phase": "Bound"}})

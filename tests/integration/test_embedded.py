@@ -1,14 +1,17 @@
 """The embedded default as the README tells a newcomer to use it: ``aimctl up --detach --demo``
 brings everything up, writes the kubeconfig into ``$AIM_HOME``, shows the sample AIMService
-Pending and a model cache downloaded to Ready; kubectl then sees every CRD; ``aimctl down``
-stops every process it started."""
+Pending and a model cache downloaded to Ready; kubectl then sees every CRD; a service that crashes
+is restarted; ``aimctl down`` stops every process it started."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from aimcore.crds.registry import ALL_KINDS
@@ -26,6 +29,15 @@ def aimctl(home: Path, *args: str, timeout: float = 180) -> subprocess.Completed
         timeout=timeout,
         check=False,
     )
+
+
+def wait_for(probe: Callable[[], int | None], timeout: float, what: str) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (found := probe()) is not None:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def alive(pid: int) -> bool:
@@ -71,6 +83,15 @@ def test_up_detach_demo_then_down(tmp_path: Path) -> None:
         assert {
             f"aim-{s}" for s in ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
         } <= set(pids)
+        # detached, a crashed service is restarted as in the foreground (and recorded for `down`)
+        crashed = pids["aim-deployer"]
+        os.kill(crashed, signal.SIGKILL)
+
+        def restarted() -> int | None:
+            now = json.loads((home / "state.json").read_text())["pids"].get("aim-deployer")
+            return now if now != crashed and now is not None and alive(now) else None
+
+        replacement = wait_for(restarted, timeout=60, what="the supervisor to restart aim-deployer")
         crds = subprocess.run(
             [binaries.kubectl(), "--kubeconfig", str(home / "kubeconfig"), "get", "crd", "-o", "name"],
             capture_output=True,
@@ -84,3 +105,4 @@ def test_up_detach_demo_then_down(tmp_path: Path) -> None:
     assert down.returncode == 0
     assert not (home / "state.json").exists()
     assert [name for name, pid in pids.items() if alive(pid)] == []
+    assert not alive(replacement)

@@ -17,14 +17,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
 
 from aimcore.bus import subjects, topology
 from aimcore.kinds import NAMESPACE, by_kind
 from aimcore.kube.client import Kube, connect
 from aimcore.runtime.informer import kind_pattern, snapshot
-from aimcore.testing.plugin import LocalServers
+from aimcore.testing.plugin import LocalServers, connect_as
 from tests.helpers import eventually, manifest
 from tests.integration.conftest import Services, consumers_ready
 
@@ -87,7 +86,7 @@ class WriteCounter:
 
 async def drained(servers: LocalServers) -> None:
     """Wait until the deployer's and the status service's consumers have nothing left to do."""
-    nc = await nats.connect(servers.nats.url)
+    nc = await connect_as(servers.nats)
     try:
         js = nc.jetstream()
 
@@ -107,7 +106,7 @@ async def drained(servers: LocalServers) -> None:
 
 
 async def mirrored(servers: LocalServers) -> int:
-    nc = await nats.connect(servers.nats.url)
+    nc = await connect_as(servers.nats)
     try:
         kv = await topology.objects_bucket(nc.jetstream())
         return len(await snapshot(kv, kind_pattern(AIMSVC, NS)))
@@ -125,7 +124,7 @@ async def with_stack(
     counter = WriteCounter(kube)
     try:
         await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-        nc = await nats.connect(stack.nats.url)
+        nc = await connect_as(stack.nats)
         try:
             await consumers_ready(nc.jetstream(), services)
         finally:
@@ -205,8 +204,12 @@ async def test_kill_9_each_part_and_restart_nats_mid_rollout(
             await create(kube, batch)
             disrupt()
 
-    _, counter = await with_stack(private_stack, journal, rollout)
+    services, counter = await with_stack(private_stack, journal, rollout)
 
     assert await mirrored(private_stack) == COUNT
     assert_written_once(counter)
+    # a NATS restart is a line or two in each service's log, never a traceback per reconnect attempt
+    logs = {label: proc.log_path.read_text(errors="replace") for label, proc in services.procs.items()}
+    assert {label for label, text in logs.items() if "Traceback" in text} == set()
+    assert all("NATS disconnected; reconnecting" in text for text in logs.values()), logs.keys()
     assert {k: v for k, r in journal_runs(journal).items() if (v := overlapping(r))} == {}

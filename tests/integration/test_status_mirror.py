@@ -10,7 +10,6 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import nats
 import pytest
 from nats.js import JetStreamContext
 
@@ -19,7 +18,7 @@ from aimcore.bus import subjects, topology
 from aimcore.bus.messages import ConditionReport, ObjectRef, StatusReport
 from aimcore.kinds import by_kind
 from aimcore.kube.client import Kube, connect
-from aimcore.testing.plugin import LocalServers
+from aimcore.testing.plugin import LocalServers, connect_as
 from tests.helpers import condition, manifest
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")
@@ -37,7 +36,7 @@ async def kube(private_stack: LocalServers) -> AsyncIterator[Kube]:
 
 @pytest.fixture
 async def bus(private_stack: LocalServers) -> AsyncIterator[JetStreamContext]:
-    nc = await nats.connect(private_stack.nats.url)
+    nc = await connect_as(private_stack.nats)
     js = nc.jetstream()
     await topology.ensure_topology(js)
     try:

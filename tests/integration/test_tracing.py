@@ -9,11 +9,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import nats
-
 from aimcore.kinds import NAMESPACE, by_kind
 from aimcore.kube.client import Kube, connect
-from aimcore.testing.plugin import LocalServers
+from aimcore.testing.plugin import LocalServers, connect_as
 from tests.helpers import eventually
 from tests.integration.conftest import Services, consumers_ready
 
@@ -36,7 +34,7 @@ async def test_one_trace_from_watch_to_status_write(private_stack: LocalServers)
     for name in ("watcher", "status", "deployer"):
         services.start(name)
     kube = Kube(await connect(private_stack.kubeconfig), field_manager="aim-tests")
-    nc = await nats.connect(private_stack.nats.url)
+    nc = await connect_as(private_stack.nats)
     try:
         await consumers_ready(nc.jetstream(), services)
         await kube.create(

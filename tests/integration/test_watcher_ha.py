@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 
-import nats
-
 from aim_watcher.election import LEADER_KEY
 from aimcore.bus import subjects, topology
 from aimcore.kinds import NAMESPACE, by_kind
 from aimcore.kube.client import Kube, connect
-from aimcore.testing.plugin import LocalServers
+from aimcore.testing.plugin import LocalServers, connect_as
 from tests.helpers import eventually, manifest
 from tests.integration.conftest import Services
 
@@ -28,7 +26,7 @@ async def test_standby_takes_over_and_api_restart_is_survived(private_stack: Loc
     services.start("watcher", 0)
     services.start("watcher", 1)
     kube = Kube(await connect(private_stack.kubeconfig), field_manager="aim-tests")
-    nc = await nats.connect(private_stack.nats.url)
+    nc = await connect_as(private_stack.nats)
     try:
         js = nc.jetstream()
 

@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import nats
 import pytest
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
@@ -29,6 +28,7 @@ from aimcore.bus.messages import (
 )
 from aimcore.kinds import KindRef
 from aimcore.local.natsserver import NatsServer
+from aimcore.testing.plugin import connect_as
 
 SVC = resolve_kind("aimsvc")
 MODEL = resolve_kind("aimmodel")
@@ -39,7 +39,7 @@ CLUSTER_MODEL = resolve_kind("aimclustermodel")
 @pytest.fixture
 async def private_js(nats_factory: Callable[[], NatsServer]) -> AsyncIterator[JetStreamContext]:
     server = nats_factory()
-    nc: NatsClient = await nats.connect(server.url)
+    nc: NatsClient = await connect_as(server)
     js = nc.jetstream()
     await topology.ensure_topology(js)
     try:
@@ -292,7 +292,7 @@ async def test_empty_history_returns_promptly_and_leaves_no_consumers(private_js
 
 async def test_missing_streams_are_reported_not_waited_for(nats_factory: Callable[[], NatsServer]) -> None:
     server = nats_factory()
-    nc = await nats.connect(server.url)
+    nc = await connect_as(server)
     try:
         async with asyncio.timeout(5), History(nc.jetstream(), Query()) as history:
             assert [r async for r in history.records()] == []

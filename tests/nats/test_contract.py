@@ -8,7 +8,6 @@ import json
 import secrets
 import time
 
-import nats
 import pytest
 from nats.aio.client import Client as NatsClient
 from nats.errors import TimeoutError as NatsTimeout
@@ -22,6 +21,7 @@ from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.bus.topology import ConsumerSpec
 from aimcore.kinds import KindRef
 from aimcore.runtime.consumer import Consumer
+from aimcore.testing.plugin import connect_as
 from tests.helpers import eventually
 
 
@@ -116,7 +116,7 @@ async def test_kv_compare_and_set_rejects_a_stale_writer(js: JetStreamContext) -
 
 async def test_topology_is_declared_idempotently_and_updated(nats_factory) -> None:  # type: ignore[no-untyped-def]
     server = nats_factory()
-    nc = await nats.connect(server.url)
+    nc = await connect_as(server)
     try:
         js = nc.jetstream()
         await topology.ensure_topology(js)
@@ -172,7 +172,7 @@ async def test_consumer_maps_errors_to_ack_and_nak(js: JetStreamContext) -> None
 
 async def test_consumer_survives_a_nats_restart(nats_factory) -> None:  # type: ignore[no-untyped-def]
     server = nats_factory()
-    nc = await nats.connect(server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+    nc = await connect_as(server, forever=True, reconnect_time_wait=0.2)
     try:
         js = nc.jetstream()
         stream, subject = await _stream(js)

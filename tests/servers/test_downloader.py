@@ -43,8 +43,8 @@ from aim_cache.downloader import (
 )
 from aim_cache.downloader import sources as sources_module
 from aim_cache.downloader import transfer as transfer_module
-from aimcore.bus import subjects, topology
-from aimcore.bus.messages import StatusReport
+from aimcore.bus import progress, topology
+from aimcore.bus.messages import ObjectRef, StatusReport
 from aimcore.kinds import by_kind
 from aimcore.local.hub import HubServer, add_repo
 from aimcore.local.natsserver import NatsServer
@@ -756,9 +756,11 @@ async def test_cli_publishes_progress_and_prints_result(
     files = model_files()
     repo_id = new_repo(hub, files)
     name = f"cache-{secrets.token_hex(3)}"
-    subject = subjects.status_subject(MODEL_CACHE, "ns", name)
+    target = ObjectRef.of(MODEL_CACHE, "ns", name)
+    key = progress.key_from_seed("the cache service's seed")
     received: list[StatusReport] = []
-    sub = await nats_client.subscribe(subject, cb=_collect(received))
+    tokens: list[str | None] = []
+    sub = await nats_client.subscribe(progress.subject(target), cb=_collect(received, tokens))
     try:
         code, out, err = await run_cli(
             [
@@ -769,7 +771,11 @@ async def test_cli_publishes_progress_and_prints_result(
                 "--uid",
                 "uid-123",
             ],
-            {**hf_env(hub), "AIM_NATS_URL": aim_nats.url},
+            {
+                **hf_env(hub),
+                **aim_nats.client("download").env(),
+                "AIM_PROGRESS_TOKEN": progress.token(key, target, "uid-123"),
+            },
         )
         assert code == 0, err
         result = last_json(out)
@@ -784,6 +790,8 @@ async def test_cli_publishes_progress_and_prints_result(
     finally:
         await sub.unsubscribe()
     report = received[-1]
+    # what the Job offers is exactly what the cache service relays (its token checks out)
+    assert progress.vet(key, progress.subject(target), report.encode(), tokens[-1]) == report
     assert report.source == "cache" and report.progress and report.uid == "uid-123"
     assert report.object.name == name and report.object.namespace == "ns"
     (condition,) = report.conditions
@@ -792,9 +800,10 @@ async def test_cli_publishes_progress_and_prints_result(
     assert "downloading" in err and "done:" in err
 
 
-def _collect(into: list[StatusReport]) -> Callable[[Any], Any]:
+def _collect(into: list[StatusReport], tokens: list[str | None]) -> Callable[[Any], Any]:
     async def cb(msg: Any) -> None:
         into.append(StatusReport.model_validate_json(msg.data))
+        tokens.append((msg.headers or {}).get(progress.TOKEN_HEADER))
 
     return cb
 
@@ -804,7 +813,7 @@ async def test_cli_without_nats_still_downloads(hub: HubServer, tmp_path: Path) 
     repo_id = new_repo(hub, files)
     code, out, err = await run_cli(
         [f"hf://{repo_id}", str(tmp_path), "--object", "aim.eai.amd.com/v1alpha1/AIMModelCache/ns/x"],
-        {**hf_env(hub), "AIM_NATS_URL": "nats://127.0.0.1:9"},
+        {**hf_env(hub), "AIM_NATS_URL": "nats://127.0.0.1:9", "AIM_PROGRESS_TOKEN": "t"},
     )
     assert code == 0, err
     assert last_json(out)["result"] == "ok"

@@ -10,6 +10,8 @@ import pytest
 from aim_cache import plan
 from aim_cache.modelcaches import backoff, describe_outcome
 from aim_cache.templatecaches import best_of, caches_condition, template_kinds
+from aimcore.bus import progress
+from aimcore.bus.messages import ObjectRef
 from aimcore.kinds import by_kind
 
 MODEL_CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")
@@ -120,7 +122,8 @@ def test_pvc_body() -> None:
 def test_job_runs_the_aim_downloader_hardened_with_progress_to_nats() -> None:
     env = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}]
     obj = cache(env=env, imagePullSecrets=[{"name": "regcred"}])
-    job = plan.job_body(MODEL_CACHE, obj, attempt=2, nats_url="nats://aim-nats:4222", stall_timeout=60)
+    bus = plan.JobBus("nats://aim-nats:4222", "SU-the-download-seed", progress.key_from_seed("cache-seed"))
+    job = plan.job_body(MODEL_CACHE, obj, attempt=2, bus=bus, stall_timeout=60)
     assert job["metadata"]["name"] == plan.job_name("mc", "uid-mc", 2)
     assert job["metadata"]["annotations"][plan.ANNOTATION_ATTEMPT] == "2"
     assert job["spec"]["backoffLimit"] == 0
@@ -131,6 +134,12 @@ def test_job_runs_the_aim_downloader_hardened_with_progress_to_nats() -> None:
     assert "--object=aim.eai.amd.com/v1alpha1/AIMModelCache/ns/mc" in container["args"]
     assert env[0] in container["env"]  # secret references pass through, resolved by the kubelet
     assert {"name": "AIM_NATS_URL", "value": "nats://aim-nats:4222"} in container["env"]
+    # the Job offers progress as the download role, with the token of its own object only
+    job_env = {e["name"]: e.get("value") for e in container["env"]}
+    assert job_env["AIM_NATS_ROLE"] == "download" and job_env["AIM_NATS_SEED"] == "SU-the-download-seed"
+    target = ObjectRef.of(MODEL_CACHE, "ns", "mc")
+    assert job_env["AIM_PROGRESS_TOKEN"] == progress.token(bus.token_key, target, "uid-mc")
+    assert job_env["AIM_PROGRESS_TOKEN"] != progress.token(bus.token_key, target, "another-uid")
     assert container["securityContext"]["runAsNonRoot"] is True
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert pod["imagePullSecrets"] == [{"name": "regcred"}]
@@ -140,9 +149,9 @@ def test_job_runs_the_aim_downloader_hardened_with_progress_to_nats() -> None:
 
 def test_job_uses_kserves_convention_for_the_storage_initializer() -> None:
     obj = cache(modelDownloadImage="kserve/storage-initializer:v0.16.0")
-    container = plan.job_body(MODEL_CACHE, obj, attempt=1, nats_url=None, stall_timeout=60)["spec"][
-        "template"
-    ]["spec"]["containers"][0]
+    container = plan.job_body(MODEL_CACHE, obj, attempt=1, bus=None, stall_timeout=60)["spec"]["template"][
+        "spec"
+    ]["containers"][0]
     assert "command" not in container
     assert container["args"] == ["hf://acme/tiny", "/workspace/model-cache/acme/tiny"]
     assert plan.uses_kserve_initializer("docker.io/kserve/storage-initializer@sha256:abc")

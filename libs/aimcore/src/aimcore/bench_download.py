@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from aimcore.bus import subjects
+from aimcore.bus.connect import BusSettings, connect_bus
 from aimcore.bus.messages import ObjectRef, StatusReport
 from aimcore.kinds import by_kind
 from aimcore.kube.client import Kube, connect
@@ -131,11 +132,9 @@ def _progress(target: ObjectRef, uid: str, done: int, total: int) -> StatusRepor
     return StatusReport(object=target, uid=uid, source="cache", fields=fields, progress=True)
 
 
-async def status_writes(kubeconfig: str, nats_url: str, window: float) -> dict[str, Any]:
-    import nats  # noqa: PLC0415
-
+async def status_writes(kubeconfig: str, bus: BusSettings, window: float) -> dict[str, Any]:
     kube = Kube(await connect(kubeconfig), field_manager="aim-bench")
-    nc = await nats.connect(nats_url)
+    nc = await connect_bus(bus, "aimctl-bench", forever=False)
     try:
         body = {
             "apiVersion": MODEL_CACHE.api_version,
@@ -187,7 +186,7 @@ def main(home: str | None, size: int, repeat: int, window: float) -> int:
         stack.start()
         try:
             assert stack.nats is not None
-            figures |= asyncio.run(status_writes(str(stack.kubeconfig), stack.nats.url, window))
+            figures |= asyncio.run(status_writes(str(stack.kubeconfig), stack.nats.client("admin"), window))
         finally:
             stack.stop()
     figures["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"

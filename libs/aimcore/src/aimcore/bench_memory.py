@@ -20,10 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nats
-
 from aimcore.bench import create_all, embedded_stack, namespace, say, stamped
 from aimcore.bus import topology
+from aimcore.bus.connect import BusSettings, connect_bus
 from aimcore.kinds import KindRef, by_kind
 from aimcore.kube.client import Kube, connect
 from aimcore.local.stack import Stack
@@ -61,9 +60,9 @@ def service_pids(stack: Stack) -> dict[str, int]:
     return {name: proc.pid for name, proc in stack.services.items() if proc.pid is not None}
 
 
-async def mirrored(nats_url: str) -> int:
+async def mirrored(bus: BusSettings) -> int:
     """Objects in the watcher's KV mirror."""
-    nc = await nats.connect(nats_url)
+    nc = await connect_bus(bus, "aimctl-bench", forever=False)
     try:
         info = await nc.jetstream().stream_info(f"KV_{topology.OBJECTS_BUCKET}")
         return int(info.state.messages)
@@ -90,13 +89,13 @@ async def measure(stack: Stack, count: int) -> dict[str, Any]:
     kube = Kube(await connect(str(stack.kubeconfig)), field_manager="aim-bench")
     try:
         await namespace(kube, NS)
-        before = await mirrored(stack.nats.url)
+        before = await mirrored(stack.nats.client("reader"))
         idle = {name: memory(pid)[0] for name, pid in pids.items()}
         started = time.perf_counter()
         await create_all(kube, [body for _, body in objects(count)])
         say(f"{count} objects created in {time.perf_counter() - started:.1f} s")
         deadline = time.monotonic() + 300
-        while (have := await mirrored(stack.nats.url)) < before + count:
+        while (have := await mirrored(stack.nats.client("reader"))) < before + count:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"only {have - before} of {count} objects mirrored")
             await asyncio.sleep(0.5)

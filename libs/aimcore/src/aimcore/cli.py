@@ -14,11 +14,11 @@ from typing import Any
 
 import yaml
 
-from aimcore import cli_audit, cli_caches
+from aimcore import cli_audit, cli_bus, cli_caches
 from aimcore.crds import generate
 from aimcore.local import binaries
 from aimcore.local.gguf_sample import tiny_gguf
-from aimcore.local.stack import Stack, aim_home, stop_detached
+from aimcore.local.stack import SERVICES, Stack, aim_home, stop_detached
 
 DEMO_SERVICE: dict[str, Any] = {
     "apiVersion": "aim.eai.amd.com/v1alpha1",
@@ -200,7 +200,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(
         f"Ready in {time.monotonic() - started:.1f}s: "
         f"kube-apiserver {stack.cluster and stack.cluster.server}, "
-        f"NATS {stack.nats and stack.nats.url}, services {', '.join(stack.services)}.\n\n"
+        f"NATS {stack.nats and stack.nats.url}, services {', '.join(SERVICES)}.\n\n"
         f"  export KUBECONFIG={stack.kubeconfig}\n"
         f"  kubectl get crd\n  kubectl get aim -A\n\n"
         f"Logs: {stack.home / 'logs'}",
@@ -299,6 +299,7 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--window", type=float, default=60.0, help="download: seconds of progress reports")
     bench.set_defaults(func=cmd_bench)
     cli_audit.register(sub)
+    cli_bus.register(sub)
     cli_caches.register(sub)
     return p
 

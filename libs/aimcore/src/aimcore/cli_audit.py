@@ -10,11 +10,11 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-import nats
 from nats.aio.client import Client as NatsClient
 from nats.errors import Error as NatsError
 
@@ -29,6 +29,8 @@ from aimcore.audit.query import (
     parse_types,
     resolve_kind,
 )
+from aimcore.bus.auth import Credentials
+from aimcore.bus.connect import BusSettings, connect_bus
 from aimcore.kinds import KindRef
 from aimcore.kube.client import Kube, connect, describe_error
 from aimcore.local.stack import aim_home
@@ -88,17 +90,25 @@ def kubeconfig_path(explicit: str | None) -> str:
     return str(aim_home() / "kubeconfig")
 
 
+def bus_settings(url: str) -> BusSettings:
+    """How ``aimctl`` reaches the bus at ``url``: as the ``reader`` role (``AIM_NATS_ROLE`` to
+    change), with ``AIM_NATS_SEED_FILE`` / ``AIM_NATS_SEED``, else the reader key ``aimctl up``
+    generated in ``$AIM_HOME/nats/creds``."""
+    settings = replace(BusSettings(), url=url).as_role("reader")
+    if not settings.seed_file and not settings.seed:
+        local = Credentials(aim_home() / "nats" / "creds").seed_file(settings.role or "reader")
+        if local.exists():
+            settings = replace(settings, seed_file=str(local))
+    return settings
+
+
 async def connect_nats(url: str) -> NatsClient:
     async def quiet(*_: Any) -> None:
         return None
 
     try:
-        return await nats.connect(
-            url,
-            connect_timeout=5,
-            max_reconnect_attempts=3,
-            reconnect_time_wait=1,
-            error_cb=quiet,
+        return await connect_bus(
+            bus_settings(url), "aimctl", forever=False, on_error=quiet, connect_timeout=5
         )
     except Exception as exc:
         raise ConnectionError(f"cannot connect to NATS at {url}: {exc}") from None

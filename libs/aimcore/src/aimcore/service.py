@@ -1,5 +1,6 @@
 """The process shell every service runs in: logging, tracing, a NATS connection that reconnects
-forever, an optional Kubernetes client, and clean shutdown on SIGTERM/SIGINT."""
+forever (as the service's own bus role, :mod:`aimcore.bus.connect`), an optional Kubernetes client,
+and clean shutdown on SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-import nats
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
 from aimcore.bus import tracing
+from aimcore.bus.connect import connect_bus
 from aimcore.kube.client import Kube, connect
 from aimcore.settings import Settings
 
@@ -42,29 +43,12 @@ def configure_logging(level: str) -> None:
     )
 
 
-async def connect_nats(url: str, name: str) -> NatsClient:
-    async def on_disconnect() -> None:
-        log.warning("NATS disconnected; reconnecting")
-
-    async def on_reconnect() -> None:
-        log.info("NATS reconnected")
-
-    return await nats.connect(
-        url,
-        name=name,
-        max_reconnect_attempts=-1,
-        reconnect_time_wait=0.5,
-        disconnected_cb=on_disconnect,
-        reconnected_cb=on_reconnect,
-    )
-
-
 async def run_service(name: str, main: Main, *, needs_kube: bool, settings: Settings | None = None) -> None:
     """Connect, run ``main`` until a signal arrives or it returns, then clean up."""
     settings = settings or Settings()
     configure_logging(settings.log_level)
     tracing.setup(f"aim-{name}")
-    nc = await connect_nats(settings.nats_url, f"aim-{name}")
+    nc = await connect_bus(settings.bus.as_role(name), f"aim-{name}")
     kube = Kube(await connect(settings.kubeconfig), field_manager=f"aim-{name}") if needs_kube else None
     ctx = ServiceContext(name, settings, nc, nc.jetstream(), kube)
     loop = asyncio.get_running_loop()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from aimcore.bus.connect import BusSettings
+
 
 def _env(name: str, default: str) -> str:
     return os.environ.get(name) or default
@@ -12,10 +14,14 @@ def _env(name: str, default: str) -> str:
 
 @dataclass(frozen=True)
 class Settings:
-    nats_url: str = field(default_factory=lambda: _env("AIM_NATS_URL", "nats://127.0.0.1:4222"))
+    bus: BusSettings = field(default_factory=BusSettings)
     kubeconfig: str | None = field(
         default_factory=lambda: os.environ.get("AIM_KUBECONFIG") or os.environ.get("KUBECONFIG") or None
     )
     system_namespace: str = field(default_factory=lambda: _env("AIM_SYSTEM_NAMESPACE", "aim-system"))
     resync_seconds: float = field(default_factory=lambda: float(_env("AIM_RESYNC_SECONDS", "600")))
     log_level: str = field(default_factory=lambda: _env("AIM_LOG_LEVEL", "INFO"))
+
+    @property
+    def nats_url(self) -> str:
+        return self.bus.url

@@ -27,6 +27,7 @@ from aim_cache.llmkube.runs import Runs
 from aim_cache.llmkube.settings import ModelSettings
 from aim_cache.local import LocalExecutor
 from aim_cache.modelcaches import ModelCacheController
+from aim_cache.relay import ProgressRelay
 from aim_cache.settings import CacheSettings
 from aim_cache.templatecaches import (
     TemplateCacheController,
@@ -235,9 +236,13 @@ async def main(ctx: ServiceContext) -> None:
     runs = Runs(
         model_settings.cache_dir, concurrency=model_settings.downloads, stall_timeout=settings.stall_timeout
     )
+    relay = ProgressRelay(ctx.nc, ctx.js, settings.progress_key)
+    await relay.start()
     try:
         await run_controller(ctx, controller(ctx, settings, local, runs, model_settings))
     finally:
+        with contextlib.suppress(Exception):
+            await relay.stop()
         with contextlib.suppress(Exception):
             await runs.close()
         if local is not None:

@@ -432,7 +432,7 @@ class ModelCacheController:
             request.ref,
             request.obj,
             attempt=attempt,
-            nats_url=self.settings.job_nats_url,
+            bus=self.settings.job_bus(),
             stall_timeout=self.settings.stall_timeout,
         )
         await self.kube.create_if_absent(JOB, body, request.namespace)

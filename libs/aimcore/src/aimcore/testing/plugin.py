@@ -7,7 +7,9 @@
 - ``kube`` / ``namespace`` (per test): an async client and a fresh namespace, deleted afterwards.
 - ``kubelet`` (per test): a started :class:`~aimcore.testing.kubelet.FakeKubelet` serving pod logs
   to the API server; its nodes (and the pods bound to them) are deleted afterwards.
-- ``nats_client`` / ``js`` (per test): a NATS connection and its JetStream context.
+- ``nats_client`` / ``js`` (per test): a NATS connection (as the bus's ``admin`` role) and its
+  JetStream context. Every nats-server here runs with authorization on, as in production: connect
+  with :func:`connect_as` (``connect_as(server, "deployer")`` to act as a service's role).
 - ``nats_factory``: extra nats-servers a test may stop, kill and restart; ``private_js``: JetStream
   on one of them with the topology declared.
 - ``oci_registry`` / ``oci_registry_auth`` (session): Debian's docker-registry, anonymous and with
@@ -26,13 +28,14 @@ import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import nats
 import pytest
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
 from aimcore.bus import topology
+from aimcore.bus.connect import connect_bus
 from aimcore.crds.external import stand_in_crds
 from aimcore.crds.generate import all_kinds, crd_for
 from aimcore.kinds import KindRef
@@ -71,12 +74,28 @@ async def install_all_crds(kubeconfig: str) -> None:
         await kube.close()
 
 
+async def connect_as(
+    server: NatsServer, role: str = "admin", *, forever: bool = False, **options: Any
+) -> NatsClient:
+    """A client of ``server`` with ``role``'s key (tests act as the admin unless they test a role)."""
+    options.setdefault("connect_timeout", 5)
+    return await connect_bus(server.client(role), f"test-{role}", forever=forever, **options)
+
+
+def assert_no_violations(server: NatsServer) -> None:
+    """Every service works within its bus role: the server logged no permission violation for a
+    client named ``aim-…`` (tests that probe refusals connect as ``test-<role>``)."""
+    found = server.violations()
+    assert not found, "services needed subjects their bus roles lack:\n" + "\n".join(found[:20])
+
+
 @pytest.fixture(scope="session")
 def aim_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
     """A nats-server with JetStream for the whole session."""
     server = NatsServer(tmp_path_factory.mktemp("aim-nats"))
     try:
         yield server.start()
+        assert_no_violations(server)
     finally:
         server.stop()
 
@@ -133,7 +152,7 @@ async def kubelet(kube: Kube) -> AsyncIterator[FakeKubelet]:
 
 @pytest.fixture
 async def nats_client(aim_nats: NatsServer) -> AsyncIterator[NatsClient]:
-    nc = await nats.connect(aim_nats.url)
+    nc = await connect_as(aim_nats)
     try:
         yield nc
     finally:
@@ -158,13 +177,15 @@ def nats_factory(tmp_path: Path) -> Iterator[Callable[[], NatsServer]]:
     yield make
     for server in started:
         server.stop()
+    for server in started:
+        assert_no_violations(server)
     shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 @pytest.fixture
 async def private_js(nats_factory: Callable[[], NatsServer]) -> AsyncIterator[JetStreamContext]:
     """JetStream on a nats-server of the test's own, with the system's topology declared."""
-    nc = await nats.connect(nats_factory().url)
+    nc = await connect_as(nats_factory())
     js = nc.jetstream()
     await topology.ensure_topology(js)
     try:

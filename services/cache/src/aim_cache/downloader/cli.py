@@ -6,9 +6,10 @@ exactly one JSON object the cache service reads from the pod log:
 ``{"result": "error", "reason": "<condition reason>", "message": "..."}``. Exit codes: 0 success,
 1 failure, 2 usage error, 143 stopped by SIGTERM/SIGINT (partial data kept for the next attempt).
 
-With ``--object GROUP/VERSION/KIND/NAMESPACE/NAME`` and ``AIM_NATS_URL`` set, progress is published
-as status reports on NATS (at most one every 2 s, plus the last); NATS being unreachable never fails
-the download.
+With ``--object GROUP/VERSION/KIND/NAMESPACE/NAME``, ``AIM_NATS_URL`` and ``AIM_PROGRESS_TOKEN`` set,
+progress is offered on NATS as the bus role ``download`` (``AIM_NATS_SEED``; at most one offer every
+2 s, plus the last), and the cache service relays it as a status report
+(:mod:`aimcore.bus.progress`); NATS being unreachable never fails the download.
 """
 
 from __future__ import annotations
@@ -112,11 +113,12 @@ def parse_object(text: str) -> ObjectRef:
 
 
 class Publisher:
-    """Publishes the latest progress report at most every :data:`PUBLISH_INTERVAL`; failures are
-    logged once and never raised."""
+    """Offers the latest progress report at most every :data:`PUBLISH_INTERVAL` on the object's
+    progress subject, with the Job's token (:mod:`aimcore.bus.progress`: the cache service checks it
+    and relays the report); failures are logged once and never raised."""
 
-    def __init__(self, js: Any, nc: Any, subject: str, obj: ObjectRef, uid: str | None) -> None:
-        self.js, self.nc, self.subject, self.obj, self.uid = js, nc, subject, obj, uid
+    def __init__(self, nc: Any, subject: str, token: str, obj: ObjectRef, uid: str | None) -> None:
+        self.nc, self.subject, self.token, self.obj, self.uid = nc, subject, token, obj, uid
         self.latest: StatusReport | None = None
         self.sent: StatusReport | None = None
         self.published = 0
@@ -125,30 +127,43 @@ class Publisher:
         self._task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def connect(cls, url: str, obj: ObjectRef, uid: str | None) -> Publisher | None:
-        import nats  # noqa: PLC0415 - only when publishing
+    async def connect(cls, env: Mapping[str, str], obj: ObjectRef, uid: str | None) -> Publisher | None:
+        from aimcore.bus import progress  # noqa: PLC0415 - only when publishing
+        from aimcore.bus.connect import BusSettings, connect_bus  # noqa: PLC0415
 
-        from aimcore.bus import subjects  # noqa: PLC0415
-        from aimcore.kinds import by_kind  # noqa: PLC0415
-
+        token = env.get("AIM_PROGRESS_TOKEN", "")
         try:
-            ref = by_kind(obj.group, obj.kind)
+            subject = progress.subject(obj)
         except KeyError:
             log.warning("unknown kind %s.%s: progress will not be published", obj.kind, obj.group)
+            return None
+        if not token:
+            log.warning("no AIM_PROGRESS_TOKEN: progress will not be published")
             return None
 
         async def quiet(*_: Any) -> None:
             return None
 
+        settings = BusSettings(
+            url=env["AIM_NATS_URL"],
+            role=env.get("AIM_NATS_ROLE") or "download",
+            seed_file=env.get("AIM_NATS_SEED_FILE") or None,
+            seed=env.get("AIM_NATS_SEED") or None,
+            tls_ca_file=env.get("AIM_NATS_TLS_CA_FILE") or None,
+            tls_cert_file=None,
+            tls_key_file=None,
+        )
         try:
             # One quick try now (nats-py retries an initial connect forever with unlimited
             # reconnects); once connected, reconnect for as long as the download runs.
-            nc = await nats.connect(
-                url,
+            nc = await connect_bus(
+                settings,
+                "aim-download",
+                forever=False,
+                on_error=quiet,
                 connect_timeout=2,
                 max_reconnect_attempts=1,
                 reconnect_time_wait=0.5,
-                error_cb=quiet,
                 disconnected_cb=quiet,
                 reconnected_cb=quiet,
                 closed_cb=quiet,
@@ -157,7 +172,7 @@ class Publisher:
             log.warning("cannot connect to NATS (%s): progress will not be published", type(e).__name__)
             return None
         nc.options["max_reconnect_attempts"] = -1
-        publisher = cls(nc.jetstream(), nc, subjects.status_subject(ref, obj.namespace, obj.name), obj, uid)
+        publisher = cls(nc, subject, token, obj, uid)
         publisher._task = asyncio.create_task(publisher._loop())
         return publisher
 
@@ -175,14 +190,15 @@ class Publisher:
             await asyncio.sleep(PUBLISH_INTERVAL)
 
     async def _publish(self) -> None:
+        from aimcore.bus.progress import TOKEN_HEADER  # noqa: PLC0415
+
         report = self.latest
         if report is None or report is self.sent:
             return
         self.sent = report
         try:
-            await self.js.publish(
-                self.subject, report.encode(), headers={"Nats-Msg-Id": report.msg_id}, timeout=2
-            )
+            await self.nc.publish(self.subject, report.encode(), headers={TOKEN_HEADER: self.token})
+            await self.nc.flush(timeout=2)
             self.published += 1
         except Exception as e:
             if not self._warned:
@@ -241,7 +257,7 @@ async def run(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[dict[st
     try:
         nats_url = env.get("AIM_NATS_URL")
         if obj is not None and nats_url:
-            publisher = await Publisher.connect(nats_url, obj, args.uid)
+            publisher = await Publisher.connect(env, obj, args.uid)
         consumer = _Progress(publisher)
         log.info("downloading %s into %s", _display(args.source), args.dest)
         manifest = await download(

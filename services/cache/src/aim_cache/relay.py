@@ -1,0 +1,58 @@
+"""Relays download Jobs' progress offers as this service's status reports (:mod:`aimcore.bus.progress`):
+a Job may only offer, this service checks the offer's token and shape, and only then does it reach
+the status stream. Every replica subscribes in one queue group, so each offer is relayed once."""
+
+from __future__ import annotations
+
+import logging
+
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.js import JetStreamContext
+
+from aimcore.bus import progress, subjects, tracing
+from aimcore.bus.auth import PROGRESS_PREFIX
+from aimcore.bus.errors import PermanentError
+from aimcore.kinds import by_kind
+
+log = logging.getLogger(__name__)
+
+QUEUE = "aim-cache"
+
+
+class ProgressRelay:
+    def __init__(self, nc: NatsClient, js: JetStreamContext, key: bytes) -> None:
+        self.nc, self.js, self.key = nc, js, key
+        self.relayed = 0
+        self.rejected = 0
+        self._sub: Subscription | None = None
+
+    async def start(self) -> None:
+        self._sub = await self.nc.subscribe(f"{PROGRESS_PREFIX}.>", queue=QUEUE, cb=self.handle)
+
+    async def stop(self) -> None:
+        if self._sub is not None:
+            await self._sub.unsubscribe()
+            self._sub = None
+
+    async def handle(self, msg: Msg) -> None:
+        try:
+            report = progress.vet(
+                self.key, msg.subject, msg.data, (msg.headers or {}).get(progress.TOKEN_HEADER)
+            )
+        except PermanentError as exc:
+            self.rejected += 1
+            # at debug after the first: a misbehaving Job must not flood the log
+            log.log(logging.WARNING if self.rejected == 1 else logging.DEBUG, "%s", exc.message)
+            return
+        ref = by_kind(report.object.group, report.object.kind)
+        subject = subjects.status_subject(ref, report.object.namespace, report.object.name)
+        try:
+            await self.js.publish(
+                subject, report.encode(), headers=tracing.inject({"Nats-Msg-Id": report.msg_id})
+            )
+        except Exception as exc:  # progress is best effort: the next offer, or the verdict, follows
+            log.debug("relaying progress for %s failed: %r", report.object.display, exc)
+            return
+        self.relayed += 1
