@@ -23,7 +23,7 @@ from nats.js.errors import KeyDeletedError, KeyNotFoundError
 from nats.js.kv import KeyValue
 from opentelemetry import trace
 
-from aimcore.bus import subjects
+from aimcore.bus import mirror, subjects
 from aimcore.bus.errors import PermanentError, TransientError
 from aimcore.bus.messages import ObjectRef, StatusReport
 from aimcore.kinds import KindRef, by_kind
@@ -145,5 +145,7 @@ class StatusWriter:
             return None
         if not isinstance(obj, dict) or not (obj.get("metadata") or {}).get("resourceVersion"):
             return None
+        if mirror.too_large(obj) is not None:
+            return None  # a placeholder holds no status to merge into
         self.mirror_reads += 1
         return obj

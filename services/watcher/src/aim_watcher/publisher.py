@@ -3,7 +3,8 @@
 Order matters: a consumer that receives the event must find state at least as new in the mirror.
 The event's ``Nats-Msg-Id`` is deterministic, so a retry after a crash or a second watcher replica
 stores one message. NATS outages are waited out (with backoff), never dropped: the watch simply
-pauses until the bus is back.
+pauses until the bus is back. An object too large for the bus is not an outage: it is mirrored as a
+placeholder (:mod:`aimcore.bus.mirror`) at once, so it never holds back another object.
 """
 
 from __future__ import annotations
@@ -11,15 +12,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from nats.errors import Error as NatsError
+from nats.errors import MaxPayloadError
 from nats.js import JetStreamContext
 from nats.js.errors import KeyDeletedError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 from opentelemetry import trace
 
-from aimcore.bus import subjects, tracing
+from aimcore.bus import mirror, subjects, tracing
 from aimcore.bus.errors import TransientError, backoff
 from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.kinds import KindRef
@@ -32,11 +35,16 @@ Obj = dict[str, Any]
 
 
 class Publisher:
-    def __init__(self, js: JetStreamContext, kv: KeyValue) -> None:
+    def __init__(
+        self, js: JetStreamContext, kv: KeyValue, max_payload: Callable[[], int] | None = None
+    ) -> None:
         self.js = js
         self.kv = kv
+        # the limit of the server connected to now (from its INFO; it may change on reconnect)
+        self.max_payload = max_payload or (lambda: int(js._nc.max_payload))
         self.published = 0
         self.stale_skipped = 0
+        self.too_large = 0
         self._written: dict[str, tuple[int, int]] = {}  # key → (KV revision, resourceVersion) written here
 
     async def observe(self, ref: KindRef, obj: Obj, change: ChangeType) -> None:
@@ -69,7 +77,18 @@ class Publisher:
         last wrote for a key is remembered, so the usual case (nobody else wrote since) is a single
         conditional write instead of a read, a decode and a write."""
         rv = rv_int(obj.get("metadata", {}).get("resourceVersion"))
-        value = json.dumps(obj, separators=(",", ":")).encode()
+        value, big = mirror.entry(obj, self.max_payload())
+        if big is not None:
+            self.too_large += 1
+            log.warning("%s: %s; mirrored as a placeholder", key, big.message)
+        try:
+            await self._write(key, value, rv, change)
+        except MaxPayloadError:  # refused although under the server's stated limit: never retried as is
+            self.too_large += 1
+            limit = self.max_payload() - mirror.HEADROOM
+            await self._write(key, mirror.encode(mirror.placeholder(obj, len(value), limit)), rv, change)
+
+    async def _write(self, key: str, value: bytes, rv: int, change: ChangeType) -> None:
         if change is not ChangeType.DELETED and await self._fast_write(key, value, rv, change):
             return
         for _ in range(5):

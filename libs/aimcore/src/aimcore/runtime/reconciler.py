@@ -10,6 +10,7 @@ runtime then:
 - takes the object's lease (one reconcile per object across replicas, no lost trigger);
 - reads the object never older than the event, skips deleted and paused objects;
 - validates the spec by parsing it and reports ``InvalidSpec`` instead of retrying invalid input;
+- reports ``ObjectTooLarge`` for an object the bus cannot carry (:mod:`aimcore.bus.mirror`);
 - runs ``reconcile``; a transient error is retried with backoff through a nak, a
   :class:`Result` with ``requeue_after`` schedules the object again (time-based work).
 """
@@ -30,7 +31,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from pydantic import ValidationError
 
-from aimcore.bus import subjects, topology, tracing
+from aimcore.bus import mirror, subjects, topology, tracing
 from aimcore.bus.messages import ChangeEvent, ChangeType, ConditionReport, ObjectRef
 from aimcore.bus.topology import ConsumerSpec
 from aimcore.crds.base import Resource
@@ -161,16 +162,20 @@ def failed_fields(ref: KindRef) -> dict[str, Any]:
     return {"phase": FAILED} if ref.group == "inference.llmkube.dev" else {"status": FAILED}
 
 
-def invalid_spec_conditions(message: str) -> list[ConditionReport]:
+def invalid_spec_conditions(message: str, reason: str = INVALID_SPEC) -> list[ConditionReport]:
     return [
-        ConditionReport(type="ConfigValid", status="False", reason=INVALID_SPEC, message=message),
-        ConditionReport(type="Ready", status="False", reason=INVALID_SPEC, message=message),
+        ConditionReport(type="ConfigValid", status="False", reason=reason, message=message),
+        ConditionReport(type="Ready", status="False", reason=reason, message=message),
     ]
 
 
+RUNTIME_VERDICTS = frozenset({INVALID_SPEC, mirror.OBJECT_TOO_LARGE})
+"""The ``ConfigValid`` reasons the runtime itself reports (and withdraws), not a controller."""
+
+
 def spec_valid_again(ref: KindRef) -> tuple[list[ConditionReport], dict[str, Any]]:
-    """What undoes the runtime's own ``InvalidSpec`` verdict once the spec parses again; the
-    controller's reconcile, which runs right after, reports the real state."""
+    """What undoes the runtime's own verdict (``InvalidSpec``, ``ObjectTooLarge``) once the object
+    is usable again; the controller's reconcile, which runs right after, reports the real state."""
     conditions = [
         ConditionReport(type="ConfigValid", status="True", reason="ConfigurationValid"),
         ConditionReport(
@@ -183,7 +188,7 @@ def spec_valid_again(ref: KindRef) -> tuple[list[ConditionReport], dict[str, Any
 
 def _rejected_by_runtime(obj: Obj) -> bool:
     conditions = (obj.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "ConfigValid" and c.get("reason") == INVALID_SPEC for c in conditions)
+    return any(c.get("type") == "ConfigValid" and c.get("reason") in RUNTIME_VERDICTS for c in conditions)
 
 
 class Journal:
@@ -299,6 +304,11 @@ class Runtime:
         await self.leases.run_exclusive(key, work)
 
     async def _reconcile(self, ref: KindRef, obj: Obj) -> None:
+        if (big := mirror.too_large(obj)) is not None:
+            conditions = invalid_spec_conditions(big.message, mirror.OBJECT_TOO_LARGE)
+            if await self.reporter.report(ref, obj, conditions, failed_fields(ref)):
+                await self.reporter.decide(ref, obj, "reject", mirror.OBJECT_TOO_LARGE, big.message)
+            return
         try:
             resource = parse(obj)
         except ValidationError as exc:
