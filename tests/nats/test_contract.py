@@ -7,6 +7,7 @@ import asyncio
 import json
 import secrets
 import time
+from typing import Any
 
 import pytest
 from nats.aio.client import Client as NatsClient
@@ -212,3 +213,33 @@ async def test_consumer_survives_a_nats_restart(nats_factory) -> None:  # type: 
         await task
     finally:
         await nc.close()
+
+
+async def test_a_stopping_consumer_hands_back_what_it_has_not_started(js: JetStreamContext) -> None:
+    """A graceful stop: the message being handled finishes and is acknowledged; the ones fetched
+    but not started are handed back at once, so another replica gets them now instead of after
+    the ack wait (which here is far longer than the test waits)."""
+    stream, subject = await _stream(js)
+    for i in range(6):
+        await js.publish(f"{subject}.obj{i}", f"m{i}".encode())
+    spec = ConsumerSpec(durable="stopping", stream=stream, filter_subjects=[f"{subject}.>"], ack_wait=600)
+    started, release, stop = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    handled: list[bytes] = []
+
+    async def slow(msg: Any) -> None:
+        started.set()
+        await release.wait()
+        handled.append(msg.data)
+
+    consumer = Consumer(js, spec, slow, batch=6, concurrency=1)
+    run = asyncio.create_task(consumer.run(stop))
+    await asyncio.wait_for(started.wait(), 10)
+    stop.set()  # SIGTERM while one message is in the handler and five wait for a slot
+    release.set()
+    await asyncio.wait_for(run, 10)
+    assert handled == [b"m0"] and consumer.stats.acked == 1
+    assert consumer.stats.handed_back == 5
+
+    other = await js.pull_subscribe_bind("stopping", stream=stream)
+    again = await other.fetch(5, timeout=5)  # well inside the 600 s ack wait
+    assert sorted(m.data for m in again) == [f"m{i}".encode() for i in range(1, 6)]

@@ -141,3 +141,34 @@ def test_llmkube_model_has_no_rule_and_no_top_level_generation() -> None:
     assert out["phase"] == "Downloading"
     assert by_type(out)["Available"]["observedGeneration"] == 1
     assert "Ready" not in by_type(out)
+
+
+def test_a_report_from_an_older_generation_changes_nothing() -> None:
+    current = compose(None, report(("ModelReady", "True", "Found"), generation=3, status="Running"), T0)
+    late = report(("ModelReady", "False", "NotFound"), generation=2, status="Pending")
+    assert compose(current, late, T1) == current
+    assert status_patch(obj_with(current), late, T1) is None
+    # the owner's report for the same generation, or a newer one, still applies
+    again = compose(current, report(("ModelReady", "False", "Gone"), generation=3), T1)
+    assert by_type(again)["ModelReady"]["reason"] == "Gone"
+
+
+def test_observed_generation_never_goes_backwards() -> None:
+    current = compose(None, report(("ModelReady", "True", "Found"), generation=3), T0)
+    # another source's report of another condition, computed from an older spec
+    other = compose(current, report(("CacheReady", "True", "Cached"), source="cache", generation=2), T1)
+    assert other["observedGeneration"] == 3
+    assert by_type(other)["CacheReady"]["observedGeneration"] == 2  # its own generation, as reported
+    newer = compose(other, report(("ModelReady", "True", "Found"), generation=4), T2)
+    assert newer["observedGeneration"] == 4
+
+
+def test_the_remainder_of_a_report_newer_ones_override() -> None:
+    from aim_status.ordering import remainder  # noqa: PLC0415 - the status service's own logic
+
+    old = report(("ImageReady", "False", "Pulling"), ("ConfigValid", "True", "Valid"), sourceType="Image")
+    assert remainder(old, set(), set()) is old
+    rest = remainder(old, {"ImageReady"}, set())
+    assert rest is not None
+    assert [c.type for c in rest.conditions] == ["ConfigValid"] and rest.fields == {"sourceType": "Image"}
+    assert remainder(old, {"ImageReady", "ConfigValid"}, {"sourceType"}) is None

@@ -1,7 +1,8 @@
 """The status service: the only writer of ``.status`` (DESIGN §3). It consumes status reports from
 every service through one durable consumer shared by its replicas, applies them with the kinds'
-aggregation rules (:mod:`aimcore.status.rules`), coalesces progress bursts
-(:mod:`aim_status.coalesce`) and publishes an audit record per write (:mod:`aim_status.audit`).
+aggregation rules (:mod:`aimcore.status.rules`) in the order their sources published them
+(:mod:`aim_status.ordering`), coalesces progress bursts (:mod:`aim_status.coalesce`) and publishes an
+audit record per write (:mod:`aim_status.audit`).
 
 Settings: ``AIM_STATUS_COALESCE_SECONDS`` (default 3; 0 turns coalescing off) — at most one write
 per object per this many seconds for ``progress`` reports, per replica.
@@ -21,6 +22,7 @@ from pydantic import ValidationError
 
 from aim_status.audit import Auditor
 from aim_status.coalesce import DEFAULT_WINDOW, Coalescer, StreamGuard
+from aim_status.ordering import Ordering
 from aim_status.writer import StatusWriter
 from aimcore.bus import topology
 from aimcore.bus.errors import PermanentError
@@ -68,8 +70,14 @@ async def main(ctx: ServiceContext) -> None:
         superseded=StreamGuard(ctx.js, topology.STATUS_STREAM),
     )
 
+    ordering = Ordering(ctx.js, topology.STATUS_STREAM)
+
     async def handle(msg: Msg) -> None:
-        await coalescer.submit(msg.subject, parse(msg), msg.metadata.sequence.stream)
+        seq = msg.metadata.sequence.stream
+        report = await ordering.latest_part(msg.subject, seq, parse(msg))
+        if report is None:
+            return  # newer reports from its source say everything it says
+        await coalescer.submit(msg.subject, report, seq)
 
     try:
         await Consumer(ctx.js, CONSUMER, handle).run(ctx.stop)

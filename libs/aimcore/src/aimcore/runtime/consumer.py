@@ -4,6 +4,10 @@ Replicas of a service bind the same durable consumer, so JetStream spreads the w
 Within one replica, messages for the same subject (the same object) run one after another, others
 concurrently. The handler's outcome becomes an ack decision (``aimcore.bus.errors.decide``), and
 work that runs longer than half the ack wait sends in-progress acks so it is not redelivered.
+
+A stopping consumer hands back what it holds but has not started (a nak without delay, so another
+replica gets it now rather than after the ack wait), including messages the server delivered after
+the last fetch gave up waiting, and lets the work in progress finish.
 """
 
 from __future__ import annotations
@@ -39,6 +43,16 @@ class ConsumerStats:
     naked: int = 0
     permanent: int = 0
     bus_errors: int = 0
+    handed_back: int = 0
+
+
+def _undelivered(psub: JetStreamContext.PullSubscription) -> list[Msg]:
+    """Messages the server delivered to the subscription that no fetch has returned yet."""
+    queue = getattr(getattr(psub, "_sub", None), "_pending_queue", None)
+    out: list[Msg] = []
+    while queue is not None and not queue.empty():
+        out.append(queue.get_nowait())
+    return out
 
 
 class Consumer:
@@ -105,8 +119,12 @@ class Consumer:
                     if psub is None:
                         return
                     continue
-                for msg in msgs:
+                for i, msg in enumerate(msgs):
                     await self.sem.acquire()
+                    if stop.is_set():
+                        self.sem.release()
+                        await self._hand_back(msgs[i:])
+                        break
                     task = asyncio.create_task(self._handle(msg))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
@@ -114,8 +132,17 @@ class Consumer:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
             if psub is not None:
+                await self._hand_back(_undelivered(psub))
                 with contextlib.suppress(Exception):
                     await psub.unsubscribe()
+
+    async def _hand_back(self, msgs: list[Msg]) -> None:
+        for msg in msgs:
+            if not (msg.reply or "").startswith("$JS.ACK."):
+                continue  # a status message of the pull request, not a delivery
+            with contextlib.suppress(Exception):
+                await msg.nak()
+                self.stats.handed_back += 1
 
     async def _handle(self, msg: Msg) -> None:
         lock, users = self._subject_locks.get(msg.subject, (asyncio.Lock(), 0))

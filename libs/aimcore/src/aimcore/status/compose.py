@@ -4,7 +4,12 @@
   unless its status flips. Conditions no report mentions are left alone (another service owns them).
 - ``observedGeneration`` is set on the object's status (unless the kind's status schema has no such
   field, as LLMKube's ``Model``: the API server would prune it and every report would look like a
-  change) and on every reported condition.
+  change) and on every reported condition. It never goes backwards.
+- A report older than the status (:func:`is_stale`: a condition it reports already carries a newer
+  ``observedGeneration``, i.e. its owner has since reported on a newer spec) changes nothing: a late
+  or redelivered report never overwrites status derived from a newer generation. (Newer
+  observations of the same generation are ordered by the status service from the stream:
+  :mod:`aim_status.ordering`.)
 - Reported fields are merged key-wise at the top level of ``.status``; ``None`` removes a field.
 - Then the kind's aggregation rule (:mod:`aimcore.status.rules`) derives the top-level state and
   the ``Ready`` condition from the component conditions, when there are any; ``Ready`` keeps its
@@ -61,9 +66,26 @@ def merge_conditions(
     return merged
 
 
+def is_stale(status: Obj, report: StatusReport) -> bool:
+    """True when ``report`` was computed from an older generation than one already recorded for a
+    condition it reports (each condition has one owner, so the owner has reported since)."""
+    if report.observed_generation is None:
+        return False
+    reported = {c.type for c in report.conditions}
+    for cond in status.get("conditions") or []:
+        if not isinstance(cond, dict) or cond.get("type") not in reported:
+            continue
+        seen = cond.get("observedGeneration")
+        if isinstance(seen, int) and seen > report.observed_generation:
+            return True
+    return False
+
+
 def compose(status: Obj | None, report: StatusReport, now: datetime) -> Obj:
     """The status after applying ``report`` to ``status`` (which is not modified)."""
     out: Obj = copy.deepcopy(status or {})
+    if is_stale(out, report):
+        return out
     for key, value in report.fields.items():
         if value is None:
             out.pop(key, None)
@@ -76,7 +98,9 @@ def compose(status: Obj | None, report: StatusReport, now: datetime) -> Obj:
     if report.observed_generation is not None and rules.has_status_field(
         report.object.group, report.object.kind, "observedGeneration"
     ):
-        out["observedGeneration"] = report.observed_generation
+        before = out.get("observedGeneration")
+        newest = max(before, report.observed_generation) if isinstance(before, int) else None
+        out["observedGeneration"] = newest or report.observed_generation
     rule = rules.rule_for(report.object.group, report.object.kind)
     if rule is not None:
         out = rules.aggregate(rule, out, now=now, previous=status or {})

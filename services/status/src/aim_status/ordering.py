@@ -1,0 +1,87 @@
+"""Reports are written in the order their sources published them, whatever order they arrive in.
+
+A status report can reach the status service late: redelivered after its ack wait because the
+replica that held it stopped (even a graceful stop can leave messages the server delivered after
+the client stopped fetching), or handled by one replica while another already wrote a newer one.
+Written then, it would put back what its source has since corrected (``observedGeneration`` going
+backwards, a service falling from ``Starting`` to ``Pending`` until the next resync).
+
+The stream is the record of order. Before a report is applied, :class:`Ordering` walks the object's
+subject forward from the report's sequence: every condition type and status field that a *newer*
+report *from the same source* also sets is taken out of it (each has one owner, and the newer value
+wins); what remains is applied, and a report with nothing left is acknowledged without a write. In
+the usual case (no newer report) this is one direct read of the stream. Reports from an older
+generation are also refused by the composition itself (:func:`aimcore.status.compose.is_stale`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
+from nats.js.errors import NotFoundError
+from pydantic import ValidationError
+
+from aimcore.bus.messages import StatusReport
+
+log = logging.getLogger(__name__)
+
+LOOKAHEAD = 256
+
+
+def remainder(report: StatusReport, conditions: set[str], fields: set[str]) -> StatusReport | None:
+    """``report`` without the ``conditions`` and ``fields`` newer reports set; ``None`` if nothing is
+    left that newer reports do not say."""
+    keep_conditions = tuple(c for c in report.conditions if c.type not in conditions)
+    keep_fields = {k: v for k, v in report.fields.items() if k not in fields}
+    if not keep_conditions and not keep_fields:
+        return None
+    if len(keep_conditions) == len(report.conditions) and len(keep_fields) == len(report.fields):
+        return report
+    return report.model_copy(update={"conditions": keep_conditions, "fields": keep_fields})
+
+
+class Ordering:
+    def __init__(self, js: JetStreamContext, stream: str, lookahead: int = LOOKAHEAD) -> None:
+        self.js = js
+        self.stream = stream
+        self.lookahead = lookahead
+        self.superseded = 0  # reports dropped entirely
+        self.trimmed = 0  # reports applied in part
+
+    async def latest_part(self, subject: str, seq: int, report: StatusReport) -> StatusReport | None:
+        """What of ``report`` (stream sequence ``seq`` on ``subject``) no newer report from its
+        source overrides; ``None`` when newer reports override all of it."""
+        if not seq:
+            return report
+        conditions: set[str] = set()
+        fields: set[str] = set()
+        cursor = seq + 1
+        try:
+            for _ in range(self.lookahead):
+                raw = await self.js.get_msg(self.stream, seq=cursor, subject=subject, next=True)
+                if raw.seq is None or raw.data is None:
+                    break
+                cursor = raw.seq + 1
+                try:
+                    newer = StatusReport.model_validate_json(raw.data)
+                except ValidationError:
+                    continue
+                if newer.source != report.source or newer.uid != report.uid:
+                    continue
+                conditions.update(c.type for c in newer.conditions)
+                fields.update(newer.fields)
+        except NotFoundError:
+            pass  # no (more) newer report on the subject
+        except (NatsError, TimeoutError) as exc:
+            # the stream cannot be read now: apply (the composition still refuses older generations)
+            log.debug("ordering check on %s failed: %r", subject, exc)
+        if not conditions and not fields:
+            return report
+        rest = remainder(report, conditions, fields)
+        if rest is None:
+            self.superseded += 1
+        elif rest is not report:
+            self.trimmed += 1
+        return rest
