@@ -60,10 +60,16 @@ if [ ! -x "$CACHE/kubectl" ]; then
   rm -rf "$tmp"
 fi
 
-# Debian ships etcd as a service; we only want the binary.
-if systemctl is-active etcd >/dev/null 2>&1; then systemctl stop etcd || true; fi
-pkill -x etcd 2>/dev/null || true
-pkill -f '/usr/bin/docker-registry' 2>/dev/null || true
+# Debian ships etcd and docker-registry as services and starts them on install; we only want the
+# binaries. Stop only the services this run's install started (never a process we did not start,
+# and never by name: another stack or another checkout's tests may run an etcd of their own).
+for svc in etcd-server:etcd docker-registry:docker-registry; do
+  pkg=${svc%%:*} unit=${svc##*:}
+  case " ${need_apt[*]:-} " in *" $pkg "*) ;; *) continue ;; esac
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active "$unit" >/dev/null 2>&1; then
+    systemctl disable --now "$unit" >/dev/null 2>&1 || true
+  fi
+done
 
 if ! have_src; then
   log "building kube-apiserver and kube-controller-manager (about 10 minutes)"
