@@ -160,3 +160,41 @@ async def test_observed_generation_never_goes_backwards(
         assert condition(after["status"], "ImageReady")["reason"] == "SecondSpec"
     finally:
         services.stop_all()
+
+
+async def test_progress_published_after_the_outcome_does_not_undo_it(
+    private_stack: LocalServers, kube: Kube, bus: JetStreamContext
+) -> None:
+    """A download's last progress report can reach the stream after the cache's outcome (a Job's
+    offer relayed late): the outcome stands."""
+    cache_ref = by_kind("aim.eai.amd.com", "AIMModelCache")
+    obj = await kube.create(cache_ref, manifest(cache_ref, "done", NS, {"sourceUri": "hf://a/b"}), NS)
+    meta = obj["metadata"]
+
+    def cache_report(status: str, reason: str, percentage: int, *, progress: bool) -> StatusReport:
+        return StatusReport(
+            object=ObjectRef.of(cache_ref, NS, "done"),
+            uid=meta["uid"],
+            source="cache",
+            observed_generation=meta["generation"],
+            conditions=(ConditionReport(type="DownloadReady", status=status, reason=reason),),
+            fields={"progress": {"percentage": percentage}},
+            progress=progress,
+        )
+
+    subject = subjects.status_subject(cache_ref, NS, "done")
+    for rep in (
+        cache_report("True", "Verified", 100, progress=False),
+        cache_report("False", "Verifying", 99, progress=True),
+    ):
+        await bus.publish(subject, rep.encode(), headers={"Nats-Msg-Id": rep.msg_id})
+    services = Services(private_stack, private_stack.workdir / "logs")
+    services.start("status", env={"AIM_STATUS_COALESCE_SECONDS": "0"})
+    try:
+        await drained(bus)
+        after = await kube.get(cache_ref, NS, "done")
+        assert after is not None
+        assert condition(after["status"], "DownloadReady")["reason"] == "Verified"
+        assert after["status"]["progress"] == {"percentage": 100}
+    finally:
+        services.stop_all()

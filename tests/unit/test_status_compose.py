@@ -172,3 +172,16 @@ def test_the_remainder_of_a_report_newer_ones_override() -> None:
     assert rest is not None
     assert [c.type for c in rest.conditions] == ["ConfigValid"] and rest.fields == {"sourceType": "Image"}
     assert remainder(old, {"ImageReady", "ConfigValid"}, {"sourceType"}) is None
+
+
+def test_progress_after_the_outcome_changes_nothing() -> None:
+    done = compose(
+        None, report(("DownloadReady", "True", "Verified"), obj=CACHE, source="cache", status="Ready"), T0
+    )
+    late = report(
+        ("DownloadReady", "False", "Verifying"), obj=CACHE, source="cache", progress={"percentage": 99}
+    )
+    late = late.model_copy(update={"progress": True})
+    assert compose(done, late, T1) == done
+    # the same report before the outcome is progress as usual
+    assert by_type(compose(None, late, T1))["DownloadReady"]["reason"] == "Verifying"

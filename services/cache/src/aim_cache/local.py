@@ -149,9 +149,12 @@ class LocalExecutor:
             log.exception("download of %s/%s crashed", meta["namespace"], meta["name"])
             run.error = DownloadError(DOWNLOAD_FAILED, f"downloader error: {type(exc).__name__}: {exc}")
         finally:
-            run.finished_at = time.time()
+            # every progress report is on the bus before the run counts as finished: a reconcile
+            # that sees it finished reports the outcome after them, so no late progress report can
+            # follow (and override) the outcome
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
+            run.finished_at = time.time()
         try:
             await self.wake(ref, cache)
         except Exception:  # the periodic resync will look at it

@@ -9,7 +9,8 @@ backwards, a service falling from ``Starting`` to ``Pending`` until the next res
 The stream is the record of order. Before a report is applied, :class:`Ordering` walks the object's
 subject forward from the report's sequence: every condition type and status field that a *newer*
 report *from the same source* also sets is taken out of it (each has one owner, and the newer value
-wins); what remains is applied, and a report with nothing left is acknowledged without a write. In
+wins; a newer *progress* report overrides only older progress, never an outcome); what remains is
+applied, and a report with nothing left is acknowledged without a write. In
 the usual case (no newer report) this is one direct read of the stream. Reports from an older
 generation are also refused by the composition itself (:func:`aimcore.status.compose.is_stale`).
 """
@@ -70,6 +71,8 @@ class Ordering:
                     continue
                 if newer.source != report.source or newer.uid != report.uid:
                     continue
+                if newer.progress and not report.progress:
+                    continue  # progress is a passing view: it never overrides an outcome
                 conditions.update(c.type for c in newer.conditions)
                 fields.update(newer.fields)
         except NotFoundError:

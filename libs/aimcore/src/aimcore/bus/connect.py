@@ -74,16 +74,18 @@ class BusSettings:
 
 
 class OutageLog:
-    """Logs a connection problem once per outage (then at debug level) and the recovery once."""
+    """One warning when the connection drops and one when it is back; the errors in between (one per
+    reconnect attempt) go to debug, never as tracebacks."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.down = False
+        self.errors = 0  # since the connection was last up
         self.client: NatsClient | None = None  # set once connected: a deliberate close is no outage
 
     async def error(self, exc: Exception) -> None:
-        level = logging.DEBUG if self.down else logging.WARNING
-        self.down = True
+        level = logging.WARNING if self.errors == 0 else logging.DEBUG
+        self.errors += 1
         log.log(level, "%s: NATS connection problem: %s", self.name, _describe(exc))
 
     async def disconnected(self) -> None:
@@ -94,7 +96,7 @@ class OutageLog:
         self.down = True
 
     async def reconnected(self) -> None:
-        self.down = False
+        self.down, self.errors = False, 0
         log.info("%s: NATS reconnected", self.name)
 
 

@@ -6,8 +6,9 @@
   field, as LLMKube's ``Model``: the API server would prune it and every report would look like a
   change) and on every reported condition. It never goes backwards.
 - A report older than the status (:func:`is_stale`: a condition it reports already carries a newer
-  ``observedGeneration``, i.e. its owner has since reported on a newer spec) changes nothing: a late
-  or redelivered report never overwrites status derived from a newer generation. (Newer
+  ``observedGeneration``, i.e. its owner has since reported on a newer spec; or progress on work its
+  source has since reported complete) changes nothing: a late or redelivered report never
+  overwrites status derived from a newer generation or a later outcome. (Newer
   observations of the same generation are ordered by the status service from the stream:
   :mod:`aim_status.ordering`.)
 - Reported fields are merged key-wise at the top level of ``.status``; ``None`` removes a field.
@@ -68,7 +69,17 @@ def merge_conditions(
 
 def is_stale(status: Obj, report: StatusReport) -> bool:
     """True when ``report`` was computed from an older generation than one already recorded for a
-    condition it reports (each condition has one owner, so the owner has reported since)."""
+    condition it reports (each condition has one owner, so the owner has reported since), or when
+    it is progress arriving after the work it reports on completed (a progress report would turn a
+    condition its source has since set ``True`` back to ``False``)."""
+    if report.progress:
+        done = {
+            c.get("type")
+            for c in status.get("conditions") or []
+            if isinstance(c, dict) and c.get("status") == "True"
+        }
+        if any(c.type in done and c.status != "True" for c in report.conditions):
+            return True
     if report.observed_generation is None:
         return False
     reported = {c.type for c in report.conditions}
