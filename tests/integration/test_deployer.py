@@ -344,6 +344,127 @@ async def test_identical_custom_models_are_shared(deployer, kube: Kube, namespac
     assert shared["spec"]["custom"]["hardware"]["gpu"]["requests"] == 1
 
 
+PAUSED = {"aim.eai.amd.com/reconciliation-paused": "true"}
+
+
+def cond_of(type_: str, status: str, reason: str, message: str) -> dict[str, Any]:
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": "2026-11-22T00:00:00Z",
+    }
+
+
+async def frozen_model(
+    kube: Kube, namespace: str, name: str, state: str, *conditions: dict[str, Any]
+) -> None:
+    """A model as discovery would leave it, paused so only the test writes its status."""
+    await kube.create(
+        MODEL,
+        manifest(MODEL, name, namespace, {"image": f"ghcr.io/acme/{name}:1"}, annotations=PAUSED),
+        namespace,
+    )
+    await ready(kube, MODEL, namespace, name, {"status": state, "conditions": list(conditions)})
+
+
+async def test_a_service_says_why_its_model_has_no_templates(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    """Not "no templates exist for this model" forever: the model's own reason for having none."""
+    # the registry keeps failing: the model is Degraded (usable in principle) and has no templates
+    await frozen_model(
+        kube,
+        namespace,
+        "no-meta",
+        "Degraded",
+        cond_of("ImageMetadataReady", "False", "RegistryError", "registry.example: connection refused"),
+        cond_of("ServiceTemplatesReady", "False", "AwaitingMetadata", "No templates until ..."),
+    )
+    await make_service(kube, namespace, "on-no-meta", {"model": {"name": "no-meta"}})
+    svc = await wait_service(
+        kube, namespace, "on-no-meta", has("TemplateReady", "False", "RegistryError"), "the metadata failure"
+    )
+    message = condition(svc["status"], "TemplateReady")["message"]
+    assert "AIMModel no-meta" in message and "connection refused" in message, message
+    assert svc["status"]["status"] == "Degraded"
+
+    # the image recommends no deployment and the model defines no custom templates: only a user can
+    # change that
+    await frozen_model(
+        kube,
+        namespace,
+        "no-labels",
+        "Ready",
+        cond_of("ImageMetadataReady", "True", "ImageFound", "Read labels (no AIM model name)"),
+        cond_of(
+            "ServiceTemplatesReady",
+            "True",
+            "NoTemplatesExpected",
+            "No templates: the image ... recommends none",
+        ),
+    )
+    await make_service(kube, namespace, "on-no-labels", {"model": {"name": "no-labels"}})
+    svc = await wait_service(
+        kube, namespace, "on-no-labels", has("TemplateReady", "False", "ModelHasNoTemplates"), "no templates"
+    )
+    assert "recommends none" in condition(svc["status"], "TemplateReady")["message"]
+    assert svc["status"]["status"] == "Failed"
+    # a user adds a template naming the model: the service goes on
+    await make_template(kube, namespace, "no-labels-t", "no-labels")
+    await wait_service(kube, namespace, "on-no-labels", has("TemplateReady", "True", "Resolved"), "resolved")
+
+    # an image that does not exist: the model failed, and the service names the model's reason
+    await frozen_model(
+        kube,
+        namespace,
+        "no-image",
+        "Failed",
+        cond_of("ImageMetadataReady", "False", "ImageNotFound", "ghcr.io/acme/no-image:1: manifest unknown"),
+        cond_of("Ready", "False", "ImageNotFound", "Component ImageMetadata is not ready: manifest unknown"),
+    )
+    await make_service(kube, namespace, "on-no-image", {"model": {"name": "no-image"}})
+    svc = await wait_service(
+        kube, namespace, "on-no-image", has("ModelReady", "False", "ModelFailed"), "the model failed"
+    )
+    assert "ImageNotFound" in condition(svc["status"], "ModelReady")["message"]
+    assert svc["status"]["status"] == "Failed"
+
+
+async def test_children_the_api_server_refuses_are_reported(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    """A route annotation key Kubernetes does not allow: the API server refuses the HTTPRoute (422).
+    The service fails naming the refusal instead of retrying with no word in its status, and
+    recovers when the annotation is fixed."""
+    await make_model(kube, namespace, "ra")
+    await make_template(kube, namespace, "ra-t", "ra")
+    routing = {"enabled": True, "gatewayRef": {"name": "gw"}, "annotations": {"not a valid key!": "x"}}
+    await make_service(kube, namespace, "annotated", {"model": {"name": "ra"}, "routing": routing})
+    svc = await wait_service(
+        kube,
+        namespace,
+        "annotated",
+        has("HTTPRouteReady", "False", "HTTPRouteCreateRejected"),
+        "the refused route",
+    )
+    message = condition(svc["status"], "HTTPRouteReady")["message"]
+    assert "not a valid key!" in message and "422" in message, message
+    assert svc["status"]["status"] == "Failed"
+    assert not (await kube.list(HTTP_ROUTE, namespace))[0]
+    # the InferenceService is not held back by the route
+    await isvc_of(kube, namespace, "annotated")
+
+    await kube.patch(
+        SERVICE,
+        namespace,
+        "annotated",
+        {"spec": {"routing": {"annotations": {"not a valid key!": None, "example.com/team": "ml"}}}},
+    )
+    await wait_service(
+        kube, namespace, "annotated", has("HTTPRouteReady", "False", "HTTPRoutePending"), "the route applied"
+    )
+    (route,) = (await kube.list(HTTP_ROUTE, namespace))[0]
+    assert route["metadata"]["annotations"] == {"example.com/team": "ml"}
+
+
 # -- template selection -------------------------------------------------------------------------
 
 

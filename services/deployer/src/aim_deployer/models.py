@@ -33,7 +33,15 @@ from aimcore.oci.errors import InvalidReference
 from aimcore.oci.reference import parse_reference
 from aimcore.runtime.informer import Informer
 from aimcore.runtimeconfig import Resolved
-from aimcore.views import AIM, AUTO_GENERATED, ORIGIN_LABEL, model_kinds, ready_message, state_of
+from aimcore.views import (
+    AIM,
+    AUTO_GENERATED,
+    ORIGIN_LABEL,
+    model_kinds,
+    ready_message,
+    ready_reason,
+    state_of,
+)
 
 Obj = dict[str, Any]
 
@@ -100,6 +108,9 @@ def judge(kind: KindRef, obj: Obj, how: str) -> ModelPlan:
         note = f" (model is {state}: {ready_message(obj)})" if state != "Ready" else ""
         return ModelPlan(cond(MODEL_READY, True, MODEL_RESOLVED, f"{how} {what}{note}"), (kind, obj), True)
     detail = ready_message(obj) or state
+    cause = ready_reason(obj)
+    if cause and cause not in ("Progressing", "NotReady"):  # name the model's own reason
+        detail = f"{cause}: {detail}"
     if state == "Failed":
         return ModelPlan(cond(MODEL_READY, False, MODEL_FAILED, f"{what} failed: {detail}"), (kind, obj))
     if state == "NotAvailable":  # nowhere to run it (no GPU of its templates): the service waits
