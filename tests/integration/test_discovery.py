@@ -621,3 +621,31 @@ async def test_a_discovery_job_the_api_server_refuses_says_why(  # type: ignore[
     assert "1 NOT VALID" in message and "422" in message, message
     items, _ = await kube.list(JOB, namespace, label_selector="aim.eai.amd.com/template=bad-env")
     assert not items
+
+
+async def test_a_template_name_held_by_another_models_template_is_a_conflict(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """The name of a template the model plans is held by another model's template: the model says
+    so instead of "Creating 1 template(s)" forever."""
+    planned = derived_name(["clash", "custom", "x"], ["clash", 0, "x"])
+    await kube.create(
+        TEMPLATE, manifest(TEMPLATE, planned, namespace, {"modelName": "someone-else"}), namespace
+    )
+    spec = {
+        "image": "example.invalid/aim-clash:1.0",
+        "imageMetadata": {"model": {"canonicalName": "acme/clash"}},
+        "customTemplates": [{"name": "x", "hardware": {"cpu": {"requests": "1"}}}],
+    }
+    await kube.create(MODEL, manifest(MODEL, "clash", namespace, spec), namespace)
+    model = await status_of(
+        kube,
+        MODEL,
+        namespace,
+        "clash",
+        has("ServiceTemplatesReady", "False", "TemplateNameConflict"),
+        "conflict",
+    )
+    assert model["status"]["status"] == "Failed"
+    message = condition(model["status"], "ServiceTemplatesReady")["message"]
+    assert planned in message and "someone-else" in message, message

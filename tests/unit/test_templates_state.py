@@ -19,6 +19,7 @@ from aim_discovery.models import (
     SOME_TEMPLATES_REJECTED,
     TEMPLATE_CREATE_FORBIDDEN,
     TEMPLATE_CREATE_REJECTED,
+    TEMPLATE_NAME_CONFLICT,
     TEMPLATES_PROGRESSING,
     RefusedTemplate,
     templates_state,
@@ -132,8 +133,24 @@ def test_refused_templates_are_reported_not_awaited(
     assert (status, got) == ("False", reason)
     assert RESOURCE.state_of({"type": "ServiceTemplatesReady", "status": status, "reason": got}) is state
     for r in refused:
+        assert r.refusal is not None
         assert r.name in message and str(r.refusal.status) in message and r.refusal.message in message
     assert f"{len(refused)} of {expected}" in message
+
+
+def test_a_name_taken_by_another_models_template_is_a_conflict() -> None:
+    taken = RefusedTemplate("t", taken_by="model 'other'")
+    status, reason, message = templates_state([], 1, True, [taken])
+    assert (status, reason) == ("False", TEMPLATE_NAME_CONFLICT)
+    assert "t: the name is taken by a template of model 'other'" in message
+    assert (
+        RESOURCE.state_of({"type": "ServiceTemplatesReady", "status": status, "reason": reason})
+        is State.FAILED
+    )
+    # mixed with a refusal: the refusal names the reason
+    mixed = templates_state([], 2, True, [taken, RefusedTemplate("u", INVALID)])
+    assert mixed[1] == TEMPLATE_CREATE_REJECTED
+    assert templates_state(["Ready"], 2, True, [taken])[1] == SOME_TEMPLATES_REJECTED
 
 
 def test_refused_update_says_update() -> None:

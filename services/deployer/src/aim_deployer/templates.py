@@ -53,7 +53,7 @@ SERVICE_TEMPLATES_READY = "ServiceTemplatesReady"
 CLUSTER_TEMPLATES_READY = "ClusterServiceTemplatesReady"
 NO_TEMPLATES_EXPECTED = "NoTemplatesExpected"
 REFUSED_TEMPLATE_REASONS = frozenset(
-    {"TemplateCreateRejected", "TemplateCreateForbidden", "SomeTemplatesRejected"}
+    {"TemplateCreateRejected", "TemplateCreateForbidden", "TemplateNameConflict", "SomeTemplatesRejected"}
 )
 
 

@@ -19,6 +19,7 @@ One reconcile:
    when no usable template is left, ``SomeTemplatesRejected`` (Degraded) otherwise, both naming
    the template and the server's message; the same body is not sent again until it changes. A
    403 is ``TemplateCreateForbidden`` and is retried with the backoff below (RBAC can be fixed).
+   A planned name taken by another model's template is ``TemplateNameConflict``.
 4. ``ServiceTemplatesReady`` / ``ClusterServiceTemplatesReady`` aggregated from the model's
    templates (:func:`templates_state`); the status service derives ``status`` and ``Ready``.
 
@@ -74,6 +75,7 @@ from aimcore.views import (
     AIM,
     MODEL_LABEL,
     ModelView,
+    TemplateView,
 )
 
 log = logging.getLogger(__name__)
@@ -111,6 +113,7 @@ CREATING_TEMPLATES = "CreatingTemplates"
 TEMPLATE_CREATE_REJECTED = "TemplateCreateRejected"
 TEMPLATE_CREATE_FORBIDDEN = "TemplateCreateForbidden"
 SOME_TEMPLATES_REJECTED = "SomeTemplatesRejected"
+TEMPLATE_NAME_CONFLICT = "TemplateNameConflict"  # a template of another model has the name
 
 _READY_VALUES = {"Ready", "Available"}
 _FAILED_VALUES = {"Failed", "Degraded"}
@@ -129,13 +132,21 @@ class Metadata:
 
 @dataclass(frozen=True)
 class RefusedTemplate:
-    """A planned template the API server would not create or update."""
+    """A planned template that cannot be applied: the API server refused it, or its name is
+    taken by a template of another model (``taken_by``)."""
 
     name: str
-    refusal: Refusal
+    refusal: Refusal | None = None
     update: bool = False
+    taken_by: str = ""
+
+    @property
+    def forbidden(self) -> bool:
+        return self.refusal is not None and self.refusal.forbidden
 
     def describe(self) -> str:
+        if self.refusal is None:
+            return f"{self.name}: the name is taken by a template of {self.taken_by or 'another model'}"
         verb = "update" if self.update else "create"
         return f"{self.name} ({verb}): {self.refusal.describe()}"
 
@@ -193,14 +204,18 @@ def _refused_state(
     total = len(statuses)
     failed = sum(s in _FAILED_VALUES for s in statuses)
     details = "; ".join(r.describe() for r in refused)
-    what = f"The API server refused {len(refused)} of {max(expected, len(refused))} template(s)"
+    what = f"{len(refused)} of {max(expected, len(refused))} template(s) cannot be applied"
     if total - failed > 0:
         ready = sum(s in _READY_VALUES for s in statuses)
         unavailable = sum(s == "NotAvailable" for s in statuses)
         counts = f"{ready}/{total} ready, {failed} failed, {unavailable} not available"
         return "False", SOME_TEMPLATES_REJECTED, f"{what} ({counts}): {details}"
-    forbidden = all(r.refusal.forbidden for r in refused)
-    reason = TEMPLATE_CREATE_FORBIDDEN if forbidden else TEMPLATE_CREATE_REJECTED
+    if all(r.refusal is None for r in refused):
+        reason = TEMPLATE_NAME_CONFLICT
+    elif all(r.forbidden for r in refused if r.refusal is not None):
+        reason = TEMPLATE_CREATE_FORBIDDEN
+    else:
+        reason = TEMPLATE_CREATE_REJECTED
     return "False", reason, f"{what}: {details}"
 
 
@@ -301,7 +316,7 @@ class ModelController:
                 templates=[p.name for p in planned],
                 templatesState=reason,
             )
-        if any(r.refusal.forbidden for r in refused):
+        if any(r.forbidden for r in refused):
             return self._retry(model, outcome, failed=True)
         return self._retry(model, outcome)
 
@@ -451,6 +466,9 @@ class ModelController:
                         template.name,
                         model.name,
                     )
+                    other = TemplateView(kind, existing).model_name
+                    if other != model.name:  # not this model's: it will never count as one of them
+                        refused.append(RefusedTemplate(template.name, taken_by=f"model {other!r}"))
                     continue
                 if not differs(existing, body):
                     continue

@@ -171,6 +171,8 @@ REASON_STATES: Mapping[str, State] = {
     # the API server refused a child the object writes (400/422: its content; 403: permission);
     # only a user or an administrator can change that (issue 15)
     "ModelHasNoTemplates": State.FAILED,
+    "ModelNameConflict": State.FAILED,
+    "TemplateNameConflict": State.FAILED,
     **{
         f"{child}Create{how}": State.FAILED
         for child in ("Template", "Model", "Cache", "InferenceService", "HTTPRoute")
