@@ -25,8 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from aimcore.bus.messages import ConditionReport
 from aimcore.children import owner_reference
+from aimcore.crds.registry import resource_class
 from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.naming import derived_name, label_value
 from aimcore.oci.errors import InvalidReference
@@ -61,6 +64,8 @@ MODEL_NOT_AVAILABLE = "ModelNotAvailable"
 CREATING_MODEL = "CreatingModel"
 MULTIPLE_MODELS = "MultipleModelsFound"
 INVALID_IMAGE = "InvalidImageReference"
+MODEL_NAME_CONFLICT = "ModelNameConflict"  # the name to create is held by another model
+NAMESPACED_MODEL = by_kind(AIM, "AIMModel")  # custom models are namespaced (either group's kind)
 
 _USABLE = ("Ready", "Degraded")
 
@@ -218,6 +223,9 @@ def by_image(  # noqa: PLR0917 - one call site, every argument named there
         kind, obj = local[0]
         return judge(kind, obj, f"using (image {image})")
     kind = _creation_kind(group, config)
+    taken = name_taken(informer, kind, namespace, name, f"a model of image {image}")
+    if taken is not None:
+        return taken
     spec: Obj = {"image": image, **_common_spec(kind, service_spec)}
     discovery = _discovery(group, config)
     if discovery is not None:
@@ -252,14 +260,77 @@ def source_key(sources: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str
     ]
 
 
-def custom_model_name(base_image: str, sources: Sequence[Mapping[str, Any]]) -> str:
-    inputs: list[Any] = [base_image]
+def custom_model_spec(service_spec: Mapping[str, Any], custom: Mapping[str, Any]) -> Obj:
+    """The spec of the AIMModel a service's ``model.custom`` asks for: base image, sources,
+    hardware, and the service's runtime config, pull secrets, service account and env."""
+    base = str(custom.get("baseImage") or DEFAULT_BASE_IMAGE)
+    sources = [dict(s) for s in custom.get("modelSources") or [] if isinstance(s, Mapping)]
+    spec: Obj = {"image": base, "modelSources": sources, **_common_spec(NAMESPACED_MODEL, service_spec)}
+    hardware = custom.get("hardware")
+    if isinstance(hardware, Mapping) and hardware:
+        spec["custom"] = {"hardware": dict(hardware)}
+    if service_spec.get("env"):
+        spec["env"] = service_spec["env"]
+    return spec
+
+
+def model_identity(kind: KindRef, spec: Mapping[str, Any]) -> Obj:
+    """What two custom models must agree on to be one: the whole spec, read as the models are
+    (defaults filled in, as the API server fills them into a stored model) with empty values
+    dropped. Anything in it changes the model's templates (hardware, env, sources, pull secrets,
+    service account, runtime config), so services asking for different ones must not share."""
+    try:
+        obj = {
+            "apiVersion": kind.api_version,
+            "kind": kind.kind,
+            "metadata": {"name": "x"},
+            "spec": dict(spec),
+        }
+        parsed = resource_class(kind.group, kind.kind).model_validate(obj)
+        read: Any = parsed.model_dump(by_alias=True, exclude_none=True, mode="json").get("spec") or {}
+    except (ValidationError, KeyError):
+        read = dict(spec)
+    return dict(_without_empty(read) or {})
+
+
+def _without_empty(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        kept = {str(k): _without_empty(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, "", [], {})}
+    if isinstance(value, list | tuple):
+        return [_without_empty(v) for v in value]
+    return value
+
+
+def custom_model_name(kind: KindRef, spec: Mapping[str, Any]) -> str:
+    """``<first modelId>-<8 hex>``: the original's hash inputs (base image, then each source's
+    modelId, sourceUri and ``AWS_ENDPOINT_URL`` if set) followed by the model's whole identity
+    (:func:`model_identity`), so different requests never compete for one name."""
+    sources = [s for s in spec.get("modelSources") or [] if isinstance(s, Mapping)]
+    inputs: list[Any] = [str(spec.get("image") or "")]
     for model_id, uri, endpoint in source_key(sources):
         inputs += [model_id, uri]
         if endpoint:
             inputs.append(endpoint)
+    inputs.append(model_identity(kind, spec))
     first = str(sources[0].get("modelId") or "custom") if sources else "custom"
     return derived_name([first], inputs)
+
+
+def name_taken(
+    informer: Informer, kind: KindRef, namespace: str | None, name: str, wanted: str
+) -> ModelPlan | None:
+    """A model of the name the deployer would create exists but is not the one it wants (a user's
+    model of that name, a different image): creating it would fail forever, so say so. ``None``
+    when the name is free, or its holder is being deleted (the create follows once it is gone)."""
+    existing = informer.get(kind, namespace if kind.namespaced else None, name)
+    if existing is None or existing["metadata"].get("deletionTimestamp"):
+        return None
+    message = (
+        f"{kind.kind} {name} exists but is not {wanted}; delete or rename it, or reference a model "
+        "with spec.model.name"
+    )
+    return ModelPlan(cond(MODEL_READY, False, MODEL_NAME_CONFLICT, message))
 
 
 def by_custom(
@@ -270,29 +341,32 @@ def by_custom(
 ) -> ModelPlan:
     group = ref.group
     namespace = service["metadata"].get("namespace")
-    spec = service.get("spec") or {}
-    base = str(custom.get("baseImage") or DEFAULT_BASE_IMAGE)
-    sources = [dict(s) for s in custom.get("modelSources") or [] if isinstance(s, Mapping)]
     kind = by_kind(group, "AIMModel")
-    key = source_key(sources)
+    spec = custom_model_spec(service.get("spec") or {}, custom)
+    identity = model_identity(kind, spec)
+    key = source_key(spec["modelSources"])
     uid = service["metadata"].get("uid")
+    matches = []
     for obj in informer.list(kind, namespace):
         ospec = obj.get("spec") or {}
         if obj["metadata"].get("deletionTimestamp"):
             continue
-        if ospec.get("image") == base and source_key(ospec.get("modelSources") or []) == key:
-            plan = judge(kind, obj, "using custom model")
-            owners = {o.get("uid") for o in obj["metadata"].get("ownerReferences") or []}
-            if uid not in owners:
-                return ModelPlan(plan.condition, plan.model, plan.usable, join=(kind, obj))
-            return plan
-    name = custom_model_name(base, sources)
-    body_spec: Obj = {"image": base, "modelSources": sources, **_common_spec(kind, spec)}
-    hardware = custom.get("hardware")
-    if isinstance(hardware, Mapping) and hardware:
-        body_spec["custom"] = {"hardware": dict(hardware)}
-    if spec.get("env"):
-        body_spec["env"] = spec["env"]
+        if ospec.get("image") != spec["image"] or source_key(ospec.get("modelSources") or []) != key:
+            continue  # (cheap checks first)
+        if model_identity(kind, ospec) == identity:
+            matches.append(obj)
+    if matches:
+        # one this service already co-owns first (a model made under an older naming and one
+        # made now may both match), then by name: every service picks the same
+        obj = min(matches, key=lambda o: (uid not in _owner_uids(o), o["metadata"]["name"]))
+        plan = judge(kind, obj, "using custom model")
+        if uid not in _owner_uids(obj):
+            return ModelPlan(plan.condition, plan.model, plan.usable, join=(kind, obj))
+        return plan
+    name = custom_model_name(kind, spec)
+    taken = name_taken(informer, kind, namespace, name, "the custom model this service asks for")
+    if taken is not None:
+        return taken
     labels = _labels({CUSTOM_LABEL: "true", SERVICE_LABEL: label_value(service["metadata"]["name"])})
     meta: Obj = {
         "name": name,
@@ -301,9 +375,13 @@ def by_custom(
         # not the controller: several services may share the model, each one an owner
         "ownerReferences": [owner_reference(ref, service, controller=False)],
     }
-    body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": body_spec}
+    body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": spec}
     message = f"creating custom AIMModel {name} ({', '.join(u for _, u, _ in key)})"
     return ModelPlan(cond(MODEL_READY, False, CREATING_MODEL, message), create=(kind, body))
+
+
+def _owner_uids(obj: Mapping[str, Any]) -> set[Any]:
+    return {o.get("uid") for o in (obj.get("metadata") or {}).get("ownerReferences") or []}
 
 
 def resolve_model(informer: Informer, ref: KindRef, service: Obj, config: Resolved | None) -> ModelPlan:

@@ -30,7 +30,15 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aim_deployer import caching, inference, readiness, routing
-from aim_deployer.models import MODEL_READY, SERVICE_LABEL, ModelPlan, cond, resolve_model
+from aim_deployer.models import (
+    CUSTOM_LABEL,
+    MODEL_READY,
+    SERVICE_LABEL,
+    ModelPlan,
+    cond,
+    resolve_model,
+    service_model,
+)
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
 from aimcore import gpu as gpus
@@ -186,7 +194,8 @@ class ServiceController:
             return await self._report(request, state)
 
         chosen = Chosen(config, model, template, plan, isvc_name)
-        await self._inference_service(request, state, chosen, live)
+        if await self._inference_service(request, state, chosen, live):
+            await self._release_custom_models(request, model)
         await self._route(request, state, config, isvc_name)
         return await self._report(request, state)
 
@@ -324,7 +333,8 @@ class ServiceController:
 
     async def _inference_service(
         self, request: Request, state: Pass, chosen: Chosen, live: Obj | None
-    ) -> None:
+    ) -> bool:
+        """Apply the InferenceService; whether the one in the cluster is now built from ``chosen``."""
         config, model, template, plan, isvc_name = (
             chosen.config,
             chosen.model,
@@ -363,10 +373,10 @@ class ServiceController:
                             message="waiting for the inference service",
                         )
                     )
-                    return
+                    return False
                 self._pods(request, state, live, isvc_name)
                 state.set(refused)  # the running one is outdated: the refusal explains the step
-                return
+                return False
             live = written
             request.writes.record(INFERENCE_SERVICE, live)
             if not (live.get("status") or {}):
@@ -378,6 +388,7 @@ class ServiceController:
                     f"InferenceService {isvc_name} applied",
                 )
         self._pods(request, state, live, isvc_name)
+        return True
 
     def _pods(self, request: Request, state: Pass, live: Obj, isvc_name: str) -> None:
         """The InferenceService's and its predictor pods' conditions."""
@@ -527,6 +538,46 @@ class ServiceController:
         except ValueError:
             return None
         return check.node_affinity
+
+    async def _release_custom_models(self, request: Request, model: tuple[KindRef, Obj]) -> None:
+        """Stop co-owning the custom models this service no longer runs: its request changed
+        (new env, hardware...), or it shared a model made for a different request before custom
+        models were told apart by their whole spec. Called once the InferenceService is built
+        from ``model``; a model left without owners is deleted (with its templates), one still
+        used by others only loses this owner reference."""
+        custom = service_model(request.ref, request.obj.get("spec") or {}).get("custom")
+        if not isinstance(custom, Mapping):
+            return
+        uid = request.obj["metadata"].get("uid")
+        keep = model[1]["metadata"].get("uid")
+        kind = by_kind(request.ref.group, "AIMModel")
+        for obj in request.informer.list(kind, request.namespace):
+            meta = obj["metadata"]
+            owners = meta.get("ownerReferences") or []
+            index = next((i for i, o in enumerate(owners) if o.get("uid") == uid), None)
+            if index is None or meta.get("uid") == keep or meta.get("deletionTimestamp"):
+                continue
+            if (meta.get("labels") or {}).get(CUSTOM_LABEL) != "true":
+                continue
+            path = f"/metadata/ownerReferences/{index}"
+            ops = [{"op": "test", "path": f"{path}/uid", "value": uid}, {"op": "remove", "path": path}]
+            try:
+                if len(owners) == 1:
+                    await self.kube.delete(kind, request.namespace, meta["name"])
+                else:
+                    await self.kube.patch_json(kind, request.namespace, meta["name"], ops)
+            except ApiException as exc:
+                if exc.status not in (404, 409, 422):
+                    raise
+                continue  # changed meanwhile: the next reconcile looks again
+            await request.reporter.decide(
+                request.ref,
+                request.obj,
+                "release-model",
+                "ModelReleased",
+                f"custom AIMModel {meta['name']} is no longer used by this service"
+                + (" and was deleted" if len(owners) == 1 else ""),
+            )
 
     async def _co_own(self, request: Request, kind: KindRef, obj: Obj) -> None:
         """Make this service one more owner of a shared child (a custom model, a derived
