@@ -204,9 +204,9 @@ def by_image(  # noqa: PLR0917 - one call site, every argument named there
         for obj in informer.list(kind, namespace if kind.namespaced else None):
             if (obj.get("spec") or {}).get("image") == image and not obj["metadata"].get("deletionTimestamp"):
                 matches.append((kind, obj))
-    if sticky:
+    if sticky:  # the model resolved before, while it stays Ready (reference §2.1)
         for kind, obj in matches:
-            if obj["metadata"].get("uid") == sticky.get("uid"):
+            if obj["metadata"].get("uid") == sticky.get("uid") and state_of(obj) == "Ready":
                 return judge(kind, obj, f"using (image {image})")
     # Models users made beat those a service auto-created: a service applied together with its
     # model may have created one before the model was seen, and must not be stuck with it.
