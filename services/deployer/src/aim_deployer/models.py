@@ -4,15 +4,19 @@ controller applies what :class:`ModelPlan` asks for.
 
 - ``model.name`` (legacy also ``model.ref`` and generation 1's ``aimImageName``): the namespace's
   model first, then the cluster's. Not found → ``ModelNotFound`` and ``ConfigValid=False``.
-- ``model.image``: every model with exactly that image; models users made beat auto-created ones,
+- ``model.image``: the model resolved before while it stays Ready (``status.resolvedModel``), else
+  every model with exactly that image; models users made beat auto-created ones,
   a namespace match beats a cluster match, and two matches left are ambiguous
   (``MultipleModelsFound``, not a silent pick).
   None → a model is planned in the scope of the runtime config's ``model.creationScope``
   (Namespace by default) with the original's name (``<image name>-<tag>-<hash>``) and discovery as
   ``model.autoDiscovery`` says. An unparsable image → ``InvalidImageReference``.
-- ``model.custom``: a namespaced custom model with the same base image and the same sources
-  (modelId, sourceUri and ``AWS_ENDPOINT_URL``) is shared; otherwise one is planned. Every service
-  using a custom model is one of its owners, so it goes with its last user, never before.
+- ``model.custom``: a namespaced model whose whole spec is what the service asks for (base image,
+  sources, hardware, env, runtime config, pull secrets, service account: :func:`model_identity`)
+  is shared; otherwise one is planned, its name hashing that spec after the original's inputs
+  (the original shared by sources alone, so the first creator's hardware and env won). Every
+  service using a custom model is one of its owners, so it goes with its last user, never before.
+- A name to create held by another model → ``ModelNameConflict`` (not ``CreatingModel`` forever).
 
 A model is usable when Ready, or Degraded (some of its templates are unusable, the others may be
 fine: template selection decides); Failed → ``ModelFailed``; NotAvailable → ``ModelNotAvailable``
