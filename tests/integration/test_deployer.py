@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from aim_deployer.models import auto_model_name
 from aimcore.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
 from aimcore.kube.client import Kube
 from tests.helpers import condition, eventually, has, manifest, status_of
@@ -31,6 +32,7 @@ TEMPLATE_CACHE = by_kind(AIM, "AIMTemplateCache")
 MODEL_CACHE = by_kind(AIM, "AIMModelCache")
 RUNTIME_CONFIG = by_kind(AIM, "AIMRuntimeConfig")
 IMAGE = "ghcr.io/acme/aim-llama:1.0.0"
+PAUSED = {"aim.eai.amd.com/reconciliation-paused": "true"}
 
 
 def CACHE_COMING(status: dict[str, Any]) -> bool:  # noqa: N802 - a predicate used like has(...)
@@ -310,38 +312,283 @@ async def test_image_ambiguity_and_invalid_reference_have_reasons(
     assert bad["status"]["status"] == "Failed"
 
 
-async def test_identical_custom_models_are_shared(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
-    def custom(endpoint: str) -> dict[str, Any]:
-        return {
-            "model": {
-                "custom": {
-                    "baseImage": "ghcr.io/acme/aim-base:1",
-                    "modelSources": [
-                        {
-                            "modelId": "acme/tiny",
-                            "sourceUri": "s3://bucket/tiny",
-                            "env": [{"name": "AWS_ENDPOINT_URL", "value": endpoint}],
-                        }
-                    ],
-                    "hardware": {"gpu": {"requests": 1}},
-                }
+def custom_service(endpoint: str, hardware: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "model": {
+            "custom": {
+                "baseImage": "ghcr.io/acme/aim-base:1",
+                "modelSources": [
+                    {
+                        "modelId": "acme/tiny",
+                        "sourceUri": "s3://bucket/tiny",
+                        "env": [{"name": "AWS_ENDPOINT_URL", "value": endpoint}],
+                    }
+                ],
+                "hardware": hardware,
             }
-        }
+        },
+        **spec,
+    }
 
-    await make_service(kube, namespace, "c1", custom("http://s3-a"))
-    await make_service(kube, namespace, "c2", custom("http://s3-a"))
-    await make_service(kube, namespace, "c3", custom("http://s3-b"))
 
-    async def models() -> list[dict[str, Any]] | None:
-        found = (await kube.list(MODEL, namespace))[0]
-        shared = [m for m in found if len(m["metadata"].get("ownerReferences") or []) == 2]
-        return found if len(found) == 2 and shared else None
+async def owners_of_models(kube: Kube, namespace: str) -> dict[str, set[str]]:
+    """Each model's name → the names of the services owning it."""
+    found = (await kube.list(MODEL, namespace))[0]
+    return {
+        m["metadata"]["name"]: {o["name"] for o in m["metadata"].get("ownerReferences") or []} for m in found
+    }
 
-    found = await eventually(models, timeout=30, what="two custom models, one shared by c1 and c2")
-    shared = next(m for m in found if len(m["metadata"]["ownerReferences"]) == 2)
-    assert {o["name"] for o in shared["metadata"]["ownerReferences"]} == {"c1", "c2"}
+
+async def test_identical_custom_models_are_shared(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    """Services asking for the same custom model share it; a different S3 endpoint, and (issue 15)
+    different hardware or env, get a model of their own instead of silently running on the first
+    creator's."""
+    one_gpu = {"gpu": {"requests": 1}}
+    await make_service(kube, namespace, "c1", custom_service("http://s3-a", one_gpu))
+    await make_service(kube, namespace, "c2", custom_service("http://s3-a", one_gpu))
+    await make_service(kube, namespace, "c3", custom_service("http://s3-b", one_gpu))
+    await make_service(kube, namespace, "c4", custom_service("http://s3-a", {"gpu": {"requests": 1000000}}))
+    await make_service(
+        kube,
+        namespace,
+        "c5",
+        custom_service("http://s3-a", one_gpu, env=[{"name": "HF_TOKEN", "value": "t"}]),
+    )
+
+    async def models() -> dict[str, set[str]] | None:
+        owners = await owners_of_models(kube, namespace)
+        return (
+            owners if sorted(map(sorted, owners.values())) == [["c1", "c2"], ["c3"], ["c4"], ["c5"]] else None
+        )
+
+    owners = await eventually(models, timeout=30, what="four custom models, one shared by c1 and c2")
+    by_owner = {",".join(sorted(o)): name for name, o in owners.items()}
+    shared = await kube.get(MODEL, namespace, by_owner["c1,c2"])
     assert shared["metadata"]["labels"]["aim.eai.amd.com/custom-model"] == "true"
     assert shared["spec"]["custom"]["hardware"]["gpu"]["requests"] == 1
+    assert "env" not in shared["spec"]
+    big = await kube.get(MODEL, namespace, by_owner["c4"])
+    assert big["spec"]["custom"]["hardware"]["gpu"]["requests"] == 1000000
+    with_env = await kube.get(MODEL, namespace, by_owner["c5"])
+    assert with_env["spec"]["env"] == [{"name": "HF_TOKEN", "value": "t"}]
+    for service, model in (
+        ("c1", shared),
+        ("c2", shared),
+        ("c4", big),
+        ("c5", with_env),
+    ):  # each service waits for its own model, none deploys on another's
+        name = model["metadata"]["name"]
+        await wait_service(
+            kube,
+            namespace,
+            service,
+            lambda s, n=name: n in condition(s, "ModelReady").get("message", ""),
+            f"{service} on {name}",
+        )
+
+
+async def test_a_custom_model_made_for_another_request_is_left_once_the_service_moves(
+    deployer, kube: Kube, namespace: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The upgrade path: a service sharing a custom model made for a different request (as before
+    issue 15, or after its own request changed) gets one of its own, runs on it, and then stops
+    owning the old one; a model left with no owner is deleted."""
+    request = custom_service("http://s3-u", {"gpu": {"requests": 1}})
+    await make_service(kube, namespace, "first", request)
+    owners = await eventually(
+        lambda: owners_of_models(kube, namespace), timeout=30, what="the first service's model"
+    )
+    (old,) = owners
+    # what the old matching did: a service asking for other hardware co-owns the first one's model
+    # (made paused, so the deployer sees it only once that is so)
+    second = custom_service("http://s3-u", {"gpu": {"requests": 2}})
+    await kube.create(SERVICE, manifest(SERVICE, "second", namespace, second, annotations=PAUSED), namespace)
+    owner = {
+        "apiVersion": SERVICE.api_version,
+        "kind": "AIMService",
+        "name": "second",
+        "uid": (await kube.get(SERVICE, namespace, "second"))["metadata"]["uid"],
+    }
+    references = (await kube.get(MODEL, namespace, old))["metadata"]["ownerReferences"]
+    await kube.patch(MODEL, namespace, old, {"metadata": {"ownerReferences": [*references, owner]}})
+    await kube.patch(
+        SERVICE,
+        namespace,
+        "second",
+        {"metadata": {"annotations": {"aim.eai.amd.com/reconciliation-paused": None}}},
+    )
+
+    async def own_model() -> str | None:
+        owners = await owners_of_models(kube, namespace)
+        mine = [name for name, o in owners.items() if o == {"second"}]
+        return mine[0] if mine else None
+
+    new = await eventually(own_model, timeout=30, what="a model of the second service's own")
+    assert (await kube.get(MODEL, namespace, new))["spec"]["custom"]["hardware"]["gpu"]["requests"] == 2
+    assert (await owners_of_models(kube, namespace))[old] == {"first", "second"}  # not yet: not running on it
+
+    # discovery's part: the new model and its template are ready; the service runs on them
+    await ready(kube, MODEL, namespace, new, {"status": "Ready"})
+    await make_template(kube, namespace, f"{new}-t", new)
+    await isvc_of(kube, namespace, "second")
+
+    async def released() -> bool:
+        return (await owners_of_models(kube, namespace)).get(old) == {"first"}
+
+    await eventually(released, timeout=30, what="the second service to release the old model")
+
+    # the first service's request changes (env): it moves to a new model too, and the old one,
+    # without owners now, is deleted
+    await ready(kube, MODEL, namespace, old, {"status": "Ready"})
+    await make_template(kube, namespace, f"{old}-t", old)
+    await isvc_of(kube, namespace, "first")
+    await kube.patch(SERVICE, namespace, "first", {"spec": {"env": [{"name": "EXTRA", "value": "1"}]}})
+
+    async def moved() -> str | None:
+        owners = await owners_of_models(kube, namespace)
+        mine = [name for name, o in owners.items() if o == {"first"} and name != old]
+        return mine[0] if mine else None
+
+    newer = await eventually(moved, timeout=30, what="the first service's new model")
+    assert await kube.get(MODEL, namespace, old) is not None  # still running on it
+    await ready(kube, MODEL, namespace, newer, {"status": "Ready"})
+    await make_template(kube, namespace, f"{newer}-t", newer)
+
+    async def deleted() -> bool:
+        return await kube.get(MODEL, namespace, old) is None
+
+    await eventually(deleted, timeout=30, what="the unused old model to be deleted")
+
+
+async def test_a_name_held_by_another_model_is_a_conflict(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    """The model a service would create has a name another model already holds (a user made it
+    for another image): not "creating" forever, but a conflict naming the model."""
+    image = f"ghcr.io/acme/aim-held-{uid()}:1"
+    await make_model(kube, namespace, auto_model_name(image), image="ghcr.io/acme/something-else:2")
+    await make_service(kube, namespace, "held", {"model": {"image": image}})
+    svc = await wait_service(
+        kube, namespace, "held", has("ModelReady", "False", "ModelNameConflict"), "the conflict"
+    )
+    assert auto_model_name(image) in condition(svc["status"], "ModelReady")["message"]
+    assert svc["status"]["status"] == "Failed"
+
+
+def cond_of(type_: str, status: str, reason: str, message: str) -> dict[str, Any]:
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": "2026-11-22T00:00:00Z",
+    }
+
+
+async def frozen_model(
+    kube: Kube, namespace: str, name: str, state: str, *conditions: dict[str, Any]
+) -> None:
+    """A model as discovery would leave it, paused so only the test writes its status."""
+    await kube.create(
+        MODEL,
+        manifest(MODEL, name, namespace, {"image": f"ghcr.io/acme/{name}:1"}, annotations=PAUSED),
+        namespace,
+    )
+    await ready(kube, MODEL, namespace, name, {"status": state, "conditions": list(conditions)})
+
+
+async def test_a_service_says_why_its_model_has_no_templates(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    """Not "no templates exist for this model" forever: the model's own reason for having none."""
+    # the registry keeps failing: the model is Degraded (usable in principle) and has no templates
+    await frozen_model(
+        kube,
+        namespace,
+        "no-meta",
+        "Degraded",
+        cond_of("ImageMetadataReady", "False", "RegistryError", "registry.example: connection refused"),
+        cond_of("ServiceTemplatesReady", "False", "AwaitingMetadata", "No templates until ..."),
+    )
+    await make_service(kube, namespace, "on-no-meta", {"model": {"name": "no-meta"}})
+    svc = await wait_service(
+        kube, namespace, "on-no-meta", has("TemplateReady", "False", "RegistryError"), "the metadata failure"
+    )
+    message = condition(svc["status"], "TemplateReady")["message"]
+    assert "AIMModel no-meta" in message and "connection refused" in message, message
+    assert svc["status"]["status"] == "Degraded"
+
+    # the image recommends no deployment and the model defines no custom templates: only a user can
+    # change that
+    await frozen_model(
+        kube,
+        namespace,
+        "no-labels",
+        "Ready",
+        cond_of("ImageMetadataReady", "True", "ImageFound", "Read labels (no AIM model name)"),
+        cond_of(
+            "ServiceTemplatesReady",
+            "True",
+            "NoTemplatesExpected",
+            "No templates: the image ... recommends none",
+        ),
+    )
+    await make_service(kube, namespace, "on-no-labels", {"model": {"name": "no-labels"}})
+    svc = await wait_service(
+        kube, namespace, "on-no-labels", has("TemplateReady", "False", "ModelHasNoTemplates"), "no templates"
+    )
+    assert "recommends none" in condition(svc["status"], "TemplateReady")["message"]
+    assert svc["status"]["status"] == "Failed"
+    # a user adds a template naming the model: the service goes on
+    await make_template(kube, namespace, "no-labels-t", "no-labels")
+    await wait_service(kube, namespace, "on-no-labels", has("TemplateReady", "True", "Resolved"), "resolved")
+
+    # an image that does not exist: the model failed, and the service names the model's reason
+    await frozen_model(
+        kube,
+        namespace,
+        "no-image",
+        "Failed",
+        cond_of("ImageMetadataReady", "False", "ImageNotFound", "ghcr.io/acme/no-image:1: manifest unknown"),
+        cond_of("Ready", "False", "ImageNotFound", "Component ImageMetadata is not ready: manifest unknown"),
+    )
+    await make_service(kube, namespace, "on-no-image", {"model": {"name": "no-image"}})
+    svc = await wait_service(
+        kube, namespace, "on-no-image", has("ModelReady", "False", "ModelFailed"), "the model failed"
+    )
+    assert "ImageNotFound" in condition(svc["status"], "ModelReady")["message"]
+    assert svc["status"]["status"] == "Failed"
+
+
+async def test_children_the_api_server_refuses_are_reported(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    """A route annotation key Kubernetes does not allow: the API server refuses the HTTPRoute (422).
+    The service fails naming the refusal instead of retrying with no word in its status, and
+    recovers when the annotation is fixed."""
+    await make_model(kube, namespace, "ra")
+    await make_template(kube, namespace, "ra-t", "ra")
+    routing = {"enabled": True, "gatewayRef": {"name": "gw"}, "annotations": {"not a valid key!": "x"}}
+    await make_service(kube, namespace, "annotated", {"model": {"name": "ra"}, "routing": routing})
+    svc = await wait_service(
+        kube,
+        namespace,
+        "annotated",
+        has("HTTPRouteReady", "False", "HTTPRouteCreateRejected"),
+        "the refused route",
+    )
+    message = condition(svc["status"], "HTTPRouteReady")["message"]
+    assert "not a valid key!" in message and "422" in message, message
+    assert svc["status"]["status"] == "Failed"
+    assert not (await kube.list(HTTP_ROUTE, namespace))[0]
+    # the InferenceService is not held back by the route
+    await isvc_of(kube, namespace, "annotated")
+
+    await kube.patch(
+        SERVICE,
+        namespace,
+        "annotated",
+        {"spec": {"routing": {"annotations": {"not a valid key!": None, "example.com/team": "ml"}}}},
+    )
+    await wait_service(
+        kube, namespace, "annotated", has("HTTPRouteReady", "False", "HTTPRoutePending"), "the route applied"
+    )
+    (route,) = (await kube.list(HTTP_ROUTE, namespace))[0]
+    assert route["metadata"]["annotations"] == {"example.com/team": "ml"}
 
 
 # -- template selection -------------------------------------------------------------------------

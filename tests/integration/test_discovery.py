@@ -189,6 +189,10 @@ async def test_bad_images_and_secrets_give_clear_conditions(  # type: ignore[no-
         assert message, f"{name}: no message"
         assert status["status"] == "Failed", (name, status)
         assert condition(status, "Ready")["status"] == "False"
+        # no "The model defines no templates": the templates wait for the metadata, saying why
+        templates = condition(status, "ServiceTemplatesReady")
+        assert (templates["status"], templates["reason"]) == ("False", "AwaitingMetadata"), templates
+        assert reason in templates["message"], templates
     assert (
         "nosuch"
         in condition((await kube.get(MODEL, namespace, "missing-secret"))["status"], "ImageMetadataReady")[
@@ -533,3 +537,115 @@ async def test_labels_read_with_the_models_pull_secret(  # type: ignore[no-untyp
     )
     assert model["status"]["imageMetadata"]["model"]["canonicalName"] == "acme/demo-7b"
     assert oci_registry_auth.password not in json.dumps(denied["status"]) + json.dumps(model["status"])
+
+
+async def test_templates_the_api_server_refuses_are_reported_not_awaited(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str, oci_registry: Registry
+) -> None:
+    """Labels recommending a metric the template CRD does not allow: the API server refuses the
+    template (422). The model says so, naming the template and the server's message, instead of
+    "Creating 1 template(s)" forever; a model with one good and one refused template is Degraded
+    (the good one stays usable). A new image (a spec change) is tried again."""
+    org = f"refused{suffix()}"
+    balanced = "{'gpuModel': 'MI355X', 'gpuCount': 1, 'precision': 'fp8', 'metric': 'balanced'}"
+    push_image(oci_registry.url, f"{org}/odd", "1.0", {"com.amd.aim.model.recommendedDeployments": balanced})
+    push_image(
+        oci_registry.url,
+        f"{org}/mixed",
+        "1.0",
+        {"com.amd.aim.model.recommendedDeployments": f"{balanced}, {DEPLOYMENTS}"},
+    )
+    odd = f"{oci_registry.host}/{org}/odd:1.0"
+    await kube.create(MODEL, manifest(MODEL, "odd", namespace, {"image": odd}), namespace)
+    await kube.create(
+        MODEL,
+        manifest(MODEL, "mixed", namespace, {"image": f"{oci_registry.host}/{org}/mixed:1.0"}),
+        namespace,
+    )
+
+    model = await status_of(
+        kube,
+        MODEL,
+        namespace,
+        "odd",
+        has("ServiceTemplatesReady", "False", "TemplateCreateRejected"),
+        "refused",
+    )
+    status = model["status"]
+    assert status["status"] == "Failed"
+    message = condition(status, "ServiceTemplatesReady")["message"]
+    (planned,) = [
+        derived_name([odd, "1x-MI355X-balanced-fp8"], [f"odd-{odd}-MI355X-x1-balanced-fp8"], hash_length=4)
+    ]
+    assert planned in message and "balanced" in message and "422" in message, message
+    assert condition(status, "Ready")["reason"] == "TemplateCreateRejected"
+    assert not await owned_templates(kube, namespace, model["metadata"]["uid"])
+
+    mixed = await status_of(
+        kube,
+        MODEL,
+        namespace,
+        "mixed",
+        has("ServiceTemplatesReady", "False", "SomeTemplatesRejected"),
+        "partly",
+    )
+    assert mixed["status"]["status"] == "Degraded"
+    assert "1 of 3" in condition(mixed["status"], "ServiceTemplatesReady")["message"]
+    assert len(await owned_templates(kube, namespace, mixed["metadata"]["uid"])) == 2
+
+    # the user points the model at an image whose labels fit: templates are created again
+    repo = f"{org}/fixed"
+    push_image(oci_registry.url, repo, "1.0", AIM_LABELS)
+    await kube.patch(MODEL, namespace, "odd", {"spec": {"image": f"{oci_registry.host}/{repo}:1.0"}})
+    fixed = await status_of(
+        kube, MODEL, namespace, "odd", lambda s: s.get("status") == "NotAvailable", "the fixed model"
+    )
+    assert condition(fixed["status"], "ServiceTemplatesReady")["reason"] == "NoTemplatesAvailable"
+
+
+async def test_a_discovery_job_the_api_server_refuses_says_why(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """An environment variable name a Pod may not have: the API server refuses the discovery Job
+    (422). The template fails with the server's message (which names the variable), not a bare
+    "HTTP 422", and the Job is not asked for again until the spec changes."""
+    spec = {"image": "example.invalid/aim-env:1.0", "imageMetadata": {"model": {"canonicalName": "acme/env"}}}
+    await kube.create(MODEL, manifest(MODEL, "env-model", namespace, spec), namespace)
+    body = {"modelName": "env-model", "precision": "fp8", "env": [{"name": "1 NOT VALID", "value": "x"}]}
+    await kube.create(TEMPLATE, manifest(TEMPLATE, "bad-env", namespace, body), namespace)
+    refused = await status_of(
+        kube, TEMPLATE, namespace, "bad-env", has("DiscoveryJobReady", "False", "JobCreateFailed"), "refused"
+    )
+    assert refused["status"]["status"] == "Failed"
+    message = condition(refused["status"], "DiscoveryJobReady")["message"]
+    assert "1 NOT VALID" in message and "422" in message, message
+    items, _ = await kube.list(JOB, namespace, label_selector="aim.eai.amd.com/template=bad-env")
+    assert not items
+
+
+async def test_a_template_name_held_by_another_models_template_is_a_conflict(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """The name of a template the model plans is held by another model's template: the model says
+    so instead of "Creating 1 template(s)" forever."""
+    planned = derived_name(["clash", "custom", "x"], ["clash", 0, "x"])
+    await kube.create(
+        TEMPLATE, manifest(TEMPLATE, planned, namespace, {"modelName": "someone-else"}), namespace
+    )
+    spec = {
+        "image": "example.invalid/aim-clash:1.0",
+        "imageMetadata": {"model": {"canonicalName": "acme/clash"}},
+        "customTemplates": [{"name": "x", "hardware": {"cpu": {"requests": "1"}}}],
+    }
+    await kube.create(MODEL, manifest(MODEL, "clash", namespace, spec), namespace)
+    model = await status_of(
+        kube,
+        MODEL,
+        namespace,
+        "clash",
+        has("ServiceTemplatesReady", "False", "TemplateNameConflict"),
+        "conflict",
+    )
+    assert model["status"]["status"] == "Failed"
+    message = condition(model["status"], "ServiceTemplatesReady")["message"]
+    assert planned in message and "someone-else" in message, message

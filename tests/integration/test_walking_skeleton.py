@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 import yaml
 from nats.js import JetStreamContext
 
@@ -37,7 +38,19 @@ async def status_of(kube: Kube, namespace: str, name: str, ref: Any = AIMSVC) ->
     return (obj or {}).get("status") or {}
 
 
-async def test_apply_then_get_shows_pending(running, aim_servers, kube, namespace) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture
+def without_discovery(running):  # type: ignore[no-untyped-def]
+    """The session's services with discovery stopped (another module may have started it): the
+    model a service auto-creates then stays Pending, as the skeleton has it. With discovery, its
+    labels would be read from the public registry, and the outcome would depend on the network
+    (no network: RegistryError, and the service says so: Degraded)."""
+    proc = running.procs.pop("discovery", None)
+    if proc is not None:
+        proc.stop()
+    return running
+
+
+async def test_apply_then_get_shows_pending(without_discovery, aim_servers, kube, namespace) -> None:  # type: ignore[no-untyped-def]
     manifest = service(
         "qwen3-chat", namespace, {"model": {"image": "amdenterpriseai/aim-qwen-qwen3-32b:0.8.5"}}
     )

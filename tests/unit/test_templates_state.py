@@ -16,11 +16,18 @@ from aim_discovery.models import (
     NO_TEMPLATES_EXPECTED,
     SOME_TEMPLATES_DEGRADED,
     SOME_TEMPLATES_READY,
+    SOME_TEMPLATES_REJECTED,
+    TEMPLATE_CREATE_FORBIDDEN,
+    TEMPLATE_CREATE_REJECTED,
+    TEMPLATE_NAME_CONFLICT,
     TEMPLATES_PROGRESSING,
+    RefusedTemplate,
     templates_state,
 )
 from aim_discovery.templates import job_template, template_kind_token
 from aimcore.kinds import by_kind
+from aimcore.kube.refusals import Refusal
+from aimcore.status.rules import RESOURCE, State
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
@@ -92,6 +99,75 @@ def test_templates_state_messages(
 
 def test_templates_state_accepts_any_sequence() -> None:
     assert templates_state(("Ready", "NotAvailable"), 2, True)[1] == SOME_TEMPLATES_READY
+
+
+INVALID = Refusal(422, "Invalid", 'spec.metric: Unsupported value: "balanced"')
+DENIED = Refusal(403, "Forbidden", "cannot create aimservicetemplates")
+
+
+@pytest.mark.parametrize(
+    ("statuses", "expected", "refused", "reason", "state"),
+    [
+        # nothing usable left: the model fails, naming the refusal
+        ([], 1, [RefusedTemplate("t", INVALID)], TEMPLATE_CREATE_REJECTED, State.FAILED),
+        (["Failed"], 2, [RefusedTemplate("t", INVALID)], TEMPLATE_CREATE_REJECTED, State.FAILED),
+        ([], 1, [RefusedTemplate("t", DENIED)], TEMPLATE_CREATE_FORBIDDEN, State.FAILED),
+        (
+            [],
+            2,
+            [RefusedTemplate("a", DENIED), RefusedTemplate("b", INVALID)],
+            TEMPLATE_CREATE_REJECTED,
+            State.FAILED,
+        ),
+        # others are (or may become) usable: degraded
+        (["Ready"], 2, [RefusedTemplate("t", INVALID)], SOME_TEMPLATES_REJECTED, State.DEGRADED),
+        (["Pending"], 2, [RefusedTemplate("t", INVALID)], SOME_TEMPLATES_REJECTED, State.DEGRADED),
+        # an update refused: the old template is still there
+        (["Ready"], 1, [RefusedTemplate("t", INVALID, update=True)], SOME_TEMPLATES_REJECTED, State.DEGRADED),
+    ],
+)
+def test_refused_templates_are_reported_not_awaited(
+    statuses: list[str], expected: int, refused: list[RefusedTemplate], reason: str, state: State
+) -> None:
+    status, got, message = templates_state(statuses, expected, True, refused)
+    assert (status, got) == ("False", reason)
+    assert RESOURCE.state_of({"type": "ServiceTemplatesReady", "status": status, "reason": got}) is state
+    for r in refused:
+        assert r.refusal is not None
+        assert r.name in message and str(r.refusal.status) in message and r.refusal.message in message
+    assert f"{len(refused)} of {expected}" in message
+
+
+def test_a_name_taken_by_another_models_template_is_a_conflict() -> None:
+    taken = RefusedTemplate("t", taken_by="model 'other'")
+    status, reason, message = templates_state([], 1, True, [taken])
+    assert (status, reason) == ("False", TEMPLATE_NAME_CONFLICT)
+    assert "t: the name is taken by a template of model 'other'" in message
+    assert (
+        RESOURCE.state_of({"type": "ServiceTemplatesReady", "status": status, "reason": reason})
+        is State.FAILED
+    )
+    # mixed with a refusal: the refusal names the reason
+    mixed = templates_state([], 2, True, [taken, RefusedTemplate("u", INVALID)])
+    assert mixed[1] == TEMPLATE_CREATE_REJECTED
+    assert templates_state(["Ready"], 2, True, [taken])[1] == SOME_TEMPLATES_REJECTED
+
+
+def test_refused_update_says_update() -> None:
+    message = templates_state(["Ready"], 1, True, [RefusedTemplate("t", INVALID, update=True)])[2]
+    assert "t (update): HTTP 422 Invalid" in message
+
+
+def test_no_templates_names_the_metadata_failure() -> None:
+    status, reason, message = templates_state([], 0, True, metadata_failure="ImageNotFound: no such image")
+    assert (status, reason) == ("False", AWAITING_METADATA)
+    assert "ImageNotFound: no such image" in message
+    # custom templates planned: those are awaited as usual
+    assert templates_state([], 1, True, metadata_failure="ImageNotFound: x")[1] == CREATING_TEMPLATES
+
+
+def test_no_templates_expected_says_why() -> None:
+    assert templates_state([], 0, True, none_expected="No templates: because")[2] == "No templates: because"
 
 
 # -- job_template -----------------------------------------------------------------------------------

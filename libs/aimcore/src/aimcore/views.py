@@ -246,6 +246,14 @@ def is_ready(obj: Mapping[str, Any]) -> bool:
     return state_of(obj) in READY_STATES
 
 
+def ready_reason(obj: Mapping[str, Any]) -> str:
+    """The reason of the object's ``Ready`` condition, or ``""``."""
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("reason"):
+            return str(c["reason"])
+    return ""
+
+
 def ready_message(obj: Mapping[str, Any]) -> str:
     """The message of the object's ``Ready`` condition, or ``""``."""
     for c in (obj.get("status") or {}).get("conditions") or []:

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aim_deployer.caching import TEMPLATE_CACHE_LABEL
-from aim_deployer.models import DEFAULT_BASE_IMAGE, custom_model_name, service_model
+from aim_deployer.models import custom_model_name, custom_model_spec, service_model
 from aim_deployer.services import PODS_INDEX, ServiceController, pod_isvc
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, explicit_name
@@ -60,8 +60,8 @@ def service_models(obj: Obj) -> Iterable[str]:
     out = [str(model[k]) for k in ("name", "image") if model.get(k)]
     custom = model.get("custom")
     if isinstance(custom, Mapping):  # the model it creates or shares, before its status names it
-        sources = [s for s in custom.get("modelSources") or [] if isinstance(s, Mapping)]
-        out.append(custom_model_name(str(custom.get("baseImage") or DEFAULT_BASE_IMAGE), sources))
+        spec = custom_model_spec(obj.get("spec") or {}, custom)
+        out.append(custom_model_name(by_kind(ref.group, "AIMModel"), spec))
     status = obj.get("status") or {}
     resolved = status.get("resolvedModel") or status.get("resolvedImage")
     if isinstance(resolved, Mapping) and resolved.get("name"):

@@ -4,15 +4,19 @@ controller applies what :class:`ModelPlan` asks for.
 
 - ``model.name`` (legacy also ``model.ref`` and generation 1's ``aimImageName``): the namespace's
   model first, then the cluster's. Not found → ``ModelNotFound`` and ``ConfigValid=False``.
-- ``model.image``: every model with exactly that image; models users made beat auto-created ones,
+- ``model.image``: the model resolved before while it stays Ready (``status.resolvedModel``), else
+  every model with exactly that image; models users made beat auto-created ones,
   a namespace match beats a cluster match, and two matches left are ambiguous
   (``MultipleModelsFound``, not a silent pick).
   None → a model is planned in the scope of the runtime config's ``model.creationScope``
   (Namespace by default) with the original's name (``<image name>-<tag>-<hash>``) and discovery as
   ``model.autoDiscovery`` says. An unparsable image → ``InvalidImageReference``.
-- ``model.custom``: a namespaced custom model with the same base image and the same sources
-  (modelId, sourceUri and ``AWS_ENDPOINT_URL``) is shared; otherwise one is planned. Every service
-  using a custom model is one of its owners, so it goes with its last user, never before.
+- ``model.custom``: a namespaced model whose whole spec is what the service asks for (base image,
+  sources, hardware, env, runtime config, pull secrets, service account: :func:`model_identity`)
+  is shared; otherwise one is planned, its name hashing that spec after the original's inputs
+  (the original shared by sources alone, so the first creator's hardware and env won). Every
+  service using a custom model is one of its owners, so it goes with its last user, never before.
+- A name to create held by another model → ``ModelNameConflict`` (not ``CreatingModel`` forever).
 
 A model is usable when Ready, or Degraded (some of its templates are unusable, the others may be
 fine: template selection decides); Failed → ``ModelFailed``; NotAvailable → ``ModelNotAvailable``
@@ -25,15 +29,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from aimcore.bus.messages import ConditionReport
 from aimcore.children import owner_reference
+from aimcore.crds.registry import resource_class
 from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.naming import derived_name, label_value
 from aimcore.oci.errors import InvalidReference
 from aimcore.oci.reference import parse_reference
 from aimcore.runtime.informer import Informer
 from aimcore.runtimeconfig import Resolved
-from aimcore.views import AIM, AUTO_GENERATED, ORIGIN_LABEL, model_kinds, ready_message, state_of
+from aimcore.views import (
+    AIM,
+    AUTO_GENERATED,
+    ORIGIN_LABEL,
+    model_kinds,
+    ready_message,
+    ready_reason,
+    state_of,
+)
 
 Obj = dict[str, Any]
 
@@ -53,6 +68,8 @@ MODEL_NOT_AVAILABLE = "ModelNotAvailable"
 CREATING_MODEL = "CreatingModel"
 MULTIPLE_MODELS = "MultipleModelsFound"
 INVALID_IMAGE = "InvalidImageReference"
+MODEL_NAME_CONFLICT = "ModelNameConflict"  # the name to create is held by another model
+NAMESPACED_MODEL = by_kind(AIM, "AIMModel")  # custom models are namespaced (either group's kind)
 
 _USABLE = ("Ready", "Degraded")
 
@@ -100,6 +117,9 @@ def judge(kind: KindRef, obj: Obj, how: str) -> ModelPlan:
         note = f" (model is {state}: {ready_message(obj)})" if state != "Ready" else ""
         return ModelPlan(cond(MODEL_READY, True, MODEL_RESOLVED, f"{how} {what}{note}"), (kind, obj), True)
     detail = ready_message(obj) or state
+    cause = ready_reason(obj)
+    if cause and cause not in ("Progressing", "NotReady"):  # name the model's own reason
+        detail = f"{cause}: {detail}"
     if state == "Failed":
         return ModelPlan(cond(MODEL_READY, False, MODEL_FAILED, f"{what} failed: {detail}"), (kind, obj))
     if state == "NotAvailable":  # nowhere to run it (no GPU of its templates): the service waits
@@ -188,9 +208,9 @@ def by_image(  # noqa: PLR0917 - one call site, every argument named there
         for obj in informer.list(kind, namespace if kind.namespaced else None):
             if (obj.get("spec") or {}).get("image") == image and not obj["metadata"].get("deletionTimestamp"):
                 matches.append((kind, obj))
-    if sticky:
+    if sticky:  # the model resolved before, while it stays Ready (reference §2.1)
         for kind, obj in matches:
-            if obj["metadata"].get("uid") == sticky.get("uid"):
+            if obj["metadata"].get("uid") == sticky.get("uid") and state_of(obj) == "Ready":
                 return judge(kind, obj, f"using (image {image})")
     # Models users made beat those a service auto-created: a service applied together with its
     # model may have created one before the model was seen, and must not be stuck with it.
@@ -207,6 +227,9 @@ def by_image(  # noqa: PLR0917 - one call site, every argument named there
         kind, obj = local[0]
         return judge(kind, obj, f"using (image {image})")
     kind = _creation_kind(group, config)
+    taken = name_taken(informer, kind, namespace, name, f"a model of image {image}")
+    if taken is not None:
+        return taken
     spec: Obj = {"image": image, **_common_spec(kind, service_spec)}
     discovery = _discovery(group, config)
     if discovery is not None:
@@ -241,14 +264,77 @@ def source_key(sources: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str
     ]
 
 
-def custom_model_name(base_image: str, sources: Sequence[Mapping[str, Any]]) -> str:
-    inputs: list[Any] = [base_image]
+def custom_model_spec(service_spec: Mapping[str, Any], custom: Mapping[str, Any]) -> Obj:
+    """The spec of the AIMModel a service's ``model.custom`` asks for: base image, sources,
+    hardware, and the service's runtime config, pull secrets, service account and env."""
+    base = str(custom.get("baseImage") or DEFAULT_BASE_IMAGE)
+    sources = [dict(s) for s in custom.get("modelSources") or [] if isinstance(s, Mapping)]
+    spec: Obj = {"image": base, "modelSources": sources, **_common_spec(NAMESPACED_MODEL, service_spec)}
+    hardware = custom.get("hardware")
+    if isinstance(hardware, Mapping) and hardware:
+        spec["custom"] = {"hardware": dict(hardware)}
+    if service_spec.get("env"):
+        spec["env"] = service_spec["env"]
+    return spec
+
+
+def model_identity(kind: KindRef, spec: Mapping[str, Any]) -> Obj:
+    """What two custom models must agree on to be one: the whole spec, read as the models are
+    (defaults filled in, as the API server fills them into a stored model) with empty values
+    dropped. Anything in it changes the model's templates (hardware, env, sources, pull secrets,
+    service account, runtime config), so services asking for different ones must not share."""
+    try:
+        obj = {
+            "apiVersion": kind.api_version,
+            "kind": kind.kind,
+            "metadata": {"name": "x"},
+            "spec": dict(spec),
+        }
+        parsed = resource_class(kind.group, kind.kind).model_validate(obj)
+        read: Any = parsed.model_dump(by_alias=True, exclude_none=True, mode="json").get("spec") or {}
+    except (ValidationError, KeyError):
+        read = dict(spec)
+    return dict(_without_empty(read) or {})
+
+
+def _without_empty(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        kept = {str(k): _without_empty(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, "", [], {})}
+    if isinstance(value, list | tuple):
+        return [_without_empty(v) for v in value]
+    return value
+
+
+def custom_model_name(kind: KindRef, spec: Mapping[str, Any]) -> str:
+    """``<first modelId>-<8 hex>``: the original's hash inputs (base image, then each source's
+    modelId, sourceUri and ``AWS_ENDPOINT_URL`` if set) followed by the model's whole identity
+    (:func:`model_identity`), so different requests never compete for one name."""
+    sources = [s for s in spec.get("modelSources") or [] if isinstance(s, Mapping)]
+    inputs: list[Any] = [str(spec.get("image") or "")]
     for model_id, uri, endpoint in source_key(sources):
         inputs += [model_id, uri]
         if endpoint:
             inputs.append(endpoint)
+    inputs.append(model_identity(kind, spec))
     first = str(sources[0].get("modelId") or "custom") if sources else "custom"
     return derived_name([first], inputs)
+
+
+def name_taken(
+    informer: Informer, kind: KindRef, namespace: str | None, name: str, wanted: str
+) -> ModelPlan | None:
+    """A model of the name the deployer would create exists but is not the one it wants (a user's
+    model of that name, a different image): creating it would fail forever, so say so. ``None``
+    when the name is free, or its holder is being deleted (the create follows once it is gone)."""
+    existing = informer.get(kind, namespace if kind.namespaced else None, name)
+    if existing is None or existing["metadata"].get("deletionTimestamp"):
+        return None
+    message = (
+        f"{kind.kind} {name} exists but is not {wanted}; delete or rename it, or reference a model "
+        "with spec.model.name"
+    )
+    return ModelPlan(cond(MODEL_READY, False, MODEL_NAME_CONFLICT, message))
 
 
 def by_custom(
@@ -259,29 +345,32 @@ def by_custom(
 ) -> ModelPlan:
     group = ref.group
     namespace = service["metadata"].get("namespace")
-    spec = service.get("spec") or {}
-    base = str(custom.get("baseImage") or DEFAULT_BASE_IMAGE)
-    sources = [dict(s) for s in custom.get("modelSources") or [] if isinstance(s, Mapping)]
     kind = by_kind(group, "AIMModel")
-    key = source_key(sources)
+    spec = custom_model_spec(service.get("spec") or {}, custom)
+    identity = model_identity(kind, spec)
+    key = source_key(spec["modelSources"])
     uid = service["metadata"].get("uid")
+    matches = []
     for obj in informer.list(kind, namespace):
         ospec = obj.get("spec") or {}
         if obj["metadata"].get("deletionTimestamp"):
             continue
-        if ospec.get("image") == base and source_key(ospec.get("modelSources") or []) == key:
-            plan = judge(kind, obj, "using custom model")
-            owners = {o.get("uid") for o in obj["metadata"].get("ownerReferences") or []}
-            if uid not in owners:
-                return ModelPlan(plan.condition, plan.model, plan.usable, join=(kind, obj))
-            return plan
-    name = custom_model_name(base, sources)
-    body_spec: Obj = {"image": base, "modelSources": sources, **_common_spec(kind, spec)}
-    hardware = custom.get("hardware")
-    if isinstance(hardware, Mapping) and hardware:
-        body_spec["custom"] = {"hardware": dict(hardware)}
-    if spec.get("env"):
-        body_spec["env"] = spec["env"]
+        if ospec.get("image") != spec["image"] or source_key(ospec.get("modelSources") or []) != key:
+            continue  # (cheap checks first)
+        if model_identity(kind, ospec) == identity:
+            matches.append(obj)
+    if matches:
+        # one this service already co-owns first (a model made under an older naming and one
+        # made now may both match), then by name: every service picks the same
+        obj = min(matches, key=lambda o: (uid not in _owner_uids(o), o["metadata"]["name"]))
+        plan = judge(kind, obj, "using custom model")
+        if uid not in _owner_uids(obj):
+            return ModelPlan(plan.condition, plan.model, plan.usable, join=(kind, obj))
+        return plan
+    name = custom_model_name(kind, spec)
+    taken = name_taken(informer, kind, namespace, name, "the custom model this service asks for")
+    if taken is not None:
+        return taken
     labels = _labels({CUSTOM_LABEL: "true", SERVICE_LABEL: label_value(service["metadata"]["name"])})
     meta: Obj = {
         "name": name,
@@ -290,9 +379,13 @@ def by_custom(
         # not the controller: several services may share the model, each one an owner
         "ownerReferences": [owner_reference(ref, service, controller=False)],
     }
-    body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": body_spec}
+    body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": spec}
     message = f"creating custom AIMModel {name} ({', '.join(u for _, u, _ in key)})"
     return ModelPlan(cond(MODEL_READY, False, CREATING_MODEL, message), create=(kind, body))
+
+
+def _owner_uids(obj: Mapping[str, Any]) -> set[Any]:
+    return {o.get("uid") for o in (obj.get("metadata") or {}).get("ownerReferences") or []}
 
 
 def resolve_model(informer: Informer, ref: KindRef, service: Obj, config: Resolved | None) -> ModelPlan:

@@ -9,8 +9,12 @@ the cluster, so a second run changes nothing. Conditions the service owns:
 ``RuntimeConfigReady``, ``ConfigValid``, ``ModelReady``, ``TemplateReady``, ``CacheReady``,
 ``InferenceServiceReady``, ``InferenceServicePodsReady`` and, when routing is on, ``HTTPRouteReady``.
 When a step cannot go on, the later ones are reported as waiting for it, so no condition is left
-over from an earlier state. The status service derives ``status.status`` (Pending, Starting,
-Running, Degraded, Failed) and ``Ready`` from them.
+over from an earlier state. A child the API server refuses (400/422: its content; 403: the
+operator's permissions) is reported on its step's condition as ``<Child>CreateRejected`` /
+``<Child>CreateForbidden`` with the server's message (status ``Failed``), not retried in a loop:
+the same body is not sent again until it changes, and a 403 is tried again after a minute. The
+status service derives ``status.status`` (Pending, Starting, Running, Degraded, Failed) and
+``Ready`` from them.
 
 The finalizer (``aim.eai.amd.com/template-cache-cleanup``, the original's) is added only when the
 service creates a template cache; on delete it removes the service's template caches that never
@@ -19,13 +23,22 @@ became Ready, and never blocks a terminating namespace.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from aim_deployer import caching, inference, readiness, routing
-from aim_deployer.models import SERVICE_LABEL, ModelPlan, cond, resolve_model
+from aim_deployer.models import (
+    CUSTOM_LABEL,
+    MODEL_READY,
+    SERVICE_LABEL,
+    ModelPlan,
+    cond,
+    resolve_model,
+    service_model,
+)
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
 from aimcore import gpu as gpus
@@ -34,6 +47,7 @@ from aimcore.children import differs, owner_reference
 from aimcore.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
 from aimcore.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
 from aimcore.kube.client import ApiException, Kube
+from aimcore.kube.refusals import Refusal, RefusedBodies, refusal
 from aimcore.naming import label_value
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtimeconfig import Resolved, propagated_labels, resolution_conditions
@@ -52,6 +66,21 @@ ISVC_LABEL = "serving.kserve.io/inferenceservice"
 PODS_INDEX = "isvc-pods"
 
 DOWNSTREAM = (TEMPLATE_READY, caching.CACHE_READY, ISVC_READY, PODS_READY)
+FORBIDDEN_RETRY = 60.0  # a write refused for lack of permission is tried again after this long
+
+T = TypeVar("T")
+
+
+def refused_condition(
+    type_: str, child: str, kind: KindRef, body: Obj, found: Refusal, *, update: bool
+) -> ConditionReport:
+    """The step's condition when the API server refused its child: ``<child>CreateRejected`` (the
+    body's content) or ``<child>CreateForbidden`` (permissions), with the server's message."""
+    how = "Forbidden" if found.forbidden else "Rejected"
+    verb = "update" if update else "create"
+    name = body["metadata"].get("name")
+    message = f"the API server refused to {verb} {kind.kind} {name}: {found.describe()}"
+    return cond(type_, False, f"{child}Create{how}", message)
 
 
 def waiting_for(what: str, after: str) -> list[ConditionReport]:
@@ -108,6 +137,7 @@ class Pass:
     conditions: list[ConditionReport]
     fields: dict[str, Any]
     inventory: gpus.Inventory = field(default_factory=gpus.Inventory)  # the nodes' GPUs
+    retry_after: float | None = None  # a write refused for lack of permission: try again
 
     def set(self, condition: ConditionReport) -> None:
         self.conditions = [c for c in self.conditions if c.type != condition.type] + [condition]
@@ -115,11 +145,17 @@ class Pass:
     def invalid(self, reason: str, message: str) -> None:
         self.set(ConditionReport(type=CONFIG_VALID, status="False", reason=reason, message=message))
 
+    def refused(self, condition: ConditionReport, found: Refusal) -> None:
+        self.set(condition)
+        if found.forbidden:
+            self.retry_after = FORBIDDEN_RETRY
+
 
 class ServiceController:
     def __init__(self, kube: Kube, settings: DeployerSettings) -> None:
         self.kube = kube
         self.settings = settings
+        self.refused = RefusedBodies()  # children the API server refused for their content
 
     async def reconcile(self, request: Request) -> Result | None:
         obj, ref = request.obj, request.ref
@@ -134,39 +170,34 @@ class ServiceController:
                 cond("ModelReady", False, "AwaitingRuntimeConfig", "waiting for the runtime config")
             ]
             state.conditions += waiting_for("RuntimeConfig", "")
-            await self._report(request, state)
-            return None
+            return await self._report(request, state)
         if ref.group == AIM:
             state.fields["resolvedRuntimeConfig"] = config.reference()
 
         model = await self._model(request, state, config)
         if model is None:
             state.conditions += waiting_for("Model", "")
-            await self._report(request, state)
-            return None
+            return await self._report(request, state)
 
         template = await self._template(request, state, model)
         if template is None:
             state.conditions += waiting_for("Template", TEMPLATE_READY)
-            await self._report(request, state)
-            return None
+            return await self._report(request, state)
 
         isvc_name = self._isvc_name(request, state)
         if isvc_name is None:
-            await self._report(request, state)
-            return None
+            return await self._report(request, state)
         live = request.informer.get(INFERENCE_SERVICE, request.namespace, isvc_name)
         plan = await self._cache(request, state, template, live)
         if plan.wait:
             state.conditions += waiting_for("Cache", caching.CACHE_READY)
-            await self._report(request, state)
-            return None
+            return await self._report(request, state)
 
         chosen = Chosen(config, model, template, plan, isvc_name)
-        await self._inference_service(request, state, chosen, live)
+        if await self._inference_service(request, state, chosen, live):
+            await self._release_custom_models(request, model)
         await self._route(request, state, config, isvc_name)
-        await self._report(request, state)
-        return None
+        return await self._report(request, state)
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -175,10 +206,18 @@ class ServiceController:
         state.set(plan.condition)
         if plan.invalid:
             state.invalid(plan.invalid, plan.condition.message)
-        if plan.create is not None and await self._create(*plan.create):
-            await request.reporter.decide(
-                request.ref, request.obj, "create-model", plan.condition.reason, plan.condition.message
-            )
+        if plan.create is not None:
+            kind, body = plan.create
+            created = await self._attempt(kind, body, lambda: self._create(kind, body))
+            if isinstance(created, Refusal):
+                state.refused(
+                    refused_condition(MODEL_READY, "Model", kind, body, created, update=False), created
+                )
+                return None
+            if created:
+                await request.reporter.decide(
+                    request.ref, request.obj, "create-model", plan.condition.reason, plan.condition.message
+                )
         if plan.join is not None:
             await self._co_own(request, *plan.join)
         field = "resolvedModel" if request.ref.group == AIM else "resolvedImage"
@@ -196,14 +235,21 @@ class ServiceController:
         state.set(plan.condition)
         if plan.invalid:
             state.invalid(plan.invalid, plan.condition.message)
-        if plan.create is not None and await self._create(*plan.create):
-            await request.reporter.decide(
-                request.ref,
-                request.obj,
-                "create-derived-template",
-                plan.condition.reason,
-                plan.condition.message,
-            )
+        if plan.create is not None:
+            kind, body = plan.create
+            created = await self._attempt(kind, body, lambda: self._create(kind, body))
+            if isinstance(created, Refusal):
+                refused = refused_condition(TEMPLATE_READY, "Template", kind, body, created, update=False)
+                state.refused(refused, created)
+                return None
+            if created:
+                await request.reporter.decide(
+                    request.ref,
+                    request.obj,
+                    "create-derived-template",
+                    plan.condition.reason,
+                    plan.condition.message,
+                )
         if plan.join is not None:
             await self._co_own(request, *plan.join)
         if plan.selection is not None and not _same_condition(request.obj, plan.condition):
@@ -246,7 +292,12 @@ class ServiceController:
             if not has_finalizer(request.obj, FINALIZER):
                 await add_finalizer(self.kube, request.ref, request.obj, FINALIZER)
             kind, body = plan.create
-            await self.kube.apply(kind, body)
+            applied = await self._attempt(kind, body, lambda: self.kube.apply(kind, body))
+            if isinstance(applied, Refusal):
+                exists = request.informer.get(kind, request.namespace, body["metadata"]["name"]) is not None
+                refused = refused_condition(caching.CACHE_READY, "Cache", kind, body, applied, update=exists)
+                state.refused(refused, applied)
+                return dataclasses.replace(plan, condition=refused, wait=True)
             await request.reporter.decide(
                 request.ref,
                 request.obj,
@@ -282,7 +333,8 @@ class ServiceController:
 
     async def _inference_service(
         self, request: Request, state: Pass, chosen: Chosen, live: Obj | None
-    ) -> None:
+    ) -> bool:
+        """Apply the InferenceService; whether the one in the cluster is now built from ``chosen``."""
         config, model, template, plan, isvc_name = (
             chosen.config,
             chosen.model,
@@ -305,7 +357,27 @@ class ServiceController:
         )
         body = inference.build(inputs)
         if live is None or differs(live, body):
-            live = await self._write(body, exists=live is not None)
+            exists = live is not None
+            written = await self._attempt(INFERENCE_SERVICE, body, lambda: self._write(body, exists=exists))
+            if isinstance(written, Refusal):
+                refused = refused_condition(
+                    ISVC_READY, "InferenceService", INFERENCE_SERVICE, body, written, update=exists
+                )
+                state.refused(refused, written)
+                if live is None:
+                    state.set(
+                        ConditionReport(
+                            type=PODS_READY,
+                            status="Unknown",
+                            reason="AwaitingInferenceService",
+                            message="waiting for the inference service",
+                        )
+                    )
+                    return False
+                self._pods(request, state, live, isvc_name)
+                state.set(refused)  # the running one is outdated: the refusal explains the step
+                return False
+            live = written
             request.writes.record(INFERENCE_SERVICE, live)
             if not (live.get("status") or {}):
                 await request.reporter.decide(
@@ -315,6 +387,11 @@ class ServiceController:
                     "CreatingRuntime",
                     f"InferenceService {isvc_name} applied",
                 )
+        self._pods(request, state, live, isvc_name)
+        return True
+
+    def _pods(self, request: Request, state: Pass, live: Obj, isvc_name: str) -> None:
+        """The InferenceService's and its predictor pods' conditions."""
         health = readiness.inference_service_health(live)
         state.set(cond(ISVC_READY, health.ok, health.reason, health.message))
         pods = [
@@ -397,12 +474,42 @@ class ServiceController:
             owner=owner_reference(request.ref, request.obj),
         )
         if existing is None or differs(existing, body):
-            existing = await self.kube.apply(HTTP_ROUTE, body)
+            update = existing is not None
+            applied = await self._attempt(HTTP_ROUTE, body, lambda: self.kube.apply(HTTP_ROUTE, body))
+            if isinstance(applied, Refusal):
+                state.refused(
+                    refused_condition(ROUTE_READY, "HTTPRoute", HTTP_ROUTE, body, applied, update=update),
+                    applied,
+                )
+                if existing is None:
+                    state.fields["routing"] = None
+                return
+            existing = applied
         ok, reason, message = routing.route_condition(existing)
         state.set(cond(ROUTE_READY, ok, reason, message))
         state.fields["routing"] = {"path": path}
 
     # -- helpers -------------------------------------------------------------------------------
+
+    async def _attempt(self, kind: KindRef, body: Obj, write: Callable[[], Awaitable[T]]) -> T | Refusal:
+        """``write()`` (of ``body``), or the API server's refusal of it. A body refused for its
+        content before is not sent again (a refusal is permanent until the body changes);
+        conflicts, server and network errors raise, to be retried with backoff as before."""
+        known = self.refused.get(kind, body)
+        if known is not None:
+            return known
+        try:
+            result = await write()
+        except ApiException as exc:
+            found = refusal(exc)
+            if found is None:
+                raise
+            name = body["metadata"].get("name")
+            log.warning("the API server refused %s %s: %s", kind.kind, name, found.describe())
+            self.refused.remember(kind, body, found)
+            return found
+        self.refused.forget(kind, body)
+        return result
 
     async def _create(self, kind: KindRef, body: Obj) -> bool:
         """Create a child others may share (a model, a derived template); one that a concurrent
@@ -432,6 +539,46 @@ class ServiceController:
             return None
         return check.node_affinity
 
+    async def _release_custom_models(self, request: Request, model: tuple[KindRef, Obj]) -> None:
+        """Stop co-owning the custom models this service no longer runs: its request changed
+        (new env, hardware...), or it shared a model made for a different request before custom
+        models were told apart by their whole spec. Called once the InferenceService is built
+        from ``model``; a model left without owners is deleted (with its templates), one still
+        used by others only loses this owner reference."""
+        custom = service_model(request.ref, request.obj.get("spec") or {}).get("custom")
+        if not isinstance(custom, Mapping):
+            return
+        uid = request.obj["metadata"].get("uid")
+        keep = model[1]["metadata"].get("uid")
+        kind = by_kind(request.ref.group, "AIMModel")
+        for obj in request.informer.list(kind, request.namespace):
+            meta = obj["metadata"]
+            owners = meta.get("ownerReferences") or []
+            index = next((i for i, o in enumerate(owners) if o.get("uid") == uid), None)
+            if index is None or meta.get("uid") == keep or meta.get("deletionTimestamp"):
+                continue
+            if (meta.get("labels") or {}).get(CUSTOM_LABEL) != "true":
+                continue
+            path = f"/metadata/ownerReferences/{index}"
+            ops = [{"op": "test", "path": f"{path}/uid", "value": uid}, {"op": "remove", "path": path}]
+            try:
+                if len(owners) == 1:
+                    await self.kube.delete(kind, request.namespace, meta["name"])
+                else:
+                    await self.kube.patch_json(kind, request.namespace, meta["name"], ops)
+            except ApiException as exc:
+                if exc.status not in (404, 409, 422):
+                    raise
+                continue  # changed meanwhile: the next reconcile looks again
+            await request.reporter.decide(
+                request.ref,
+                request.obj,
+                "release-model",
+                "ModelReleased",
+                f"custom AIMModel {meta['name']} is no longer used by this service"
+                + (" and was deleted" if len(owners) == 1 else ""),
+            )
+
     async def _co_own(self, request: Request, kind: KindRef, obj: Obj) -> None:
         """Make this service one more owner of a shared child (a custom model, a derived
         template): it is garbage-collected with its last user."""
@@ -449,13 +596,14 @@ class ServiceController:
             if exc.status not in (404, 409, 422):
                 raise
 
-    async def _report(self, request: Request, state: Pass) -> None:
+    async def _report(self, request: Request, state: Pass) -> Result | None:
         fields = dict(state.fields)
         if request.ref.group != AIM:
             fields = {
                 k: v for k, v in fields.items() if k in ("resolvedImage", "resolvedTemplate", "routing")
             }
         await request.reporter.report(request.ref, request.obj, state.conditions, fields)
+        return Result(requeue_after=state.retry_after) if state.retry_after is not None else None
 
     async def _finalize(self, request: Request) -> None:
         if not has_finalizer(request.obj, FINALIZER):

@@ -44,6 +44,17 @@ TEMPLATE_NOT_FOUND = "TemplateNotFound"
 TEMPLATE_NOT_READY = "TemplateNotReady"
 CREATING_DERIVED = "CreatingDerivedTemplate"
 DERIVED = "derived"
+# a usable model without templates, and only a user can give it some (issue 15)
+MODEL_HAS_NO_TEMPLATES = "ModelHasNoTemplates"
+
+# the model's conditions read to say why it has no templates (discovery's vocabulary)
+IMAGE_METADATA_READY = "ImageMetadataReady"
+SERVICE_TEMPLATES_READY = "ServiceTemplatesReady"
+CLUSTER_TEMPLATES_READY = "ClusterServiceTemplatesReady"
+NO_TEMPLATES_EXPECTED = "NoTemplatesExpected"
+REFUSED_TEMPLATE_REASONS = frozenset(
+    {"TemplateCreateRejected", "TemplateCreateForbidden", "TemplateNameConflict", "SomeTemplatesRejected"}
+)
 
 
 @dataclass(frozen=True)
@@ -324,8 +335,39 @@ def resolve_template(
                 selection=base,
                 verdicts=base.verdicts,
             )
+    reason, message = selection.reason, selection.message
+    if not pool:
+        reason, message = why_no_templates(model) or (reason, message)
     return TemplatePlan(
-        cond(TEMPLATE_READY, False, selection.reason, selection.message),
+        cond(TEMPLATE_READY, False, reason, message),
         selection=selection,
         verdicts=selection.verdicts,
     )
+
+
+def why_no_templates(model: tuple[KindRef, Obj]) -> tuple[str, str] | None:
+    """Why a usable model has no templates, from its own conditions: its image metadata cannot be
+    read (the model's reason: ``RegistryError``, ``ImageNotFound``...), the API server refused
+    its templates, or it has none to make (``ModelHasNoTemplates``: only a user can add one).
+    ``None`` when the model does not say (its templates may still be on their way)."""
+    kind, obj = model
+    what = f"{kind.kind} {obj['metadata']['name']} has no templates"
+    conditions = {
+        str(c.get("type")): c
+        for c in (obj.get("status") or {}).get("conditions") or []
+        if isinstance(c, Mapping)
+    }
+    metadata = conditions.get(IMAGE_METADATA_READY)
+    if metadata is not None and metadata.get("status") == "False" and metadata.get("reason"):
+        reason = str(metadata["reason"])
+        detail = str(metadata.get("message") or "")
+        return reason, f"{what}: its image metadata cannot be read ({reason}: {detail})"
+    templates = conditions.get(SERVICE_TEMPLATES_READY) or conditions.get(CLUSTER_TEMPLATES_READY)
+    if templates is None:
+        return None
+    reason, detail = str(templates.get("reason") or ""), str(templates.get("message") or "")
+    if templates.get("status") == "True" and reason == NO_TEMPLATES_EXPECTED:
+        return MODEL_HAS_NO_TEMPLATES, f"{what}: {detail}"
+    if reason in REFUSED_TEMPLATE_REASONS:
+        return reason, f"{what}: {detail}"
+    return None

@@ -13,7 +13,13 @@ One reconcile:
 3. Templates: one per recommended deployment (when ``createServiceTemplates`` allows) plus
    ``customTemplates``; a custom model (``spec.modelSources``) gets only custom templates, or one
    from ``custom.hardware``. They are server-side applied with an owner reference to the model (so
-   they are garbage-collected with it) and only when missing or different.
+   they are garbage-collected with it) and only when missing or different. A template the API
+   server refuses for its content (400/422: e.g. image labels recommending a metric the template
+   CRD does not allow) is reported, not awaited: ``TemplateCreateRejected`` (the model is Failed)
+   when no usable template is left, ``SomeTemplatesRejected`` (Degraded) otherwise, both naming
+   the template and the server's message; the same body is not sent again until it changes. A
+   403 is ``TemplateCreateForbidden`` and is retried with the backoff below (RBAC can be fixed).
+   A planned name taken by another model's template is ``TemplateNameConflict``.
 4. ``ServiceTemplatesReady`` / ``ClusterServiceTemplatesReady`` aggregated from the model's
    templates (:func:`templates_state`); the status service derives ``status`` and ``Ready``.
 
@@ -42,6 +48,7 @@ from aimcore.bus.messages import ConditionReport
 from aimcore.children import differs, owned_by
 from aimcore.kinds import SECRET, KindRef
 from aimcore.kube.client import ApiException, Kube
+from aimcore.kube.refusals import Refusal, RefusedBodies, refusal
 from aimcore.oci import (
     AuthFailed,
     CredentialsError,
@@ -68,6 +75,7 @@ from aimcore.views import (
     AIM,
     MODEL_LABEL,
     ModelView,
+    TemplateView,
 )
 
 log = logging.getLogger(__name__)
@@ -100,6 +108,12 @@ ALL_TEMPLATES_FAILED = "AllTemplatesFailed"
 NO_TEMPLATES_AVAILABLE = "NoTemplatesAvailable"
 AWAITING_METADATA = "AwaitingMetadata"
 CREATING_TEMPLATES = "CreatingTemplates"
+# The API server refused templates the model planned (issue 15): for their content, or for lack
+# of permission; "some" when usable templates are left.
+TEMPLATE_CREATE_REJECTED = "TemplateCreateRejected"
+TEMPLATE_CREATE_FORBIDDEN = "TemplateCreateForbidden"
+SOME_TEMPLATES_REJECTED = "SomeTemplatesRejected"
+TEMPLATE_NAME_CONFLICT = "TemplateNameConflict"  # a template of another model has the name
 
 _READY_VALUES = {"Ready", "Available"}
 _FAILED_VALUES = {"Failed", "Degraded"}
@@ -116,16 +130,55 @@ class Metadata:
     config_invalid: bool = False
 
 
-def templates_state(statuses: Sequence[str], expected: int, metadata_known: bool) -> tuple[str, str, str]:
+@dataclass(frozen=True)
+class RefusedTemplate:
+    """A planned template that cannot be applied: the API server refused it, or its name is
+    taken by a template of another model (``taken_by``)."""
+
+    name: str
+    refusal: Refusal | None = None
+    update: bool = False
+    taken_by: str = ""
+
+    @property
+    def forbidden(self) -> bool:
+        return self.refusal is not None and self.refusal.forbidden
+
+    def describe(self) -> str:
+        if self.refusal is None:
+            return f"{self.name}: the name is taken by a template of {self.taken_by or 'another model'}"
+        verb = "update" if self.update else "create"
+        return f"{self.name} ({verb}): {self.refusal.describe()}"
+
+
+def templates_state(
+    statuses: Sequence[str],
+    expected: int,
+    metadata_known: bool,
+    refused: Sequence[RefusedTemplate] = (),
+    *,
+    none_expected: str = "The model defines no templates",
+    metadata_failure: str = "",
+) -> tuple[str, str, str]:
     """``(status, reason, message)`` of the templates condition from the templates' ``status``
-    values (either group's vocabulary) and how many templates the model means to have."""
+    values (either group's vocabulary), how many templates the model means to have and those the
+    API server refused. ``none_expected`` says why the model has no templates to make;
+    ``metadata_failure`` why the image metadata the templates come from cannot be read."""
+    if refused:
+        return _refused_state(statuses, expected, refused)
     total = len(statuses)
     if total == 0:
+        if metadata_failure and not expected:
+            return (
+                "False",
+                AWAITING_METADATA,
+                f"No templates until the image metadata can be read: {metadata_failure}",
+            )
         if not metadata_known:
             return "False", AWAITING_METADATA, "Waiting for image metadata before creating templates"
         if expected:
             return "False", CREATING_TEMPLATES, f"Creating {expected} template(s)"
-        return "True", NO_TEMPLATES_EXPECTED, "The model defines no templates"
+        return "True", NO_TEMPLATES_EXPECTED, none_expected
     ready = sum(s in _READY_VALUES for s in statuses)
     failed = sum(s in _FAILED_VALUES for s in statuses)
     unavailable = sum(s == "NotAvailable" for s in statuses)
@@ -141,6 +194,29 @@ def templates_state(statuses: Sequence[str], expected: int, metadata_known: bool
     if ready + unavailable == total:
         return "True", SOME_TEMPLATES_READY, f"Some templates are ready ({counts})"
     return "False", TEMPLATES_PROGRESSING, f"Templates are progressing ({counts})"
+
+
+def _refused_state(
+    statuses: Sequence[str], expected: int, refused: Sequence[RefusedTemplate]
+) -> tuple[str, str, str]:
+    """Refused templates are not awaited: with no usable template left the model fails, naming
+    the refusal; with some left it is degraded (services can still use those)."""
+    total = len(statuses)
+    failed = sum(s in _FAILED_VALUES for s in statuses)
+    details = "; ".join(r.describe() for r in refused)
+    what = f"{len(refused)} of {max(expected, len(refused))} template(s) cannot be applied"
+    if total - failed > 0:
+        ready = sum(s in _READY_VALUES for s in statuses)
+        unavailable = sum(s == "NotAvailable" for s in statuses)
+        counts = f"{ready}/{total} ready, {failed} failed, {unavailable} not available"
+        return "False", SOME_TEMPLATES_REJECTED, f"{what} ({counts}): {details}"
+    if all(r.refusal is None for r in refused):
+        reason = TEMPLATE_NAME_CONFLICT
+    elif all(r.forbidden for r in refused if r.refusal is not None):
+        reason = TEMPLATE_CREATE_FORBIDDEN
+    else:
+        reason = TEMPLATE_CREATE_REJECTED
+    return "False", reason, f"{what}: {details}"
 
 
 def _oci_reason(exc: OCIError) -> tuple[str, bool]:
@@ -174,6 +250,7 @@ class ModelController:
         self.client_factory = client_factory
         self.clock = clock
         self.failures: dict[str, tuple[str, int]] = {}  # uid → (image, consecutive failures)
+        self.refused = RefusedBodies()
 
     async def reconcile(self, request: Request) -> Result | None:
         model = ModelView(request.ref, request.obj)
@@ -210,7 +287,7 @@ class ModelController:
 
         planned = self.planned_templates(model, outcome.metadata, auto_discovery)
         kind = template_kind(request.ref)
-        await self._apply(kind, model, planned, config, request)
+        refused = await self._apply(kind, model, planned, config, request)
         metadata_known = outcome.metadata is not None or outcome.failed or model.is_custom
         if not model.extract_metadata(auto_discovery):
             metadata_known = True
@@ -218,6 +295,9 @@ class ModelController:
             [str((t.get("status") or {}).get("status") or "Pending") for t in self.templates(request, model)],
             len(planned),
             metadata_known,
+            refused,
+            none_expected=_none_expected(model, outcome, auto_discovery),
+            metadata_failure=_metadata_failure(model, outcome, auto_discovery),
         )
         conditions.append(
             ConditionReport(
@@ -236,6 +316,8 @@ class ModelController:
                 templates=[p.name for p in planned],
                 templatesState=reason,
             )
+        if any(r.forbidden for r in refused):
+            return self._retry(model, outcome, failed=True)
         return self._retry(model, outcome)
 
     # -- steps -------------------------------------------------------------------------------
@@ -369,7 +451,9 @@ class ModelController:
         planned: Sequence[PlannedTemplate],
         config: Resolved,
         request: Request,
-    ) -> None:
+    ) -> list[RefusedTemplate]:
+        """Apply the planned templates; those the API server refused."""
+        refused: list[RefusedTemplate] = []
         inherited = propagated_labels(request.obj["metadata"].get("labels"), config)
         inherited.pop(MODEL_LABEL, None)
         for template in planned:
@@ -382,23 +466,39 @@ class ModelController:
                         template.name,
                         model.name,
                     )
+                    other = TemplateView(kind, existing).model_name
+                    if other != model.name:  # not this model's: it will never count as one of them
+                        refused.append(RefusedTemplate(template.name, taken_by=f"model {other!r}"))
                     continue
                 if not differs(existing, body):
                     continue
+            known = self.refused.get(kind, body)
+            if known is not None:  # refused as it is: not sent again until it changes
+                refused.append(RefusedTemplate(template.name, known, existing is not None))
+                continue
             try:
                 await self.kube.apply(kind, body)
             except ApiException as exc:
-                if exc.status is not None and exc.status >= 500:
-                    raise
-                log.warning("applying template %s failed: %s %s", template.name, exc.status, exc.reason)
+                found = refusal(exc)
+                if found is None:
+                    if exc.status is None or exc.status >= 500:
+                        raise
+                    # a conflict or a namespace being deleted: the next reconcile sees the outcome
+                    log.warning("applying template %s failed: %s %s", template.name, exc.status, exc.reason)
+                    continue
+                log.warning("applying template %s refused: %s", template.name, found.describe())
+                self.refused.remember(kind, body, found)
+                refused.append(RefusedTemplate(template.name, found, existing is not None))
+                reason = TEMPLATE_CREATE_FORBIDDEN if found.forbidden else TEMPLATE_CREATE_REJECTED
                 await request.reporter.decide(
                     request.ref,
                     request.obj,
                     "create-template-failed",
-                    "TemplateCreateFailed",
-                    f"template {template.name}: HTTP {exc.status} {exc.reason}",
+                    reason,
+                    f"template {template.name}: {found.describe()}",
                 )
                 continue
+            self.refused.forget(kind, body)
             await request.reporter.decide(
                 request.ref,
                 request.obj,
@@ -407,6 +507,7 @@ class ModelController:
                 f"{kind.kind} {template.name} applied",
                 spec=template.spec,
             )
+        return refused
 
     async def _config_missing(self, request: Request, message: str) -> None:
         conditions = [
@@ -418,15 +519,42 @@ class ModelController:
         if await request.reporter.report(request.ref, request.obj, conditions, {}):
             await request.reporter.decide(request.ref, request.obj, "reject", CONFIG_NOT_FOUND, message)
 
-    def _retry(self, model: ModelView, outcome: Metadata) -> Result | None:
+    def _retry(self, model: ModelView, outcome: Metadata, *, failed: bool = False) -> Result | None:
+        """The backoff of a transient failure (a registry error, a forbidden template write)."""
         uid = str(model.obj["metadata"].get("uid", ""))
-        if not outcome.retry:
+        if not (outcome.retry or failed):
             self.failures.pop(uid, None)
             return None
         image, count = self.failures.get(uid, (model.image, 0))
         count = count + 1 if image == model.image else 1
         self.failures[uid] = (model.image, count)
         return Result(requeue_after=min(BACKOFF_START * 2 ** (count - 1), BACKOFF_MAX))
+
+
+def _none_expected(model: ModelView, outcome: Metadata, auto_discovery: bool | None) -> str:
+    """Why a model has no templates to make: what a user would change to get some."""
+    if model.is_custom:
+        return "The model defines no templates"
+    if not model.extract_metadata(auto_discovery) and outcome.condition.reason == EXTRACTION_DISABLED:
+        where = "metadata extraction is off"
+    elif not model.create_templates(auto_discovery):
+        where = (
+            "template creation from the image labels is off (discovery.createServiceTemplates or the "
+            "runtime config's model.autoDiscovery)"
+        )
+    else:
+        where = "the image metadata recommends no deployment (no model.recommendedDeployments label)"
+    return (
+        f"No templates: {where} and spec.customTemplates is empty; "
+        "create an AIMServiceTemplate naming the model"
+    )
+
+
+def _metadata_failure(model: ModelView, outcome: Metadata, auto_discovery: bool | None) -> str:
+    """``<reason>: <message>`` of a metadata failure that keeps the templates from being made."""
+    if not outcome.failed or model.is_custom or not model.create_templates(auto_discovery):
+        return ""
+    return f"{outcome.condition.reason}: {outcome.condition.message}"
 
 
 class _SecretMissing(Exception):

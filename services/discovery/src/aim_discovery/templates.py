@@ -44,6 +44,7 @@ from aimcore.bus.messages import ConditionReport
 from aimcore.children import child_labels, contains, owner_reference
 from aimcore.kinds import JOB, NODE, POD, KindRef, by_kind
 from aimcore.kube.client import ApiException, Kube
+from aimcore.kube.refusals import Refusal, RefusedBodies, refusal
 from aimcore.naming import label_value
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtimeconfig import (
@@ -125,6 +126,7 @@ class TemplateController:
         self.system_namespace = system_namespace
         self.slots = slots
         self.clock = clock
+        self.refused = RefusedBodies()  # discovery Jobs the API server refused for their content
 
     async def reconcile(self, request: Request) -> Result | None:
         template = TemplateView(request.ref, request.obj)
@@ -362,19 +364,6 @@ class TemplateController:
         fields: dict[str, Any],
     ) -> Result | None:
         name = dryrun.job_name(template.name, spec_hash, attempt)
-        claimed = await self.slots.claim(f"{namespace}/{name}", lambda key: self._job_state(request, key))
-        if not claimed:
-            message = f"All {self.slots.cap} cluster-wide discovery slots are in use; waiting"
-            conditions += [
-                ConditionReport(
-                    type=DISCOVERY_JOB_READY, status="False", reason=WAITING_FOR_SLOT, message=message
-                ),
-                ConditionReport(type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message),
-            ]
-            await self._report(request, conditions, fields, "discovery", WAITING_FOR_SLOT, message)
-            return Result(requeue_after=SLOT_RETRY)
-        if previous is not None:
-            await self._delete_job(previous)
         requirement = template.gpu
         env = merge_env(merge_env(model.env, config.get("env") or []), template.spec.get("env") or [])
         secrets = [*model.pull_secrets, *template.pull_secrets, *secret_names(config.get("imagePullSecrets"))]
@@ -400,11 +389,32 @@ class TemplateController:
             gpu_count=requirement.requests,
         )
         body["metadata"]["annotations"][ANNOTATION_TEMPLATE_KIND] = template_kind_token(request.ref)
+        known = self.refused.get(JOB, body)
+        if known is not None:  # refused as it is: not sent again until the spec changes
+            return await self._job_refused(request, namespace, name, known, conditions, fields, attempt)
+        claimed = await self.slots.claim(f"{namespace}/{name}", lambda key: self._job_state(request, key))
+        if not claimed:
+            message = f"All {self.slots.cap} cluster-wide discovery slots are in use; waiting"
+            conditions += [
+                ConditionReport(
+                    type=DISCOVERY_JOB_READY, status="False", reason=WAITING_FOR_SLOT, message=message
+                ),
+                ConditionReport(type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message),
+            ]
+            await self._report(request, conditions, fields, "discovery", WAITING_FOR_SLOT, message)
+            return Result(requeue_after=SLOT_RETRY)
+        if previous is not None:
+            await self._delete_job(previous)
         try:
             await self.kube.create(JOB, body, namespace)
         except ApiException as exc:
+            found = refusal(exc)
             if exc.status == 409:
                 pass  # created by an earlier run whose event has not reached the cache yet
+            elif found is not None:
+                await self.slots.release(f"{namespace}/{name}")
+                self.refused.remember(JOB, body, found)
+                return await self._job_refused(request, namespace, name, found, conditions, fields, attempt)
             elif exc.status is not None and exc.status < 500:
                 await self.slots.release(f"{namespace}/{name}")
                 message = f"Cannot create discovery Job {namespace}/{name}: HTTP {exc.status} {exc.reason}"
@@ -432,6 +442,29 @@ class TemplateController:
             request, conditions, fields, "create-discovery-job", jobs.REASON_JOB_RUNNING, message
         )
         return None
+
+    async def _job_refused(  # noqa: PLR0917
+        self,
+        request: Request,
+        namespace: str,
+        name: str,
+        found: Refusal,
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+        attempt: int,
+    ) -> Result | None:
+        """The API server will not create the discovery Job: say why (its message names the
+        field, e.g. an invalid environment variable name). A body refused for its content is not
+        sent again until the spec changes; a permission problem is retried with the backoff."""
+        message = f"Cannot create discovery Job {namespace}/{name}: {found.describe()}"
+        conditions += [
+            ConditionReport(
+                type=DISCOVERY_JOB_READY, status="False", reason=JOB_CREATE_FAILED, message=message
+            ),
+            ConditionReport(type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message),
+        ]
+        await self._report(request, conditions, fields, "discovery", JOB_CREATE_FAILED, message)
+        return Result(requeue_after=dryrun.retry_delay(attempt)) if found.forbidden else None
 
     async def _read_output(  # noqa: PLR0917
         self,
@@ -565,7 +598,26 @@ class TemplateController:
         }
         existing = request.informer.get(kind, template.namespace, template.name)
         if existing is None or not contains(existing.get("spec"), spec):
-            await self.kube.apply(kind, body)
+            # a refused cache is left out (the template is usable without it): the audit stream
+            # says why, and the same body is not sent again
+            if self.refused.get(kind, body) is not None:
+                return
+            try:
+                await self.kube.apply(kind, body)
+            except ApiException as exc:
+                found = refusal(exc)
+                if found is None:
+                    raise
+                self.refused.remember(kind, body, found)
+                log.warning("AIMTemplateCache %s refused: %s", template.name, found.describe())
+                await request.reporter.decide(
+                    request.ref,
+                    request.obj,
+                    "create-cache-failed",
+                    "CacheCreateForbidden" if found.forbidden else "CacheCreateRejected",
+                    f"AIMTemplateCache {template.name}: {found.describe()}",
+                )
+                return
             await request.reporter.decide(
                 request.ref,
                 request.obj,

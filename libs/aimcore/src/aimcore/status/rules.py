@@ -19,7 +19,8 @@ reason and message, so the state is read from the **reason**:
 1. ``status=True`` → Ready, whatever the reason.
 2. otherwise the reason decides, first match wins:
    a. the kind's own table (:attr:`Rule.reasons`), then the shared :data:`REASON_STATES`
-      (``InvalidSpec``/``ReferenceNotFound``/``AuthError``/``ImageNotFound``/... → Failed,
+      (``InvalidSpec``/``ReferenceNotFound``/``AuthError``/``ImageNotFound``/... and
+      ``<Child>CreateRejected``/``<Child>CreateForbidden``, a child the API server refused → Failed,
       ``ModelNotReady``/``Downloading``/... → Progressing, ``PodsStarting`` → Starting,
       ``PodsPending``/``FailedScheduling``/... → Pending, ``CacheLost``/``ImagePullBackOff`` →
       Degraded, ``GPUNotAvailable``/``VRAMNotAvailable`` → NotAvailable);
@@ -167,6 +168,16 @@ REASON_STATES: Mapping[str, State] = {
     "DownloadStalled": State.FAILED,
     "InvalidSource": State.FAILED,
     "ProvisioningFailed": State.FAILED,
+    # the API server refused a child the object writes (400/422: its content; 403: permission);
+    # only a user or an administrator can change that (issue 15)
+    "ModelHasNoTemplates": State.FAILED,
+    "ModelNameConflict": State.FAILED,
+    "TemplateNameConflict": State.FAILED,
+    **{
+        f"{child}Create{how}": State.FAILED
+        for child in ("Template", "Model", "Cache", "InferenceService", "HTTPRoute")
+        for how in ("Rejected", "Forbidden")
+    },
     # infrastructure-like: degraded, retried
     "GPUCheckFailed": State.DEGRADED,
     "SomeFiltersFailed": State.DEGRADED,
@@ -178,6 +189,7 @@ REASON_STATES: Mapping[str, State] = {
     "PvcLost": State.DEGRADED,
     "JobEvicted": State.DEGRADED,
     "SourceUnreachable": State.DEGRADED,
+    "SomeTemplatesRejected": State.DEGRADED,
     # nowhere to run (the original's "all templates NotAvailable")
     "NoTemplatesAvailable": State.NOT_AVAILABLE,
     "RequiredGPUNotInCluster": State.NOT_AVAILABLE,
