@@ -109,6 +109,12 @@ def test_exact_tag_overrides_versions() -> None:
         ([{"image": "org/repo@sha256:" + "a" * 64}], {}, "digests are not supported"),
         ([{"image": "org/repo:bad tag"}], {}, "filters[0].image"),
         ([{"image": "a/b"}], {"registry": "https://"}, "spec.registry"),
+        # used to be trimmed, or accepted with a port no registry can listen on
+        ([{"image": "org/repo:1.0\n"}], {}, "filters[0].image 'org/repo:1.0"),
+        ([{"image": " org/repo"}], {}, "contains whitespace"),
+        ([{"image": "ghcr.io:99999/org/repo"}], {}, "port 99999 is not in 1-65535"),
+        ([{"image": "a/b"}], {"registry": "ghcr.io\n"}, "spec.registry"),
+        ([{"image": "a/b"}], {"registry": "ghcr.io:99999"}, "port 99999"),
     ],
 )
 def test_invalid_filters(filters: list[dict[str, Any]], extra: dict[str, Any], message: str) -> None:

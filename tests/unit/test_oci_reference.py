@@ -36,7 +36,7 @@ DIGEST = "sha256:" + "a" * 64
         (f"ghcr.io/a/b:1.0@{DIGEST}", "ghcr.io", "a/b", "1.0", DIGEST),
         (f"localhost:5000/a@{DIGEST}", "localhost:5000", "a", None, DIGEST),
         ("a__b/c.d-e---f_g:T_a.g-1", "docker.io", "a__b/c.d-e---f_g", "T_a.g-1", None),
-        ("  ghcr.io/x/y:z  ", "ghcr.io", "x/y", "z", None),
+        ("registry.example.com:65535/a/b:1", "registry.example.com:65535", "a/b", "1", None),
     ],
 )
 def test_parse(text: str, registry: str, repository: str, tag: str | None, digest: str | None) -> None:
@@ -78,6 +78,13 @@ def test_reference_and_str() -> None:
         "ghcr.io/a//b",
         "ghcr.io/a/b/",
         "a b",
+        "  ghcr.io/x/y:z  ",  # whitespace is an error, not trimmed: it would reach the Pod as written
+        "ghcr.io/x/y:z\n",
+        "\tghcr.io/x/y:z",
+        "ghcr.io:99999/x/y:z",
+        "ghcr.io:0/x/y:z",
+        "localhost:65536/x",
+        "[::1]:70000/x",
         "-bad.io/x",
         "ghcr.io/a/-b",
         "ghcr.io/a/b..c",
@@ -101,6 +108,10 @@ def test_parse_repository_and_normalize_registry() -> None:
     assert normalize_registry("http://localhost:5000/") == "localhost:5000"
     with pytest.raises(InvalidReference):
         normalize_registry("not a host")
+    with pytest.raises(InvalidReference, match="invalid registry host"):
+        normalize_registry("ghcr.io\n")
+    with pytest.raises(InvalidReference, match="port 99999 is not in 1-65535"):
+        normalize_registry("ghcr.io:99999")
     with pytest.raises(InvalidReference):
         parse_repository("ghcr.io", "Bad")
 

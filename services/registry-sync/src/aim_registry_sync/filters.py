@@ -99,12 +99,14 @@ def parse_filter(
     spec_filter: ModelSourceFilter, index: int, default_registry: str, global_versions: Sequence[str] = ()
 ) -> Filter:
     where = f"filters[{index}]"
-    text = spec_filter.image.strip()
-    if not text:
+    text = spec_filter.image
+    if not text.strip():
         raise InvalidFilter(f"{where}.image is empty")
+    if any(c.isspace() for c in text):  # not trimmed: the same text names the models it creates
+        raise InvalidFilter(f"{where}.image {text!r} contains whitespace")
     if "@" in text:
         raise InvalidFilter(f"{where}.image {text!r}: digests are not supported in filters, use a tag")
-    if "://" in text or any(c.isspace() for c in text):
+    if "://" in text:
         raise InvalidFilter(f"{where}.image {text!r} is not an image pattern")
     first, sep, rest = text.partition("/")
     registry = default_registry

@@ -4,6 +4,10 @@ The grammar is the one of ``github.com/distribution/reference``: the first path 
 registry when it contains a ``.`` or a ``:`` or is ``localhost`` (or is an IPv6 literal in
 brackets); otherwise the image is on Docker Hub (``docker.io``), where a single-component name
 gets ``library/``. ``index.docker.io`` and ``registry-1.docker.io`` are spelled ``docker.io``.
+
+Stricter than that grammar where it would let a mistake through to a Pod: whitespace anywhere
+(a trailing newline from a YAML block scalar included) is an error rather than trimmed, and a
+registry port must be 1-65535.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ MAX_NAME_LENGTH = 255
 
 _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
 _DOMAIN_RE = re.compile(
-    rf"^(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[0-9a-fA-F:.]+\])(?::[0-9]{{1,5}})?$"
+    rf"^(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[0-9a-fA-F:.]+\])(?::(?P<port>[0-9]{{1,5}}))?$"
 )
+MAX_PORT = 65535
 _PATH_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
 _TAG_RE = re.compile(r"^[\w][\w.-]{0,127}$")
 _DIGEST_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}$")
@@ -61,7 +66,7 @@ class ImageReference:
         return is_loopback(self.registry)
 
     def with_tag(self, tag: str) -> ImageReference:
-        if not _TAG_RE.match(tag):
+        if not _TAG_RE.fullmatch(tag):
             raise InvalidReference(f"invalid tag {tag!r}")
         return replace(self, tag=tag, digest=None)
 
@@ -88,13 +93,12 @@ def parse_reference(text: str, *, default_tag: str | None = None) -> ImageRefere
     if not isinstance(text, str):
         raise InvalidReference(f"image reference must be a string, not {type(text).__name__}")
     original = text
-    text = text.strip()
-    if not text:
+    if not text.strip():
         raise InvalidReference("image reference is empty")
-    if "://" in text:
-        raise InvalidReference(f"image reference {original!r} must not contain a URL scheme")
     if any(c.isspace() for c in text):
         raise InvalidReference(f"image reference {original!r} contains whitespace")
+    if "://" in text:
+        raise InvalidReference(f"image reference {original!r} must not contain a URL scheme")
 
     digest: str | None = None
     if "@" in text:
@@ -106,7 +110,7 @@ def parse_reference(text: str, *, default_tag: str | None = None) -> ImageRefere
     colon = text.rfind(":")
     if colon > slash:
         text, tag = text[:colon], text[colon + 1 :]
-        if not _TAG_RE.match(tag):
+        if not _TAG_RE.fullmatch(tag):
             raise InvalidReference(f"image reference {original!r} has an invalid tag {tag!r}")
 
     registry, repository = split_registry(text, original)
@@ -129,8 +133,7 @@ def split_registry(name: str, original: str | None = None) -> tuple[str, str]:
     shown = original if original is not None else name
     first, sep, rest = name.partition("/")
     if sep and _looks_like_registry(first):
-        if not _DOMAIN_RE.match(first):
-            raise InvalidReference(f"image reference {shown!r} has an invalid registry {first!r}")
+        _check_host(first, f"image reference {shown!r} has an invalid registry {first!r}")
         registry = first.lower()
         repository = rest
     else:
@@ -148,7 +151,7 @@ def check_repository(repository: str, shown: str) -> str:
     if not repository:
         raise InvalidReference(f"image reference {shown!r} has no repository")
     for component in repository.split("/"):
-        if not _PATH_COMPONENT_RE.match(component):
+        if not _PATH_COMPONENT_RE.fullmatch(component):
             problem = "must be lower case" if component.lower() != component else "is not valid"
             raise InvalidReference(f"image reference {shown!r}: repository component {component!r} {problem}")
     return repository
@@ -157,13 +160,22 @@ def check_repository(repository: str, shown: str) -> str:
 def normalize_registry(host: str) -> str:
     """A registry host as the references spell it: no scheme, no path, lower case, Docker Hub
     aliases → ``docker.io``. Raises :class:`InvalidReference` for something that is not a host."""
-    text = host.strip()
+    text = host
     if "://" in text:
         text = text.split("://", 1)[1]
     text = text.split("/", 1)[0].lower()
-    if not text or not _DOMAIN_RE.match(text):
-        raise InvalidReference(f"invalid registry host {host!r}")
+    _check_host(text, f"invalid registry host {host!r}")
     return DOCKER_HUB if text in DOCKER_HUB_ALIASES else text
+
+
+def _check_host(host: str, problem: str) -> None:
+    """``host[:port]`` as a registry: a valid name or IP literal, a port of 1-65535."""
+    match = _DOMAIN_RE.fullmatch(host) if host and not any(c.isspace() for c in host) else None
+    if match is None:
+        raise InvalidReference(problem)
+    port = match["port"]
+    if port is not None and not 1 <= int(port) <= MAX_PORT:
+        raise InvalidReference(f"{problem}: port {int(port)} is not in 1-{MAX_PORT}")
 
 
 def api_host(registry: str) -> str:
@@ -195,5 +207,7 @@ def _looks_like_registry(first: str) -> bool:
 
 
 def _check_digest(digest: str, shown: str) -> None:
-    if not _DIGEST_RE.match(digest) or (digest.startswith("sha256:") and not _SHA256_RE.match(digest)):
+    if not _DIGEST_RE.fullmatch(digest) or (
+        digest.startswith("sha256:") and not _SHA256_RE.fullmatch(digest)
+    ):
         raise InvalidReference(f"image reference {shown!r} has an invalid digest {digest!r}")
