@@ -305,7 +305,7 @@ async def test_image_ambiguity_and_invalid_reference_have_reasons(
     )
     assert "twin-a" in condition(twins["status"], "ModelReady")["message"]
     assert twins["status"]["status"] == "Failed"
-    await make_service(kube, namespace, "bad-image", {"model": {"image": "ghcr.io/acme/UPPER CASE:1"}})
+    await make_service(kube, namespace, "bad-image", {"model": {"image": "ghcr.io/acme/UPPER:1"}})
     bad = await wait_service(
         kube, namespace, "bad-image", has("ModelReady", "False", "InvalidImageReference"), "invalid"
     )

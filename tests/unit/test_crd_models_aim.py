@@ -328,6 +328,7 @@ def test_python_rules_match_cel_messages() -> None:
         (aim.AIMHardwareRequirements, aim.HARDWARE_ONE_OF_RULE, aim.HARDWARE_ONE_OF_MESSAGE),
         (aim.AIMGpuRequirements, aim.GPU_MODEL_XOR_VRAM_RULE, aim.GPU_MODEL_XOR_VRAM_MESSAGE),
         (aim.AIMModelSpec, aim.CUSTOM_MODEL_HARDWARE_RULE, aim.CUSTOM_MODEL_HARDWARE_MESSAGE),
+        (aim.AIMServiceSpec, aim.REPLICA_BOUNDS_RULE, aim.REPLICA_BOUNDS_MESSAGE),
     ]
     for model, rule, message in pairs:
         assert {"rule": rule, "message": message} in _rules(model)
@@ -397,6 +398,131 @@ def test_immutable_fields_carry_transition_rule(model: type[BaseModel], attr: st
 def test_constraints_reject(model: type[BaseModel], data: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         model.model_validate(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile values that used to be adjusted or ignored later (issue 15, item 7)
+# ---------------------------------------------------------------------------------------------
+
+
+SVC = aim.AIMServiceSpec
+
+
+def _svc(**spec: Any) -> dict[str, Any]:
+    return {"model": {"name": "llama"}, **spec}
+
+
+def _target(target: dict[str, Any]) -> dict[str, Any]:
+    return {"metrics": [{"type": "PodMetric", "podmetric": {"target": {"type": "Value", **target}}}]}
+
+
+@pytest.mark.parametrize(
+    ("model", "data", "says"),
+    [
+        (SVC, _svc(replicas=0), "greater than or equal to 1"),
+        (SVC, _svc(replicas=-5), "greater than or equal to 1"),
+        (SVC, _svc(minReplicas=5, maxReplicas=2), aim.REPLICA_BOUNDS_MESSAGE),
+        (SVC, _svc(resources={"requests": {"cpu": "-2"}}), "is negative"),
+        (SVC, _svc(resources={"limits": {"memory": -5}}), "is negative"),
+        (
+            SVC,
+            _svc(resources={"limits": {"memory": "1e40"}}),
+            "larger than Kubernetes",
+        ),
+        (SVC, _svc(resources={"limits": {"cpu": "0.5n"}}), "finer than 1n"),
+        (
+            SVC,
+            _svc(resources={"limits": {"cpu": "2 cores"}}),
+            "not a Kubernetes quantity",
+        ),
+        (
+            SVC,
+            _svc(resources={"requests": {"cpu": "8"}, "limits": {"cpu": "2"}}),
+            "requests.cpu '8' is more than limits.cpu '2'",
+        ),
+        (
+            SVC,
+            _svc(resources={"limits": {"amd.com/gpu": "0.5"}}),
+            "not a whole number",
+        ),
+        (
+            SVC,
+            _svc(resources={"requests": {"amd.com/gpu": 1}, "limits": {"amd.com/gpu": 2}}),
+            "must equal",
+        ),
+        (SVC, _svc(autoScaling=_target({"value": "-1"})), "is negative"),
+        (
+            SVC,
+            _svc(autoScaling=_target({"averageValue": "lots"})),
+            "not a Kubernetes",
+        ),
+        (
+            SVC,
+            _svc(autoScaling=_target({"averageUtilization": 0})),
+            "greater than or equal",
+        ),
+        (aim.AIMCpuRequirements, {"requests": "0"}, "requests must be > 0"),
+        (aim.AIMCpuRequirements, {"requests": "4", "limits": "2"}, "limits '2' is less than requests '4'"),
+        (aim.AIMGpuRequirements, {"minVram": "-64Gi"}, "is negative"),
+        (aim.AIMModelSource, {**SOURCE, "size": "-16Gi"}, "is negative"),
+        (aim.AIMModelCacheSpec, {"sourceUri": "hf://a/b", "size": -1}, "is negative"),
+        (aim.AIMRuntimeConfigSpec, {"pvcHeadroomPercent": -50}, "greater than or equal to 0"),
+        (aim.AIMModelSpec, {"image": "ghcr.io/acme/llama:1.0\n"}, "should match pattern"),
+        (aim.AIMModelSpec, {"image": "ghcr.io:99999/acme/llama:1.0"}, "port 99999"),
+        (aim.AIMModelSpec, {"image": "ghcr.io/acme/Llama:1.0"}, "must be lower case"),
+        (aim.AIMServiceModel, {"image": "ghcr.io/acme/llama:1.0\n"}, "should match pattern"),
+        (
+            aim.AIMServiceModelCustom,
+            {"baseImage": "ghcr.io:0/acme/base:1", "modelSources": [SOURCE], "hardware": GPU_ONLY},
+            "port 0",
+        ),
+        (aim.AIMModelCacheSpec, {"sourceUri": "hf://a/b", "modelDownloadImage": "busybox\t"}, "pattern"),
+        (aim.AIMTemplateCacheSpec, {"templateName": "t", "downloadImage": "UPPER/case"}, "lower case"),
+        (
+            aim.AIMClusterModelSourceSpec,
+            {"filters": [{"image": "a"}], "syncInterval": "-5m"},
+            "not a duration",
+        ),
+        (
+            aim.AIMClusterModelSourceSpec,
+            {"filters": [{"image": "a"}], "syncInterval": "1d"},
+            "not a duration",
+        ),
+        (
+            aim.AIMClusterModelSourceSpec,
+            {"filters": [{"image": "a"}], "syncInterval": "1h\n"},
+            "not a duration",
+        ),
+        (aim.AIMRuntimeRoutingConfig, {"requestTimeout": "ten seconds"}, "not a duration"),
+    ],
+)
+def test_hostile_values_are_refused(model: type[BaseModel], data: dict[str, Any], says: str) -> None:
+    with pytest.raises(ValidationError) as exc:
+        model.model_validate(data)
+    assert says in _errors(exc)
+
+
+@pytest.mark.parametrize(
+    ("model", "data"),
+    [
+        (SVC, _svc(replicas=1)),
+        (SVC, _svc(minReplicas=2, maxReplicas=2)),
+        (SVC, _svc(minReplicas=2)),  # the maximum defaults to the minimum
+        (SVC, _svc(resources={"requests": {"cpu": "500m"}, "limits": {"cpu": 1}})),
+        (SVC, _svc(resources={"limits": {"amd.com/gpu": "2", "memory": "1.5Gi"}})),
+        (SVC, _svc(resources={"limits": {"cpu": "+1", "memory": "1e3"}})),
+        (SVC, _svc(autoScaling=_target({"value": "100m", "averageUtilization": 80}))),
+        (aim.AIMCpuRequirements, {"requests": "250m", "limits": "1"}),
+        (aim.AIMModelSpec, {"image": "localhost:5000/acme/llama@sha256:" + "a" * 64}),
+        (aim.AIMModelSpec, {"image": "[::1]:65535/acme/llama:1.0"}),
+        (aim.AIMRuntimeConfigSpec, {"pvcHeadroomPercent": 0}),
+        (aim.AIMClusterModelSourceSpec, {"filters": [{"image": "a"}], "syncInterval": "1ms"}),  # clamped
+        (aim.AIMClusterModelSourceSpec, {"filters": [{"image": "a"}], "syncInterval": "1.5h"}),
+        (aim.AIMRuntimeRoutingConfig, {"requestTimeout": "2m30s"}),
+    ],
+)
+def test_sane_values_pass(model: type[BaseModel], data: dict[str, Any]) -> None:
+    model.model_validate(data)
 
 
 def test_patterns_accept_valid_values() -> None:

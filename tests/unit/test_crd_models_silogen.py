@@ -25,6 +25,7 @@ from aimcore.crds.silogen import (
     AIMGpuRequirements,
     AIMHardwareRequirements,
     AIMImageSpec,
+    AIMModelCacheSpec,
     AIMModelConfig,
     AIMModelCreationScope,
     AIMModelSpec,
@@ -297,6 +298,11 @@ BAD_INPUTS: list[tuple[type[K8sModel], dict[str, Any], str]] = [
         {"aimImageName": "a", "templateRef": "t", "template": {"name": "t"}},
         "templateRef and template.name are mutually exclusive",
     ),
+    (
+        AIMServiceSpec,
+        {"aimImageName": "a", "minReplicas": 3, "maxReplicas": 1},
+        "minReplicas must not be greater than maxReplicas",
+    ),
 ]
 
 
@@ -324,6 +330,25 @@ def test_every_python_rule_message_is_a_cel_rule_of_the_crds() -> None:
         walk(crd_for(kind))
     for _, _, message in BAD_INPUTS:
         assert any(m.startswith(message) for m in crd_messages), message
+
+
+@pytest.mark.parametrize(
+    ("model", "payload", "message"),
+    [
+        (AIMServiceSpec, {"aimImageName": "a", "replicas": 0}, "greater than or equal to 1"),
+        (AIMServiceSpec, {"aimImageName": "a", "resources": {"limits": {"cpu": "-1"}}}, "is negative"),
+        (AIMServiceModel, {"image": "ghcr.io/acme/llama:1\n"}, "should match pattern"),
+        (AIMImageSpec, {"image": "ghcr.io/acme/llama:1\n"}, "should match pattern"),
+        (AIMImageSpec, {"image": "ghcr.io:99999/acme/llama:1"}, "port 99999 is not in 1-65535"),
+        (AIMModelSpec, {"image": "ghcr.io:0/acme/llama:1"}, "port 0 is not in 1-65535"),
+        (AIMModelCacheSpec, {"sourceUri": "hf://a/b", "modelDownloadImage": "Upper/Case"}, "lower case"),
+        (AIMModelCacheSpec, {"sourceUri": "hf://a/b", "size": "-1Gi"}, "is negative"),
+    ],
+)
+def test_hostile_values_are_refused(model: type[K8sModel], payload: dict[str, Any], message: str) -> None:
+    """What used to be stored and then adjusted or used as written (issue 15, item 7)."""
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        model.model_validate(payload)
 
 
 @pytest.mark.parametrize("model", [AIMModelSpec, AIMServiceModelCustom])

@@ -49,6 +49,8 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
+from aimcore.quantities import amount
+
 __all__ = [
     "DEVICE_ID_LABEL",
     "DEVICE_MODELS",
@@ -161,57 +163,16 @@ _KNOWN_MODELS = frozenset(DEVICE_MODELS.values()) | frozenset(MODEL_VRAM)
 
 # --- quantities ----------------------------------------------------------------------------------------
 
-_QUANTITY = re.compile(
-    r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
-    r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E))?$"
-)
-_SUFFIX: Mapping[str, Fraction] = MappingProxyType(
-    {
-        "Ki": Fraction(2**10),
-        "Mi": Fraction(2**20),
-        "Gi": Fraction(2**30),
-        "Ti": Fraction(2**40),
-        "Pi": Fraction(2**50),
-        "Ei": Fraction(2**60),
-        "m": Fraction(1, 1000),
-        "k": Fraction(10**3),
-        "M": Fraction(10**6),
-        "G": Fraction(10**9),
-        "T": Fraction(10**12),
-        "P": Fraction(10**15),
-        "E": Fraction(10**18),
-    }
-)
-_MAX_EXPONENT = 64
-
 
 def parse_quantity(value: str | int) -> int:
-    """A Kubernetes quantity as an integer, rounded down.
+    """A Kubernetes quantity as an integer, rounded down (surrounding whitespace ignored).
 
     Accepts ints, plain and decimal numbers (``"8"``, ``"1.5"``), binary suffixes ``Ki Mi Gi Ti Pi Ei``,
-    decimal suffixes ``k M G T P E``, milli ``m`` and decimal exponents (``"1e3"``). ``"1.5Gi"`` is
-    1610612736, ``"1500m"`` is 1. Raises :class:`ValueError` for anything else (bools included).
+    decimal suffixes ``n u m k M G T P E`` and decimal exponents (``"1e3"``); see
+    :func:`aimcore.quantities.amount`. ``"1.5Gi"`` is 1610612736, ``"1500m"`` is 1. Raises
+    :class:`ValueError` for anything else (bools included).
     """
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(f"not a Kubernetes quantity: {value!r} (expected a string or an integer)")
-    if isinstance(value, int):
-        return value
-    text = value.strip()
-    match = _QUANTITY.match(text)
-    if match is None:
-        raise ValueError(
-            f"not a Kubernetes quantity: {value!r} (expected a number with an optional suffix "
-            "Ki, Mi, Gi, Ti, Pi, Ei, m, k, M, G, T, P, E or an exponent such as 1e3)"
-        )
-    number = Fraction(match["num"])
-    if match["exp"] is not None:
-        exponent = int(match["exp"][1:])
-        if abs(exponent) > _MAX_EXPONENT:
-            raise ValueError(f"not a Kubernetes quantity: {value!r} (exponent out of range)")
-        number *= Fraction(10) ** exponent
-    elif match["suffix"] is not None:
-        number *= _SUFFIX[match["suffix"]]
-    return math.floor(number)
+    return math.floor(amount(value.strip() if isinstance(value, str) else value))
 
 
 _VRAM = re.compile(r"^(?P<num>\d+(?:\.\d+)?|\.\d+)\s*(?P<unit>[KMGTPE]?)(?P<bin>I?)(?P<byte>B?)$")

@@ -29,8 +29,9 @@ Rules and where they differ from the original:
 * **Replicas**: autoscaling mode when any of ``autoScaling``/``minReplicas``/``maxReplicas`` is set
   (KEDA: ``autoscalerClass=keda`` plus the OpenTelemetry sidecar and Prometheus port annotations,
   ``predictor.autoScaling`` converted from the service's metrics with the seed's defaults;
-  ``minReplicas`` defaults to 1, ``maxReplicas`` to the minimum and is never below it); else
-  ``replicas`` (default 1) fixed, ``autoscalerClass=none``.
+  ``minReplicas`` defaults to 1, ``maxReplicas`` to the minimum; a minimum above the maximum is
+  refused by the spec's validation, not adjusted here); else ``replicas`` (default 1, at least 1)
+  fixed, ``autoscalerClass=none``.
 * **Labels**: propagated labels < the service's ``aim.eai.amd.com/`` labels < ours (component,
   managed-by, part-of, service/template/model, metric/precision when known) — ours always win.
 
@@ -328,8 +329,8 @@ def replica_bounds(service_spec: Mapping[str, Any]) -> tuple[int, int]:
     max to min), or ``replicas`` (default 1) for both."""
     if autoscaling(service_spec):
         low = _positive(service_spec.get("minReplicas")) or 1
-        high = _positive(service_spec.get("maxReplicas")) or low
-        return low, max(high, low)
+        # minReplicas > maxReplicas never gets here: the runtime refuses the spec (InvalidSpec).
+        return low, _positive(service_spec.get("maxReplicas")) or low
     fixed = _positive(service_spec.get("replicas")) or 1
     return fixed, fixed
 

@@ -18,16 +18,19 @@ from pydantic import Field, model_validator
 
 from aimcore.crds.base import (
     AGE,
+    IMAGE_PATTERN,
     STATUS,
     Condition,
     CRDInfo,
     Duration,
     EnvVar,
+    ImageReference,
     JSONValue,
     K8sModel,
     LocalObjectReference,
     PrinterColumn,
     Quantity,
+    QuantityString,
     Resource,
     ResourceRequirements,
     Time,
@@ -35,6 +38,7 @@ from aimcore.crds.base import (
     immutable,
     k8s_config,
 )
+from aimcore.quantities import amount
 
 GROUP = "aim.eai.amd.com"
 CATEGORIES = ("aim", "all")
@@ -228,6 +232,10 @@ CUSTOM_MODEL_HARDWARE_RULE = (
     " || (has(self.customTemplates) && size(self.customTemplates) > 0"
     " && self.customTemplates.all(t, has(t.hardware)))"
 )
+REPLICA_BOUNDS_RULE = (
+    "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas"
+)
+REPLICA_BOUNDS_MESSAGE = "minReplicas must not be greater than maxReplicas"
 CUSTOM_MODEL_HARDWARE_MESSAGE = (
     "hardware must be set in custom.hardware or in every customTemplates entry when modelSources is set"
 )
@@ -514,6 +522,14 @@ class AIMCpuRequirements(K8sModel):
     limits: Quantity | None = Field(
         default=None, description="Limits is the maximum number of CPU cores to allow."
     )
+
+    @model_validator(mode="after")
+    def _check_cores(self) -> Self:
+        if amount(self.requests) <= 0:
+            raise ValueError(f"requests must be > 0 (is {self.requests!r})")
+        if self.limits is not None and amount(self.limits) < amount(self.requests):
+            raise ValueError(f"limits {self.limits!r} is less than requests {self.requests!r}")
+        return self
 
 
 class AIMHardwareRequirements(K8sModel):
@@ -892,8 +908,9 @@ class AIMModelSpec(RuntimeConfigRef):
 
     model_config = k8s_config(cel((CUSTOM_MODEL_HARDWARE_RULE, CUSTOM_MODEL_HARDWARE_MESSAGE)))
 
-    image: str = Field(
+    image: ImageReference = Field(
         min_length=1,
+        pattern=IMAGE_PATTERN,
         description=(
             "Image is the container image URI for this AIM model.\n"
             "This image is inspected by the operator to select runtime profiles used by "
@@ -1523,8 +1540,9 @@ class AIMServiceModelCustom(K8sModel):
     model sources, and hardware requirements. Used for ad-hoc custom model deployments.
     """
 
-    base_image: str | None = Field(
+    base_image: ImageReference | None = Field(
         default=None,
+        pattern=IMAGE_PATTERN,
         description=(
             "BaseImage is the container image URI for the AIM base image.\n"
             "This will be used as the image for the auto-created AIMModel.\n"
@@ -1565,6 +1583,7 @@ class AIMServiceModel(K8sModel):
     )
     image: str | None = Field(
         default=None,
+        pattern=IMAGE_PATTERN,
         description=(
             "Image specifies a container image URI directly.\n"
             "The controller searches for an existing model with this image, or creates one if "
@@ -1690,7 +1709,7 @@ class AIMServiceMetricTarget(K8sModel):
             "field)"
         ),
     )
-    value: str | None = Field(
+    value: QuantityString | None = Field(
         default=None,
         description=(
             "Value is the target value of the metric (as a quantity).\n"
@@ -1698,7 +1717,7 @@ class AIMServiceMetricTarget(K8sModel):
             'Example: "1" for 1 request, "100m" for 100 millicores'
         ),
     )
-    average_value: str | None = Field(
+    average_value: QuantityString | None = Field(
         default=None,
         description=(
             "AverageValue is the target value of the average of the metric across all relevant "
@@ -1709,6 +1728,7 @@ class AIMServiceMetricTarget(K8sModel):
     )
     average_utilization: int | None = Field(
         default=None,
+        ge=1,
         description=(
             "AverageUtilization is the target value of the average of the resource metric across "
             "all relevant pods,\n"
@@ -1776,6 +1796,12 @@ class AIMServiceAutoScaling(K8sModel):
     )
 
 
+def check_replica_bounds(low: int | None, high: int | None) -> None:
+    """The Python side of :data:`REPLICA_BOUNDS_RULE` (the deployer used to drop such a maximum)."""
+    if low is not None and high is not None and low > high:
+        raise ValueError(f"{REPLICA_BOUNDS_MESSAGE} (minReplicas {low}, maxReplicas {high})")
+
+
 class AIMServiceSpec(AIMServiceRuntimeConfig, RuntimeConfigRef):
     """AIMServiceSpec defines the desired state of AIMService.
 
@@ -1784,6 +1810,8 @@ class AIMServiceSpec(AIMServiceRuntimeConfig, RuntimeConfigRef):
     runtime selection knobs, while the overrides field allows service-specific
     customization.
     """
+
+    model_config = k8s_config(cel((REPLICA_BOUNDS_RULE, REPLICA_BOUNDS_MESSAGE)))
 
     model: AIMServiceModel = Field(
         json_schema_extra=immutable("model is immutable"),
@@ -1821,6 +1849,7 @@ class AIMServiceSpec(AIMServiceRuntimeConfig, RuntimeConfigRef):
     )
     replicas: int = Field(
         default=1,
+        ge=1,
         description=(
             "Replicas specifies the number of replicas for this service.\n"
             "When not specified, defaults to 1 replica.\n"
@@ -1879,6 +1908,11 @@ class AIMServiceSpec(AIMServiceRuntimeConfig, RuntimeConfigRef):
             "If empty, the default service account for the namespace is used."
         ),
     )
+
+    @model_validator(mode="after")
+    def _check_replica_bounds(self) -> Self:
+        check_replica_bounds(self.min_replicas, self.max_replicas)
+        return self
 
 
 class AIMServiceRoutingStatus(K8sModel):
@@ -1973,8 +2007,9 @@ class AIMTemplateCacheSpec(RuntimeConfigRef):
             "When not specified, uses the cluster default storage class."
         ),
     )
-    download_image: str | None = Field(
+    download_image: ImageReference | None = Field(
         default=None,
+        pattern=IMAGE_PATTERN,
         description=(
             "DownloadImage specifies the container image used to download and initialize model "
             "caches.\n"
@@ -2091,8 +2126,9 @@ class AIMModelCacheSpec(RuntimeConfigRef):
             " tokens)."
         ),
     )
-    model_download_image: str = Field(
+    model_download_image: ImageReference = Field(
         default="kserve/storage-initializer:v0.16.0",
+        pattern=IMAGE_PATTERN,
         description=(
             "ModelDownloadImage specifies the container image used to download and initialize the"
             " model cache.\n"
@@ -2275,6 +2311,7 @@ class AIMRuntimeConfigCommon(AIMServiceRuntimeConfig):
     )
     pvc_headroom_percent: int | None = Field(
         default=None,
+        ge=0,
         description=(
             "DEPRECATED: Use Storage.PVCHeadroomPercent instead. This field will be removed in a "
             "future version.\n"

@@ -18,11 +18,14 @@ Conventions (the generator in ``aimcore.crds.generate`` relies on them):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Literal, cast
+from typing import Annotated, Any, ClassVar, Literal, Self, cast
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
+
+from aimcore.quantities import amount, check_amount
 
 # ---------------------------------------------------------------------------------------------
 # Model configuration
@@ -79,18 +82,71 @@ class K8sModel(BaseModel):
 
 _QUANTITY_SCHEMA = {
     "anyOf": [{"type": "integer"}, {"type": "string"}],
+    # resource.Quantity's pattern without the minus sign (and integers from 0): every quantity of
+    # these APIs is a size or an amount of a resource, where Kubernetes refuses a negative value.
     "pattern": (
-        r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+        r"^(\+)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
         r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
     ),
+    "minimum": 0,
     "x-kubernetes-int-or-string": True,
 }
 
-Quantity = Annotated[int | str, WithJsonSchema(_QUANTITY_SCHEMA)]
-"""resource.Quantity: ``"64Gi"``, ``"500m"`` or an integer."""
 
-Duration = Annotated[str, WithJsonSchema({"type": "string"})]
-"""metav1.Duration: a Go duration string such as ``"1h"`` or ``"15m30s"``."""
+def _quantity(value: int | str) -> int | str:
+    check_amount(value)
+    return value
+
+
+Quantity = Annotated[int | str, AfterValidator(_quantity), WithJsonSchema(_QUANTITY_SCHEMA)]
+"""resource.Quantity: ``"64Gi"``, ``"500m"`` or an integer; never negative, above 2^63-1 or finer
+than 1n (:func:`aimcore.quantities.check_amount`: Kubernetes would refuse, cap or round it)."""
+
+QuantityString = Annotated[
+    str,
+    AfterValidator(_quantity),
+    WithJsonSchema({"type": "string", "pattern": _QUANTITY_SCHEMA["pattern"]}),
+]
+"""A quantity the API spells as a plain string (an autoscaling target): the same checks."""
+
+IMAGE_PATTERN = r"^\S+$"
+"""An image reference has no whitespace (a trailing newline would reach the Pod as written)."""
+
+
+def _image_reference(value: str) -> str:
+    # Imported here: aimcore.oci's package imports the CRD models.
+    from aimcore.oci.errors import InvalidReference  # noqa: PLC0415
+    from aimcore.oci.reference import parse_reference  # noqa: PLC0415
+
+    try:
+        parse_reference(value)
+    except InvalidReference as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+ImageReference = Annotated[str, AfterValidator(_image_reference)]
+"""A container image reference, parsed as the registry client and the kubelet will read it
+(:func:`aimcore.oci.reference.parse_reference`); use with ``Field(pattern=IMAGE_PATTERN)`` so the
+API server refuses whitespace at apply time."""
+
+DURATION_PATTERN = r"^\+?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$"
+"""Go's ``time.ParseDuration`` syntax without the minus sign: no interval or timeout of these
+APIs can be negative."""
+_DURATION_RE = re.compile(DURATION_PATTERN)
+
+
+def _duration(value: str) -> str:
+    if not _DURATION_RE.fullmatch(value):
+        raise ValueError(f"{value!r} is not a duration (such as 30m, 1h or 2h30m; no sign, no spaces)")
+    return value
+
+
+Duration = Annotated[
+    str, AfterValidator(_duration), WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN})
+]
+"""metav1.Duration: a Go duration string such as ``"1h"`` or ``"15m30s"``; the API server refuses
+anything else (it would be stored, then fail or be misread by whoever parses it)."""
 
 Time = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
 """metav1.Time: RFC 3339."""
@@ -151,12 +207,40 @@ class ResourceClaim(K8sModel):
     name: str
 
 
+def is_extended_resource(name: str) -> bool:
+    """A resource outside the ``kubernetes.io`` domain (``amd.com/gpu``): whole numbers only, and
+    a request equal to the limit (Kubernetes does not overcommit them)."""
+    domain, slash, _ = name.partition("/")
+    return bool(slash) and domain != "kubernetes.io" and not domain.endswith(".kubernetes.io")
+
+
 class ResourceRequirements(K8sModel):
-    """core/v1 ResourceRequirements."""
+    """core/v1 ResourceRequirements. Checked as a Pod's would be (what the API server stores
+    here is copied into Pods later, where Kubernetes refuses it): a request is not above its
+    limit, an extended resource is a whole number and its request equals its limit."""
 
     limits: dict[str, Quantity] | None = None
     requests: dict[str, Quantity] | None = None
     claims: list[ResourceClaim] | None = None
+
+    @model_validator(mode="after")
+    def _check_pod_rules(self) -> Self:
+        requests, limits = self.requests or {}, self.limits or {}
+        for side, values in (("requests", requests), ("limits", limits)):
+            for name, value in values.items():
+                if is_extended_resource(name) and amount(value).denominator != 1:
+                    raise ValueError(f"{side}.{name}: {value!r} is not a whole number (an extended resource)")
+        for name, request in requests.items():
+            limit = limits.get(name)
+            if limit is None:
+                continue
+            if is_extended_resource(name) and amount(request) != amount(limit):
+                raise ValueError(
+                    f"requests.{name} {request!r} must equal limits.{name} {limit!r} (an extended resource)"
+                )
+            if amount(request) > amount(limit):
+                raise ValueError(f"requests.{name} {request!r} is more than limits.{name} {limit!r}")
+        return self
 
 
 ConditionStatus = Literal["True", "False", "Unknown"]

@@ -53,6 +53,8 @@ from aimcore.crds import aim as current
 from aimcore.crds.aim import (
     GPU_MODEL_XOR_VRAM_MESSAGE,
     GPU_MODEL_XOR_VRAM_RULE,
+    REPLICA_BOUNDS_MESSAGE,
+    REPLICA_BOUNDS_RULE,
     SOURCE_URI_PATTERN,
     AIMDiscoveryProfileMetadata,
     AIMMetric,
@@ -67,13 +69,16 @@ from aimcore.crds.aim import (
     AIMTemplateCachingConfig,
     ImageMetadata,
     ParentReference,
+    check_replica_bounds,
 )
 from aimcore.crds.base import (
     AGE,
+    IMAGE_PATTERN,
     STATUS,
     Condition,
     CRDInfo,
     EnvVar,
+    ImageReference,
     JSONValue,
     K8sModel,
     LocalObjectReference,
@@ -493,8 +498,9 @@ class AIMRuntimeConfigSpec(AIMRuntimeConfigCommon):
 class _CatalogSpec(K8sModel):
     """What an image (generation 1) and a model (generation 2) catalog entry both say."""
 
-    image: str = Field(
+    image: ImageReference = Field(
         min_length=1,
+        pattern=IMAGE_PATTERN,
         description=(
             "Image is the container image URI for this AIM model. The operator inspects it\n"
             "to select runtime profiles used by templates."
@@ -682,6 +688,7 @@ class AIMServiceModel(K8sModel):
     name: str | None = Field(default=None, description="Name is the later spelling of ref.")
     image: str | None = Field(
         default=None,
+        pattern=IMAGE_PATTERN,
         description=(
             "Image is a container image URI; the controller uses a model with this image or creates one\n"
             "(scope from the runtime config's model.creationScope)."
@@ -708,6 +715,7 @@ class AIMServiceSpec(K8sModel):
         cel(
             (SERVICE_TARGET_RULE, SERVICE_TARGET_MESSAGE),
             (SERVICE_TEMPLATE_RULE, SERVICE_TEMPLATE_MESSAGE),
+            (REPLICA_BOUNDS_RULE, REPLICA_BOUNDS_MESSAGE),
         )
     )
 
@@ -737,7 +745,7 @@ class AIMServiceSpec(K8sModel):
             "if the template itself does not warm the cache."
         ),
     )
-    replicas: int = Field(default=1, description="Replicas is the number of replicas for this service.")
+    replicas: int = Field(default=1, ge=1, description="Replicas is the number of replicas for this service.")
     min_replicas: int | None = Field(
         default=None, ge=1, description="MinReplicas is the minimum number of replicas for autoscaling."
     )
@@ -769,6 +777,7 @@ class AIMServiceSpec(K8sModel):
             raise ValueError(SERVICE_TARGET_MESSAGE)
         if self.template_ref is not None and self.template is not None and self.template.name is not None:
             raise ValueError(SERVICE_TEMPLATE_MESSAGE)
+        check_replica_bounds(self.min_replicas, self.max_replicas)
         return self
 
 
@@ -845,8 +854,9 @@ class AIMModelCacheSpec(K8sModel):
         default=None,
         description="Env lists the environment variables used for authentication when downloading models.",
     )
-    model_download_image: str = Field(
+    model_download_image: ImageReference = Field(
         default="kserve/storage-initializer:v0.16.0-rc0",
+        pattern=IMAGE_PATTERN,
         description="ModelDownloadImage is the image used to download the model",
     )
     image_pull_secrets: list[LocalObjectReference] | None = _pull_secrets()
