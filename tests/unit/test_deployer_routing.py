@@ -84,14 +84,28 @@ def test_render_path(template: str, path: str) -> None:
     assert render_path(template, SERVICE) == path
 
 
-def test_long_values_are_cut_to_63() -> None:
+def test_long_values_are_an_error_not_cut_to_63() -> None:
+    """The original cut every segment to 63 characters: a different path than the one asked for."""
     service = copy.deepcopy(SERVICE)
-    service["metadata"]["labels"]["team"] = "a" * 70 + "-b"
-    assert render_path("/{.metadata.labels['team']}", service) == "/" + "a" * 63
+    service["metadata"]["name"] = "a" * 70 + "-b"
+    with pytest.raises(PathTemplateError, match="renders a segment of 72 characters \\(at most 63\\)"):
+        render_path("/{.metadata.namespace}/{.metadata.name}", service)
+    service["metadata"]["name"] = "a" * 63
+    assert render_path("/{.metadata.name}", service) == "/" + "a" * 63
 
 
-def test_long_literal_segments_are_cut_to_63() -> None:
-    assert render_path("/" + "x" * 80, SERVICE) == "/" + "x" * 63
+def test_long_literal_segments_are_an_error_not_cut_to_63() -> None:
+    with pytest.raises(PathTemplateError, match="segment of 80 characters"):
+        render_path("/" + "x" * 80, SERVICE)
+    with pytest.raises(PathTemplateError, match=r"\(10001 characters\) renders a segment of 10000"):
+        render_path("/" + "x" * 10_000, SERVICE)  # the message quotes only the template's start
+
+
+def test_long_annotation_segments_are_an_error() -> None:
+    service = copy.deepcopy(SERVICE)
+    service["metadata"]["annotations"]["x.y/z"] = "ok/" + "b" * 64
+    with pytest.raises(PathTemplateError, match="segment of 64 characters"):
+        render_path("/{.metadata.annotations['x.y/z']}", service)
 
 
 def test_path_length_limit() -> None:

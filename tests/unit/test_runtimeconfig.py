@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from aim_discovery.runtimeconfigs import problems
 from aimcore.kinds import KindRef, by_kind
 from aimcore.runtimeconfig import (
     CONFIG_FOUND,
@@ -19,6 +20,7 @@ from aimcore.runtimeconfig import (
     Resolved,
     config_kinds,
     config_name,
+    glob_error,
     merge,
     merge_env,
     migrate_deprecated,
@@ -498,3 +500,53 @@ def test_propagated_labels_does_not_mutate_parent_labels() -> None:
     out = propagated_labels(labels, Resolved("x", {"labelPropagation": {"enabled": True, "match": ["*"]}}))
     out["new"] = "v"
     assert labels == PARENT_LABELS
+
+
+# -- checks of a config on its own (the runtime-config status) -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "pattern", ["org.my/my-key-*", "team", "*", "a?c", "[a-z]*", "[^a]b", "[!a]b", "a[b]c", "\\[x", "[\\]]"]
+)
+def test_well_formed_globs(pattern: str) -> None:
+    assert glob_error(pattern) is None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "says"),
+    [
+        ("team-[", "'[' is not closed"),
+        ("[a", "'[' is not closed"),
+        ("[]", "unexpected ']'"),
+        ("[-a]", "unexpected '-'"),
+        ("[a-]", "unexpected ']'"),
+        ("key\\", "ends with an escape"),
+        ("[z-a]", "reversed (matches nothing)"),
+    ],
+)
+def test_malformed_globs(pattern: str, says: str) -> None:
+    problem = glob_error(pattern)
+    assert problem is not None and says in problem
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ({"routing": {"pathTemplate": "/{.metadata.name"}}, "routing.pathTemplate: path template"),
+        ({"routing": {"pathTemplate": "/" + "x" * 10_000}}, "segment of 10000 characters (at most 63)"),
+        ({"routing": {"routeTemplate": "/{.spec[*]}"}}, "routing.routeTemplate: unsupported JSONPath"),
+        ({"labelPropagation": {"enabled": True, "match": ["ok-*", "team-["]}}, "labelPropagation.match[1]"),
+        ({"labelPropagation": {"enabled": False, "match": ["[]"]}}, "labelPropagation.match[0]"),
+    ],
+)
+def test_runtime_config_problems(spec: Obj, says: str) -> None:
+    found = problems(spec)
+    assert len(found) == 1 and says in found[0], found
+
+
+def test_runtime_config_without_problems() -> None:
+    spec = {
+        "routing": {"enabled": True, "gatewayRef": {"name": "gw"}, "pathTemplate": "/{.metadata.name}"},
+        "labelPropagation": {"enabled": True, "match": ["org.my/*"]},
+    }
+    assert problems(spec) == []

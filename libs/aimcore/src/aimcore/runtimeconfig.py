@@ -199,6 +199,65 @@ def propagated_labels(parent_labels: Mapping[str, str] | None, resolved: Resolve
     return out
 
 
+def glob_error(pattern: str) -> str | None:
+    """Why ``pattern`` is not a well-formed shell glob as the original reads one (Go's
+    ``path.Match``: ``*``, ``?``, ``[...]`` classes with ``^`` negation and ranges, ``\\``
+    escapes); ``None`` when it is. Python's ``fnmatch`` takes a malformed class such as ``team-[``
+    literally, which no label key can match, so such a pattern would propagate nothing, silently."""
+    i, n = 0, len(pattern)
+    while i < n:
+        char = pattern[i]
+        if char == "\\":
+            if i + 1 >= n:
+                return f"pattern {pattern!r} ends with an escape '\\'"
+            i += 2
+        elif char == "[":
+            end = _class_end(pattern, i + 1)
+            if isinstance(end, str):
+                return f"pattern {pattern!r}: {end}"
+            i = end
+        else:
+            i += 1
+    return None
+
+
+def _class_end(pattern: str, start: int) -> int | str:
+    """The index after the ``]`` closing the class opened before ``start``, or what is wrong."""
+    i, n, ranges = start, len(pattern), 0
+    if i < n and pattern[i] == "^":
+        i += 1
+    while True:
+        if i < n and pattern[i] == "]" and ranges > 0:
+            return i + 1
+        low = _class_char(pattern, i)
+        if isinstance(low, str):
+            return low
+        i, low_char = low
+        if i < n and pattern[i] == "-":
+            high = _class_char(pattern, i + 1)
+            if isinstance(high, str):
+                return high
+            i, high_char = high
+            if low_char > high_char:
+                return f"range {low_char}-{high_char} in a character class is reversed (matches nothing)"
+        ranges += 1
+
+
+def _class_char(pattern: str, i: int) -> tuple[int, str] | str:
+    n = len(pattern)
+    if i >= n:
+        return "character class '[' is not closed"
+    if pattern[i] in "-]":
+        return f"unexpected {pattern[i]!r} in a character class"
+    if pattern[i] == "\\":
+        i += 1
+        if i >= n:
+            return "character class '[' is not closed"
+    if i + 1 >= n:
+        return "character class '[' is not closed"
+    return i + 1, pattern[i]
+
+
 # -- pure merge --------------------------------------------------------------------------------
 
 

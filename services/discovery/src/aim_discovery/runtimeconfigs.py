@@ -2,8 +2,11 @@
 usable, and for a namespace config whether it is merged over a cluster config of the same name.
 
 Checks are the ones that would otherwise surface only later on some service: routing enabled
-without a ``gatewayRef``, an ``AIM_ENGINE_ARGS`` env value that is not a JSON object, label
-propagation enabled with nothing to match. Such a config is ``Ready=False/InvalidConfig`` with the
+without a ``gatewayRef``, a path template that no service can render (unbalanced braces, an
+unsupported JSONPath expression, a literal segment over 63 characters:
+:func:`aimcore.pathtemplate.check_template`), an ``AIM_ENGINE_ARGS`` env value that is not a JSON
+object, label propagation enabled with nothing to match or with a malformed glob
+(:func:`aimcore.runtimeconfig.glob_error`). Such a config is ``Ready=False/InvalidConfig`` with the
 problems listed; consumers still resolve it (their own conditions say what fails for them).
 """
 
@@ -14,8 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from aimcore.bus.messages import ConditionReport
+from aimcore.pathtemplate import check_template
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtimeconfig import ENGINE_ARGS, config_kinds, migrate_deprecated
+from aimcore.runtimeconfig import ENGINE_ARGS, config_kinds, glob_error, migrate_deprecated
 
 READY = "Ready"
 CONFIG_VALID = "ConfigValid"
@@ -29,6 +33,10 @@ def problems(spec: Mapping[str, Any]) -> list[str]:
     assert isinstance(routing, Mapping)
     if routing.get("enabled") and not routing.get("gatewayRef"):
         found.append("routing.enabled is true but routing.gatewayRef is not set")
+    for key in ("pathTemplate", "routeTemplate"):  # routeTemplate: the legacy group's name
+        template = routing.get(key)
+        if isinstance(template, str) and (problem := check_template(template)) is not None:
+            found.append(f"routing.{key}: {problem}")
     for entry in spec.get("env") or []:
         if isinstance(entry, Mapping) and entry.get("name") == ENGINE_ARGS and entry.get("value"):
             try:
@@ -40,6 +48,10 @@ def problems(spec: Mapping[str, Any]) -> list[str]:
     propagation = spec.get("labelPropagation")
     if isinstance(propagation, Mapping) and propagation.get("enabled") and not propagation.get("match"):
         found.append("labelPropagation.enabled is true but labelPropagation.match is empty")
+    if isinstance(propagation, Mapping):
+        for index, pattern in enumerate(propagation.get("match") or []):
+            if (problem := glob_error(str(pattern))) is not None:
+                found.append(f"labelPropagation.match[{index}]: {problem}")
     return found
 
 
