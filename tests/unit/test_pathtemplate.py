@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from aimcore.pathtemplate import DEFAULT_PATH_TEMPLATE, PathTemplateError, check_template, render_path
+from aimcore.pathtemplate import (
+    DEFAULT_PATH_TEMPLATE,
+    PathTemplateError,
+    check_template,
+    quote_template,
+    render_path,
+)
 
 SERVICE = {"metadata": {"name": "chat", "namespace": "ml", "uid": "u-1", "labels": {"team": "blue"}}}
 
@@ -47,3 +53,9 @@ def test_bad_templates(template: str, says: str) -> None:
     assert len(problem) < 300  # a 10,000-character template is not repeated in full
     with pytest.raises(PathTemplateError):  # rendering refuses it too, for any service
         render_path(template, SERVICE)
+
+
+def test_quote_template_shortens_hostile_templates() -> None:
+    assert quote_template("/{.metadata.name}") == "'/{.metadata.name}'"
+    quoted = quote_template("/" + "x" * 10_000)
+    assert quoted.endswith("... (10001 characters)") and len(quoted) < 100

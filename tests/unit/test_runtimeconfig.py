@@ -532,9 +532,12 @@ def test_malformed_globs(pattern: str, says: str) -> None:
 @pytest.mark.parametrize(
     ("spec", "says"),
     [
-        ({"routing": {"pathTemplate": "/{.metadata.name"}}, "routing.pathTemplate: path template"),
-        ({"routing": {"pathTemplate": "/" + "x" * 10_000}}, "segment of 10000 characters (at most 63)"),
-        ({"routing": {"routeTemplate": "/{.spec[*]}"}}, "routing.routeTemplate: unsupported JSONPath"),
+        (
+            {"routing": {"pathTemplate": "/{.metadata.name"}},
+            "routing.pathTemplate '/{.metadata.name': unbalanced",
+        ),
+        ({"routing": {"pathTemplate": "/" + "x" * 10_000}}, "(10001 characters): renders a segment of 10000"),
+        ({"routing": {"routeTemplate": "/{.spec[*]}"}}, "routing.routeTemplate '/{.spec[*]}': unsupported"),
         ({"labelPropagation": {"enabled": True, "match": ["ok-*", "team-["]}}, "labelPropagation.match[1]"),
         ({"labelPropagation": {"enabled": False, "match": ["[]"]}}, "labelPropagation.match[0]"),
     ],

@@ -29,6 +29,7 @@ __all__ = [
     "check_template",
     "default_path",
     "evaluate",
+    "quote_template",
     "render_path",
 ]
 
@@ -161,19 +162,19 @@ def _clean(text: str) -> str | None:
     return clean or None
 
 
-def _segment(text: str, template: str) -> str | None:
+def _segment(text: str) -> str | None:
     """One path segment, cleaned; longer than a DNS label is an error (the original cut it)."""
     clean = _clean(text)
     if clean is not None and len(clean) > DNS_LABEL_MAX:
         raise PathTemplateError(
-            f"path template {_short(template)} renders a segment of {len(clean)} characters "
-            f"(at most {DNS_LABEL_MAX}): {clean[:40]}..."
+            f"renders a segment of {len(clean)} characters (at most {DNS_LABEL_MAX}): {clean[:40]}..."
         )
     return clean
 
 
-def _short(template: str) -> str:
-    """The template as messages quote it: a hostile one can be thousands of characters long."""
+def quote_template(template: str) -> str:
+    """The template as messages quote it (errors here do not: the caller names the template):
+    a hostile one can be thousands of characters long."""
     if len(template) <= 80:
         return repr(template)
     return repr(template[:60]) + f"... ({len(template)} characters)"
@@ -197,7 +198,7 @@ def _split(template: str) -> list[tuple[bool, str]]:
     while pos < len(template):
         char = template[pos]
         if char == "}":
-            raise PathTemplateError(f"path template {_short(template)}: unbalanced '}}' at position {pos}")
+            raise PathTemplateError(f"unbalanced '}}' at position {pos}")
         if char != "{":
             literal.append(char)
             pos += 1
@@ -217,7 +218,7 @@ def _split(template: str) -> list[tuple[bool, str]]:
                 end = scan
                 break
         if end is None:
-            raise PathTemplateError(f"path template {_short(template)}: unbalanced '{{' at position {pos}")
+            raise PathTemplateError(f"unbalanced '{{' at position {pos}")
         if literal:
             pieces.append((False, "".join(literal)))
             literal = []
@@ -249,14 +250,13 @@ def render_path(template: str, service: Mapping[str, Any]) -> str:
         if clean is None:
             raise PathTemplateError(f"{{{text}}} renders {value!r}, which leaves nothing usable in a path")
         rendered.append(clean)
-    segments = [s for part in "".join(rendered).split("/") if (s := _segment(part, template))]
+    segments = [s for part in "".join(rendered).split("/") if (s := _segment(part))]
     if not segments:
-        raise PathTemplateError(f"path template {_short(template)} renders an empty path")
+        raise PathTemplateError("renders an empty path")
     path = "/" + "/".join(segments)
     if len(path) > MAX_PATH:
         raise PathTemplateError(
-            f"path template {_short(template)} renders a path of {len(path)} characters "
-            f"(at most {MAX_PATH}): {path[:60]}..."
+            f"renders a path of {len(path)} characters (at most {MAX_PATH}): {path[:60]}..."
         )
     return path
 
@@ -274,17 +274,14 @@ def check_template(template: str) -> str | None:
                 _parse(text)
         # Expressions become a placeholder no segment can contain, so only literal segments count.
         skeleton = "".join("\0" if is_expr else text for is_expr, text in pieces)
-        literal = [_segment(part, template) for part in skeleton.split("/") if "\0" not in part]
+        literal = [_segment(part) for part in skeleton.split("/") if "\0" not in part]
         if not any(is_expr for is_expr, _ in pieces):
             segments = [s for s in literal if s]
             if not segments:
-                raise PathTemplateError(f"path template {_short(template)} renders an empty path")
+                raise PathTemplateError("renders an empty path")
             length = 1 + len("/".join(segments))
             if length > MAX_PATH:
-                raise PathTemplateError(
-                    f"path template {_short(template)} renders a path of {length} characters "
-                    f"(at most {MAX_PATH})"
-                )
+                raise PathTemplateError(f"renders a path of {length} characters (at most {MAX_PATH})")
     except PathTemplateError as exc:
         return str(exc)
     return None

@@ -49,6 +49,7 @@ from aimcore.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
 from aimcore.kube.client import ApiException, Kube
 from aimcore.kube.refusals import Refusal, RefusedBodies, refusal
 from aimcore.naming import label_value
+from aimcore.pathtemplate import DEFAULT_PATH_TEMPLATE, quote_template
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtimeconfig import Resolved, propagated_labels, resolution_conditions
 from aimcore.views import AIM, READY_STATES, TemplateView, resolved_reference, state_of
@@ -449,7 +450,8 @@ class ServiceController:
         except routing.PathTemplateError as exc:
             if existing is not None:
                 await self.kube.delete(HTTP_ROUTE, request.namespace, name)
-            state.set(cond(ROUTE_READY, False, "PathTemplateInvalid", f"path template {template!r}: {exc}"))
+            shown = quote_template(str(template or DEFAULT_PATH_TEMPLATE))
+            state.set(cond(ROUTE_READY, False, "PathTemplateInvalid", f"path template {shown}: {exc}"))
             state.fields["routing"] = None
             return
         annotations = {

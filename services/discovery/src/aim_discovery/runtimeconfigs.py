@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aimcore.bus.messages import ConditionReport
-from aimcore.pathtemplate import check_template
+from aimcore.pathtemplate import check_template, quote_template
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtimeconfig import ENGINE_ARGS, config_kinds, glob_error, migrate_deprecated
 
@@ -36,7 +36,7 @@ def problems(spec: Mapping[str, Any]) -> list[str]:
     for key in ("pathTemplate", "routeTemplate"):  # routeTemplate: the legacy group's name
         template = routing.get(key)
         if isinstance(template, str) and (problem := check_template(template)) is not None:
-            found.append(f"routing.{key}: {problem}")
+            found.append(f"routing.{key} {quote_template(template)}: {problem}")
     for entry in spec.get("env") or []:
         if isinstance(entry, Mapping) and entry.get("name") == ENGINE_ARGS and entry.get("value"):
             try:
