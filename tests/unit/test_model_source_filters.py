@@ -15,6 +15,7 @@ from aim_registry_sync.filters import (
     parse_filters,
     plan,
 )
+from aim_registry_sync.sync import sync_interval
 from aimcore.crds.aim import AIMClusterModelSourceSpec
 
 TAGS = ["0.7.0", "0.8.0", "v0.8.5", "0.8.1-rc1", "0.9.0", "1.0.0-rc1", "1.0.0", "latest", "dev"]
@@ -177,3 +178,19 @@ def test_parse_duration(text: str | None, seconds: float) -> None:
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(InvalidFilter, match="syncInterval"):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds", "clamped"),
+    [("1h", 3600, False), ("30s", 30, False), ("29s", 30, True), ("1ms", 30, True), ("0", 30, True)],
+)
+def test_sync_interval_is_clamped_and_says_so(text: str, seconds: float, clamped: bool) -> None:
+    every = sync_interval(text)
+    assert every.seconds == seconds
+    condition = every.condition
+    assert (condition.type, condition.status) == ("ConfigValid", "True")
+    if clamped:
+        assert condition.reason == "SyncIntervalClamped"
+        assert condition.message == f"syncInterval {text} is below the minimum of 30s; syncing every 30s"
+    else:
+        assert (condition.reason, condition.message) == ("ConfigurationValid", "")

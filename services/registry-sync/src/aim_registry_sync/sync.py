@@ -7,6 +7,10 @@ annotations change (touch an annotation to force a sync), and when the next sync
 Status-only changes (our own status writes) do not start a sync, so writing ``lastSyncTime`` does
 not loop. Transient failures (registry unreachable, secret missing: Secrets are not watched) are
 retried with a growing backoff (30 s doubling, at most 10 min or ``syncInterval``).
+
+A ``syncInterval`` below 30 s is clamped to 30 s (a registry listing every few milliseconds is a
+rate-limit ban, not a feature) and the clamp is said, not silent: ``ConfigValid`` stays True with
+reason ``SyncIntervalClamped`` and a message naming the interval asked for and the one used.
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ INVALID_FILTER = "InvalidFilter"
 SECRET_NOT_FOUND = "SecretNotFound"
 INVALID_PULL_SECRET = "InvalidPullSecret"
 SOME_FILTERS_FAILED = "SomeFiltersFailed"
+CONFIGURATION_VALID = "ConfigurationValid"
+SYNC_INTERVAL_CLAMPED = "SyncIntervalClamped"
 
 _OCI_REASONS: dict[type[OCIError], str] = {
     AuthFailed: "AuthFailed",
@@ -138,6 +144,35 @@ def fingerprint(obj: dict[str, Any]) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Interval:
+    """The sync interval used, and what ``ConfigValid`` says about it."""
+
+    seconds: float
+    asked: str | None = None  # the spec's value, when it was clamped
+
+    @property
+    def condition(self) -> ConditionReport:
+        if self.asked is None:
+            return ConditionReport(type=CONFIG_VALID, status="True", reason=CONFIGURATION_VALID)
+        return ConditionReport(
+            type=CONFIG_VALID,
+            status="True",
+            reason=SYNC_INTERVAL_CLAMPED,
+            message=f"syncInterval {self.asked} is below the minimum of {MIN_INTERVAL:g}s; "
+            f"syncing every {MIN_INTERVAL:g}s",
+        )
+
+
+def sync_interval(text: str | None) -> Interval:
+    """``spec.syncInterval`` in seconds, at least :data:`MIN_INTERVAL` (clamping said in the
+    condition). Raises :class:`InvalidFilter` for what is not a duration."""
+    seconds = parse_duration(text)
+    if seconds < MIN_INTERVAL:
+        return Interval(MIN_INTERVAL, text)
+    return Interval(seconds)
+
+
 def backoff(failures: int, interval: float) -> float:
     delay = BACKOFF_START * float(2 ** max(failures - 1, 0))
     return min(delay, BACKOFF_MAX, max(interval, MIN_INTERVAL))
@@ -193,7 +228,7 @@ class SourceController:
         spec = source.spec
         name = request.name
         try:
-            interval = max(parse_duration(spec.sync_interval), MIN_INTERVAL)
+            every = sync_interval(spec.sync_interval)
             filters = parse_filters(spec)
         except InvalidFilter as exc:
             self.memo.pop(name, None)
@@ -214,7 +249,7 @@ class SourceController:
         try:
             credentials = await self._credentials(secrets)
         except SyncFailed as failed:
-            return await self._failed(request, fp, memo, interval, failed, len(existing))
+            return await self._failed(request, fp, memo, every, failed, len(existing))
 
         listing = Listing()
         catalogs: dict[str, list[str]] = {}
@@ -235,15 +270,15 @@ class SourceController:
                 f"filters[{e.filter.index}] ({e.filter.image}): {e.message}" for e in listing.errors
             )
             everything = SyncFailed(first.reason, message, transient=any(e.transient for e in listing.errors))
-            return await self._failed(request, fp, memo, interval, everything, len(existing))
+            return await self._failed(request, fp, memo, every, everything, len(existing))
 
         the_plan = plan(listing.matched, existing_images, len(existing), spec.max_models)
         outcome = await self._create(the_plan, source_label, secrets)
-        await self._synced(request, listing, the_plan, outcome, len(existing))
+        await self._synced(request, listing, the_plan, outcome, len(existing), every=every)
 
         ok = not listing.errors and not outcome.errors
         failures = 0 if ok else (memo.failures + 1 if memo else 1)
-        delay = interval if ok else backoff(failures, interval)
+        delay = every.seconds if ok else backoff(failures, every.seconds)
         self.memo[name] = _Memo(fp, now + delay, failures)
         return Result(requeue_after=delay)
 
@@ -302,16 +337,16 @@ class SourceController:
         request: Request,
         fp: str,
         memo: _Memo | None,
-        interval: float,
+        every: Interval,
         failed: SyncFailed,
         existing: int,
     ) -> Result:
         failures = (memo.failures if memo else 0) + 1
-        delay = backoff(failures, interval)
+        delay = backoff(failures, every.seconds)
         self.memo[request.name] = _Memo(fp, self.clock() + delay, failures)
         registry_state = "Unknown" if failed.reason in (SECRET_NOT_FOUND, INVALID_PULL_SECRET) else "False"
         conditions = [
-            ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"),
+            every.condition,
             ConditionReport(
                 type=REGISTRY_REACHABLE, status=registry_state, reason=failed.reason, message=failed.message
             ),
@@ -332,6 +367,8 @@ class SourceController:
         the_plan: Plan,
         outcome: Created,
         existing: int,
+        *,
+        every: Interval,
     ) -> None:
         source = request.resource
         assert isinstance(source, AIMClusterModelSource)
@@ -343,7 +380,7 @@ class SourceController:
         problems = [f"filters[{e.filter.index}] ({e.filter.image}): {e.message}" for e in listing.errors]
         problems += [f"create {e}" for e in outcome.errors]
 
-        conditions = [ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid")]
+        conditions = [every.condition]
         if listing.errors:
             first = listing.errors[0]
             conditions.append(
