@@ -244,10 +244,25 @@ def test_overrides_match(overrides: dict[str, Any] | None, matches: bool) -> Non
     assert overrides_match(traits, overrides) is matches
 
 
-def test_overrides_ignore_gpu_when_template_has_none() -> None:
-    traits = Traits("optimized", "latency", "fp8", None, 0)
-    assert overrides_match(traits, {"gpu": {"model": "MI300X", "requests": 4}})
+def test_gpu_overrides_do_not_match_a_template_without_that_gpu() -> None:
+    """The original let a CPU template (or one for any GPU) satisfy a GPU override, and the
+    service ran without the GPUs asked for; here the override makes a derived template."""
+    cpu = Traits("optimized", "latency", "fp8", None, 0)
+    assert not overrides_match(cpu, {"gpu": {"model": "MI300X", "requests": 4}})
+    assert not overrides_match(cpu, {"gpu": {"requests": 1}})
+    assert not overrides_match(cpu, {"gpuSelector": {"model": "MI300X"}})
+    any_gpu = Traits("optimized", "latency", "fp8", None, 2)
+    assert not overrides_match(any_gpu, {"gpu": {"model": "MI300X"}})
+    assert overrides_match(any_gpu, {"gpu": {"requests": 2}})
+    assert overrides_match(cpu, {"metric": "latency"})
     assert not overrides_match(Traits("optimized", None, None, None, 0), {"metric": "latency"})
+
+
+def test_gpu_override_mismatch_says_none() -> None:
+    sel = select([tpl("cpu", gpu=None, count=0)], overrides={"gpu": {"model": "MI300X", "requests": 1}})
+    assert reasons(sel) == {"cpu": "ServiceOverridesNotMatched"}
+    assert "GPU none is not MI300X" in sel.verdicts[0].message
+    assert "GPU count 0 is not 1" in sel.verdicts[0].message
 
 
 def test_overrides_stage_rejects_and_picks_matching() -> None:

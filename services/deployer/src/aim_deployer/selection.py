@@ -244,9 +244,14 @@ def _wanted(overrides: Mapping[str, Any] | None) -> _Wanted:
 
 
 def overrides_match(traits: Traits, overrides: Mapping[str, Any] | None) -> bool:
-    """Whether a template with ``traits`` satisfies the service's ``spec.overrides``: metric and
-    precision equal (case-insensitive; a template without the value does not match), GPU model
-    equal when both name one, GPU count equal when both are > 0. No overrides match everything."""
+    """Whether a template with ``traits`` satisfies the service's ``spec.overrides``: metric,
+    precision, GPU model and GPU count equal (case-insensitive; a template without the value does
+    not match). No overrides match everything.
+
+    Unlike the original, a template that names no GPU model or count does not match an override
+    that does: there a CPU template (or one for any GPU) satisfied ``gpu: {model: MI300X,
+    requests: 2}`` and the service deployed without the GPUs asked for. Here the override makes a
+    derived template that asks for them."""
     return not _mismatches(traits, _wanted(overrides))
 
 
@@ -256,9 +261,9 @@ def _mismatches(traits: Traits, wanted: _Wanted) -> list[str]:
         out.append(f"metric {traits.metric or 'unset'} is not {wanted.metric}")
     if wanted.precision and traits.precision != wanted.precision:
         out.append(f"precision {traits.precision or 'unset'} is not {wanted.precision}")
-    if wanted.gpu_model and traits.gpu_model and traits.gpu_model != wanted.gpu_model:
-        out.append(f"GPU {traits.gpu_model} is not {wanted.gpu_model}")
-    if wanted.gpu_count > 0 and traits.gpu_count > 0 and traits.gpu_count != wanted.gpu_count:
+    if wanted.gpu_model and traits.gpu_model != wanted.gpu_model:
+        out.append(f"GPU {traits.gpu_model or 'none'} is not {wanted.gpu_model}")
+    if wanted.gpu_count > 0 and traits.gpu_count != wanted.gpu_count:
         out.append(f"GPU count {traits.gpu_count} is not {wanted.gpu_count}")
     return out
 
