@@ -1,0 +1,329 @@
+"""Hostile objects the 1.20 API server stores (it does not run CEL rules and cannot compare two
+fields or parse an image reference), applied to the real services, which must answer each with a
+condition instead of adjusting or ignoring it (issue 15, item 7). What the generated schema can
+refuse at apply time is in ``tests/cluster/test_crd_refusals.py``.
+
+Before the fixes: ``minReplicas: 5, maxReplicas: 2`` deployed with the maximum dropped; requests
+above limits, half a GPU and 10^30 bytes of memory reached the InferenceService; a model image on
+port 99999 was accepted; a 10,000-character path template became a 63-character path; runtime
+configs with an unparsable path template or glob were Ready; a GPU override on a CPU template
+deployed without a GPU; ``syncInterval: 1ms`` was clamped to 30 s without a word.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from nats.js import JetStreamContext
+
+from aimcore.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
+from aimcore.kube.client import Kube
+from aimcore.local.registry import Registry
+from tests.helpers import condition, eventually, has, manifest, status_of
+from tests.integration.conftest import Services, ensure_service
+
+AIM = "aim.eai.amd.com"
+LEGACY = "aim.silogen.ai"
+SERVICE = by_kind(AIM, "AIMService")
+LEGACY_SERVICE = by_kind(LEGACY, "AIMService")
+MODEL = by_kind(AIM, "AIMModel")
+TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
+RUNTIME_CONFIG = by_kind(AIM, "AIMRuntimeConfig")
+SOURCE = by_kind(AIM, "AIMClusterModelSource")
+IMAGE = "ghcr.io/acme/aim-llama:1.0.0"
+
+
+def invalid_spec(status: dict[str, Any]) -> bool:
+    return bool(has("ConfigValid", "False", "InvalidSpec")(status))
+
+
+@pytest.fixture
+def deployer(running: Services) -> Services:
+    """The session's services with discovery, cache and registry-sync stopped: the tests play
+    discovery's part (marking models and templates Ready)."""
+    for name in ("discovery", "cache", "registry-sync"):
+        proc = running.procs.pop(name, None)
+        if proc is not None:
+            proc.stop()
+    return running
+
+
+@pytest.fixture
+async def discovery(running: Services, js: JetStreamContext) -> Services:
+    return await ensure_service(running, js, "discovery")
+
+
+async def ready_model(kube: Kube, namespace: str, name: str, ref: KindRef = MODEL, **spec: Any) -> None:
+    await kube.create(ref, manifest(ref, name, namespace, {"image": IMAGE, **spec}), namespace)
+    await kube.patch_status(ref, namespace, name, {"status": {"status": "Ready"}})
+
+
+async def ready_template(
+    kube: Kube, namespace: str, name: str, spec: dict[str, Any], profile: dict[str, Any]
+) -> None:
+    await kube.create(TEMPLATE, manifest(TEMPLATE, name, namespace, spec), namespace)
+    status = {"status": "Ready", "profile": {"metadata": {"type": "optimized", **profile}}}
+    await kube.patch_status(TEMPLATE, namespace, name, {"status": status})
+
+
+async def isvcs_owned_by(kube: Kube, namespace: str, service: str) -> list[dict[str, Any]]:
+    items = (await kube.list(INFERENCE_SERVICE, namespace))[0]
+    return [
+        i for i in items if any(o.get("name") == service for o in i["metadata"].get("ownerReferences") or [])
+    ]
+
+
+async def isvc_of(kube: Kube, namespace: str, service: str) -> dict[str, Any]:
+    async def probe() -> dict[str, Any] | None:
+        owned = await isvcs_owned_by(kube, namespace, service)
+        return owned[0] if owned else None
+
+    found: dict[str, Any] = await eventually(probe, timeout=30, what=f"the InferenceService of {service}")
+    return found
+
+
+# -- the deployer ---------------------------------------------------------------------------------
+
+HOSTILE_SERVICES: dict[str, tuple[KindRef, dict[str, Any], str]] = {
+    "min-above-max": (
+        SERVICE,
+        {"minReplicas": 5, "maxReplicas": 2},
+        "minReplicas must not be greater than maxReplicas (minReplicas 5, maxReplicas 2)",
+    ),
+    "legacy-min-above-max": (
+        LEGACY_SERVICE,
+        {"minReplicas": 3, "maxReplicas": 1},
+        "minReplicas must not be greater than maxReplicas",
+    ),
+    "requests-above-limits": (
+        SERVICE,
+        {"resources": {"requests": {"cpu": "8"}, "limits": {"cpu": "2"}}},
+        "requests.cpu '8' is more than limits.cpu '2'",
+    ),
+    "half-a-gpu": (SERVICE, {"resources": {"limits": {"amd.com/gpu": "0.5"}}}, "not a whole number"),
+    "absurd-memory": (
+        SERVICE,
+        {"resources": {"limits": {"memory": "1e30"}}},
+        "larger than Kubernetes represents",
+    ),
+    "custom-base-on-port-99999": (
+        SERVICE,
+        {
+            "model": {
+                "custom": {
+                    "baseImage": "registry.example.com:99999/aim-base:1",
+                    "modelSources": [{"modelId": "acme/tiny", "sourceUri": "hf://acme/tiny", "size": "1Gi"}],
+                    "hardware": {"cpu": {"requests": "2"}},
+                }
+            }
+        },
+        "port 99999 is not in 1-65535",
+    ),
+}
+
+
+async def test_service_specs_the_api_server_stores_are_invalid_spec(  # type: ignore[no-untyped-def]
+    deployer, kube: Kube, namespace: str
+) -> None:
+    await ready_model(kube, namespace, "llama")
+    await ready_model(kube, namespace, "llama", ref=by_kind(LEGACY, "AIMModel"))
+    await ready_template(kube, namespace, "llama-t", {"modelName": "llama"}, {"metric": "latency"})
+    legacy_template = by_kind(LEGACY, "AIMServiceTemplate")
+    await kube.create(
+        legacy_template, manifest(legacy_template, "llama-t", namespace, {"aimImageName": "llama"}), namespace
+    )
+    await kube.patch_status(legacy_template, namespace, "llama-t", {"status": {"status": "Available"}})
+    for name, (ref, spec, _) in HOSTILE_SERVICES.items():
+        body = {"model": {"name": "llama"}, **spec}
+        await kube.create(ref, manifest(ref, name, namespace, body), namespace)
+    await kube.create(SERVICE, manifest(SERVICE, "sane", namespace, {"model": {"name": "llama"}}), namespace)
+
+    for name, (ref, _, message) in HOSTILE_SERVICES.items():
+        obj = await status_of(kube, ref, namespace, name, invalid_spec, f"{name} InvalidSpec")
+        assert message in condition(obj["status"], "ConfigValid")["message"], name
+        assert obj["status"]["status"] == "Failed", name
+        assert condition(obj["status"], "Ready")["reason"] == "InvalidSpec", name
+    await isvc_of(kube, namespace, "sane")  # the deployer deploys what is valid
+    for name in HOSTILE_SERVICES:
+        assert await isvcs_owned_by(kube, namespace, name) == [], name
+
+
+async def test_a_path_segment_over_63_characters_is_path_template_invalid(  # type: ignore[no-untyped-def]
+    deployer, kube: Kube, namespace: str
+) -> None:
+    await ready_model(kube, namespace, "rt")
+    await ready_template(kube, namespace, "rt-t", {"modelName": "rt"}, {"metric": "latency"})
+    routing = {"enabled": True, "gatewayRef": {"name": "gw"}, "pathTemplate": "/" + "x" * 10_000}
+    await kube.create(
+        SERVICE,
+        manifest(SERVICE, "long", namespace, {"model": {"name": "rt"}, "routing": routing}),
+        namespace,
+    )
+    obj = await status_of(
+        kube, SERVICE, namespace, "long", has("HTTPRouteReady", "False", "PathTemplateInvalid"), "invalid"
+    )
+    message = condition(obj["status"], "HTTPRouteReady")["message"]
+    assert "renders a segment of 10000 characters (at most 63)" in message
+    assert len(message) < 400  # the template is not repeated in full
+    assert obj["status"]["status"] == "Degraded"
+    assert not (await kube.list(HTTP_ROUTE, namespace))[0]  # before: a route to /xxx... (63 x)
+
+
+async def test_a_gpu_override_on_a_cpu_template_derives_a_gpu_template(  # type: ignore[no-untyped-def]
+    deployer, kube: Kube, namespace: str
+) -> None:
+    await ready_model(kube, namespace, "cpu")
+    cpu_spec = {"modelName": "cpu", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}}
+    await ready_template(kube, namespace, "cpu-t", cpu_spec, {"metric": "latency", "precision": "fp16"})
+    overrides = {"gpu": {"model": "MI300X", "requests": 2}}
+    await kube.create(
+        SERVICE,
+        manifest(SERVICE, "wants-gpu", namespace, {"model": {"name": "cpu"}, "overrides": overrides}),
+        namespace,
+    )
+    await status_of(
+        kube,
+        SERVICE,
+        namespace,
+        "wants-gpu",
+        lambda s: (
+            condition(s, "TemplateReady").get("reason") in ("CreatingDerivedTemplate", "TemplateNotReady")
+        ),
+        "a derived template",
+    )
+    derived = [
+        t for t in (await kube.list(TEMPLATE, namespace))[0] if t["metadata"]["name"].startswith("cpu-t-ovr-")
+    ]
+    assert len(derived) == 1, [t["metadata"]["name"] for t in derived]
+    assert derived[0]["spec"]["gpu"] == {"model": "MI300X", "requests": 2, "resourceName": "amd.com/gpu"}
+    assert await isvcs_owned_by(kube, namespace, "wants-gpu") == []  # not deployed on the CPU template
+    # discovery's part: the derived template is Ready with two GPUs; the service waits for them
+    name = derived[0]["metadata"]["name"]
+    profile = {"type": "optimized", "metric": "latency", "precision": "fp16", "gpu": "MI300X", "gpu_count": 2}
+    await kube.patch_status(
+        TEMPLATE, namespace, name, {"status": {"status": "Ready", "profile": {"metadata": profile}}}
+    )
+    waiting = await status_of(
+        kube,
+        SERVICE,
+        namespace,
+        "wants-gpu",
+        has("TemplateReady", "False", "RequiredGPUNotInCluster"),
+        "no GPU",
+    )
+    assert "MI300X" in condition(waiting["status"], "TemplateReady")["message"]
+    assert await isvcs_owned_by(kube, namespace, "wants-gpu") == []
+    node = f"mi300x-{secrets.token_hex(3)}"
+    labels = {"amd.com/gpu.device-id": "74a1"}
+    await kube.create(
+        NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": labels}}
+    )
+    try:
+        svc = await status_of(
+            kube,
+            SERVICE,
+            namespace,
+            "wants-gpu",
+            has("TemplateReady", "True", "Resolved"),
+            "the derived template",
+        )
+        assert svc["status"]["resolvedTemplate"]["name"] == name
+        isvc = await isvc_of(kube, namespace, "wants-gpu")
+        limits = isvc["spec"]["predictor"]["containers"][0]["resources"]["limits"]
+        assert limits["amd.com/gpu"] == "2"
+    finally:
+        await kube.delete(NODE, None, node)
+
+
+# -- discovery ------------------------------------------------------------------------------------
+
+
+async def test_models_the_api_server_stores_are_invalid_spec(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    cases = {
+        "port-99999": (
+            {"image": "ghcr.io:99999/acme/llama:1.0", "discovery": {"extractMetadata": False}},
+            "port 99999 is not in 1-65535",
+        ),
+        "zero-cpu": (
+            {
+                "image": IMAGE,
+                "modelSources": [{"modelId": "acme/tiny", "sourceUri": "hf://acme/tiny", "size": "1Gi"}],
+                "custom": {"hardware": {"cpu": {"requests": "0"}}},
+            },
+            "requests must be > 0",
+        ),
+    }
+    for name, (spec, _) in cases.items():
+        await kube.create(MODEL, manifest(MODEL, name, namespace, spec), namespace)
+    for name, (_, message) in cases.items():
+        obj = await status_of(kube, MODEL, namespace, name, invalid_spec, f"{name} InvalidSpec")
+        assert message in condition(obj["status"], "ConfigValid")["message"], name
+        assert obj["status"]["status"] == "Failed", name
+
+
+async def test_runtime_configs_no_service_can_use_are_invalid_config(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    cases = {
+        "long-segment": (
+            {"routing": {"pathTemplate": "/" + "x" * 10_000}},
+            "routing.pathTemplate '/xxxxxxxxxx",
+        ),
+        "unbalanced": ({"routing": {"pathTemplate": "/{.metadata.name"}}, "unbalanced '{'"),
+        "wildcard": ({"routing": {"pathTemplate": "/{.metadata.labels[*]}"}}, "unsupported JSONPath"),
+        "bad-glob": (
+            {"labelPropagation": {"enabled": True, "match": ["team-*", "cost-[center"]}},
+            "labelPropagation.match[1]: pattern 'cost-[center': character class '[' is not closed",
+        ),
+        "sane": ({"routing": {"pathTemplate": "/{.metadata.namespace}/{.metadata.name}"}}, None),
+    }
+    for name, (spec, _) in cases.items():
+        await kube.create(RUNTIME_CONFIG, manifest(RUNTIME_CONFIG, name, namespace, spec), namespace)
+    for name, (_, message) in cases.items():
+        if message is None:
+            await status_of(kube, RUNTIME_CONFIG, namespace, name, has("Ready", "True", "ConfigValid"), name)
+            continue
+        obj = await status_of(
+            kube, RUNTIME_CONFIG, namespace, name, has("Ready", "False", "InvalidConfig"), name
+        )
+        assert message in condition(obj["status"], "Ready")["message"], name
+        assert condition(obj["status"], "ConfigValid")["reason"] == "InvalidConfig", name
+
+
+# -- registry-sync --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def source_name(kube: Kube) -> AsyncIterator[str]:
+    name = f"src-clamped-{secrets.token_hex(3)}"
+    yield name
+    await kube.delete(SOURCE, None, name)
+    models, _ = await kube.list(
+        by_kind(AIM, "AIMClusterModel"), label_selector=f"aim.eai.amd.com/model-source={name}"
+    )
+    for model in models:
+        await kube.delete(by_kind(AIM, "AIMClusterModel"), None, model["metadata"]["name"])
+
+
+async def test_a_clamped_sync_interval_is_reported(  # type: ignore[no-untyped-def]
+    running, js: JetStreamContext, kube: Kube, oci_registry: Registry, source_name: str
+) -> None:
+    await ensure_service(running, js, "registry-sync")
+    repository = f"clamp{secrets.token_hex(3)}/model"
+    spec = {
+        "registry": oci_registry.host,
+        "syncInterval": "1ms",
+        "filters": [{"image": f"{repository}:1.0.0"}],
+    }
+    await kube.create(SOURCE, manifest(SOURCE, source_name, None, spec))
+    obj = await status_of(
+        kube, SOURCE, None, source_name, has("Ready", "True", "Synced"), "the source synced"
+    )
+    valid = condition(obj["status"], "ConfigValid")
+    assert (valid["status"], valid["reason"]) == ("True", "SyncIntervalClamped")
+    assert valid["message"] == "syncInterval 1ms is below the minimum of 30s; syncing every 30s"
