@@ -238,6 +238,53 @@ async def test_a_gpu_override_on_a_cpu_template_derives_a_gpu_template(  # type:
         await kube.delete(NODE, None, node)
 
 
+async def test_a_zero_gpu_override_is_honoured(  # type: ignore[no-untyped-def]
+    deployer, kube: Kube, namespace: str
+) -> None:
+    """``gpu.requests: 0`` ("GPU nodes, no GPU resources", per the seed) was dropped, and the
+    service got the template's GPU."""
+    node = f"mi355x-{secrets.token_hex(3)}"
+    labels = {"amd.com/gpu.device-id": "75a3"}
+    await kube.create(
+        NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": labels}}
+    )
+    try:
+        await _zero_gpus(kube, namespace)
+    finally:
+        await kube.delete(NODE, None, node)
+
+
+async def _zero_gpus(kube: Kube, namespace: str) -> None:
+    await ready_model(kube, namespace, "one")
+    gpu = {"model": "MI355X", "requests": 1}
+    profile = {"metric": "latency", "precision": "fp8", "gpu": "MI355X", "gpu_count": 1}
+    await ready_template(kube, namespace, "one-t", {"modelName": "one", "gpu": gpu}, profile)
+    overrides = {"gpu": {"requests": 0}}
+    await kube.create(
+        SERVICE,
+        manifest(SERVICE, "no-gpus", namespace, {"model": {"name": "one"}, "overrides": overrides}),
+        namespace,
+    )
+
+    async def derived() -> dict[str, Any] | None:
+        items = (await kube.list(TEMPLATE, namespace))[0]
+        return next((t for t in items if t["metadata"]["name"].startswith("one-t-ovr-0gpu-")), None)
+
+    template = await eventually(derived, timeout=30, what="the derived template with 0 GPUs")
+    assert template["spec"]["gpu"]["requests"] == 0 and template["spec"]["gpu"]["model"] == "MI355X"
+    assert await isvcs_owned_by(kube, namespace, "no-gpus") == []  # not deployed with the template's GPU
+    status = {
+        "status": "Ready",
+        "profile": {"metadata": {"type": "optimized", **profile, "gpu_count": 0}},
+        "resolvedHardware": {"gpu": {"model": "MI355X", "requests": 0}},
+    }
+    await kube.patch_status(TEMPLATE, namespace, template["metadata"]["name"], {"status": status})
+    isvc = await isvc_of(kube, namespace, "no-gpus")
+    resources = isvc["spec"]["predictor"]["containers"][0].get("resources") or {}
+    assert "amd.com/gpu" not in resources.get("limits", {}), resources
+    assert "affinity" in isvc["spec"]["predictor"]  # still on MI355X nodes
+
+
 # -- discovery ------------------------------------------------------------------------------------
 
 

@@ -211,11 +211,11 @@ class _Wanted:
     metric: str | None
     precision: str | None
     gpu_model: str | None
-    gpu_count: int
+    gpu_count: int | None  # None: not asked; 0 is asked for (GPU nodes, no GPU resources)
 
     @property
     def empty(self) -> bool:
-        return not (self.metric or self.precision or self.gpu_model or self.gpu_count)
+        return not (self.metric or self.precision or self.gpu_model or self.gpu_count is not None)
 
     def describe(self) -> str:
         parts = []
@@ -223,8 +223,8 @@ class _Wanted:
             parts.append(f"metric {self.metric}")
         if self.precision:
             parts.append(f"precision {self.precision}")
-        if self.gpu_model or self.gpu_count:
-            count = f"{self.gpu_count} x " if self.gpu_count else ""
+        if self.gpu_model or self.gpu_count is not None:
+            count = f"{self.gpu_count} x " if self.gpu_count is not None else ""
             parts.append(f"GPU {count}{self.gpu_model or 'any model'}")
         return ", ".join(parts)
 
@@ -239,8 +239,16 @@ def _wanted(overrides: Mapping[str, Any] | None) -> _Wanted:
         metric=_lower(o.get("metric")),
         precision=_lower(o.get("precision")),
         gpu_model=_gpu_name(gpu.get("model")) or _gpu_name(selector.get("model")),
-        gpu_count=_count(gpu.get("requests")) or _count(selector.get("count")),
+        gpu_count=_requested(gpu.get("requests"), selector.get("count")),
     )
+
+
+def _requested(*values: Any) -> int | None:
+    """The first GPU count an override sets (``0`` included: "GPU nodes, no GPU resources")."""
+    for value in values:
+        if value is not None:
+            return _count(value)
+    return None
 
 
 def overrides_match(traits: Traits, overrides: Mapping[str, Any] | None) -> bool:
@@ -250,8 +258,8 @@ def overrides_match(traits: Traits, overrides: Mapping[str, Any] | None) -> bool
 
     Unlike the original, a template that names no GPU model or count does not match an override
     that does: there a CPU template (or one for any GPU) satisfied ``gpu: {model: MI300X,
-    requests: 2}`` and the service deployed without the GPUs asked for. Here the override makes a
-    derived template that asks for them."""
+    requests: 2}`` and the service deployed without the GPUs asked for, and ``requests: 0`` was
+    not an override at all. Here the override makes a derived template that asks for them."""
     return not _mismatches(traits, _wanted(overrides))
 
 
@@ -263,7 +271,7 @@ def _mismatches(traits: Traits, wanted: _Wanted) -> list[str]:
         out.append(f"precision {traits.precision or 'unset'} is not {wanted.precision}")
     if wanted.gpu_model and traits.gpu_model != wanted.gpu_model:
         out.append(f"GPU {traits.gpu_model or 'none'} is not {wanted.gpu_model}")
-    if wanted.gpu_count > 0 and traits.gpu_count != wanted.gpu_count:
+    if wanted.gpu_count is not None and traits.gpu_count != wanted.gpu_count:
         out.append(f"GPU count {traits.gpu_count} is not {wanted.gpu_count}")
     return out
 

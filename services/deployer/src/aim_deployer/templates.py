@@ -82,14 +82,16 @@ def allow_unoptimized(spec: Mapping[str, Any]) -> bool:
 
 
 def overrides_of(spec: Mapping[str, Any]) -> Obj | None:
-    """``spec.overrides`` with its empty values dropped; ``None`` when nothing is overridden."""
+    """``spec.overrides`` with its empty values dropped; ``None`` when nothing is overridden.
+    ``gpu.requests: 0`` is kept: it asks for GPU nodes without GPU resources (the original
+    dropped it, and the service got the template's GPUs)."""
     raw = spec.get("overrides")
     if not isinstance(raw, Mapping):
         return None
     out: Obj = {}
     for key, value in raw.items():
         if isinstance(value, Mapping):
-            inner = {k: v for k, v in value.items() if v not in (None, "", 0)}
+            inner = {k: v for k, v in value.items() if v is not None and v != ""}
             if inner:
                 out[key] = inner
         elif value not in (None, ""):
@@ -150,11 +152,12 @@ def _use(kind: KindRef, obj: Obj, why: str, **extra: Any) -> TemplatePlan:
 # -- derived templates --------------------------------------------------------------------------
 
 
-def _gpu(overrides: Mapping[str, Any]) -> tuple[str, int]:
+def _gpu(overrides: Mapping[str, Any]) -> tuple[str, int | None]:
+    """The GPU model (``""``: none) and count (``None``: not overridden) of the overrides."""
     gpu = overrides.get("gpu") or overrides.get("gpuSelector") or {}
     model = str(gpu.get("model") or "") if isinstance(gpu, Mapping) else ""
     count = gpu.get("requests", gpu.get("count")) if isinstance(gpu, Mapping) else None
-    return model, int(count or 0)
+    return model, None if count is None else int(count)
 
 
 def describe_overrides(overrides: Mapping[str, Any]) -> str:
@@ -169,18 +172,19 @@ def describe_overrides(overrides: Mapping[str, Any]) -> str:
 
 
 def derived_template_name(base: str, overrides: Mapping[str, Any]) -> str:
-    """The original's name for an override template (reference §1.4)."""
+    """The original's name for an override template (reference §1.4); ``gpu.requests: 0``, which
+    the original ignored, adds a ``0gpu`` part (its hash inputs are those of no count)."""
     model, count = _gpu(overrides)
     precision = str(overrides.get("precision") or "")
     metric = str(overrides.get("metric") or "")
     parts = [base, "ovr"]
     if model:
         parts.append(model.lower())
-    if count:
+    if count is not None:
         parts.append(f"{count}gpu")
     parts += [p for p in (precision, metric) if p]
     return derived_name(
-        parts, ["gpu", model, "count", count, "precision", precision, "metric", metric], hash_length=4
+        parts, ["gpu", model, "count", count or 0, "precision", precision, "metric", metric], hash_length=4
     )
 
 
@@ -198,7 +202,7 @@ def derived_spec(group: str, base: Mapping[str, Any], overrides: Mapping[str, An
         gpu = dict(spec.get("gpu") or {})
         if model:
             gpu["model"] = model
-        if count:
+        if count is not None:
             gpu["requests"] = count
         if gpu:
             spec["gpu"] = gpu
@@ -207,7 +211,7 @@ def derived_spec(group: str, base: Mapping[str, Any], overrides: Mapping[str, An
         selector = dict(spec.get("gpuSelector") or {})
         if model:
             selector["model"] = model
-        if count:
+        if count is not None:
             selector["count"] = count
         if selector:
             spec["gpuSelector"] = selector

@@ -1,0 +1,70 @@
+"""Service overrides and the derived templates they make (``aim_deployer.templates``): names as the
+original spells them, the base spec with the overrides applied, and GPU overrides the original
+ignored (``gpu.requests: 0``; a GPU asked of a CPU template) honoured rather than dropped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aim_deployer.selection import Traits, overrides_match
+from aim_deployer.templates import derived_spec, derived_template_name, overrides_of
+from aimcore.naming import derived_name
+
+AIM = "aim.eai.amd.com"
+LEGACY = "aim.silogen.ai"
+BASE = {"spec": {"modelName": "llama", "metric": "latency", "gpu": {"model": "MI300X", "requests": 1}}}
+
+
+def test_overrides_of_drops_empty_values_but_keeps_zero_gpus() -> None:
+    spec = {"overrides": {"metric": "", "precision": None, "gpu": {"requests": 0, "model": ""}}}
+    assert overrides_of(spec) == {"gpu": {"requests": 0}}
+    assert overrides_of({"overrides": {"gpu": {"model": None}}}) is None
+    assert overrides_of({}) is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "parts", "count"),
+    [
+        ({"metric": "throughput"}, ["throughput"], 0),
+        ({"gpu": {"model": "MI325X", "requests": 2}, "precision": "fp8"}, ["mi325x", "2gpu", "fp8"], 2),
+        ({"gpuSelector": {"count": 4}}, ["4gpu"], 4),
+    ],
+)
+def test_derived_names_are_the_originals(overrides: dict[str, Any], parts: list[str], count: int) -> None:
+    gpu = overrides.get("gpu") or overrides.get("gpuSelector") or {}
+    model = str(gpu.get("model") or "")
+    inputs = ["gpu", model, "count", count, "precision", overrides.get("precision") or ""]
+    inputs += ["metric", overrides.get("metric") or ""]
+    assert derived_template_name("base", overrides) == derived_name(
+        ["base", "ovr", *parts], inputs, hash_length=4
+    )
+
+
+def test_zero_gpus_get_a_name_of_their_own() -> None:
+    with_zero = derived_template_name("base", {"metric": "throughput", "gpu": {"requests": 0}})
+    without = derived_template_name("base", {"metric": "throughput"})
+    assert with_zero != without
+    assert with_zero.startswith("base-ovr-0gpu-throughput-")
+
+
+def test_derived_spec_applies_a_zero_gpu_override() -> None:
+    spec = derived_spec(AIM, BASE, {"gpu": {"requests": 0}}, "llama")
+    assert spec["gpu"] == {"model": "MI300X", "requests": 0}
+
+
+def test_derived_spec_adds_a_gpu_to_a_cpu_template() -> None:
+    cpu = {"spec": {"modelName": "tiny", "resources": {"requests": {"cpu": "2"}}}}
+    spec = derived_spec(AIM, cpu, {"gpu": {"model": "MI300X", "requests": 2}}, "tiny")
+    assert spec["gpu"] == {"model": "MI300X", "requests": 2}
+    assert spec["resources"] == {"requests": {"cpu": "2"}}
+    legacy = derived_spec(LEGACY, {"spec": {"aimImageName": "tiny"}}, {"gpuSelector": {"count": 1}}, "tiny")
+    assert legacy["gpuSelector"] == {"count": 1}
+
+
+def test_a_zero_gpu_override_is_an_override() -> None:
+    """The original dropped ``requests: 0``, and the service ran with the template's GPUs."""
+    one_gpu = Traits("optimized", "latency", "fp8", "MI300X", 1)
+    assert not overrides_match(one_gpu, {"gpu": {"requests": 0}})
+    assert overrides_match(Traits("optimized", "latency", "fp8", "MI300X", 0), {"gpu": {"requests": 0}})
