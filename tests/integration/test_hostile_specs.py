@@ -172,6 +172,45 @@ async def test_a_path_segment_over_63_characters_is_path_template_invalid(  # ty
     assert not (await kube.list(HTTP_ROUTE, namespace))[0]  # before: a route to /xxx... (63 x)
 
 
+async def test_request_timeouts_are_written_as_the_gateway_api_reads_them(  # type: ignore[no-untyped-def]
+    deployer, kube: Kube, namespace: str
+) -> None:
+    """``requestTimeout`` is a Go duration; the HTTPRoute's ``timeouts.request`` a Gateway API one
+    (``1.5h`` is valid in the first and refused by the second). It was copied as written."""
+    await ready_model(kube, namespace, "to")
+    await ready_template(kube, namespace, "to-t", {"modelName": "to"}, {"metric": "latency"})
+    for name, timeout in (("hour-and-a-half", "1.5h"), ("microseconds", "250us")):
+        routing = {"enabled": True, "gatewayRef": {"name": "gw"}, "requestTimeout": timeout}
+        await kube.create(
+            SERVICE,
+            manifest(SERVICE, name, namespace, {"model": {"name": "to"}, "routing": routing}),
+            namespace,
+        )
+
+    async def route_of(service: str) -> dict[str, Any] | None:
+        items = (await kube.list(HTTP_ROUTE, namespace))[0]
+        return next(
+            (r for r in items if r["metadata"]["labels"].get("aim.eai.amd.com/service") == service), None
+        )
+
+    route = await eventually(lambda: route_of("hour-and-a-half"), timeout=30, what="the route")
+    assert route["spec"]["rules"][0]["timeouts"] == {"request": "1h30m"}
+    bad = await status_of(
+        kube,
+        SERVICE,
+        namespace,
+        "microseconds",
+        has("HTTPRouteReady", "False", "RequestTimeoutInvalid"),
+        "bad",
+    )
+    assert (
+        "requestTimeout '250us' is finer than a millisecond"
+        in condition(bad["status"], "HTTPRouteReady")["message"]
+    )
+    assert bad["status"]["status"] == "Degraded"
+    assert await route_of("microseconds") is None
+
+
 async def test_a_gpu_override_on_a_cpu_template_derives_a_gpu_template(  # type: ignore[no-untyped-def]
     deployer, kube: Kube, namespace: str
 ) -> None:

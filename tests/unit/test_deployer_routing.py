@@ -12,8 +12,10 @@ import pytest
 from aim_deployer.routing import (
     MAX_PATH,
     PathTemplateError,
+    RequestTimeoutError,
     default_path,
     evaluate,
+    gateway_duration,
     render_path,
     route_body,
     route_condition,
@@ -352,3 +354,38 @@ def test_route_condition(obj: dict[str, Any] | None, expected: tuple[bool, str, 
 def test_route_condition_without_parent_namespace() -> None:
     obj = {"status": {"parents": [{"parentRef": {"name": "gw"}, "conditions": [cond("Accepted", "True")]}]}}
     assert route_condition(obj) == (True, "HTTPRouteAccepted", "accepted by gw")
+
+
+@pytest.mark.parametrize(
+    ("text", "gateway"),
+    [
+        ("120s", "120s"),  # a Gateway API duration already: kept as written
+        ("1h30m", "1h30m"),
+        ("1.5h", "1h30m"),
+        ("+2m", "2m"),
+        ("0", "0s"),
+        ("1h0m0.5s", "1h500ms"),
+        ("90000s", "90000s"),
+        ("100000s", "27h46m40s"),  # six digits: more than a Gateway API field takes
+        ("2000us", "2ms"),
+        ("99999h59m59s999ms", "99999h59m59s999ms"),
+    ],
+)
+def test_gateway_duration(text: str, gateway: str) -> None:
+    assert gateway_duration(text) == gateway
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("250us", "finer than a millisecond"),
+        ("1.5ms", "finer than a millisecond"),
+        ("100000h", "longer than a route can say"),
+        ("-1s", "not a duration"),
+        ("1 h", "not a duration"),
+        ("", "not a duration"),
+    ],
+)
+def test_gateway_duration_refuses(text: str, says: str) -> None:
+    with pytest.raises(RequestTimeoutError, match=says):
+        gateway_duration(text)

@@ -2,12 +2,18 @@
 
 The path comes from :mod:`aimcore.pathtemplate` (rendered there, with an error instead of the
 original's silent fallback to the default path). :func:`route_body` builds the HTTPRoute and
-:func:`route_condition` reads its status for the ``HTTPRouteReady`` condition. Pure: no I/O.
+:func:`route_condition` reads its status for the ``HTTPRouteReady`` condition.
+:func:`gateway_duration` writes ``requestTimeout`` (a Go duration: ``1.5h``, ``250us``) the way
+the Gateway API accepts a duration (``1h30m``; at most four of ``h``/``m``/``s``/``ms``, each up to
+five digits), so a valid AIMService never produces an HTTPRoute the API server refuses; one it
+cannot express is an error, not rounded. Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 from aimcore.kinds import HTTP_ROUTE
@@ -27,10 +33,13 @@ __all__ = [
     "REASON_CREATING",
     "REASON_PENDING",
     "REASON_REJECTED",
+    "REASON_TIMEOUT_INVALID",
     "Obj",
     "PathTemplateError",
+    "RequestTimeoutError",
     "default_path",
     "evaluate",
+    "gateway_duration",
     "render_path",
     "route_body",
     "route_condition",
@@ -42,8 +51,67 @@ REASON_CREATING = "HTTPRouteCreating"
 REASON_ACCEPTED = "HTTPRouteAccepted"
 REASON_REJECTED = "HTTPRouteRejected"
 REASON_PENDING = "HTTPRoutePending"
+REASON_TIMEOUT_INVALID = "RequestTimeoutInvalid"
 
 BACKEND_PORT = 80
+
+_GO_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+_GO_UNITS = {
+    "ns": Fraction(1, 10**6),
+    "us": Fraction(1, 1000),
+    "µs": Fraction(1, 1000),
+    "μs": Fraction(1, 1000),
+    "ms": Fraction(1),
+    "s": Fraction(1000),
+    "m": Fraction(60_000),
+    "h": Fraction(3_600_000),
+}  # in milliseconds
+_GATEWAY_UNITS = (("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1))
+_GATEWAY_MAX_FIELD = 99_999
+_GATEWAY_DURATION = re.compile(r"([0-9]{1,5}(h|m|s|ms)){1,4}")
+
+
+class RequestTimeoutError(ValueError):
+    """``requestTimeout`` cannot be written as a Gateway API duration; the message says why."""
+
+
+def gateway_duration(text: str) -> str:
+    """Go duration ``text`` as a Gateway API duration (GEP-2257): ``1.5h`` → ``1h30m``, ``90s``
+    → ``1m30s``, ``0`` → ``0s``. Raises :class:`RequestTimeoutError` for what is not a Go duration
+    without a sign, is finer than a millisecond, or needs more than 99999 hours. A value that is
+    a Gateway API duration already (``120s``) is kept as written."""
+    if _GATEWAY_DURATION.fullmatch(text):
+        return text
+    body = text.removeprefix("+")
+    not_a_duration = RequestTimeoutError(
+        f"requestTimeout {text!r} is not a duration (such as 30s, 5m, 1h30m)"
+    )
+    total = Fraction(0)
+    if body != "0":
+        if not body:
+            raise not_a_duration
+        pos = 0
+        while pos < len(body):
+            match = _GO_PART.match(body, pos)
+            if match is None:
+                raise not_a_duration
+            total += Fraction(match[1]) * _GO_UNITS[match[2]]
+            pos = match.end()
+    if total.denominator != 1:
+        raise RequestTimeoutError(
+            f"requestTimeout {text!r} is finer than a millisecond, which a route cannot say"
+        )
+    left = int(total)
+    if left // _GATEWAY_UNITS[0][1] > _GATEWAY_MAX_FIELD:
+        raise RequestTimeoutError(
+            f"requestTimeout {text!r} is longer than a route can say ({_GATEWAY_MAX_FIELD}h)"
+        )
+    parts = []
+    for unit, size in _GATEWAY_UNITS:
+        count, left = divmod(left, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts) or "0s"
 
 
 # --- the HTTPRoute -----------------------------------------------------------------------------------

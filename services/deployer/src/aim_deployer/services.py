@@ -454,6 +454,15 @@ class ServiceController:
             state.set(cond(ROUTE_READY, False, "PathTemplateInvalid", f"path template {shown}: {exc}"))
             state.fields["routing"] = None
             return
+        timeout = setting("requestTimeout")
+        try:
+            request_timeout = routing.gateway_duration(str(timeout)) if timeout else None
+        except routing.RequestTimeoutError as exc:
+            if existing is not None:
+                await self.kube.delete(HTTP_ROUTE, request.namespace, name)
+            state.set(cond(ROUTE_READY, False, routing.REASON_TIMEOUT_INVALID, str(exc)))
+            state.fields["routing"] = None
+            return
         annotations = {
             **(config.get("routing", "annotations") or {}),
             **(own.get("annotations") or {}),
@@ -470,7 +479,7 @@ class ServiceController:
             path=path,
             gateway=gateway,
             backend_service=f"{isvc_name}-predictor",
-            request_timeout=setting("requestTimeout"),
+            request_timeout=request_timeout,
             annotations=annotations,
             labels=labels,
             owner=owner_reference(request.ref, request.obj),

@@ -185,6 +185,7 @@ REASON_STATES: Mapping[str, State] = {
     "ImagePullBackOff": State.DEGRADED,
     "CacheLost": State.DEGRADED,
     "PathTemplateInvalid": State.DEGRADED,
+    "RequestTimeoutInvalid": State.DEGRADED,
     "CrashLoopBackOff": State.DEGRADED,
     "PvcLost": State.DEGRADED,
     "JobEvicted": State.DEGRADED,
