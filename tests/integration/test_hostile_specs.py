@@ -109,6 +109,11 @@ HOSTILE_SERVICES: dict[str, tuple[KindRef, dict[str, Any], str]] = {
         {"resources": {"limits": {"memory": "1e30"}}},
         "larger than Kubernetes represents",
     ),
+    "override-min-vram": (
+        SERVICE,
+        {"overrides": {"gpu": {"minVram": "128Gi"}}},
+        "gpu.minVram cannot be overridden",
+    ),
     "custom-base-on-port-99999": (
         SERVICE,
         {
@@ -277,11 +282,11 @@ async def test_a_gpu_override_on_a_cpu_template_derives_a_gpu_template(  # type:
         await kube.delete(NODE, None, node)
 
 
-async def test_a_zero_gpu_override_is_honoured(  # type: ignore[no-untyped-def]
+async def test_gpu_count_and_resource_overrides_are_honoured(  # type: ignore[no-untyped-def]
     deployer, kube: Kube, namespace: str
 ) -> None:
-    """``gpu.requests: 0`` ("GPU nodes, no GPU resources", per the seed) was dropped, and the
-    service got the template's GPU."""
+    """``gpu.requests: 0`` ("GPU nodes, no GPU resources", per the seed) was dropped, and
+    ``gpu.resourceName`` not looked at: the service got the template's GPU either way."""
     node = f"mi355x-{secrets.token_hex(3)}"
     labels = {"amd.com/gpu.device-id": "75a3"}
     await kube.create(
@@ -289,6 +294,7 @@ async def test_a_zero_gpu_override_is_honoured(  # type: ignore[no-untyped-def]
     )
     try:
         await _zero_gpus(kube, namespace)
+        await _other_resource(kube, namespace)
     finally:
         await kube.delete(NODE, None, node)
 
@@ -322,6 +328,40 @@ async def _zero_gpus(kube: Kube, namespace: str) -> None:
     resources = isvc["spec"]["predictor"]["containers"][0].get("resources") or {}
     assert "amd.com/gpu" not in resources.get("limits", {}), resources
     assert "affinity" in isvc["spec"]["predictor"]  # still on MI355X nodes
+
+
+async def _other_resource(kube: Kube, namespace: str) -> None:
+    await ready_model(kube, namespace, "two")
+    profile = {"metric": "latency", "precision": "fp8", "gpu": "MI355X", "gpu_count": 1}
+    gpu = {"model": "MI355X", "requests": 1}
+    await ready_template(kube, namespace, "two-t", {"modelName": "two", "gpu": gpu}, profile)
+    overrides = {"gpu": {"resourceName": "amd.com/gpu-partition"}}
+    await kube.create(
+        SERVICE,
+        manifest(SERVICE, "partition", namespace, {"model": {"name": "two"}, "overrides": overrides}),
+        namespace,
+    )
+
+    async def derived() -> dict[str, Any] | None:
+        items = (await kube.list(TEMPLATE, namespace))[0]
+        return next(
+            (t for t in items if (t["spec"].get("gpu") or {}).get("resourceName") == "amd.com/gpu-partition"),
+            None,
+        )
+
+    template = await eventually(derived, timeout=30, what="the derived template with the other resource")
+    assert template["metadata"]["name"].startswith("two-t-ovr-")
+    assert await isvcs_owned_by(kube, namespace, "partition") == []
+    profile = {"type": "optimized", "metric": "latency", "precision": "fp8", "gpu": "MI355X", "gpu_count": 1}
+    await kube.patch_status(
+        TEMPLATE,
+        namespace,
+        template["metadata"]["name"],
+        {"status": {"status": "Ready", "profile": {"metadata": profile}}},
+    )
+    isvc = await isvc_of(kube, namespace, "partition")
+    limits = isvc["spec"]["predictor"]["containers"][0]["resources"]["limits"]
+    assert limits.get("amd.com/gpu-partition") == "1" and "amd.com/gpu" not in limits, limits
 
 
 # -- discovery ------------------------------------------------------------------------------------

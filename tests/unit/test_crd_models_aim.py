@@ -329,6 +329,7 @@ def test_python_rules_match_cel_messages() -> None:
         (aim.AIMGpuRequirements, aim.GPU_MODEL_XOR_VRAM_RULE, aim.GPU_MODEL_XOR_VRAM_MESSAGE),
         (aim.AIMModelSpec, aim.CUSTOM_MODEL_HARDWARE_RULE, aim.CUSTOM_MODEL_HARDWARE_MESSAGE),
         (aim.AIMServiceSpec, aim.REPLICA_BOUNDS_RULE, aim.REPLICA_BOUNDS_MESSAGE),
+        (aim.AIMServiceOverrides, aim.OVERRIDE_MIN_VRAM_RULE, aim.OVERRIDE_MIN_VRAM_MESSAGE),
     ]
     for model, rule, message in pairs:
         assert {"rule": rule, "message": message} in _rules(model)
@@ -494,6 +495,7 @@ def _target(target: dict[str, Any]) -> dict[str, Any]:
             "not a duration",
         ),
         (aim.AIMRuntimeRoutingConfig, {"requestTimeout": "ten seconds"}, "not a duration"),
+        (SVC, _svc(overrides={"gpu": {"minVram": "128Gi"}}), aim.OVERRIDE_MIN_VRAM_MESSAGE),
     ],
 )
 def test_hostile_values_are_refused(model: type[BaseModel], data: dict[str, Any], says: str) -> None:

@@ -68,3 +68,16 @@ def test_a_zero_gpu_override_is_an_override() -> None:
     one_gpu = Traits("optimized", "latency", "fp8", "MI300X", 1)
     assert not overrides_match(one_gpu, {"gpu": {"requests": 0}})
     assert overrides_match(Traits("optimized", "latency", "fp8", "MI300X", 0), {"gpu": {"requests": 0}})
+
+
+def test_a_gpu_resource_override_is_honoured() -> None:
+    """``gpu.resourceName`` was not looked at: the service ran with the template's resource."""
+    traits = Traits("optimized", "latency", "fp8", "MI300X", 1)  # amd.com/gpu
+    assert overrides_match(traits, {"gpu": {"resourceName": "amd.com/gpu"}})  # the API server's default
+    assert not overrides_match(traits, {"gpu": {"resourceName": "amd.com/gpu-partition"}})
+    spec = derived_spec(AIM, BASE, {"gpu": {"resourceName": "amd.com/gpu-partition"}}, "llama")
+    assert spec["gpu"] == {"model": "MI300X", "requests": 1, "resourceName": "amd.com/gpu-partition"}
+    plain = derived_template_name("base", {"metric": "throughput", "gpu": {"resourceName": "amd.com/gpu"}})
+    assert plain == derived_template_name("base", {"metric": "throughput"})
+    other = derived_template_name("base", {"metric": "throughput", "gpu": {"resourceName": "x.com/gpu"}})
+    assert other != plain

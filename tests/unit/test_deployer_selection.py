@@ -265,6 +265,13 @@ def test_gpu_override_mismatch_says_none() -> None:
     assert "GPU count 0 is not 1" in sel.verdicts[0].message
 
 
+def test_selection_applies_a_gpu_resource_override() -> None:
+    sel = select([tpl("a")], overrides={"gpu": {"resourceName": "amd.com/gpu-partition"}})
+    assert reasons(sel) == {"a": "ServiceOverridesNotMatched"}
+    assert "GPU resource amd.com/gpu is not amd.com/gpu-partition" in sel.verdicts[0].message
+    assert "GPU resource amd.com/gpu-partition" in sel.message
+
+
 def test_overrides_stage_rejects_and_picks_matching() -> None:
     cs = [tpl("lat"), tpl("thr", metric="throughput")]
     sel = select(cs, overrides={"metric": "throughput"})

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aimcore.gpu import normalize_model
+from aimcore.gpu import GPU_RESOURCE, normalize_model
 from aimcore.kinds import KindRef
 from aimcore.views import LEGACY, TemplateView
 
@@ -140,6 +140,7 @@ class Traits:
     precision: str | None
     gpu_model: str | None
     gpu_count: int
+    gpu_resource: str = GPU_RESOURCE
 
     def describe(self) -> str:
         """``optimized, MI300X, latency, fp8`` (absent values left out)."""
@@ -203,6 +204,7 @@ def template_traits(c: Candidate) -> Traits:
         precision=_lower(profile.get("precision")) or _lower(spec.get("precision")),
         gpu_model=_gpu_name(gpu.model) or _gpu_name(profile.get("gpu")),
         gpu_count=count or _count(gpu.requests),
+        gpu_resource=gpu.resource_name,
     )
 
 
@@ -212,10 +214,13 @@ class _Wanted:
     precision: str | None
     gpu_model: str | None
     gpu_count: int | None  # None: not asked; 0 is asked for (GPU nodes, no GPU resources)
+    gpu_resource: str | None = None
 
     @property
     def empty(self) -> bool:
-        return not (self.metric or self.precision or self.gpu_model or self.gpu_count is not None)
+        return not (
+            self.metric or self.precision or self.gpu_model or self.gpu_count is not None or self.gpu_resource
+        )
 
     def describe(self) -> str:
         parts = []
@@ -226,6 +231,8 @@ class _Wanted:
         if self.gpu_model or self.gpu_count is not None:
             count = f"{self.gpu_count} x " if self.gpu_count is not None else ""
             parts.append(f"GPU {count}{self.gpu_model or 'any model'}")
+        if self.gpu_resource:
+            parts.append(f"GPU resource {self.gpu_resource}")
         return ", ".join(parts)
 
 
@@ -240,6 +247,7 @@ def _wanted(overrides: Mapping[str, Any] | None) -> _Wanted:
         precision=_lower(o.get("precision")),
         gpu_model=_gpu_name(gpu.get("model")) or _gpu_name(selector.get("model")),
         gpu_count=_requested(gpu.get("requests"), selector.get("count")),
+        gpu_resource=_text(gpu.get("resourceName")),
     )
 
 
@@ -273,6 +281,8 @@ def _mismatches(traits: Traits, wanted: _Wanted) -> list[str]:
         out.append(f"GPU {traits.gpu_model or 'none'} is not {wanted.gpu_model}")
     if wanted.gpu_count is not None and traits.gpu_count != wanted.gpu_count:
         out.append(f"GPU count {traits.gpu_count} is not {wanted.gpu_count}")
+    if wanted.gpu_resource and traits.gpu_resource != wanted.gpu_resource:
+        out.append(f"GPU resource {traits.gpu_resource} is not {wanted.gpu_resource}")
     return out
 
 

@@ -31,6 +31,7 @@ from aim_deployer.selection import (
 )
 from aimcore.bus.messages import ConditionReport
 from aimcore.children import owner_reference
+from aimcore.gpu import GPU_RESOURCE
 from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.naming import derived_name, label_value
 from aimcore.runtime.informer import Informer
@@ -183,9 +184,18 @@ def derived_template_name(base: str, overrides: Mapping[str, Any]) -> str:
     if count is not None:
         parts.append(f"{count}gpu")
     parts += [p for p in (precision, metric) if p]
-    return derived_name(
-        parts, ["gpu", model, "count", count or 0, "precision", precision, "metric", metric], hash_length=4
-    )
+    inputs: list[Any] = ["gpu", model, "count", count or 0, "precision", precision, "metric", metric]
+    resource = _resource(overrides)
+    if resource:  # not in the original's name: only a non-default resource changes the hash
+        inputs += ["resourceName", resource]
+    return derived_name(parts, inputs, hash_length=4)
+
+
+def _resource(overrides: Mapping[str, Any]) -> str | None:
+    """``gpu.resourceName`` when it is not the default (the API server fills the default in)."""
+    gpu = overrides.get("gpu")
+    name = gpu.get("resourceName") if isinstance(gpu, Mapping) else None
+    return str(name) if name and name != GPU_RESOURCE else None
 
 
 def derived_spec(group: str, base: Mapping[str, Any], overrides: Mapping[str, Any], model_name: str) -> Obj:
@@ -204,6 +214,8 @@ def derived_spec(group: str, base: Mapping[str, Any], overrides: Mapping[str, An
             gpu["model"] = model
         if count is not None:
             gpu["requests"] = count
+        if resource := _resource(overrides):
+            gpu["resourceName"] = resource
         if gpu:
             spec["gpu"] = gpu
     else:

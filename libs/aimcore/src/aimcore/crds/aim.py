@@ -236,6 +236,10 @@ REPLICA_BOUNDS_RULE = (
     "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas"
 )
 REPLICA_BOUNDS_MESSAGE = "minReplicas must not be greater than maxReplicas"
+OVERRIDE_MIN_VRAM_RULE = "!has(self.gpu) || !has(self.gpu.minVram)"
+OVERRIDE_MIN_VRAM_MESSAGE = (
+    "gpu.minVram cannot be overridden (the deployer would ignore it): choose the GPU with gpu.model"
+)
 CUSTOM_MODEL_HARDWARE_MESSAGE = (
     "hardware must be set in custom.hardware or in every customTemplates entry when modelSources is set"
 )
@@ -1648,6 +1652,14 @@ class AIMServiceOverrides(AIMRuntimeParameters):
     All fields are optional. When specified, they override the corresponding values
     from the referenced AIMServiceTemplate.
     """
+
+    model_config = k8s_config(cel((OVERRIDE_MIN_VRAM_RULE, OVERRIDE_MIN_VRAM_MESSAGE)))
+
+    @model_validator(mode="after")
+    def _check_no_min_vram(self) -> Self:
+        if self.gpu is not None and self.gpu.min_vram is not None:
+            raise ValueError(OVERRIDE_MIN_VRAM_MESSAGE)
+        return self
 
 
 class AIMServicePodMetric(K8sModel):
