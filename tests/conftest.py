@@ -1,2 +1,19 @@
 """Real servers come from the ``aimcore`` pytest plugin (aimcore.testing.plugin); helpers are in
 ``tests.helpers``."""
+
+from collections.abc import Iterator
+
+import pytest
+
+from aimcore.outbound import ALLOW_PRIVATE_ENV, ALLOWED_HOSTS_ENV
+from tests.helpers import LOOPBACK_HOSTS
+
+
+@pytest.fixture(autouse=True)
+def outbound_loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The operator-wide outbound policy of in-process code under test (it reads the process
+    environment when no policy is passed): the test servers' loopback hosts allow-listed, nothing
+    else (the strict default otherwise). Tests of the policy pass their own."""
+    monkeypatch.setenv(ALLOWED_HOSTS_ENV, LOOPBACK_HOSTS)
+    monkeypatch.delenv(ALLOW_PRIVATE_ENV, raising=False)
+    yield

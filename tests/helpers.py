@@ -14,6 +14,10 @@ from aimcore.local.binaries import run_kubectl
 
 T = TypeVar("T")
 
+LOOPBACK_HOSTS = "127.0.0.1,localhost"
+"""What the tests allow-list for outbound connections (``AIM_OUTBOUND_ALLOWED_HOSTS``): their servers
+run on loopback. Other loopback addresses (127.0.0.2...) stay refused."""
+
 
 async def eventually(
     probe: Callable[[], Awaitable[T | None]], timeout: float = 20.0, interval: float = 0.05, what: str = ""

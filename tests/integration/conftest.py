@@ -17,7 +17,7 @@ from aimcore.local.natsserver import NatsServer
 from aimcore.local.processes import ManagedProcess
 from aimcore.local.stack import service_module
 from aimcore.testing.plugin import LocalServers, assert_no_violations, install_all_crds
-from tests.helpers import eventually
+from tests.helpers import LOOPBACK_HOSTS, eventually
 
 
 class Services:
@@ -41,6 +41,9 @@ class Services:
             "AIM_RESYNC_SECONDS": "600",
             "PYTHONUNBUFFERED": "1",
             "AIM_LOG_LEVEL": os.environ.get("AIM_LOG_LEVEL", "INFO"),
+            # The registries, hubs and S3 servers of the tests are on loopback: allow-listed by name
+            # (the outbound policy's default is strict; 127.0.0.2 and the like stay refused).
+            "AIM_OUTBOUND_ALLOWED_HOSTS": LOOPBACK_HOSTS,
             **self.env,
             **self.service_env.get(name, {}),
         }

@@ -35,9 +35,18 @@ from aimcore.kube.client import Kube, connect
 from aimcore.local.cluster import ControlPlane
 from aimcore.local.natsserver import NatsServer
 from aimcore.local.processes import ManagedProcess
+from aimcore.outbound import ALLOWED_HOSTS_ENV
 
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
 SUPERVISOR = "aim-supervisor"
+LOCAL_HOSTS = "127.0.0.1,localhost"
+"""Hosts the embedded stack allow-lists for outbound connections (see ``docs/deploy.md``)."""
+
+
+def local_allowed_hosts() -> str:
+    """:data:`LOCAL_HOSTS` plus whatever ``AIM_OUTBOUND_ALLOWED_HOSTS`` the user set."""
+    extra = os.environ.get(ALLOWED_HOSTS_ENV, "").strip(" ,")
+    return f"{LOCAL_HOSTS},{extra}" if extra else LOCAL_HOSTS
 
 
 def aim_home() -> Path:
@@ -140,11 +149,14 @@ class Stack:
             "AIM_KUBECONFIG": str(self.kubeconfig),
             "AIM_SYSTEM_NAMESPACE": self.system_namespace,
             "PYTHONUNBUFFERED": "1",
+            # Everything here is local: registries, model sources and LLMKube Models may be servers
+            # on this machine. The outbound policy's default stays strict; this stack allow-lists
+            # loopback by name (link-local and metadata addresses stay refused).
+            ALLOWED_HOSTS_ENV: local_allowed_hosts(),
         }
         if name == "cache":  # no kubelet here: downloads run in the cache service (DESIGN §7)
             env |= {"AIM_CACHE_EXECUTOR": "local", "AIM_CACHE_DIR": str(self.home / "models")}
-            # Everything here is local: LLMKube Models may come from servers on this machine.
-            env |= {"AIM_LLMKUBE_ALLOWED_HOSTS": "127.0.0.1,localhost"}
+            env |= {"AIM_LLMKUBE_ALLOWED_HOSTS": LOCAL_HOSTS}
         return ManagedProcess(
             f"aim-{name}",
             [sys.executable, "-m", service_module(name)],

@@ -19,7 +19,7 @@ reason and message, so the state is read from the **reason**:
 1. ``status=True`` → Ready, whatever the reason.
 2. otherwise the reason decides, first match wins:
    a. the kind's own table (:attr:`Rule.reasons`), then the shared :data:`REASON_STATES`
-      (``InvalidSpec``/``ReferenceNotFound``/``AuthError``/``ImageNotFound``/... and
+      (``InvalidSpec``/``ReferenceNotFound``/``AuthError``/``ImageNotFound``/``AddressNotAllowed``/... and
       ``<Child>CreateRejected``/``<Child>CreateForbidden``, a child the API server refused → Failed,
       ``ModelNotReady``/``Downloading``/... → Progressing, ``PodsStarting`` → Starting,
       ``PodsPending``/``FailedScheduling``/... → Pending, ``CacheLost``/``ImagePullBackOff`` →
@@ -178,6 +178,12 @@ REASON_STATES: Mapping[str, State] = {
         for child in ("Template", "Model", "Cache", "InferenceService", "HTTPRoute")
         for how in ("Rejected", "Forbidden")
     },
+    # the outbound address policy refused the spec's host (or its redirect / token realm), or a
+    # token realm would get the pull secret in the clear: only the user (or the operator's
+    # AIM_OUTBOUND_* settings) can fix it
+    "AddressNotAllowed": State.FAILED,
+    "SourceNotAllowed": State.FAILED,
+    "InsecureTokenRealm": State.FAILED,
     # infrastructure-like: degraded, retried
     "GPUCheckFailed": State.DEGRADED,
     "SomeFiltersFailed": State.DEGRADED,

@@ -6,10 +6,13 @@
   model volume, as LLMKube's controller mounts ``<release>-model-cache``).
 - ``AIM_LLMKUBE_ALLOWED_ROOTS``: colon- or comma-separated directories local sources (``file://``,
   absolute paths) must resolve under. Empty (the default) disables local sources.
-- ``AIM_LLMKUBE_ALLOWED_HOSTS``: comma-separated hosts fetched without the address check.
+- ``AIM_LLMKUBE_ALLOWED_HOSTS``: comma-separated hosts fetched without the address check, added to
+  the operator-wide ``AIM_OUTBOUND_ALLOWED_HOSTS`` for this path only.
 - ``AIM_LLMKUBE_ALLOW_PRIVATE``: ``true`` lets remote sources resolve to loopback, private and
-  CGNAT addresses (in-cluster mirrors). Link-local and cloud metadata addresses stay refused
-  unless the host is explicitly allow-listed.
+  CGNAT addresses (in-cluster mirrors); when set (``true`` or ``false``) it overrides the
+  operator-wide ``AIM_OUTBOUND_ALLOW_PRIVATE`` for this path. Link-local and cloud metadata
+  addresses stay refused unless the host is explicitly allow-listed (see ``docs/deploy.md``,
+  "Outbound address policy").
 - ``AIM_LLMKUBE_REVALIDATE_SECONDS`` (default 3600): how often a Ready model's source is probed.
 - ``AIM_LLMKUBE_RETRY_SECONDS`` (default 30) and ``AIM_LLMKUBE_RETRY_MAX_SECONDS`` (default 900):
   the first retry after a failed fetch, doubling per attempt up to the maximum; a failure only a
@@ -27,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aim_cache.llmkube.sources import Policy
+from aimcore.outbound import OutboundPolicy
+from aimcore.outbound.policy import split_hosts
 
 DEFAULT_VERIFY_IMAGE = "aim-engine-py:0.1.0"
 
@@ -58,13 +63,15 @@ class ModelSettings:
 
     @classmethod
     def from_env(cls, cache_dir: Path) -> ModelSettings:
-        hosts = os.environ.get("AIM_LLMKUBE_ALLOWED_HOSTS", "")
+        base = OutboundPolicy.from_env()
+        hosts = split_hosts(os.environ.get("AIM_LLMKUBE_ALLOWED_HOSTS", ""))
+        private = (os.environ.get("AIM_LLMKUBE_ALLOW_PRIVATE") or "").strip()
         return cls(
             cache_dir=Path(os.environ.get("AIM_LLMKUBE_CACHE_DIR") or cache_dir / "_llmkube").expanduser(),
             policy=Policy(
                 allowed_roots=_list(os.environ.get("AIM_LLMKUBE_ALLOWED_ROOTS", "")),
-                allowed_hosts=frozenset(h.strip() for h in hosts.split(",") if h.strip()),
-                allow_private=_flag(os.environ.get("AIM_LLMKUBE_ALLOW_PRIVATE")),
+                allowed_hosts=base.allowed_hosts | frozenset(hosts),
+                allow_private=_flag(private) if private else base.allow_private,
             ),
             revalidate_seconds=_positive("AIM_LLMKUBE_REVALIDATE_SECONDS", 3600.0),
             retry_seconds=_positive("AIM_LLMKUBE_RETRY_SECONDS", 30.0),

@@ -13,13 +13,14 @@ with embedded credentials are rejected outright (credentials belong in a secret,
 otherwise leak into status, events and logs). ``files``/``mmproj`` entries are validated as
 canonical relative paths so nothing can be staged outside the model's cache directory.
 
-Everything is pure except the DNS lookup in :func:`check_remote`, which is injectable.
+The address rules are the operator's shared outbound policy (:mod:`aimcore.outbound`); this
+module applies them to a Model's source. Everything is pure except the DNS lookup in
+:func:`check_remote`, which is injectable.
 """
 
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import posixpath
 import re
 import socket
@@ -29,6 +30,7 @@ from typing import Any, Final, Literal
 from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
 
 from aim_cache.downloader.errors import redact_url
+from aimcore.outbound import OutboundPolicy, OutboundRefused, check_addresses, check_host, normalize_host
 
 INVALID_SOURCE: Final = "InvalidSource"
 SOURCE_NOT_ALLOWED: Final = "SourceNotAllowed"
@@ -364,37 +366,22 @@ def _parse_pvc(rest: str, key: str, files: tuple[str, ...], mmproj: str | None) 
 
 @dataclass(frozen=True)
 class Policy:
-    """What may be fetched: local roots (empty: no local source at all) and remote host exceptions."""
+    """What may be fetched: local roots (empty: no local source at all) and, for remote hosts, the
+    outbound address policy (:mod:`aimcore.outbound`) as this path configures it."""
 
     allowed_roots: tuple[str, ...] = ()
     allowed_hosts: frozenset[str] = frozenset()
     allow_private: bool = False
 
+    @property
+    def outbound(self) -> OutboundPolicy:
+        """The shared outbound policy with this path's hosts and private switch."""
+        return OutboundPolicy(self.allowed_hosts, self.allow_private, hint=POLICY_HINT)
 
-_V4 = ipaddress.IPv4Network
-_V6 = ipaddress.IPv6Network
-_Net = ipaddress.IPv4Network | ipaddress.IPv6Network
-_Addr = ipaddress.IPv4Address | ipaddress.IPv6Address
 
-METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata"})
-METADATA_ADDRESSES = frozenset(
-    ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")
-)
-_ALWAYS_BLOCKED: tuple[tuple[_Net, str], ...] = (
-    (_V4("169.254.0.0/16"), "link-local"),
-    (_V6("fe80::/10"), "link-local"),
-)
-_PRIVATE: tuple[tuple[_Net, str], ...] = (
-    (_V4("127.0.0.0/8"), "loopback"),
-    (_V6("::1/128"), "loopback"),
-    (_V4("10.0.0.0/8"), "private"),
-    (_V4("172.16.0.0/12"), "private"),
-    (_V4("192.168.0.0/16"), "private"),
-    (_V6("fc00::/7"), "private"),
-    (_V6("fec0::/10"), "private"),  # deprecated site-local
-    (_V4("100.64.0.0/10"), "carrier-grade NAT"),
-    (_V4("0.0.0.0/8"), "unspecified"),
-    (_V6("::/128"), "unspecified"),
+POLICY_HINT = (
+    "AIM_LLMKUBE_ALLOWED_HOSTS (or AIM_OUTBOUND_ALLOWED_HOSTS)",
+    "AIM_LLMKUBE_ALLOW_PRIVATE=true (or AIM_OUTBOUND_ALLOW_PRIVATE=true)",
 )
 
 
@@ -425,35 +412,14 @@ def check_local(path: str, policy: Policy) -> str:
     )
 
 
-def _parse_ip(text: str) -> _Addr | None:
-    try:
-        addr = ipaddress.ip_address(text.split("%", 1)[0])  # drop an IPv6 zone id
-    except ValueError:
-        return None
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        return addr.ipv4_mapped
-    return addr
-
-
-def _blocked(addr: _Addr, allow_private: bool) -> str | None:
-    if addr in METADATA_ADDRESSES:
-        return "a cloud metadata address"
-    for net, label in _ALWAYS_BLOCKED:
-        if addr.version == net.version and addr in net:
-            return label
-    if not allow_private:
-        for net, label in _PRIVATE:
-            if addr.version == net.version and addr in net:
-                return label
-    return None
-
-
 def check_remote(url: str, policy: Policy, resolve: Callable[[str], list[str]] = default_resolve) -> None:
     """Refuse (``SourceNotAllowed``) a URL whose host is, or resolves to, an address we must not reach.
 
-    Hosts in ``policy.allowed_hosts`` pass unchecked. Otherwise every resolved address is checked (one
-    bad address is enough to refuse: a resolver may hand the client any of them). Raises
-    :class:`SourceUnreachable` when the host does not resolve (transient).
+    The shared outbound policy decides (:mod:`aimcore.outbound`): hosts in ``policy.allowed_hosts``
+    pass unchecked; otherwise every resolved address is checked (one bad address is enough to
+    refuse: a resolver may hand the client any of them). Raises :class:`SourceUnreachable` when
+    the host does not resolve (transient). The connections themselves apply the policy again at
+    connect time (``fetch``), so an answer that changes between here and there is refused too.
     """
     try:
         parts = urlsplit(url)
@@ -462,36 +428,20 @@ def check_remote(url: str, policy: Policy, resolve: Callable[[str], list[str]] =
         raise SourceError(INVALID_SOURCE, "not a valid URL") from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise SourceError(INVALID_SOURCE, f"not an http(s) URL with a host: {redact_url(url)}")
-    host = parts.hostname.lower().rstrip(".")
-    allowed = {h.lower().rstrip(".") for h in policy.allowed_hosts}
-    if host in allowed:
-        return
-    if host in METADATA_HOSTS:
-        raise SourceError(SOURCE_NOT_ALLOWED, f"host {host!r} is a cloud metadata endpoint")
-    literal = _parse_ip(host)
-    if literal is not None:
-        addresses = [literal]
-    else:
+    outbound = policy.outbound
+    host = normalize_host(parts.hostname)
+    try:
+        if check_host(host, outbound) is not None or outbound.allows_host(host):
+            return
         try:
             resolved = resolve(host)
         except OSError as exc:
             raise SourceUnreachable(f"cannot resolve host {host!r}: {exc}") from None
         if not resolved:
             raise SourceUnreachable(f"cannot resolve host {host!r}: no addresses")
-        addresses = []
-        for text in resolved:
-            parsed = _parse_ip(text)
-            if parsed is None:
-                raise SourceError(SOURCE_NOT_ALLOWED, f"host {host!r} resolved to an unrecognised address")
-            addresses.append(parsed)
-    for addr in addresses:
-        label = _blocked(addr, policy.allow_private)
-        if label is not None:
-            raise SourceError(
-                SOURCE_NOT_ALLOWED,
-                f"host {host!r} resolves to {addr} ({label}); not allowed "
-                "(allow-list the host in AIM_LLMKUBE_ALLOWED_HOSTS)",
-            )
+        check_addresses(host, resolved, outbound)
+    except OutboundRefused as exc:
+        raise SourceError(SOURCE_NOT_ALLOWED, exc.message) from None
 
 
 def check_source(
