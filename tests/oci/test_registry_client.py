@@ -14,6 +14,7 @@ import pytest
 from aimcore.local.processes import free_port
 from aimcore.local.registry import Registry
 from aimcore.oci import (
+    AddressNotAllowed,
     AuthFailed,
     DockerConfig,
     ImageNotFound,
@@ -22,6 +23,7 @@ from aimcore.oci import (
     credentials_from_secret,
     parse_reference,
 )
+from aimcore.outbound import OutboundPolicy
 from aimcore.testing.oci import Format, delete_tag_manifest, push_image
 
 AIM_LABELS = {
@@ -248,3 +250,29 @@ async def test_unreachable_registry() -> None:
             await client.catalog(f"localhost:{port}")
     assert info.value.transient
     assert f"127.0.0.1:{port}" in str(info.value)
+
+
+async def test_the_outbound_policy_decides_which_names_reach_the_registry(
+    oci_registry_auth: Registry,
+) -> None:
+    """One real registry under two names: ``127.0.0.1`` allow-listed, ``localhost`` not (it resolves
+    to loopback and is refused before anything connects), and a metadata address. The registry's
+    access log shows no request under the refused name, so the pull secret never went there."""
+    registry = oci_registry_auth
+    repo = repo_name()
+    push_image(registry.url, repo, "1.0", {"k": "v"}, auth=registry.auth)
+    named = f"localhost:{registry.port}"
+    creds = DockerConfig.single(registry.host, registry.username, registry.password).merged(
+        DockerConfig.single(named, registry.username, registry.password)
+    )
+    policy = OutboundPolicy(allowed_hosts=frozenset({"127.0.0.1"}))
+    async with RegistryClient(creds, policy=policy) as client:
+        with pytest.raises(AddressNotAllowed, match=r"'localhost' resolves to .*\(loopback\)") as info:
+            await client.labels(f"{named}/{repo}:1.0")
+        assert info.value.reason == "AddressNotAllowed" and not info.value.transient
+        with pytest.raises(AddressNotAllowed, match="cloud metadata"):
+            await client.labels(f"169.254.169.254:{registry.port}/{repo}:1.0")
+        assert await client.labels(f"{registry.host}/{repo}:1.0") == {"k": "v"}
+    log = registry_log(registry, f"/v2/{repo}/blobs/")
+    assert f"/v2/{repo}/manifests/1.0" in log  # the allowed name was served and logged
+    assert named not in log

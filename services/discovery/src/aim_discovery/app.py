@@ -18,6 +18,7 @@ Dependencies, mapped back to the objects that depend on them (as controller-runt
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterable
 
 from aim_discovery import runtimeconfigs
@@ -28,6 +29,8 @@ from aimcore import gpu as gpus
 from aimcore.bus import topology
 from aimcore.bus.messages import ChangeEvent, ChangeType
 from aimcore.kinds import JOB, NODE, POD, KindRef, by_kind
+from aimcore.oci import RegistryClient
+from aimcore.outbound import OutboundPolicy
 from aimcore.runtime.informer import Informer, Obj
 from aimcore.runtime.reconciler import Controller, Request, Result, Target, Watch, kinds_of, run_controller
 from aimcore.runtimeconfig import config_name
@@ -221,7 +224,11 @@ def controller(ctx: ServiceContext, slots: Slots) -> Controller:
     assert ctx.kube is not None, "discovery needs a Kubernetes client (secrets, templates, jobs, logs)"
     system_namespace = ctx.settings.system_namespace
     discovery = Discovery(
-        ModelController(ctx.kube, system_namespace),
+        ModelController(
+            ctx.kube,
+            system_namespace,
+            client_factory=functools.partial(RegistryClient, policy=OutboundPolicy.from_env()),
+        ),
         TemplateController(ctx.kube, system_namespace, slots),
     )
     watches = [

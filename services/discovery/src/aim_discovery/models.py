@@ -23,8 +23,10 @@ One reconcile:
 4. ``ServiceTemplatesReady`` / ``ClusterServiceTemplatesReady`` aggregated from the model's
    templates (:func:`templates_state`); the status service derives ``status`` and ``Ready``.
 
-Registry failures are retried with a per-model backoff (30 s doubling to 10 min); malformed labels
-and invalid references are not retried until the spec changes. Every outcome has a condition with a
+Registry failures are retried with a per-model backoff (30 s doubling to 10 min); malformed labels,
+invalid references, registries the outbound address policy refuses (``AddressNotAllowed``) and
+token realms that would get the pull secret over plain HTTP (``InsecureTokenRealm``) are not
+retried until the spec changes. Every outcome has a condition with a
 specific reason, and each change of outcome a decision record.
 """
 
@@ -50,10 +52,12 @@ from aimcore.kinds import SECRET, KindRef
 from aimcore.kube.client import ApiException, Kube
 from aimcore.kube.refusals import Refusal, RefusedBodies, refusal
 from aimcore.oci import (
+    AddressNotAllowed,
     AuthFailed,
     CredentialsError,
     DockerConfig,
     ImageNotFound,
+    InsecureTokenRealm,
     InvalidReference,
     LabelError,
     OCIError,
@@ -223,6 +227,8 @@ def _oci_reason(exc: OCIError) -> tuple[str, bool]:
     """Reason and whether to retry."""
     if isinstance(exc, InvalidReference):
         return INVALID_IMAGE_REFERENCE, False
+    if isinstance(exc, AddressNotAllowed | InsecureTokenRealm):
+        return exc.reason, False  # only a new spec (or operator setting) helps
     if isinstance(exc, LabelError):
         return EXTRACTION_FAILED, False
     if isinstance(exc, ImageNotFound):

@@ -8,9 +8,12 @@ has); their changes do not trigger a sync."""
 from __future__ import annotations
 
 import asyncio
+import functools
 
 from aim_registry_sync.sync import AIMCLUSTERMODEL, SourceController
 from aimcore.kinds import KindRef
+from aimcore.oci import RegistryClient
+from aimcore.outbound import OutboundPolicy
 from aimcore.runtime.reconciler import Controller, Watch, kinds_of, run_controller
 from aimcore.service import ServiceContext, run_service
 
@@ -21,7 +24,9 @@ def kinds() -> tuple[KindRef, ...]:
 
 def controller(ctx: ServiceContext) -> Controller:
     assert ctx.kube is not None, "registry-sync needs a Kubernetes client"
-    sources = SourceController(ctx.kube, ctx.settings.system_namespace)
+    # The operator-wide outbound address policy (AIM_OUTBOUND_*), read once: a bad value fails here.
+    registry = functools.partial(RegistryClient, policy=OutboundPolicy.from_env())
+    sources = SourceController(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
     return Controller(
         ctx.name,
         kinds(),

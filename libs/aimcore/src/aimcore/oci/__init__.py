@@ -25,9 +25,11 @@ from aimcore.oci.client import (
     select_platform,
 )
 from aimcore.oci.errors import (
+    AddressNotAllowed,
     AuthFailed,
     CredentialsError,
     ImageNotFound,
+    InsecureTokenRealm,
     InvalidReference,
     LabelError,
     OCIError,
@@ -39,6 +41,7 @@ from aimcore.oci.reference import ImageReference, normalize_registry, parse_refe
 
 __all__ = [
     "DEFAULT_PLATFORM",
+    "AddressNotAllowed",
     "AuthFailed",
     "Challenge",
     "Credentials",
@@ -47,6 +50,7 @@ __all__ = [
     "ImageConfig",
     "ImageNotFound",
     "ImageReference",
+    "InsecureTokenRealm",
     "InvalidReference",
     "LabelError",
     "Manifest",

@@ -14,10 +14,20 @@ What discovery and registry-sync need and nothing more:
   tokens are cached per scope until they expire.
 - Loopback registries (``localhost``, ``127.0.0.0/8``, ``::1``) are spoken to over plain HTTP, as
   are the hosts in ``plain_http``; everything else over HTTPS.
+- Outbound address policy (:mod:`aimcore.outbound`): every request, token-realm requests and every
+  redirect hop included, goes only where the policy allows. URLs are checked before they are sent
+  (metadata host names, address literals) and host names when aiohttp resolves them (a resolver
+  that refuses before connecting, so the address judged is the address connected to). A refusal
+  is :class:`AddressNotAllowed`; no connection is made.
+- Credentials go only where they belong: the pull secret's to the registry host it names, and to
+  its token realm only over HTTPS or on the registry's own host (a realm on another host over plain
+  HTTP gets nothing: :class:`InsecureTokenRealm`); the ``Authorization`` header never follows a
+  redirect to another origin (scheme, host or port).
 
 Every failure is one of :mod:`aimcore.oci.errors`: :class:`ImageNotFound`, :class:`AuthFailed`,
-:class:`RegistryUnreachable`, :class:`InvalidReference`, :class:`RegistryError`
-(and :class:`LabelError` from the label parser). Messages never contain credentials.
+:class:`RegistryUnreachable`, :class:`InvalidReference`, :class:`RegistryError`,
+:class:`AddressNotAllowed`, :class:`InsecureTokenRealm` (and :class:`LabelError` from the label
+parser). Messages never contain credentials.
 """
 
 from __future__ import annotations
@@ -42,8 +52,10 @@ from aimcore.crds.aim import ImageMetadata
 from aimcore.oci import labels as aim_labels
 from aimcore.oci.auth import Challenge, Credentials, DockerConfig, parse_www_authenticate
 from aimcore.oci.errors import (
+    AddressNotAllowed,
     AuthFailed,
     ImageNotFound,
+    InsecureTokenRealm,
     InvalidReference,
     OCIError,
     RegistryError,
@@ -56,6 +68,8 @@ from aimcore.oci.reference import (
     normalize_registry,
     parse_reference,
 )
+from aimcore.outbound import OutboundPolicy, OutboundRefused, check_url, normalize_host
+from aimcore.outbound.resolver import connector
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -168,6 +182,8 @@ class RegistryClient:
     ``credentials``: usually :func:`aimcore.oci.auth.credentials_from_secrets` of the object's
     ``imagePullSecrets``; without them access is anonymous. ``platform``: what an image index
     resolves to. ``plain_http``: extra registry hosts (``host:port``) spoken to over HTTP.
+    ``policy``: the outbound address policy (default: the operator-wide one from the environment;
+    a ``session`` given by the caller must bring its own connector: only URLs are checked then).
     ``request_log`` keeps ``(method, URL without query)`` of the latest requests (tests and
     debugging)."""
 
@@ -184,8 +200,10 @@ class RegistryClient:
         session: aiohttp.ClientSession | None = None,
         user_agent: str = USER_AGENT,
         request_log_size: int = 1000,
+        policy: OutboundPolicy | None = None,
     ) -> None:
         self.credentials = credentials or DockerConfig()
+        self.policy = policy if policy is not None else OutboundPolicy.from_env()
         self.platform = Platform.parse(platform) if isinstance(platform, str) else platform
         self.timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=connect_timeout)
         self.plain_http = frozenset(normalize_registry(h) for h in plain_http)
@@ -218,7 +236,10 @@ class RegistryClient:
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                timeout=self.timeout, headers={"User-Agent": self.user_agent}, trust_env=False
+                connector=connector(self.policy),
+                timeout=self.timeout,
+                headers={"User-Agent": self.user_agent},
+                trust_env=False,
             )
             self._own_session = True
         return self._session
@@ -467,12 +488,16 @@ class RegistryClient:
         max_bytes: int,
         what: str,
     ) -> _Response:
-        origin = urllib.parse.urlsplit(url).netloc
+        origin = _origin(url)
         current = url
         for _ in range(MAX_REDIRECTS + 1):
             sent = dict(headers)
-            if authorization and urllib.parse.urlsplit(current).netloc == origin:
+            if authorization and _origin(current) == origin:
                 sent["Authorization"] = authorization
+            try:
+                check_url(current, self.policy)
+            except OutboundRefused as e:
+                raise AddressNotAllowed(f"{what}: {e.message}") from None
             self.request_log.append((method, current.split("?", 1)[0]))
             try:
                 async with self._http().request(
@@ -498,6 +523,8 @@ class RegistryClient:
                     )
             except OCIError:
                 raise
+            except OutboundRefused as e:  # refused by the resolver: nothing was connected
+                raise AddressNotAllowed(f"{what}: {e.message}") from None
             except aiohttp.InvalidURL as e:
                 raise RegistryError(f"{what}: invalid URL {e}") from None
             except (aiohttp.ClientError, TimeoutError, OSError) as e:
@@ -566,7 +593,18 @@ class RegistryClient:
         realm = challenge.params["realm"]
         sep = "&" if "?" in realm else "?"
         url = realm + (sep + urllib.parse.urlencode(params) if params else "")
-        authorization = creds.basic_header() if creds else None
+        authorization = None
+        if creds is not None:
+            if not self._may_send_credentials(registry, realm):
+                parts = urllib.parse.urlsplit(realm)
+                same = _same_host(realm, self.base_url(registry))
+                where = "the registry's https host" if same else "another host"
+                raise InsecureTokenRealm(
+                    f"{what}: registry {registry} asks for its token at {parts.scheme}://{parts.netloc}, "
+                    f"plain HTTP on {where}; the credentials given for the registry are not sent there "
+                    "(the token service must use https)"
+                )
+            authorization = creds.basic_header()
         response = await self._send(
             "GET",
             url,
@@ -590,6 +628,15 @@ class RegistryClient:
         expires = doc.get("expires_in")
         ttl = float(expires) if isinstance(expires, int | float) and expires > 0 else DEFAULT_TOKEN_TTL
         return token, ttl
+
+    def _may_send_credentials(self, registry: str, realm: str) -> bool:
+        """A token realm gets the registry's credentials over HTTPS, or over plain HTTP only on the
+        registry's own host when the registry itself is spoken to over plain HTTP."""
+        parts = urllib.parse.urlsplit(realm)
+        if parts.scheme.lower() == "https":
+            return True
+        own = self.base_url(registry)
+        return own.startswith("http://") and _same_host(realm, own)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -637,6 +684,18 @@ def select_platform(index: Mapping[str, Any], want: Platform, what: str = "image
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
+
+
+def _same_host(a: str, b: str) -> bool:
+    """Whether two URLs name the same host (any scheme or port)."""
+    return normalize_host(urllib.parse.urlsplit(a).hostname or "") == normalize_host(
+        urllib.parse.urlsplit(b).hostname or ""
+    )
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.lower()
 
 
 def _ref(image: str | ImageReference) -> ImageReference:

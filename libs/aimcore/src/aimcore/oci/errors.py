@@ -63,3 +63,18 @@ class LabelError(OCIError, ValueError):
         super().__init__(f"image label {label}: {problem}")
         self.label = label
         self.problem = problem
+
+
+class AddressNotAllowed(OCIError):
+    """The operator's outbound address policy refused a connection: the registry, its token realm or
+    a redirect names a link-local, metadata or (unless allowed) private address. Only a change of the
+    reference or of the operator's ``AIM_OUTBOUND_*`` settings helps."""
+
+    reason = "AddressNotAllowed"
+
+
+class InsecureTokenRealm(OCIError):
+    """The registry sends its token requests to another host over plain HTTP: its credentials are not
+    sent there (they would cross the network in the clear to a host they do not belong to)."""
+
+    reason = "InsecureTokenRealm"
