@@ -1,6 +1,7 @@
 """A static file server for tests (``http.server`` in a thread, HTTP/1.1 keep-alive): HEAD and GET
 with ``Range``, an ``ETag`` from the content (so a rewrite is visible), per-path 302 redirects, and a
-log of requests. Restartable on the same port, to take a source away and bring it back."""
+log of requests. Restartable on the same port, to take a source away and bring it back. Binds
+127.0.0.1 unless told otherwise (127.0.0.2 plays "another host": Linux routes all of 127/8 to lo)."""
 
 from __future__ import annotations
 
@@ -79,8 +80,8 @@ class FileServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, root: Path, port: int = 0) -> None:
-        super().__init__(("127.0.0.1", port), _Handler)
+    def __init__(self, root: Path, port: int = 0, host: str = "127.0.0.1") -> None:
+        super().__init__((host, port), _Handler)
         self.root = root
         self.lock = threading.Lock()
         self.requests: list[tuple[str, str]] = []
@@ -90,7 +91,7 @@ class FileServer(ThreadingHTTPServer):
 
     @property
     def base(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        return f"http://{self.server_address[0]}:{self.server_address[1]}"
 
     def stop(self) -> None:
         self.shutdown()

@@ -49,6 +49,8 @@ from aimcore.kinds import by_kind
 from aimcore.local.hub import HubServer, add_repo
 from aimcore.local.natsserver import NatsServer
 from aimcore.local.s3 import S3Server
+from aimcore.outbound import ALLOWED_HOSTS_ENV
+from tests.helpers import LOOPBACK_HOSTS
 
 KIB, MIB = 1024, 1024 * 1024
 LFS_THRESHOLD = 4 * KIB
@@ -738,8 +740,10 @@ async def run_cli(args: list[str], env: dict[str, str], timeout: float = 60) -> 
 
 
 def _base_env() -> dict[str, str]:
+    """What a download Job's container gets besides the source's env: the operator's outbound policy
+    (here: the test servers' loopback hosts allow-listed, as the cache service would pass it)."""
     keep = ("PATH", "HOME", "LANG", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
-    return {k: os.environ[k] for k in keep if k in os.environ}
+    return {**{k: os.environ[k] for k in keep if k in os.environ}, ALLOWED_HOSTS_ENV: LOOPBACK_HOSTS}
 
 
 def last_json(stdout: str) -> dict[str, Any]:

@@ -266,6 +266,28 @@ async def test_refused_start_url_sends_nothing(dialed: list[tuple[str, int]]) ->
     assert dialed == []
 
 
+async def test_connections_judge_the_address_again_when_connecting(
+    server: FileServer, model_bytes: bytes
+) -> None:
+    """A URL check that passed is not the last word: every connection judges the address it
+    connects to (as when a DNS answer changes between the check and the connect). Here the check
+    allows loopback and the connect-time policy does not: nothing reaches the server."""
+    put(server.root, "m.gguf", model_bytes)
+    url = f"{server.base}/m.gguf"
+    permissive, strict = Recorder(Policy(allow_private=True)), Policy().outbound
+    with pytest.raises(SourceError) as info:
+        await fetch.probe(http_source(url), (), permissive, outbound=strict)
+    assert info.value.reason == "SourceNotAllowed"
+    assert await fetch.remote_header(url, permissive, outbound=strict) is None
+    with pytest.raises(DownloadError) as err:
+        await fetch.listing(
+            http_source(url), url, (), expected_sha256=None, revision=None, guard=permissive, outbound=strict
+        )
+    assert (err.value.reason, err.value.retryable) == ("AddressNotAllowed", False)
+    assert server.requests == []
+    assert await fetch.probe(http_source(url), (), permissive, outbound=POLICY.outbound) is not None
+
+
 def test_download_guard_translates_refusals() -> None:
     check = fetch.download_guard(fetch.guard_for(Policy()))
     with pytest.raises(DownloadError) as info:

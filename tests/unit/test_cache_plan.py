@@ -13,6 +13,7 @@ from aim_cache.templatecaches import best_of, caches_condition, template_kinds
 from aimcore.bus import progress
 from aimcore.bus.messages import ObjectRef
 from aimcore.kinds import by_kind
+from aimcore.outbound import OutboundPolicy
 
 MODEL_CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")
 GIB = 1024**3
@@ -145,6 +146,29 @@ def test_job_runs_the_aim_downloader_hardened_with_progress_to_nats() -> None:
     assert pod["imagePullSecrets"] == [{"name": "regcred"}]
     assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == plan.pvc_name("mc", "uid-mc")
     assert container["volumeMounts"][0]["mountPath"] == "/workspace/model-cache/acme/tiny"
+
+
+def test_job_carries_the_operators_outbound_policy_and_the_spec_cannot_change_it() -> None:
+    """The downloader in the Job enforces the operator's outbound address policy: the cache service
+    passes it as env, after (and instead of) anything the model cache's env says."""
+    sneaky = [
+        {"name": "AIM_OUTBOUND_ALLOW_PRIVATE", "value": "true"},
+        {"name": "AIM_OUTBOUND_ALLOWED_HOSTS", "value": "169.254.169.254"},
+        {"name": "HF_ENDPOINT", "value": "https://mirror.example"},
+    ]
+    policy = OutboundPolicy(frozenset({"mirror.internal"}))
+    job = plan.job_body(
+        MODEL_CACHE, cache(env=sneaky), attempt=1, bus=None, stall_timeout=60, outbound=policy.env()
+    )
+    env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+    policy_env = [e for e in env if e["name"].startswith("AIM_OUTBOUND_")]
+    assert policy_env == [
+        {"name": "AIM_OUTBOUND_ALLOWED_HOSTS", "value": "mirror.internal"},
+        {"name": "AIM_OUTBOUND_ALLOW_PRIVATE", "value": "false"},
+    ]
+    assert env[-2:] == policy_env  # after everything the spec gives
+    assert {"name": "HF_ENDPOINT", "value": "https://mirror.example"} in env
+    assert OutboundPolicy.from_env({e["name"]: e["value"] for e in policy_env}) == policy
 
 
 def test_job_uses_kserves_convention_for_the_storage_initializer() -> None:

@@ -231,6 +231,7 @@ async def main(ctx: ServiceContext) -> None:
             wake,
             stall_timeout=settings.stall_timeout,
             concurrency=settings.local_downloads,
+            outbound=settings.outbound,
         )
     model_settings = ModelSettings.from_env(settings.cache_dir)
     runs = Runs(

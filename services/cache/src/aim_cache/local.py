@@ -33,6 +33,7 @@ from aim_cache.downloader import (
 )
 from aimcore.bus.messages import ObjectRef, StatusReport
 from aimcore.kinds import KindRef
+from aimcore.outbound import OutboundPolicy
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +73,10 @@ class LocalExecutor:
         *,
         stall_timeout: float = 60.0,
         concurrency: int = 2,
+        outbound: OutboundPolicy | None = None,
     ) -> None:
         self.root = root
+        self.outbound = outbound if outbound is not None else OutboundPolicy.from_env()
         self.publish = publish
         self.wake = wake
         self.stall_timeout = stall_timeout
@@ -137,6 +140,7 @@ class LocalExecutor:
                     env=env,
                     on_progress=on_progress,
                     stall_timeout=self.stall_timeout,
+                    policy=self.outbound,
                 )
         except DownloadError as exc:
             run.error = exc

@@ -310,7 +310,7 @@ class ModelCacheController:
                 return Result(requeue_after=wait)
         try:
             env = await resolve_env(self.kube, str(request.namespace), spec.get("env"))
-            size = await probe_size(str(spec["sourceUri"]), env)
+            size = await probe_size(str(spec["sourceUri"]), env, policy=self.settings.outbound)
         except (DownloadError, EnvReferenceMissing) as exc:
             reason = exc.reason
             message = exc.message if isinstance(exc, DownloadError) else str(exc)
@@ -434,6 +434,7 @@ class ModelCacheController:
             attempt=attempt,
             bus=self.settings.job_bus(),
             stall_timeout=self.settings.stall_timeout,
+            outbound=self.settings.outbound.env(),
         )
         await self.kube.create_if_absent(JOB, body, request.namespace)
         name = body["metadata"]["name"]

@@ -30,6 +30,7 @@ from aimcore.bus.messages import ObjectRef
 from aimcore.children import owner_reference
 from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.naming import derived_name, go_json, label_value
+from aimcore.outbound import POLICY_ENV
 
 Obj = dict[str, Any]
 
@@ -199,14 +200,20 @@ def job_body(
     attempt: int,
     bus: JobBus | None,
     stall_timeout: float,
+    outbound: Mapping[str, str] | None = None,
 ) -> Obj:
+    """The download Job. ``outbound`` is the operator's outbound address policy as environment
+    variables (:meth:`aimcore.outbound.OutboundPolicy.env`): the downloader in the Job enforces it.
+    The model cache's env may not set those variables (they are dropped from it and the operator's
+    values added last)."""
     meta = cache["metadata"]
     spec = cache.get("spec") or {}
     image = str(spec.get("modelDownloadImage") or "")
     model = model_id(spec)
     dest = mount_path(model)
     source = str(spec["sourceUri"])
-    env: list[Any] = [dict(e) for e in spec.get("env") or []]
+    reserved = set(POLICY_ENV)
+    env: list[Any] = [dict(e) for e in spec.get("env") or [] if e.get("name") not in reserved]
     if uses_kserve_initializer(image):
         command: list[str] | None = None
         args = [source, dest]
@@ -222,6 +229,7 @@ def job_body(
         if bus is not None:
             env.extend(bus.env(ref, meta))
     env.append({"name": "HOME", "value": "/tmp"})
+    env.extend({"name": k, "value": v} for k, v in sorted((outbound or {}).items()))
     labels = {**cache_labels(cache), LABEL_CACHE_TYPE: "artifact", LABEL_COMPONENT: "download"}
     container: Obj = {
         "name": CONTAINER,

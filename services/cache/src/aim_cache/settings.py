@@ -13,7 +13,11 @@ stack sets them):
 - ``AIM_LOCAL_DOWNLOADS`` (default 2): concurrent local downloads;
 - ``AIM_LOCAL_DOWNLOAD_ENV``: extra ``NAME=value`` pairs (comma-separated) for local downloads; the
   service's own endpoint settings (``HF_ENDPOINT``, ``AWS_ENDPOINT_URL``, region) pass through too,
-  never its credentials. A model cache's own env wins.
+  never its credentials. A model cache's own env wins;
+- ``AIM_OUTBOUND_ALLOWED_HOSTS`` / ``AIM_OUTBOUND_ALLOW_PRIVATE``: the operator-wide outbound address
+  policy (:mod:`aimcore.outbound`), applied to every connection the service opens for a model cache
+  (listing a source to size its volume, local downloads) and passed to the download Jobs it creates,
+  whose downloader enforces it too. A model cache's env cannot change it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 
 from aim_cache.plan import JobBus
 from aimcore.bus import progress
+from aimcore.outbound import OutboundPolicy
 from aimcore.settings import Settings
 
 PASS_THROUGH = ("HF_ENDPOINT", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION")
@@ -54,6 +59,7 @@ class CacheSettings:
     stall_timeout: float = 60.0
     local_downloads: int = 2
     local_env: dict[str, str] = field(default_factory=dict)
+    outbound: OutboundPolicy = field(default_factory=OutboundPolicy)
 
     def job_bus(self) -> JobBus | None:
         if not self.job_nats_url:
@@ -80,4 +86,5 @@ class CacheSettings:
                 **{k: os.environ[k] for k in PASS_THROUGH if os.environ.get(k)},
                 **_pairs(os.environ.get("AIM_LOCAL_DOWNLOAD_ENV", "")),
             },
+            outbound=OutboundPolicy.from_env(),
         )

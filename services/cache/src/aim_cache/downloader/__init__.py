@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aim_cache.downloader.errors import (
+    ADDRESS_NOT_ALLOWED,
     AUTH_ERROR,
     CHECKSUM_MISMATCH,
     DOWNLOAD_FAILED,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from aim_cache.downloader.report import progress_report
 
 __all__ = [
+    "ADDRESS_NOT_ALLOWED",
     "AUTH_ERROR",
     "CHECKSUM_MISMATCH",
     "DOWNLOAD_FAILED",

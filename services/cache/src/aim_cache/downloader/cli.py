@@ -6,6 +6,10 @@ exactly one JSON object the cache service reads from the pod log:
 ``{"result": "error", "reason": "<condition reason>", "message": "..."}``. Exit codes: 0 success,
 1 failure, 2 usage error, 143 stopped by SIGTERM/SIGINT (partial data kept for the next attempt).
 
+Every connection applies the outbound address policy of ``AIM_OUTBOUND_ALLOWED_HOSTS`` and
+``AIM_OUTBOUND_ALLOW_PRIVATE`` (strict when unset; the cache service sets both on the download Jobs
+it creates, to its own policy); a refused connection ends with reason ``AddressNotAllowed``.
+
 With ``--object GROUP/VERSION/KIND/NAMESPACE/NAME``, ``AIM_NATS_URL`` and ``AIM_PROGRESS_TOKEN`` set,
 progress is offered on NATS as the bus role ``download`` (``AIM_NATS_SEED``; at most one offer every
 2 s, plus the last), and the cache service relays it as a status report
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from aim_cache.downloader.errors import DOWNLOAD_FAILED, DownloadError, redact_url
 from aim_cache.downloader.progress import Progress, RateMeter, summary
 from aim_cache.downloader.run import download
+from aimcore.outbound import OutboundPolicy
 from aimcore.units import format_bytes, format_duration, format_rate
 
 if TYPE_CHECKING:
@@ -259,6 +264,7 @@ async def run(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[dict[st
         if obj is not None and nats_url:
             publisher = await Publisher.connect(env, obj, args.uid)
         consumer = _Progress(publisher)
+        policy = OutboundPolicy.from_env(env)
         log.info("downloading %s into %s", _display(args.source), args.dest)
         manifest = await download(
             args.source,
@@ -269,6 +275,7 @@ async def run(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[dict[st
             connections=args.connections,
             expected_sha256=args.expected_sha256,
             direct_io=args.direct_io,
+            policy=policy,
         )
         seconds = time.monotonic() - started
         result: dict[str, Any] = {
@@ -332,7 +339,12 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             parse_object(args.object)
         except ValueError as e:
             build_parser().error(f"--object: {e}")
-    result, code = asyncio.run(run(args, os.environ if env is None else env))
+    environment = os.environ if env is None else env
+    try:
+        OutboundPolicy.from_env(environment)
+    except ValueError as e:
+        build_parser().error(str(e))
+    result, code = asyncio.run(run(args, environment))
     emit_result(result)
     sys.exit(code)
 

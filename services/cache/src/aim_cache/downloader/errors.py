@@ -14,9 +14,10 @@ CHECKSUM_MISMATCH = "ChecksumMismatch"
 SOURCE_UNREACHABLE = "SourceUnreachable"
 INVALID_SOURCE = "InvalidSource"
 DOWNLOAD_FAILED = "DownloadFailed"
+ADDRESS_NOT_ALLOWED = "AddressNotAllowed"  # the outbound address policy refused a connection
 
 # Failures a retry cannot fix: the user must change the spec or the credentials first.
-PERMANENT_REASONS = frozenset({AUTH_ERROR, SOURCE_NOT_FOUND, INVALID_SOURCE})
+PERMANENT_REASONS = frozenset({AUTH_ERROR, SOURCE_NOT_FOUND, INVALID_SOURCE, ADDRESS_NOT_ALLOWED})
 
 
 class DownloadError(Exception):

@@ -2,6 +2,10 @@
 (the Hub sends LFS files to a CDN; the ``Authorization`` header never follows a redirect to another
 host), and the mapping from statuses and socket errors to download reasons. Stdlib ``http.client``
 on purpose: reading with ``readinto`` into large buffers costs no Python work per network packet.
+
+Every connection applies the operator's outbound address policy at connect time
+(:mod:`aimcore.outbound.connect`: the address judged is the address connected to), for the first
+request and every redirect alike; a refusal is ``AddressNotAllowed``, never retried.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 from aim_cache.downloader.errors import (
+    ADDRESS_NOT_ALLOWED,
     AUTH_ERROR,
     DOWNLOAD_FAILED,
     DOWNLOAD_STALLED,
@@ -26,11 +31,15 @@ from aim_cache.downloader.errors import (
     host_of,
     redact_url,
 )
+from aimcore.outbound import OutboundPolicy, OutboundRefused
+from aimcore.outbound.connect import http_connection
 
 USER_AGENT = "aim-download/1"
 MAX_REDIRECTS = 10
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+# Credentials that never follow a redirect to another origin (scheme, host or port).
+SENSITIVE = frozenset({"authorization", "proxy-authorization", "cookie", "x-amz-security-token"})
 
 Key = tuple[str, str, int]
 
@@ -68,21 +77,30 @@ class Opened:
     conn: http.client.HTTPConnection
 
 
+def refused(error: OutboundRefused) -> DownloadError:
+    """The download reason of a connection the outbound policy refused (not retried)."""
+    return DownloadError(ADDRESS_NOT_ALLOWED, error.message, retryable=False)
+
+
 class Connections:
     """One worker's keep-alive connections (one per scheme/host/port). :meth:`abort` may be called
-    from another thread: it shuts the sockets down so a blocked read returns at once."""
+    from another thread: it shuts the sockets down so a blocked read returns at once. ``policy``
+    (default: the operator-wide one from the environment) is applied to every connect."""
 
     def __init__(
         self,
         timeout: float,
         ssl_context: ssl.SSLContext | None = None,
         guard: Callable[[str], None] | None = None,
+        policy: OutboundPolicy | None = None,
     ) -> None:
         self.timeout = timeout
         self.ssl_context = ssl_context
         # Called with ``scheme://host:port/`` before a connection to a new origin is opened (the
-        # first request and every redirect): raises DownloadError to refuse it (an SSRF guard).
+        # first request and every redirect): raises DownloadError to refuse it (a caller's own
+        # check, e.g. the LLMKube path's, before the policy's at connect time).
         self.guard = guard
+        self.policy = policy if policy is not None else OutboundPolicy.from_env()
         self._conns: dict[Key, http.client.HTTPConnection] = {}
         self._lock = threading.Lock()
         self._aborted = False
@@ -98,11 +116,8 @@ class Connections:
             scheme, host, port = key
             if self.guard is not None:
                 self.guard(f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}/")
-            if scheme == "https":
-                ctx = self.ssl_context or make_ssl_context()
-                conn = http.client.HTTPSConnection(host, port, timeout=self.timeout, context=ctx)
-            else:
-                conn = http.client.HTTPConnection(host, port, timeout=self.timeout)
+            ctx = (self.ssl_context or make_ssl_context()) if scheme == "https" else None
+            conn = http_connection(scheme, host, port, policy=self.policy, timeout=self.timeout, context=ctx)
             self._conns[key] = conn
             return conn, False
 
@@ -178,7 +193,7 @@ def open_url(
             location = urljoin(current, response.getheader("Location", ""))
             drain(conns, key, response)
             if not same_host(current, location):
-                current_headers = {k: v for k, v in current_headers.items() if k.lower() != "authorization"}
+                current_headers = {k: v for k, v in current_headers.items() if k.lower() not in SENSITIVE}
             current = location
             if response.status == 303:
                 method = "GET" if method != "HEAD" else method
@@ -202,6 +217,9 @@ def _send(
             raise transient(e, url, conns.timeout) from e
         except DownloadError:
             raise
+        except OutboundRefused as e:
+            conns.discard(key)
+            raise refused(e) from None
         except (OSError, http.client.HTTPException) as e:
             conns.discard(key)
             raise transient(e, url, conns.timeout) from e

@@ -27,6 +27,7 @@ from aim_cache.downloader.partial import partial_dir
 from aim_cache.downloader.progress import Progress
 from aim_cache.downloader.sources import DIGEST_ALGORITHMS, PARTIAL_DIR, Digest, Listing, list_source
 from aim_cache.downloader.transfer import PlannedFile, Transfer
+from aimcore.outbound import OutboundPolicy
 
 log = logging.getLogger("aim_cache.downloader")
 
@@ -62,9 +63,9 @@ class _Emitter:
             log.exception("progress callback failed")
 
 
-async def probe_size(uri: str, env: Mapping[str, str]) -> int:
+async def probe_size(uri: str, env: Mapping[str, str], *, policy: OutboundPolicy | None = None) -> int:
     """Total bytes of ``uri`` from its listing (for sizing a volume before downloading)."""
-    return (await list_source(uri, env)).total_bytes
+    return (await list_source(uri, env, policy=policy)).total_bytes
 
 
 async def download(
@@ -78,9 +79,12 @@ async def download(
     expected_sha256: str | None = None,
     direct_io: bool = True,
     compute: Sequence[str] = (),
+    policy: OutboundPolicy | None = None,
 ) -> Manifest:
     """Download ``uri`` into ``dest`` and return its manifest (see the package docstring).
-    ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works.
+    ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works. ``policy``
+    is the outbound address policy every connection applies (default: the operator-wide one from
+    the process environment; ``env`` is the model's own and never changes it).
 
     ``compute`` names digest algorithms (``sha256``, ``git-sha1``, ``md5``) to compute for every
     file the source gives no such digest for, while its bytes arrive (no second pass): they are
@@ -90,7 +94,7 @@ async def download(
     without ``compute`` is returned as it is)."""
     emit = _Emitter(on_progress)
     emit(Progress(0, 0, 0, 0, "listing"), force=True)
-    listing = await list_source(uri, env, expected_sha256=expected_sha256)
+    listing = await list_source(uri, env, expected_sha256=expected_sha256, policy=policy)
     return await download_listing(
         listing,
         dest,
@@ -99,6 +103,7 @@ async def download(
         connections=connections,
         direct_io=direct_io,
         compute=compute,
+        policy=policy,
         _emit=emit,
     )
 
@@ -113,11 +118,13 @@ async def download_listing(
     direct_io: bool = True,
     compute: Sequence[str] = (),
     guard: Callable[[str], None] | None = None,
+    policy: OutboundPolicy | None = None,
     _emit: _Emitter | None = None,
 ) -> Manifest:
     """:func:`download` for a listing obtained earlier (e.g. by a size probe). ``guard`` is called
     with ``scheme://host:port/`` before any connection to a new origin (redirects included) and
-    raises :class:`DownloadError` to refuse it."""
+    raises :class:`DownloadError` to refuse it; ``policy`` (as for :func:`download`) is then
+    applied when connecting."""
     if stall_timeout <= 0 or connections < 1:
         raise DownloadError(INVALID_SOURCE, "stall_timeout must be positive and connections at least 1")
     unknown = [a for a in compute if a not in DIGEST_ALGORITHMS]
@@ -153,6 +160,7 @@ async def download_listing(
             direct_io=direct_io,
             compute=compute,
             guard=guard,
+            policy=policy if policy is not None else OutboundPolicy.from_env(),
             # The old manifest describes the destination until a file in it is replaced: a
             # download that fails before (e.g. a checksum mismatch) leaves it, and its files, as
             # they were.

@@ -25,6 +25,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from aim_cache.downloader import fetch
 from aim_cache.downloader.errors import (
+    ADDRESS_NOT_ALLOWED,
     AUTH_ERROR,
     DOWNLOAD_FAILED,
     INVALID_SOURCE,
@@ -33,6 +34,7 @@ from aim_cache.downloader.errors import (
     DownloadError,
     redact_url,
 )
+from aimcore.outbound import OutboundPolicy, refusal_in
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 MANIFEST_NAME = ".aim-manifest.json"
@@ -263,18 +265,23 @@ async def list_source(
     *,
     expected_sha256: str | None = None,
     guard: Callable[[str], None] | None = None,
+    policy: OutboundPolicy | None = None,
 ) -> Listing:
     """List ``uri``'s files (sizes, URLs, digests). ``expected_sha256`` adds a sha256 digest to a
     single-file source (an error for a multi-file one). ``guard`` vets every origin an http(s)
-    probe connects to (see :class:`fetch.Connections`)."""
+    probe connects to (see :class:`fetch.Connections`). ``policy`` (default: the operator-wide
+    outbound policy from the process environment, never from ``env``, which is the user's) is
+    applied to every connection the listing opens: the Hub API, the S3 endpoint, a URL, and every
+    redirect; a refusal is ``AddressNotAllowed``."""
     parsed = parse_source(uri)
     expected = normalize_sha256(expected_sha256)
+    policy = policy if policy is not None else OutboundPolicy.from_env()
     if parsed.scheme == "hf":
-        listing = await asyncio.to_thread(_list_hf, parsed, env)
+        listing = await asyncio.to_thread(_list_hf, parsed, env, policy)
     elif parsed.scheme == "s3":
-        listing = await asyncio.to_thread(_list_s3, parsed, env)
+        listing = await asyncio.to_thread(_list_s3, parsed, env, policy)
     elif parsed.scheme in ("http", "https"):
-        listing = await asyncio.to_thread(_list_http, parsed, env, guard)
+        listing = await asyncio.to_thread(_list_http, parsed, env, guard, policy)
     else:
         listing = await asyncio.to_thread(_list_local, parsed)
     if expected is not None:
@@ -343,10 +350,13 @@ def hf_info_entries(info: Any) -> tuple[str, list[tuple[str, int, str, str | Non
     return info["sha"], entries
 
 
-def _list_hf_direct(parsed: ParsedSource, env: Mapping[str, str]) -> Listing | None:
+def _list_hf_direct(
+    parsed: ParsedSource, env: Mapping[str, str], policy: OutboundPolicy | None = None
+) -> Listing | None:
     """The listing in one stdlib request, without importing ``huggingface_hub`` (a fifth of a
     second of the downloader's start-up). None on any failure or unexpected answer: the caller then
-    lists through ``huggingface_hub``, which also maps every error to its reason."""
+    lists through ``huggingface_hub``, which also maps every error to its reason. A connection the
+    outbound policy refuses is not such a failure: it is raised (``AddressNotAllowed``)."""
     if parsed.repo_id is None or truthy(env.get("HF_HUB_OFFLINE")):
         return None
     endpoint = hf_endpoint(env)
@@ -357,13 +367,19 @@ def _list_hf_direct(parsed: ParsedSource, env: Mapping[str, str]) -> Listing | N
     url += "?blobs=True"
     headers = {"Accept": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
     verify = tls_verify(parsed, env)
-    conns = fetch.Connections(30.0, fetch.make_ssl_context(verify) if url.startswith("https:") else None)
+    conns = fetch.Connections(
+        30.0, fetch.make_ssl_context(verify) if url.startswith("https:") else None, policy=policy
+    )
     try:
         opened = fetch.open_url(conns, url, headers)
         if opened.response.status != 200:
             return None
         found = hf_info_entries(json.loads(opened.response.read()))
-    except (fetch.Transient, DownloadError, OSError, ValueError, http.client.HTTPException):
+    except DownloadError as e:
+        if e.reason == ADDRESS_NOT_ALLOWED:
+            raise
+        return None
+    except (fetch.Transient, OSError, ValueError, http.client.HTTPException):
         return None
     finally:
         conns.close()
@@ -392,35 +408,44 @@ def _hf_listing(
     return Listing(source=parsed.display, revision=commit, files=tuple(files))
 
 
-def _list_hf(parsed: ParsedSource, env: Mapping[str, str]) -> Listing:
-    fast = _list_hf_direct(parsed, env)
+def _list_hf(parsed: ParsedSource, env: Mapping[str, str], policy: OutboundPolicy | None = None) -> Listing:
+    policy = policy if policy is not None else OutboundPolicy.from_env()
+    fast = _list_hf_direct(parsed, env, policy)
     if fast is not None:
         return fast
     from huggingface_hub import HfApi  # noqa: PLC0415 - heavy import, only for hf
     from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415
+
+    from aim_cache.downloader.hubclient import guarded  # noqa: PLC0415 - imports huggingface_hub
 
     assert parsed.repo_id is not None
     endpoint = hf_endpoint(env)
     token = hf_token(env)
     api = HfApi(endpoint=endpoint, token=token or False, library_name="aim-download")
     try:
-        # One call resolves the revision to a commit and lists every file at that commit.
-        info = api.model_info(parsed.repo_id, revision=parsed.revision, files_metadata=True)
-        commit = info.sha
-        if not commit:
-            raise DownloadError(DOWNLOAD_FAILED, f"{endpoint} did not resolve {parsed.display} to a commit")
-        entries: list[tuple[str, int | None, str | None, str | None]] = [
-            (s.rfilename, s.size, s.blob_id, s.lfs.sha256 if s.lfs else None) for s in info.siblings or ()
-        ]
-        if any(size is None or blob is None for _, size, blob, _ in entries):
-            entries = []
-            for item in api.list_repo_tree(parsed.repo_id, recursive=True, revision=commit):
-                if isinstance(item, RepoFile):
-                    lfs = item.lfs
-                    entries.append((item.path, item.size, item.blob_id, lfs.sha256 if lfs else None))
+        with guarded(policy):
+            # One call resolves the revision to a commit and lists every file at that commit.
+            info = api.model_info(parsed.repo_id, revision=parsed.revision, files_metadata=True)
+            commit = info.sha
+            if not commit:
+                raise DownloadError(
+                    DOWNLOAD_FAILED, f"{endpoint} did not resolve {parsed.display} to a commit"
+                )
+            entries: list[tuple[str, int | None, str | None, str | None]] = [
+                (s.rfilename, s.size, s.blob_id, s.lfs.sha256 if s.lfs else None) for s in info.siblings or ()
+            ]
+            if any(size is None or blob is None for _, size, blob, _ in entries):
+                entries = []
+                for item in api.list_repo_tree(parsed.repo_id, recursive=True, revision=commit):
+                    if isinstance(item, RepoFile):
+                        lfs = item.lfs
+                        entries.append((item.path, item.size, item.blob_id, lfs.sha256 if lfs else None))
     except DownloadError:
         raise
     except Exception as e:
+        refusal = refusal_in(e)
+        if refusal is not None:
+            raise fetch.refused(refusal) from None
         raise hf_error(e, parsed, endpoint, has_token=token is not None) from e
 
     complete = [(p, s, b, h) for p, s, b, h in entries if s is not None and b is not None]
@@ -522,9 +547,10 @@ def s3_signer(env: Mapping[str, str]) -> S3Signer | None:
     return S3Signer(access_key, secret_key, env.get("AWS_SESSION_TOKEN") or None, region)
 
 
-def s3_client(env: Mapping[str, str]) -> Any:
+def s3_client(env: Mapping[str, str], policy: OutboundPolicy | None = None) -> Any:
     """A boto3 S3 client configured only from ``env`` (never the process environment's endpoint
-    settings; with no keys it is anonymous rather than searching instance metadata)."""
+    settings; with no keys it is anonymous rather than searching instance metadata), whose every
+    connection applies ``policy`` (default: the operator-wide one)."""
     import boto3  # noqa: PLC0415 - heavy import, only for s3
     from botocore import UNSIGNED  # noqa: PLC0415
     from botocore.config import Config  # noqa: PLC0415
@@ -558,7 +584,11 @@ def s3_client(env: Mapping[str, str]) -> Any:
         aws_session_token=None if anonymous else (env.get("AWS_SESSION_TOKEN") or None),
         region_name=region,
     )
-    return session.client("s3", endpoint_url=endpoint, config=config, use_ssl=not no_ssl, verify=verify)
+    client = session.client("s3", endpoint_url=endpoint, config=config, use_ssl=not no_ssl, verify=verify)
+    from aim_cache.downloader.s3connect import guard_client  # noqa: PLC0415 - imports botocore
+
+    guard_client(client, policy if policy is not None else OutboundPolicy.from_env())
+    return client
 
 
 _S3_NOT_FOUND = {"NoSuchBucket", "NoSuchKey", "NotFound", "404"}
@@ -578,6 +608,9 @@ _S3_AUTH = {
 
 
 def s3_error(error: BaseException, parsed: ParsedSource, endpoint: str | None) -> DownloadError:
+    refusal = refusal_in(error)
+    if refusal is not None:
+        return fetch.refused(refusal)
     where = parsed.display
     response = getattr(error, "response", None)
     if isinstance(response, dict):
@@ -630,12 +663,12 @@ def _s3_digests(head: Mapping[str, Any]) -> tuple[tuple[Digest, ...], str | None
     return tuple(digests), etag
 
 
-def _list_s3(parsed: ParsedSource, env: Mapping[str, str]) -> Listing:
+def _list_s3(parsed: ParsedSource, env: Mapping[str, str], policy: OutboundPolicy | None = None) -> Listing:
     assert parsed.bucket is not None and parsed.prefix is not None
     endpoint = (env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or "").strip() or None
     bucket, prefix = parsed.bucket, parsed.prefix
     try:
-        client = s3_client(env)
+        client = s3_client(env, policy)
         signer = s3_signer(env)
         objects: dict[str, int] = {}
         exact: int | None = None
@@ -681,11 +714,16 @@ def _list_s3(parsed: ParsedSource, env: Mapping[str, str]) -> Listing:
 
 
 def _list_http(
-    parsed: ParsedSource, env: Mapping[str, str], guard: Callable[[str], None] | None = None
+    parsed: ParsedSource,
+    env: Mapping[str, str],
+    guard: Callable[[str], None] | None = None,
+    policy: OutboundPolicy | None = None,
 ) -> Listing:
     assert parsed.url is not None
     verify = tls_verify(parsed, env)
-    conns = fetch.Connections(timeout=30.0, ssl_context=fetch.make_ssl_context(verify), guard=guard)
+    conns = fetch.Connections(
+        timeout=30.0, ssl_context=fetch.make_ssl_context(verify), guard=guard, policy=policy
+    )
     try:
         size, etag, ranges = _probe_http(conns, parsed.url)
     finally:

@@ -50,6 +50,7 @@ from aim_cache.downloader.errors import (
 from aim_cache.downloader.fetch import idle
 from aim_cache.downloader.ranges import RangeSet, split
 from aim_cache.downloader.sources import Digest, RemoteFile
+from aimcore.outbound import OutboundPolicy
 
 log = logging.getLogger("aim_cache.downloader")
 
@@ -189,7 +190,8 @@ class Transfer:
     ``compute`` (the file is not read again). ``before_place`` is called once, before the first
     file is moved into place (e.g. to drop a manifest that will then no longer describe the
     destination); an error it raises fails the transfer. ``guard`` vets every origin a worker
-    connects to, redirect targets included (see :class:`fetch.Connections`)."""
+    connects to, redirect targets included, and ``policy`` is the outbound address policy every
+    connection applies (see :class:`fetch.Connections`)."""
 
     def __init__(
         self,
@@ -206,6 +208,7 @@ class Transfer:
         compute: Sequence[str] = (),
         before_place: Callable[[], None] | None = None,
         guard: Callable[[str], None] | None = None,
+        policy: OutboundPolicy | None = None,
     ) -> None:
         for algorithm in compute:
             new_hasher(algorithm, 0)  # ValueError for an unknown algorithm
@@ -221,6 +224,7 @@ class Transfer:
         self.compute = tuple(dict.fromkeys(compute))
         self.before_place = before_place
         self.guard = guard
+        self.policy = policy if policy is not None else OutboundPolicy.from_env()
         self._placing = False
         self._place_lock = threading.Lock()
         self.error: DownloadError | None = None
@@ -349,7 +353,7 @@ class Transfer:
                 self._poke_hash(job)  # re-read the resumed prefix while the rest downloads
         n_workers = min(self.connections, max(1, len(self._tasks)))
         for i in range(n_workers if self._tasks else 0):
-            conns = fetch.Connections(self.stall_timeout, self.ssl_context, self.guard)
+            conns = fetch.Connections(self.stall_timeout, self.ssl_context, self.guard, self.policy)
             self._conns.append(conns)
             t = threading.Thread(target=self._worker, args=(conns,), name=f"aim-dl-{i}", daemon=True)
             self._threads.append(t)

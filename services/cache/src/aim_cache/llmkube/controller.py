@@ -132,6 +132,7 @@ class ModelController:
         self.informer: Informer | None = None
         runs.wake = self._wake
         self.guard = fetch.guard_for(settings.policy)
+        self.outbound = settings.policy.outbound  # applied again when connecting
         self._probed: OrderedDict[str, float] = OrderedDict()  # uid → last probe attempt (wall)
         self._revalidated: OrderedDict[str, float] = OrderedDict()  # uid → last conclusive probe
         self._policy_failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # uid → (n, when)
@@ -372,7 +373,9 @@ class ModelController:
         run = self.runs.get(source.cache_key)
         mine = run is not None and run.spec_hash == digest
         read_header = (spec.get("format") or "gguf") == "gguf"
-        order = Order(source, raw, local_paths, expected, read_header, self.guard)
+        order = Order(
+            source, raw, local_paths, expected, read_header, self.guard, self.settings.policy.outbound
+        )
 
         gguf: dict[str, Any] | None = None
         if cached is not None and read_header:
@@ -428,7 +431,9 @@ class ModelController:
         if drift.due(gate, datetime.fromtimestamp(now, UTC), timedelta(seconds=interval)) and now >= retry_at:
             remember(self._probed, uid, now)
             try:
-                probed = await fetch.probe(source, local_paths, self.guard)
+                probed = await fetch.probe(
+                    source, local_paths, self.guard, outbound=self.settings.policy.outbound
+                )
             except (SourceError, SourceUnreachable) as exc:
                 log.info("probe of %s refused: %s", raw, exc)
                 probed = None

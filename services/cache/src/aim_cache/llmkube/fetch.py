@@ -3,7 +3,9 @@ listing its files for the cache's downloader, and reading a remote GGUF header e
 
 Every network call here goes to a URL the policy already accepted (:func:`sources.check_source`);
 redirects are checked again host by host (``guard``), so a public URL cannot bounce the operator
-into the cluster network or the metadata service. Blocking calls run in threads.
+into the cluster network or the metadata service; and every connection applies the same policy
+again at connect time (``outbound``: :mod:`aimcore.outbound.connect`), so a DNS answer that changes
+after the check is refused too. Blocking calls run in threads.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import http.client
 import logging
-import ssl
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -20,7 +21,16 @@ from aim_cache.downloader import SOURCE_UNREACHABLE, DownloadError, Listing, Rem
 from aim_cache.downloader.errors import redact_url
 from aim_cache.downloader.sources import Digest
 from aim_cache.llmkube import drift, gguf
-from aim_cache.llmkube.sources import Policy, Source, SourceError, SourceUnreachable, check_remote
+from aim_cache.llmkube.sources import (
+    SOURCE_NOT_ALLOWED,
+    Policy,
+    Source,
+    SourceError,
+    SourceUnreachable,
+    check_remote,
+)
+from aimcore.outbound import OutboundPolicy, OutboundRefused
+from aimcore.outbound.connect import http_connection
 
 log = logging.getLogger(__name__)
 
@@ -61,19 +71,13 @@ def source_identity(source: Source, raw: str) -> str:
 # -- fingerprints ------------------------------------------------------------------------------
 
 
-def _head(url: str, guard: Guard, timeout: float) -> Mapping[str, str] | None:
+def _head(url: str, guard: Guard, timeout: float, outbound: OutboundPolicy) -> Mapping[str, str] | None:
     current = url
     for _ in range(MAX_REDIRECTS + 1):
         guard(current)
         parts = urlsplit(current)
         assert parts.hostname is not None
-        conn: http.client.HTTPConnection
-        if parts.scheme.lower() == "https":
-            conn = http.client.HTTPSConnection(
-                parts.hostname, parts.port, timeout=timeout, context=ssl.create_default_context()
-            )
-        else:
-            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        conn = http_connection(parts.scheme, parts.hostname, parts.port, policy=outbound, timeout=timeout)
         try:
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             conn.request("HEAD", target, headers={"User-Agent": "aim-engine", "Accept-Encoding": "identity"})
@@ -96,7 +100,7 @@ def _head(url: str, guard: Guard, timeout: float) -> Mapping[str, str] | None:
 
 
 def _probe(
-    source: Source, local_paths: tuple[str, ...], guard: Guard, timeout: float
+    source: Source, local_paths: tuple[str, ...], guard: Guard, timeout: float, outbound: OutboundPolicy
 ) -> drift.Fingerprint | None:
     primary = source.files[0]
     if primary.local is not None:
@@ -106,7 +110,9 @@ def _probe(
             return None
     assert primary.url is not None
     try:
-        headers = _head(primary.url, guard, timeout)
+        headers = _head(primary.url, guard, timeout, outbound)
+    except OutboundRefused as exc:  # the answer changed since the check: refused all the same
+        raise SourceError(SOURCE_NOT_ALLOWED, exc.message) from None
     except (OSError, http.client.HTTPException, SourceUnreachable) as exc:
         log.info("probing %s failed: %s", redact_url(primary.url), exc)
         return None
@@ -114,11 +120,18 @@ def _probe(
 
 
 async def probe(
-    source: Source, local_paths: tuple[str, ...], guard: Guard, *, timeout: float = PROBE_TIMEOUT
+    source: Source,
+    local_paths: tuple[str, ...],
+    guard: Guard,
+    *,
+    timeout: float = PROBE_TIMEOUT,
+    outbound: OutboundPolicy | None = None,
 ) -> drift.Fingerprint | None:
     """The primary file's fingerprint now, or None when the probe says nothing (indeterminate).
-    Raises :class:`SourceError` when a redirect leads somewhere the policy refuses."""
-    return await asyncio.to_thread(_probe, source, local_paths, guard, timeout)
+    Raises :class:`SourceError` when a redirect leads somewhere the policy refuses. ``outbound``
+    (default: the operator-wide policy) is applied when connecting."""
+    policy = outbound if outbound is not None else OutboundPolicy.from_env()
+    return await asyncio.to_thread(_probe, source, local_paths, guard, timeout, policy)
 
 
 def revision_of(fp: drift.Fingerprint | None) -> str | None:
@@ -139,6 +152,7 @@ async def listing(
     expected_sha256: str | None,
     revision: str | None,
     guard: Guard | None = None,
+    outbound: OutboundPolicy | None = None,
 ) -> Listing:
     """The downloader's listing of every staged file (sizes from HEAD or ``stat``), each placed at
     its staged relative path; ``expected_sha256`` is checked on the primary file."""
@@ -148,7 +162,9 @@ async def listing(
     for staged in source.files:
         where = next(locals_iter) if staged.local is not None else staged.url
         assert where is not None
-        sub = await list_source(where, {}, guard=None if guard is None else download_guard(guard))
+        sub = await list_source(
+            where, {}, guard=None if guard is None else download_guard(guard), policy=outbound
+        )
         if len(sub.files) != 1:
             raise DownloadError("InvalidSource", f"{staged.relative} is not a single file")
         f = sub.files[0]
@@ -175,18 +191,22 @@ async def listing(
 # -- GGUF ----------------------------------------------------------------------------------------
 
 
-def _remote_header(url: str, guard: Guard) -> dict[str, Any] | None:
+def _remote_header(url: str, guard: Guard, outbound: OutboundPolicy) -> dict[str, Any] | None:
     try:
         guard(url)
-        return gguf.status_fields(gguf.read_remote(url, timeout=PROBE_TIMEOUT, guard=guard))
-    except (gguf.GGUFError, SourceError, SourceUnreachable) as exc:
+        header = gguf.read_remote(url, timeout=PROBE_TIMEOUT, guard=guard, policy=outbound)
+        return gguf.status_fields(header)
+    except (gguf.GGUFError, SourceError, SourceUnreachable, OutboundRefused) as exc:
         log.info("no GGUF header from %s: %s", redact_url(url), exc)
         return None
 
 
-async def remote_header(url: str, guard: Guard) -> dict[str, Any] | None:
+async def remote_header(
+    url: str, guard: Guard, *, outbound: OutboundPolicy | None = None
+) -> dict[str, Any] | None:
     """``status.gguf`` read with range requests before the download completes (None on failure)."""
-    return await asyncio.to_thread(_remote_header, url, guard)
+    policy = outbound if outbound is not None else OutboundPolicy.from_env()
+    return await asyncio.to_thread(_remote_header, url, guard, policy)
 
 
 def local_header(path: str) -> dict[str, Any] | None:

@@ -17,13 +17,15 @@ import contextlib
 import http.client
 import os
 import re
-import ssl
 import struct
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from aimcore.outbound import OutboundPolicy
+from aimcore.outbound.connect import http_connection
 
 __all__ = [
     "DEFAULT_BLOCK",
@@ -419,9 +421,12 @@ class _RemoteFile:
         timeout: float,
         block: int,
         guard: Callable[[str], None] | None = None,
+        *,
+        policy: OutboundPolicy | None = None,
     ) -> None:
         self._origin = _origin(_split(url))
         self._guard = guard
+        self._policy = policy if policy is not None else OutboundPolicy.from_env()
         for name, value in headers.items():
             if any(c in name for c in "\r\n\0:") or any(c in value for c in "\r\n\0"):
                 raise GGUFError(f"invalid characters in request header {name!r}")
@@ -462,13 +467,9 @@ class _RemoteFile:
                 self._conn.sock.settimeout(self._conn.timeout)
             return self._conn
         self._drop_connection()
-        conn: http.client.HTTPConnection
-        if parts.scheme == "https":
-            conn = http.client.HTTPSConnection(
-                origin[1], origin[2], timeout=self._remaining(), context=ssl.create_default_context()
-            )
-        else:
-            conn = http.client.HTTPConnection(origin[1], origin[2], timeout=self._remaining())
+        conn = http_connection(
+            parts.scheme, origin[1], origin[2], policy=self._policy, timeout=self._remaining()
+        )
         self._conn, self._conn_origin, self._conn_used = conn, origin, False
         return conn
 
@@ -615,6 +616,7 @@ def read_remote(
     timeout: float = 30.0,
     block: int = 1 << 20,
     guard: Callable[[str], None] | None = None,
+    policy: OutboundPolicy | None = None,
 ) -> GGUFHeader:
     """Parse the GGUF header of an http(s) URL, transferring only about the header's size.
 
@@ -623,10 +625,12 @@ def read_remote(
     connection closed as soon as the header is parsed. Redirects are followed (Authorization and
     Cookie are dropped when leaving the original origin); ``timeout`` bounds the whole read.
     Failures raise ``GGUFError`` carrying the HTTP status, never header values. ``guard`` is called
-    with every redirect target before it is fetched (it raises to refuse one)."""
+    with every redirect target before it is fetched (it raises to refuse one); ``policy`` (default:
+    the operator-wide outbound policy) is applied to every connection (it raises
+    :class:`~aimcore.outbound.OutboundRefused`)."""
     if block <= 0:
         raise ValueError("block must be positive")
-    remote = _RemoteFile(url, headers or {}, timeout, block, guard)
+    remote = _RemoteFile(url, headers or {}, timeout, block, guard, policy=policy)
     try:
         remote.open()
         return parse_header(remote.read_at, block=block)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from aim_cache.downloader import (
+    ADDRESS_NOT_ALLOWED,
     DOWNLOAD_FAILED,
     SOURCE_UNREACHABLE,
     DownloadError,
@@ -36,7 +37,8 @@ from aim_cache.downloader import (
     summary,
 )
 from aim_cache.llmkube import drift, fetch
-from aim_cache.llmkube.sources import Source, SourceError, SourceUnreachable
+from aim_cache.llmkube.sources import SOURCE_NOT_ALLOWED, Source, SourceError, SourceUnreachable
+from aimcore.outbound import OutboundPolicy
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,7 @@ class Order:
     expected_sha256: str | None
     read_header: bool
     guard: fetch.Guard
+    outbound: OutboundPolicy | None = None  # default: the operator-wide outbound policy
 
 
 class Runs:
@@ -165,10 +168,10 @@ class Runs:
             async with self.slots:
                 run.waiting = False
                 run.summary = "probing the source"
-                fp = await fetch.probe(order.source, order.local_paths, order.guard)
+                fp = await fetch.probe(order.source, order.local_paths, order.guard, outbound=order.outbound)
                 primary = order.source.files[0]
                 if order.read_header and primary.url is not None:
-                    run.gguf = await fetch.remote_header(primary.url, order.guard)
+                    run.gguf = await fetch.remote_header(primary.url, order.guard, outbound=order.outbound)
                 listing = await fetch.listing(
                     order.source,
                     order.raw,
@@ -176,6 +179,7 @@ class Runs:
                     expected_sha256=order.expected_sha256,
                     revision=fetch.revision_of(fp),
                     guard=order.guard,
+                    outbound=order.outbound,
                 )
                 run.manifest = await download_listing(
                     listing,
@@ -184,10 +188,13 @@ class Runs:
                     stall_timeout=self.stall_timeout,
                     compute=("sha256",),
                     guard=fetch.download_guard(order.guard),
+                    policy=order.outbound,
                 )
                 if fp is not None:
                     await asyncio.to_thread(write_sidecar, dest, Recorded(fp, time.time()))
         except DownloadError as exc:
+            if exc.reason == ADDRESS_NOT_ALLOWED:  # refused at connect time: this path's reason
+                exc = DownloadError(SOURCE_NOT_ALLOWED, exc.message, retryable=False)
             run.error = exc
         except SourceError as exc:  # a redirect to a refused address
             run.error = DownloadError(exc.reason, exc.message, retryable=False)
