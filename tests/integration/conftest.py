@@ -17,6 +17,7 @@ from aimcore.local.natsserver import NatsServer
 from aimcore.local.processes import ManagedProcess
 from aimcore.local.stack import service_module
 from aimcore.testing.plugin import LocalServers, assert_no_violations, install_all_crds
+from tests.file_server import FileServer
 from tests.helpers import LOOPBACK_HOSTS, eventually
 
 
@@ -143,3 +144,17 @@ def private_stack(tmp_path: Path) -> Iterator[LocalServers]:
     finally:
         cluster.stop()
         bus.stop()
+
+
+@pytest.fixture
+def other_host(tmp_path: Path) -> Iterator[FileServer]:
+    """A server on another loopback host (127.0.0.2), which the services' outbound policy refuses
+    (only 127.0.0.1 and localhost are allow-listed): its request log shows whether anything the
+    services were told to contact reached it."""
+    root = tmp_path / "other-host"
+    root.mkdir()
+    server = FileServer(root, host="127.0.0.2")
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -21,6 +21,7 @@ from aimcore.kinds import NAMESPACE, SECRET, by_kind
 from aimcore.kube.client import ApiException, Kube
 from aimcore.local.hub import HubServer, add_repo
 from aimcore.local.s3 import S3Server
+from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import ensure_service
 
@@ -362,3 +363,46 @@ async def test_a_template_with_caching_enabled_ends_with_ready_caches(  # type: 
     model_cache = await kube.get(MODEL_CACHE, namespace, entry["name"])
     assert condition(model_cache["status"], "DownloadReady")["reason"] == "Verified"
     assert done["metadata"]["ownerReferences"][0]["name"] == "cached"
+
+
+async def test_sources_where_the_outbound_policy_refuses_fail_with_the_reason(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str, other_host: FileServer
+) -> None:
+    """A Hub or S3 endpoint on the metadata service or on a host the operator does not allow fails
+    the cache with ``AddressNotAllowed``, before anything connects; a cache's own env cannot lift the
+    operator's policy."""
+    keys = [{"name": "AWS_ACCESS_KEY_ID", "value": "k"}, {"name": "AWS_SECRET_ACCESS_KEY", "value": "s"}]
+
+    def endpoint(url: str) -> dict[str, str]:
+        return {"name": "AWS_ENDPOINT_URL", "value": url}
+
+    cases = {
+        "hf-metadata": ("hf://acme/m", [{"name": "HF_ENDPOINT", "value": "http://169.254.169.254"}]),
+        "hf-other-host": (
+            "hf://acme/m",
+            [
+                {"name": "HF_ENDPOINT", "value": other_host.base},
+                {"name": "AIM_OUTBOUND_ALLOW_PRIVATE", "value": "true"},  # not the user's to say
+                {"name": "AIM_OUTBOUND_ALLOWED_HOSTS", "value": "127.0.0.2"},
+            ],
+        ),
+        "s3-other-host": (
+            "s3://bucket/acme/m",
+            [{"name": "AWS_ENDPOINT_URL", "value": other_host.base}, *keys],
+        ),
+        "s3-metadata": (
+            "s3://bucket/acme/m",
+            [{"name": "AWS_ENDPOINT_URL", "value": "http://169.254.169.254"}],
+        ),
+    }
+    for name, (uri, env) in cases.items():
+        spec = {"sourceUri": uri, "modelId": "acme/m", "env": env}
+        await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, name, namespace, spec), namespace)
+    for name in cases:
+        failed = await status_of(
+            kube, MODEL_CACHE, namespace, name, has("SourceReady", "False", "AddressNotAllowed"), name
+        )
+        assert failed["status"]["status"] == "Failed", (name, failed["status"])
+        assert condition(failed["status"], "Ready")["reason"] == "AddressNotAllowed"
+        assert "not allowed" in condition(failed["status"], "SourceReady")["message"]
+    assert other_host.requests == []

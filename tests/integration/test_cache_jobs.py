@@ -29,6 +29,7 @@ from aimcore.kube.client import Kube, connect
 from aimcore.local.hub import HubServer, add_repo
 from aimcore.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
 from aimcore.testing.plugin import LocalServers, connect_as
+from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services
 
@@ -145,6 +146,12 @@ async def test_pvc_job_progress_and_verdict(cluster: Cluster, hub_server: HubSer
     assert container["image"] == IMAGE and container["command"] == ["aim-download"]
     job_env = {e["name"]: e.get("value") for e in container["env"]}
     assert job_env["AIM_NATS_URL"] == cluster.servers.nats.url and job_env["AIM_NATS_ROLE"] == "download"
+    # the downloader in the Job enforces the cache service's own outbound policy
+    outbound = [e for e in container["env"] if e["name"].startswith("AIM_OUTBOUND_")]
+    assert outbound == [
+        {"name": "AIM_OUTBOUND_ALLOWED_HOSTS", "value": "127.0.0.1,localhost"},
+        {"name": "AIM_OUTBOUND_ALLOW_PRIVATE", "value": "false"},
+    ]
 
     # progress from the pod: offered with exactly the Job's credentials and token, relayed by the
     # cache service, written by the status service, with rate and ETA
@@ -267,3 +274,24 @@ async def test_a_failed_download_backs_off_and_a_deleted_job_retries(cluster: Cl
     await status_of(
         kube, MODEL_CACHE, ns, "private", has("DownloadReady", "False", "PodsPending"), "PodsPending"
     )
+
+
+async def test_the_service_never_lists_a_source_the_outbound_policy_refuses(
+    cluster: Cluster, other_host: FileServer
+) -> None:
+    """Sizing the volume lists the source from the operator's own pod: a Hub endpoint on a host the
+    operator does not allow is refused there (``AddressNotAllowed``), and no PVC or Job is made."""
+    kube = cluster.kube
+    ns = await new_namespace(kube)
+    spec = {
+        "sourceUri": "hf://acme/m",
+        "modelDownloadImage": IMAGE,
+        "env": [{"name": "HF_ENDPOINT", "value": other_host.base}],
+    }
+    await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, "refused", ns, spec), ns)
+    failed = await status_of(
+        kube, MODEL_CACHE, ns, "refused", has("SourceReady", "False", "AddressNotAllowed"), "refused"
+    )
+    assert "127.0.0.2 (loopback)" in condition(failed["status"], "SourceReady")["message"]
+    assert other_host.requests == []
+    assert (await kube.list(JOB, ns))[0] == [] and (await kube.list(PVC, ns))[0] == []

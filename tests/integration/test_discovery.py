@@ -20,8 +20,10 @@ from aimcore.local.registry import Registry
 from aimcore.naming import derived_name
 from aimcore.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
 from aimcore.testing.oci import push_image
+from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import ensure_service
+from tests.oci_servers import PASSWORD, Servers, registry_servers
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
@@ -649,3 +651,67 @@ async def test_a_template_name_held_by_another_models_template_is_a_conflict(  #
     assert model["status"]["status"] == "Failed"
     message = condition(model["status"], "ServiceTemplatesReady")["message"]
     assert planned in message and "someone-else" in message, message
+
+
+async def test_images_where_the_outbound_policy_refuses_fail_and_nothing_is_contacted(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str, other_host: FileServer
+) -> None:
+    """An image on the metadata service (by address or name) or on a host the operator does not
+    allow fails its model with ``AddressNotAllowed``: discovery never connects there."""
+    port = other_host.server_address[1]
+    cases = {
+        "metadata": "169.254.169.254/acme/demo:1.0",
+        "metadata-name": "metadata.google.internal/acme/demo:1.0",
+        "mapped": "[::ffff:169.254.169.254]:443/acme/demo:1.0",
+        "other-host": f"127.0.0.2:{port}/acme/demo:1.0",
+    }
+    for name, image in cases.items():
+        await kube.create(MODEL, manifest(MODEL, name, namespace, {"image": image}), namespace)
+    for name in cases:
+        model = await status_of(
+            kube, MODEL, namespace, name, has("ImageMetadataReady", "False", "AddressNotAllowed"), name
+        )
+        status = model["status"]
+        assert status["status"] == "Failed", (name, status)
+        ready = condition(status, "Ready")
+        assert (ready["status"], ready["reason"]) == ("False", "AddressNotAllowed")
+        assert "not allowed" in condition(status, "ImageMetadataReady")["message"]
+    assert (
+        "127.0.0.2 (loopback)"
+        in condition((await kube.get(MODEL, namespace, "other-host"))["status"], "ImageMetadataReady")[
+            "message"
+        ]
+    )
+    assert other_host.requests == []
+
+
+async def test_the_pull_secret_never_reaches_a_plain_http_token_realm_on_another_host(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """The registry (127.0.0.1) sends its token requests to 127.0.0.2 over plain HTTP: discovery
+    fails the model with ``InsecureTokenRealm`` and the token server never hears from it."""
+    async with registry_servers() as servers:
+        await _realm_case(kube, namespace, servers)
+
+
+async def _realm_case(kube: Kube, namespace: str, servers: Servers) -> None:
+    servers.realm = f"{servers.other}/token"
+    auth = base64.b64encode(f"robot:{PASSWORD}".encode()).decode()
+    config = {"auths": {servers.registry: {"auth": auth}}}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {"name": "realm-login", "namespace": namespace},
+        "data": {".dockerconfigjson": base64.b64encode(json.dumps(config).encode()).decode()},
+    }
+    await kube.create(SECRET, secret, namespace)
+    spec = {"image": f"{servers.registry}/acme/demo:1.0", "imagePullSecrets": [{"name": "realm-login"}]}
+    await kube.create(MODEL, manifest(MODEL, "realm", namespace, spec), namespace)
+    model = await status_of(
+        kube, MODEL, namespace, "realm", has("ImageMetadataReady", "False", "InsecureTokenRealm"), "refused"
+    )
+    assert model["status"]["status"] == "Failed"
+    assert servers.registry_log  # the registry was asked (and challenged)
+    assert servers.other_log == []
+    assert PASSWORD not in json.dumps(model["status"])

@@ -21,6 +21,7 @@ from aimcore.kinds import NAMESPACE, SECRET, by_kind
 from aimcore.kube.client import ApiException, Kube
 from aimcore.local.registry import Registry
 from aimcore.testing.oci import push_image
+from tests.file_server import FileServer
 from tests.helpers import eventually
 from tests.integration.conftest import ensure_service
 
@@ -280,3 +281,24 @@ async def test_pull_secrets_missing_wrong_and_right(  # type: ignore[no-untyped-
     assert [m["spec"]["image"] for m in models.values()] == [f"{registry.host}/{org}/aim-private:0.9.0"]
     for secret in (wrong_secret, right_secret):
         await kube.delete(SECRET, SYSTEM_NS, secret)
+
+
+async def test_registries_the_outbound_policy_refuses_are_reported(  # type: ignore[no-untyped-def]
+    sync_running, kube: Kube, sources: list[str], other_host: FileServer
+) -> None:
+    """A source naming the metadata service or a host the operator does not allow fails with
+    ``AddressNotAllowed``; registry-sync never connects there."""
+    registries = {
+        f"src-metadata-{suffix()}": "169.254.169.254",
+        f"src-other-{suffix()}": f"127.0.0.2:{other_host.server_address[1]}",
+    }
+    for name, registry in registries.items():
+        await create_source(kube, sources, name, {"registry": registry, "filters": [{"image": "org/*"}]})
+    for name, registry in registries.items():
+        status = await status_when(kube, name, lambda s: s.get("status") == "Failed", f"{name} Failed")
+        ready, reachable = condition(status, "Ready"), condition(status, "RegistryReachable")
+        assert (ready["status"], ready["reason"]) == ("False", "AddressNotAllowed")
+        assert (reachable["status"], reachable["reason"]) == ("False", "AddressNotAllowed")
+        assert registry.split(":")[0] in ready["message"]
+        assert await models_of(kube, name) == {}
+    assert other_host.requests == []
