@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from aimcore.oci import AddressNotAllowed, DockerConfig, InsecureTokenRealm, RegistryClient
+from aimcore.oci import AddressNotAllowed, DockerConfig, InsecureTokenRealm, RegistryClient, RegistryError
 from aimcore.outbound import OutboundPolicy
 from tests.oci_servers import BASIC, METADATA_URL, PASSWORD, Servers, registry_servers
 
@@ -65,6 +65,13 @@ async def test_a_redirect_to_another_private_host_follows_the_private_switch(ser
     async with RegistryClient(DockerConfig(), policy=OutboundPolicy(allow_private=True)) as client:
         assert (await client.config(f"{servers.registry}/team/app:1.0")).labels == {"k": "v"}
     assert servers.other_log == [(f"127.0.0.2:{servers.other_port}/blob", None)]
+
+
+async def test_a_redirect_to_another_scheme_is_a_registry_error(servers: Servers) -> None:
+    servers.blob_location = "file:///etc/passwd"
+    async with RegistryClient() as client:
+        with pytest.raises(RegistryError, match="not http"):
+            await client.config(f"{servers.registry}/team/app:1.0")
 
 
 # -- credentials -----------------------------------------------------------------------------------

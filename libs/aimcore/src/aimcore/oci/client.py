@@ -494,6 +494,8 @@ class RegistryClient:
             sent = dict(headers)
             if authorization and _origin(current) == origin:
                 sent["Authorization"] = authorization
+            if _origin(current)[0] not in ("http", "https"):
+                raise RegistryError(f"{what}: redirected to a URL that is not http(s)")
             try:
                 check_url(current, self.policy)
             except OutboundRefused as e:
