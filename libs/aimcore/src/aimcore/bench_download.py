@@ -39,6 +39,7 @@ from aimcore.kinds import by_kind
 from aimcore.kube.client import Kube, connect
 from aimcore.local.hub import HubServer, add_file
 from aimcore.local.stack import Stack
+from aimcore.outbound import ALLOWED_HOSTS_ENV
 
 MODEL_CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")
 REPO = "bench/model"
@@ -94,7 +95,8 @@ def throughput(work: Path, size: int, repeat: int) -> dict[str, Any]:
             started = time.monotonic()
             done = subprocess.run(
                 [_aim_download(), f"hf://{REPO}", str(ours)],
-                env={**os.environ, "HF_ENDPOINT": hub.endpoint},
+                # the hub is on loopback: allow-listed, as the embedded stack does
+                env={**os.environ, "HF_ENDPOINT": hub.endpoint, ALLOWED_HOSTS_ENV: "127.0.0.1"},
                 capture_output=True,
                 text=True,
                 check=False,

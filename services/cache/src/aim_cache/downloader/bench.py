@@ -27,8 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from aim_cache.downloader.run import download
+from aimcore.outbound import OutboundPolicy
 
 
 async def measure(url: str, dest_dir: Path, *, curl: str = "curl", connections: int = 8) -> dict[str, Any]:
@@ -47,7 +49,9 @@ async def measure(url: str, dest_dir: Path, *, curl: str = "curl", connections: 
         size = curl_out.stat().st_size
         await asyncio.to_thread(_settle, curl_out)
         started = time.monotonic()
-        manifest = await download(url, ours, env={}, connections=connections)
+        # the URL is the benchmark's own choice (a local server): its host is allow-listed
+        policy = OutboundPolicy(allowed_hosts=frozenset({urlsplit(url).hostname or ""}))
+        manifest = await download(url, ours, env={}, connections=connections, policy=policy)
         ours_seconds = time.monotonic() - started
         if manifest.total_bytes != size:
             raise RuntimeError(f"curl got {size} bytes, the downloader {manifest.total_bytes}")
