@@ -92,6 +92,16 @@ async def test_a_plain_http_token_realm_on_another_host_never_gets_the_password(
     assert all(auth is None for _, auth in servers.registry_log)
 
 
+async def test_the_refusal_names_the_realm_without_its_user_information(servers: Servers) -> None:
+    servers.realm = f"http://someone:realm-secret@127.0.0.2:{servers.other_port}/token"
+    async with RegistryClient(credentials(servers), policy=OutboundPolicy(allow_private=True)) as client:
+        with pytest.raises(InsecureTokenRealm) as err:
+            await client.manifest(f"{servers.registry}/team/app:1.0")
+    assert f"http://127.0.0.2:{servers.other_port}, plain HTTP on another host" in str(err.value)
+    assert "realm-secret" not in str(err.value) and "someone" not in str(err.value)
+    assert servers.other_log == []
+
+
 async def test_anonymous_token_requests_may_use_such_a_realm(servers: Servers) -> None:
     """Without credentials there is nothing to leak: the anonymous token flow works."""
     servers.realm = f"{servers.other}/token"

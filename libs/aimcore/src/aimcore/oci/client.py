@@ -602,7 +602,7 @@ class RegistryClient:
                 same = _same_host(realm, self.base_url(registry))
                 where = "the registry's https host" if same else "another host"
                 raise InsecureTokenRealm(
-                    f"{what}: registry {registry} asks for its token at {parts.scheme}://{parts.netloc}, "
+                    f"{what}: registry {registry} asks for its token at {parts.scheme}://{_hostport(parts)}, "
                     f"plain HTTP on {where}; the credentials given for the registry are not sent there "
                     "(the token service must use https)"
                 )
@@ -693,6 +693,13 @@ def _same_host(a: str, b: str) -> bool:
     return normalize_host(urllib.parse.urlsplit(a).hostname or "") == normalize_host(
         urllib.parse.urlsplit(b).hostname or ""
     )
+
+
+def _hostport(parts: urllib.parse.SplitResult) -> str:
+    """``host[:port]`` of a URL, without any user information it carries."""
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{parts.port}" if parts.port else host
 
 
 def _origin(url: str) -> tuple[str, str]:
