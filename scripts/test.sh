@@ -7,6 +7,7 @@ bash scripts/bootstrap.sh
 uv() { python3 -m uv "$@"; }
 uv sync --frozen --quiet
 echo "== ruff"; uv run ruff check . && uv run ruff format --check .
-echo "== mypy"; uv run mypy libs/aimcore/src libs/aim-dev/src services/*/src
+echo "== mypy"; uv run mypy libs/*/src services/*/src
+echo "== import contracts"; uv run lint-imports --no-cache
 echo "== crd drift"; uv run aimctl crds generate --check
 echo "== pytest"; uv run pytest "$@"

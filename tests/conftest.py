@@ -1,11 +1,11 @@
-"""Real servers come from the ``aimcore`` pytest plugin (aimcore.testing.plugin); helpers are in
+"""Real servers come from the ``aimcore`` pytest plugin (aim_dev.testing.plugin); helpers are in
 ``tests.helpers``."""
 
 from collections.abc import Iterator
 
 import pytest
 
-from aimcore.outbound import ALLOW_PRIVATE_ENV, ALLOWED_HOSTS_ENV
+from aimcore.domain.outbound import ALLOW_PRIVATE_ENV, ALLOWED_HOSTS_ENV
 from tests.helpers import LOOPBACK_HOSTS
 
 

@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from aimcore.kinds import KindRef
-from aimcore.kube.client import Kube
-from aimcore.local.binaries import run_kubectl
+from aim_dev.local.binaries import run_kubectl
+from aimcore.api.kinds import KindRef
+from aimcore.runtime.kube import Kube
 
 T = TypeVar("T")
 

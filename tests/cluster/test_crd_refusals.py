@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from aimcore.kinds import KindRef, by_kind
-from aimcore.kube.client import ApiException, Kube
+from aimcore.api.kinds import KindRef, by_kind
+from aimcore.runtime.kube import ApiException, Kube
 from tests.helpers import manifest
 
 AIM = "aim.eai.amd.com"

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from aimcore.crds import generate
-from aimcore.crds.registry import ALL_KINDS
-from aimcore.kinds import by_kind
-from aimcore.kube.client import Kube
-from aimcore.kube.crds import CRD
-from aimcore.local.cluster import ControlPlane
+from aim_dev import crdgen as generate
+from aim_dev.crdinstall import CRD
+from aim_dev.local.cluster import ControlPlane
+from aimcore.api.crds.registry import ALL_KINDS
+from aimcore.api.kinds import by_kind
+from aimcore.runtime.kube import Kube
 from tests import helpers, seeds
 
 REPO = Path(__file__).resolve().parents[2]

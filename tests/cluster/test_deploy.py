@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from aimcore import cli_bus
-from aimcore.kinds import NAMESPACE
-from aimcore.kube.client import ApiException, Kube
-from aimcore.local.cluster import ControlPlane
+from aim_dev.local.cluster import ControlPlane
+from aimcore.api.kinds import NAMESPACE
+from aimcore.runtime.kube import ApiException, Kube
+from aimctl import bus as cli_bus
 from tests import helpers
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,10 +12,8 @@ from typing import Any
 
 import pytest
 
-from aimcore.kinds import JOB, NODE, POD
-from aimcore.kube.client import ApiException, Kube
-from aimcore.local.cluster import ControlPlane
-from aimcore.testing.kubelet import (
+from aim_dev.local.cluster import ControlPlane
+from aim_dev.testing.kubelet import (
     FakeKubelet,
     bind_pod,
     finish_pod,
@@ -23,6 +21,8 @@ from aimcore.testing.kubelet import (
     start_pod,
     wait_for_service_account,
 )
+from aimcore.api.kinds import JOB, NODE, POD
+from aimcore.runtime.kube import ApiException, Kube
 from tests import helpers
 
 Obj = dict[str, Any]

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from nats.js import JetStreamContext
 
-from aimcore.bus import topology
-from aimcore.local.cluster import ControlPlane
-from aimcore.local.natsserver import NatsServer
-from aimcore.local.processes import ManagedProcess
-from aimcore.local.stack import service_module
-from aimcore.testing.plugin import LocalServers, assert_no_violations, install_all_crds
+from aim_dev.local.cluster import ControlPlane
+from aim_dev.local.natsserver import NatsServer
+from aim_dev.local.processes import ManagedProcess
+from aim_dev.local.stack import service_module
+from aim_dev.testing.plugin import LocalServers, assert_no_violations, install_all_crds
+from aimcore.api.bus import topology
 from tests.file_server import FileServer
 from tests.helpers import LOOPBACK_HOSTS, eventually
 

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from nats.js import JetStreamContext
 
-from aimcore.bus import subjects, topology
-from aimcore.bus.messages import (
+from aim_dev.testing.plugin import LocalServers
+from aimcore.api.bus import subjects, topology
+from aimcore.api.bus.messages import (
     ChangeEvent,
     ChangeType,
     ConditionReport,
@@ -27,9 +28,8 @@ from aimcore.bus.messages import (
     ObjectRef,
     StatusReport,
 )
-from aimcore.kinds import KindRef, by_kind
-from aimcore.kube.client import Kube
-from aimcore.testing.plugin import LocalServers
+from aimcore.api.kinds import KindRef, by_kind
+from aimcore.runtime.kube import Kube
 from tests.helpers import eventually
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
@@ -57,7 +57,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 async def aimctl(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "aimcore.cli", *args],
+        [sys.executable, "-m", "aimctl.main", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -175,7 +175,7 @@ async def test_events_follow_prints_new_records(
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "aimcore.cli",
+        "aimctl.main",
         "events",
         "-n",
         ns,

@@ -21,11 +21,11 @@ from nats.aio.client import Client as NatsClient
 from nats.errors import Error as NatsError
 from nats.js.errors import KeyDeletedError, KeyNotFoundError, NotFoundError
 
-from aimcore.bus import subjects, topology
-from aimcore.bus.messages import ChangeEvent, ChangeType, ConditionReport, ObjectRef, StatusReport
-from aimcore.kinds import by_kind
-from aimcore.kube.client import Kube
-from aimcore.testing.plugin import LocalServers, connect_as
+from aim_dev.testing.plugin import LocalServers, connect_as
+from aimcore.api.bus import subjects, topology
+from aimcore.api.bus.messages import ChangeEvent, ChangeType, ConditionReport, ObjectRef, StatusReport
+from aimcore.api.kinds import by_kind
+from aimcore.runtime.kube import Kube
 from tests.helpers import condition, has, manifest, status_of
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")

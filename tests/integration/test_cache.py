@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from nats.js import JetStreamContext
 
-from aimcore.kinds import NAMESPACE, SECRET, by_kind
-from aimcore.kube.client import ApiException, Kube
-from aimcore.local.hub import HubServer, add_repo
-from aimcore.local.s3 import S3Server
+from aim_dev.local.hub import HubServer, add_repo
+from aim_dev.local.s3 import S3Server
+from aimcore.api.kinds import NAMESPACE, SECRET, by_kind
+from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import ensure_service

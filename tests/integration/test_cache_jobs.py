@@ -20,15 +20,15 @@ from nats.js.errors import NotFoundError
 
 from aim_cache.downloader import Progress, RateMeter, progress_report
 from aim_cache.plan import job_name, pvc_name
-from aimcore.bus import progress as bus_progress
-from aimcore.bus import subjects, topology
-from aimcore.bus.connect import BusSettings, connect_bus
-from aimcore.bus.messages import ObjectRef, StatusReport
-from aimcore.kinds import JOB, NAMESPACE, POD, PVC, by_kind
-from aimcore.kube.client import Kube, connect
-from aimcore.local.hub import HubServer, add_repo
-from aimcore.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
-from aimcore.testing.plugin import LocalServers, connect_as
+from aim_dev.local.hub import HubServer, add_repo
+from aim_dev.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
+from aim_dev.testing.plugin import LocalServers, connect_as
+from aimcore.api.bus import progress as bus_progress
+from aimcore.api.bus import subjects, topology
+from aimcore.api.bus.messages import ObjectRef, StatusReport
+from aimcore.api.kinds import JOB, NAMESPACE, POD, PVC, by_kind
+from aimcore.runtime.bus import BusSettings, connect_bus
+from aimcore.runtime.kube import Kube, connect
 from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from nats.js import JetStreamContext
 
-from aimcore.kinds import JOB, NAMESPACE, POD, SECRET, by_kind
-from aimcore.kube.client import ApiException, Kube
-from aimcore.local.registry import Registry
-from aimcore.naming import derived_name
-from aimcore.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
-from aimcore.testing.oci import push_image
+from aim_dev.local.registry import Registry
+from aim_dev.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
+from aim_dev.testing.oci import push_image
+from aimcore.api.kinds import JOB, NAMESPACE, POD, SECRET, by_kind
+from aimcore.domain.naming import derived_name
+from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import ensure_service

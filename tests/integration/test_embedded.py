@@ -14,15 +14,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from aimcore.crds.registry import ALL_KINDS
-from aimcore.local import binaries
-from aimcore.local.gguf_sample import tiny_gguf
+from aim_dev.local import binaries
+from aim_dev.local.gguf_sample import tiny_gguf
+from aimcore.api.crds.registry import ALL_KINDS
 
 
 def aimctl(home: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "AIM_HOME": str(home)}
     return subprocess.run(
-        [sys.executable, "-m", "aimcore.cli", *args],
+        [sys.executable, "-m", "aimctl.main", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from nats.js import JetStreamContext
 
-from aimcore.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
-from aimcore.kube.client import Kube
-from aimcore.local.registry import Registry
+from aim_dev.local.registry import Registry
+from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
+from aimcore.runtime.kube import Kube
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services, ensure_service
 

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from nats.js.errors import KeyDeletedError, KeyNotFoundError
 
-from aimcore.bus import mirror, subjects, topology
-from aimcore.bus.auth import DEFAULT_MAX_PAYLOAD
-from aimcore.kinds import NAMESPACE, by_kind
-from aimcore.kube.client import Kube, connect
-from aimcore.local.cluster import ControlPlane
-from aimcore.local.natsserver import NatsServer
-from aimcore.testing.plugin import LocalServers, assert_no_violations, connect_as, install_all_crds
+from aim_dev.local.cluster import ControlPlane
+from aim_dev.local.natsserver import NatsServer
+from aim_dev.testing.plugin import LocalServers, assert_no_violations, connect_as, install_all_crds
+from aimcore.api.bus import mirror, subjects, topology
+from aimcore.api.bus.auth import DEFAULT_MAX_PAYLOAD
+from aimcore.api.kinds import NAMESPACE, by_kind
+from aimcore.runtime.kube import Kube, connect
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services
 

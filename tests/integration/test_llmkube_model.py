@@ -26,10 +26,10 @@ import pytest
 from nats.js import JetStreamContext
 
 from aim_cache.llmkube.sources import cache_key
-from aimcore.kinds import JOB, NODE, POD, PVC, KindRef, by_kind
-from aimcore.kube.client import Kube
-from aimcore.testing.kubelet import FakeKubelet, bind_pod, finish_pod, start_pod, wait_for_service_account
-from aimcore.units import format_bytes
+from aim_dev.testing.kubelet import FakeKubelet, bind_pod, finish_pod, start_pod, wait_for_service_account
+from aimcore.api.kinds import JOB, NODE, POD, PVC, KindRef, by_kind
+from aimcore.domain.units import format_bytes
+from aimcore.runtime.kube import Kube
 from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, kubectl, manifest, status_of
 from tests.integration.conftest import Services, ensure_service

@@ -15,12 +15,12 @@ import nats.errors
 import pytest
 from nats.js import JetStreamContext
 
+from aim_dev.local.registry import Registry
+from aim_dev.testing.oci import push_image
 from aim_registry_sync.filters import Image
-from aimcore.bus import subjects
-from aimcore.kinds import NAMESPACE, SECRET, by_kind
-from aimcore.kube.client import ApiException, Kube
-from aimcore.local.registry import Registry
-from aimcore.testing.oci import push_image
+from aimcore.api.bus import subjects
+from aimcore.api.kinds import NAMESPACE, SECRET, by_kind
+from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
 from tests.helpers import eventually
 from tests.integration.conftest import ensure_service

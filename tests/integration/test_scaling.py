@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from aimcore.bus import subjects, topology
-from aimcore.kinds import NAMESPACE, by_kind
-from aimcore.kube.client import Kube, connect
+from aim_dev.testing.plugin import LocalServers, connect_as
+from aimcore.api.bus import subjects, topology
+from aimcore.api.kinds import NAMESPACE, by_kind
 from aimcore.runtime.informer import kind_pattern, snapshot
-from aimcore.testing.plugin import LocalServers, connect_as
+from aimcore.runtime.kube import Kube, connect
 from tests.helpers import eventually, manifest
 from tests.integration.conftest import Services, consumers_ready
 

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from nats.js import JetStreamContext
 
+from aim_dev.testing.plugin import LocalServers, connect_as
 from aim_status.writer import StatusWriter
-from aimcore.bus import subjects, topology
-from aimcore.bus.messages import ConditionReport, ObjectRef, StatusReport
-from aimcore.kinds import by_kind
-from aimcore.kube.client import Kube, connect
-from aimcore.testing.plugin import LocalServers, connect_as
+from aimcore.api.bus import subjects, topology
+from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
+from aimcore.api.kinds import by_kind
+from aimcore.runtime.kube import Kube, connect
 from tests.helpers import condition, manifest
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from nats.js import JetStreamContext
 
+from aim_dev.testing.plugin import LocalServers, connect_as
 from aim_status.app import CONSUMER
-from aimcore.bus import subjects, topology
-from aimcore.bus.messages import ConditionReport, ObjectRef, StatusReport
-from aimcore.bus.topology import ensure_consumer
-from aimcore.kinds import by_kind
-from aimcore.kube.client import Kube, connect
-from aimcore.testing.plugin import LocalServers, connect_as
+from aimcore.api.bus import subjects, topology
+from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
+from aimcore.api.bus.topology import ensure_consumer
+from aimcore.api.kinds import by_kind
+from aimcore.runtime.kube import Kube, connect
 from tests.helpers import condition, eventually, manifest, status_of
 from tests.integration.conftest import Services
 

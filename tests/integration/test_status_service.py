@@ -24,10 +24,10 @@ from nats.js import JetStreamContext
 
 from aim_status.audit import changed_conditions, changed_fields, summary, top_level_status
 from aim_status.coalesce import Coalescer, StreamGuard
-from aimcore.bus import subjects, topology
-from aimcore.bus.messages import ConditionReport, Decision, ObjectRef, StatusReport
-from aimcore.kinds import KindRef, by_kind
-from aimcore.kube.client import Kube
+from aimcore.api.bus import subjects, topology
+from aimcore.api.bus.messages import ConditionReport, Decision, ObjectRef, StatusReport
+from aimcore.api.kinds import KindRef, by_kind
+from aimcore.runtime.kube import Kube
 from aimcore.runtime.report import Reporter
 from tests.helpers import eventually, manifest
 from tests.integration.conftest import Services

@@ -9,9 +9,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from aimcore.kinds import NAMESPACE, by_kind
-from aimcore.kube.client import Kube, connect
-from aimcore.testing.plugin import LocalServers, connect_as
+from aim_dev.testing.plugin import LocalServers, connect_as
+from aimcore.api.kinds import NAMESPACE, by_kind
+from aimcore.runtime.kube import Kube, connect
 from tests.helpers import eventually
 from tests.integration.conftest import Services, consumers_ready
 

@@ -13,11 +13,11 @@ import pytest
 import yaml
 from nats.js import JetStreamContext
 
-from aimcore.bus import subjects, topology
-from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef
-from aimcore.kinds import by_kind
-from aimcore.kube.client import Kube
-from aimcore.testing.plugin import LocalServers
+from aim_dev.testing.plugin import LocalServers
+from aimcore.api.bus import subjects, topology
+from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
+from aimcore.api.kinds import by_kind
+from aimcore.runtime.kube import Kube
 from tests import helpers
 from tests.helpers import eventually, manifest
 

@@ -11,14 +11,14 @@ from typing import Any
 import nats
 import pytest
 
+from aim_dev.crdinstall import CRD
 from aim_watcher.app import mirrored
 from aim_watcher.kind_watch import KindWatcher
 from aim_watcher.publisher import Publisher
-from aimcore.bus import subjects, topology
-from aimcore.bus.messages import ChangeEvent, ChangeType
-from aimcore.kinds import by_kind
-from aimcore.kube.client import Gone, Kube
-from aimcore.kube.crds import CRD
+from aimcore.api.bus import subjects, topology
+from aimcore.api.bus.messages import ChangeEvent, ChangeType
+from aimcore.api.kinds import by_kind
+from aimcore.runtime.kube import Gone, Kube
 from tests.helpers import eventually, manifest
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
+from aim_dev.testing.plugin import LocalServers, connect_as
 from aim_watcher.election import LEADER_KEY
-from aimcore.bus import subjects, topology
-from aimcore.kinds import NAMESPACE, by_kind
-from aimcore.kube.client import Kube, connect
-from aimcore.testing.plugin import LocalServers, connect_as
+from aimcore.api.bus import subjects, topology
+from aimcore.api.kinds import NAMESPACE, by_kind
+from aimcore.runtime.kube import Kube, connect
 from tests.helpers import eventually, manifest
 from tests.integration.conftest import Services
 

@@ -15,10 +15,10 @@ import pytest
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
-from aimcore.audit.history import History, Record
-from aimcore.audit.query import Query, resolve_kind
-from aimcore.bus import subjects, topology
-from aimcore.bus.messages import (
+from aim_dev.local.natsserver import NatsServer
+from aim_dev.testing.plugin import connect_as
+from aimcore.api.bus import subjects, topology
+from aimcore.api.bus.messages import (
     ChangeEvent,
     ChangeType,
     ConditionReport,
@@ -26,9 +26,9 @@ from aimcore.bus.messages import (
     ObjectRef,
     StatusReport,
 )
-from aimcore.kinds import KindRef
-from aimcore.local.natsserver import NatsServer
-from aimcore.testing.plugin import connect_as
+from aimcore.api.kinds import KindRef
+from aimctl.audit.history import History, Record
+from aimctl.audit.query import Query, resolve_kind
 
 SVC = resolve_kind("aimsvc")
 MODEL = resolve_kind("aimmodel")

@@ -17,10 +17,10 @@ from nats.aio.client import Client as NatsClient
 from nats.errors import Error as NatsError
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
-from aimcore.bus import auth, topology
-from aimcore.bus.topology import ConsumerSpec, ensure_consumer
-from aimcore.local.natsserver import NatsServer
-from aimcore.testing.plugin import connect_as
+from aim_dev.local.natsserver import NatsServer
+from aim_dev.testing.plugin import connect_as
+from aimcore.api.bus import auth, topology
+from aimcore.api.bus.topology import ConsumerSpec, ensure_consumer
 
 SERVICES = frozenset(auth.SERVICES)
 READERS = frozenset({"watcher", "status", "reader", *SERVICES})

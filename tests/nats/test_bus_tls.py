@@ -12,9 +12,9 @@ import pytest
 import trustme
 from nats.errors import Error as NatsError
 
-from aimcore.bus import auth, topology
-from aimcore.bus.connect import BusSettings, connect_bus
-from aimcore.local.natsserver import NatsServer
+from aim_dev.local.natsserver import NatsServer
+from aimcore.api.bus import auth, topology
+from aimcore.runtime.bus import BusSettings, connect_bus
 
 
 @pytest.fixture

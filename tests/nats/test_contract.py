@@ -16,13 +16,13 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 from nats.js.errors import KeyWrongLastSequenceError
 
-from aimcore.bus import subjects, topology
-from aimcore.bus.errors import PermanentError, TransientError
-from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef
-from aimcore.bus.topology import ConsumerSpec
-from aimcore.kinds import KindRef
+from aim_dev.testing.plugin import connect_as
+from aimcore.api.bus import subjects, topology
+from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
+from aimcore.api.bus.topology import ConsumerSpec
+from aimcore.api.errors import PermanentError, TransientError
+from aimcore.api.kinds import KindRef
 from aimcore.runtime.consumer import Consumer
-from aimcore.testing.plugin import connect_as
 from tests.helpers import eventually
 
 

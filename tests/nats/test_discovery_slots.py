@@ -9,7 +9,7 @@ import asyncio
 from nats.js import JetStreamContext
 
 from aim_discovery.slots import FINISHED, GRACE, RUNNING, UNKNOWN, Slots
-from aimcore.bus import topology
+from aimcore.api.bus import topology
 
 
 async def slots(js: JetStreamContext, cap: int, clock: list[float] | None = None) -> Slots:

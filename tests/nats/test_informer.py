@@ -9,9 +9,9 @@ import secrets
 import pytest
 from nats.js import JetStreamContext
 
-from aimcore.bus import subjects
-from aimcore.bus.errors import TransientError
-from aimcore.kinds import by_kind
+from aimcore.api.bus import subjects
+from aimcore.api.errors import TransientError
+from aimcore.api.kinds import by_kind
 from aimcore.runtime.informer import Informer, field_indexer, kind_pattern, snapshot
 from tests.helpers import eventually
 

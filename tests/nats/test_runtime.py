@@ -8,9 +8,9 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
-from aimcore.bus import subjects, topology
-from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef
-from aimcore.kinds import by_kind
+from aimcore.api.bus import subjects, topology
+from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
+from aimcore.api.kinds import by_kind
 from aimcore.runtime.informer import Informer, field_indexer
 from aimcore.runtime.lease import ObjectLeases
 from aimcore.runtime.reconciler import Controller, Request, Result, Runtime, Watch

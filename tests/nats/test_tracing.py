@@ -14,8 +14,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from aimcore.bus import tracing
-from aimcore.bus.topology import ConsumerSpec
+from aimcore.api.bus.topology import ConsumerSpec
+from aimcore.runtime import tracing
 from aimcore.runtime.consumer import Consumer
 from tests.helpers import eventually
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from aimcore.local.processes import free_port
-from aimcore.local.registry import Registry
-from aimcore.oci import (
+from aim_dev.local.processes import free_port
+from aim_dev.local.registry import Registry
+from aim_dev.testing.oci import Format, delete_tag_manifest, push_image
+from aimcore.domain.oci import (
     AddressNotAllowed,
     AuthFailed,
     DockerConfig,
@@ -23,8 +24,7 @@ from aimcore.oci import (
     credentials_from_secret,
     parse_reference,
 )
-from aimcore.outbound import OutboundPolicy
-from aimcore.testing.oci import Format, delete_tag_manifest, push_image
+from aimcore.domain.outbound import OutboundPolicy
 
 AIM_LABELS = {
     "com.amd.aim.model.canonicalName": "meta-llama/Llama-3.1-8B-Instruct",

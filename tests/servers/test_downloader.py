@@ -43,13 +43,13 @@ from aim_cache.downloader import (
 )
 from aim_cache.downloader import sources as sources_module
 from aim_cache.downloader import transfer as transfer_module
-from aimcore.bus import progress, topology
-from aimcore.bus.messages import ObjectRef, StatusReport
-from aimcore.kinds import by_kind
-from aimcore.local.hub import HubServer, add_repo
-from aimcore.local.natsserver import NatsServer
-from aimcore.local.s3 import S3Server
-from aimcore.outbound import ALLOWED_HOSTS_ENV
+from aim_dev.local.hub import HubServer, add_repo
+from aim_dev.local.natsserver import NatsServer
+from aim_dev.local.s3 import S3Server
+from aimcore.api.bus import progress, topology
+from aimcore.api.bus.messages import ObjectRef, StatusReport
+from aimcore.api.kinds import by_kind
+from aimcore.domain.outbound import ALLOWED_HOSTS_ENV
 from tests.helpers import LOOPBACK_HOSTS
 
 KIB, MIB = 1024, 1024 * 1024

@@ -15,9 +15,9 @@ import pytest
 
 from aim_cache.downloader import DownloadError, download, list_source
 from aim_cache.downloader import sources as sources_module
-from aimcore.local.hub import HubServer
-from aimcore.local.s3 import S3Server
-from aimcore.outbound import OutboundPolicy
+from aim_dev.local.hub import HubServer
+from aim_dev.local.s3 import S3Server
+from aimcore.domain.outbound import OutboundPolicy
 from tests.file_server import FileServer
 from tests.servers.test_downloader import last_json, new_repo, run_cli
 

@@ -27,7 +27,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.hf_api import RepoFile, RepoFolder
 
-from aimcore.local.hub import (
+from aim_dev.local.hub import (
     META_NAME,
     HubServer,
     add_file,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from aimcore.local.s3 import S3Server, multipart_etag, sha256_b64
+from aim_dev.local.s3 import S3Server, multipart_etag, sha256_b64
 
 
 def new_bucket() -> str:

@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from aimcore.audit.query import (
+from aimcore.api.bus import subjects
+from aimcore.api.kinds import by_kind
+from aimctl.audit.query import (
     KindError,
     Query,
     TimeError,
@@ -17,8 +19,6 @@ from aimcore.audit.query import (
     parse_types,
     resolve_kind,
 )
-from aimcore.bus import subjects
-from aimcore.kinds import by_kind
 
 AIM = "aim.eai.amd.com"
 SILOGEN = "aim.silogen.ai"

@@ -7,11 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from aimcore.audit import render
-from aimcore.audit.describe import ObjectHistory, render_json, render_text
-from aimcore.audit.history import Record
-from aimcore.audit.query import RecordType, resolve_kind
-from aimcore.bus.messages import (
+from aimcore.api.bus.messages import (
     ChangeEvent,
     ChangeType,
     ConditionReport,
@@ -19,6 +15,10 @@ from aimcore.bus.messages import (
     ObjectRef,
     StatusReport,
 )
+from aimctl.audit import render
+from aimctl.audit.describe import ObjectHistory, render_json, render_text
+from aimctl.audit.history import Record
+from aimctl.audit.query import RecordType, resolve_kind
 
 SVC = resolve_kind("aimsvc")
 LEGACY = resolve_kind("aimservices.aim.silogen.ai")

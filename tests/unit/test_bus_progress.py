@@ -1,12 +1,12 @@
-"""Download progress offers (aimcore.bus.progress): what the cache service relays and what not."""
+"""Download progress offers (aimcore.api.bus.progress): what the cache service relays and what not."""
 
 from __future__ import annotations
 
 import pytest
 
-from aimcore.bus import progress
-from aimcore.bus.errors import PermanentError
-from aimcore.bus.messages import ConditionReport, ObjectRef, StatusReport
+from aimcore.api.bus import progress
+from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
+from aimcore.api.errors import PermanentError
 
 CACHE = ObjectRef(group="aim.eai.amd.com", version="v1alpha1", kind="AIMModelCache", namespace="a", name="c")
 OTHER = ObjectRef(group="aim.eai.amd.com", version="v1alpha1", kind="AIMModelCache", namespace="b", name="c")

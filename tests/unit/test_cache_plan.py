@@ -10,10 +10,10 @@ import pytest
 from aim_cache import plan
 from aim_cache.modelcaches import backoff, describe_outcome
 from aim_cache.templatecaches import best_of, caches_condition, template_kinds
-from aimcore.bus import progress
-from aimcore.bus.messages import ObjectRef
-from aimcore.kinds import by_kind
-from aimcore.outbound import OutboundPolicy
+from aimcore.api.bus import progress
+from aimcore.api.bus.messages import ObjectRef
+from aimcore.api.kinds import by_kind
+from aimcore.domain.outbound import OutboundPolicy
 
 MODEL_CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")
 GIB = 1024**3

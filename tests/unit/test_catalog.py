@@ -21,11 +21,11 @@ from aim_discovery.catalog import (
     template_kind,
     templates_condition,
 )
-from aimcore.children import MANAGED_BY, contains, differs, owner_reference
-from aimcore.children import PART_OF_LABEL as PART_OF
-from aimcore.kinds import by_kind
-from aimcore.naming import derived_name
-from aimcore.views import (
+from aimcore.api.kinds import by_kind
+from aimcore.domain.children import MANAGED_BY, contains, differs, owner_reference
+from aimcore.domain.children import PART_OF_LABEL as PART_OF
+from aimcore.domain.naming import derived_name
+from aimcore.domain.views import (
     MODEL_LABEL,
     ORIGIN_LABEL,
     GPURequirement,

@@ -1,5 +1,5 @@
 """Labels, owner references and comparison of the objects services create for AIM resources
-(``aimcore.children``)."""
+(``aimcore.domain.children``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from aimcore.children import (
+from aimcore.api.kinds import CHILD_SELECTOR, JOB, by_kind
+from aimcore.domain.children import (
     MANAGED_BY,
     PART_OF_LABEL,
     PART_OF_VALUE,
@@ -20,7 +21,6 @@ from aimcore.children import (
     owner_reference,
     without_owner,
 )
-from aimcore.kinds import CHILD_SELECTOR, JOB, by_kind
 
 Obj = dict[str, Any]
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from aimcore.crds import aim
-from aimcore.crds.base import IMMUTABLE
+from aimcore.api.crds import aim
+from aimcore.api.crds.base import IMMUTABLE
 
 GPU_ONLY = {"gpu": {"requests": 1, "resourceName": "amd.com/gpu"}}  # defaults spelled out
 SOURCE = {"modelId": "meta-llama/Llama-3-8B", "sourceUri": "hf://meta-llama/Llama-3-8B", "size": "16Gi"}

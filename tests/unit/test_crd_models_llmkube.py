@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from aimcore.crds.llmkube import KINDS, Model, ModelPhase, ModelSpec
+from aimcore.api.crds.llmkube import KINDS, Model, ModelPhase, ModelSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SEED_PATH = REPO_ROOT / ".." / "shared" / "seeds" / "004_8f818b7cbc5ded58.txt"

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from aimcore.crds import aim
-from aimcore.crds.aim import AIMModelSource
-from aimcore.crds.base import K8sModel, Resource
-from aimcore.crds.generate import crd_for
-from aimcore.crds.silogen import (
+from aim_dev.crdgen import crd_for
+from aimcore.api.crds import aim
+from aimcore.api.crds.aim import AIMModelSource
+from aimcore.api.crds.base import K8sModel, Resource
+from aimcore.api.crds.silogen import (
     KINDS,
     AIMClusterServiceTemplate,
     AIMCustomModelSpec,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from aim_deployer.models import custom_model_name, custom_model_spec, model_identity
-from aimcore.kinds import by_kind
-from aimcore.naming import derived_name
+from aimcore.api.kinds import by_kind
+from aimcore.domain.naming import derived_name
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")
 LEGACY_MODEL = by_kind("aim.silogen.ai", "AIMModel")

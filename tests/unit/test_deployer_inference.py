@@ -11,8 +11,8 @@ import pytest
 
 from aim_deployer import inference
 from aim_deployer.inference import CacheMount, Inputs, NameTooLong
-from aimcore.gpu import Inventory, check_gpu
-from aimcore.kinds import by_kind
+from aimcore.api.kinds import by_kind
+from aimcore.domain.gpu import Inventory, check_gpu
 
 Obj = dict[str, Any]
 

@@ -10,7 +10,7 @@ import pytest
 
 from aim_deployer.selection import Traits, overrides_match
 from aim_deployer.templates import derived_spec, derived_template_name, overrides_of
-from aimcore.naming import derived_name
+from aimcore.domain.naming import derived_name
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"

@@ -20,8 +20,8 @@ from aim_deployer.routing import (
     route_body,
     route_condition,
 )
-from aimcore.children import child_labels, owner_reference
-from aimcore.kinds import by_kind
+from aimcore.api.kinds import by_kind
+from aimcore.domain.children import child_labels, owner_reference
 
 SERVICE: dict[str, Any] = {
     "apiVersion": "aim.eai.amd.com/v1alpha1",

@@ -19,7 +19,7 @@ from aim_deployer.selection import (
     select_template,
     template_traits,
 )
-from aimcore.kinds import by_kind
+from aimcore.api.kinds import by_kind
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"

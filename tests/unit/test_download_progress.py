@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aim_cache.downloader.progress import Progress, RateMeter, percentage, progress_fields, summary
 from aim_cache.downloader.report import progress_report
-from aimcore.bus.messages import ObjectRef
+from aimcore.api.bus.messages import ObjectRef
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB

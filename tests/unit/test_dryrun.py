@@ -26,8 +26,8 @@ from aim_discovery.dryrun import (
     size_quantity,
     spec_hash,
 )
-from aimcore.crds.aim import AIMModelSource, AIMProfile
-from aimcore.jobs import (
+from aimcore.api.crds.aim import AIMModelSource, AIMProfile
+from aimcore.domain.jobs import (
     REASON_AUTH_ERROR,
     REASON_IMAGE_NOT_FOUND,
     REASON_IMAGE_PULL_AUTH_FAILURE,
@@ -49,7 +49,7 @@ from aimcore.jobs import (
     job_state,
     redact,
 )
-from aimcore.status.rules import REASON_STATES
+from aimcore.runtime.status.rules import REASON_STATES
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 HF_TOKEN = "hf_abcdefghijklmnopqrstuvwxyz012345"

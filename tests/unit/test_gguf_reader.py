@@ -25,7 +25,7 @@ from aim_cache.llmkube.gguf import (
     read_local,
     status_fields,
 )
-from aimcore.crds.llmkube import GGUFMetadata
+from aimcore.api.crds.llmkube import GGUFMetadata
 
 TOKENS = 3000
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aimcore.gpu import (
+from aimcore.domain.gpu import (
     DEVICE_MODELS,
     MODEL_VRAM,
     REASON_GPU_AVAILABLE,

@@ -1,4 +1,4 @@
-"""Job state and failure classification shared by the services that run Jobs (``aimcore.jobs``),
+"""Job state and failure classification shared by the services that run Jobs (``aimcore.domain.jobs``),
 worded here as the cache's model download Job would be."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from aimcore import jobs
-from aimcore.jobs import (
+from aimcore.domain import jobs
+from aimcore.domain.jobs import (
     REASON_AUTH_ERROR,
     REASON_IMAGE_NOT_FOUND,
     REASON_IMAGE_PULL_AUTH_FAILURE,
@@ -34,7 +34,7 @@ from aimcore.jobs import (
     redact,
     retry_delay,
 )
-from aimcore.status.rules import REASON_STATES
+from aimcore.runtime.status.rules import REASON_STATES
 
 Obj = dict[str, Any]
 

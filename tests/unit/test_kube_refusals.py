@@ -1,5 +1,5 @@
 """Which API errors are refusals (retrying the same write cannot help) and how refused bodies are
-remembered so they are not sent again (``aimcore.kube.refusals``)."""
+remembered so they are not sent again (``aimcore.runtime.refusals``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import json
 import aiohttp
 import pytest
 
-from aimcore.kinds import by_kind
-from aimcore.kube.client import ApiException
-from aimcore.kube.refusals import MAX_MESSAGE, Refusal, RefusedBodies, refusal
+from aimcore.api.kinds import by_kind
+from aimcore.runtime.kube import ApiException
+from aimcore.runtime.refusals import MAX_MESSAGE, Refusal, RefusedBodies, refusal
 
 TEMPLATE = by_kind("aim.eai.amd.com", "AIMServiceTemplate")
 

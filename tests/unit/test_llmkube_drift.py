@@ -25,7 +25,7 @@ from aim_cache.llmkube.drift import (
     normalize_etag,
     status_fields,
 )
-from aimcore.crds.llmkube import RefreshPolicy
+from aimcore.api.crds.llmkube import RefreshPolicy
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -21,8 +21,8 @@ from aim_cache.llmkube.state import (
     Observed,
     compose,
 )
-from aimcore.bus.messages import ConditionReport
-from aimcore.units import format_bytes
+from aimcore.api.bus.messages import ConditionReport
+from aimcore.domain.units import format_bytes
 
 SIZE = 1_610_612_736  # 1.5 GiB
 CACHED = Cached(

@@ -48,7 +48,7 @@ from aim_cache.llmkube.verify import (
     split,
     verify_jobs,
 )
-from aimcore.kinds import by_kind
+from aimcore.api.kinds import by_kind
 from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
 
 Obj = dict[str, Any]

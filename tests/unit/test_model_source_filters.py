@@ -16,7 +16,7 @@ from aim_registry_sync.filters import (
     plan,
 )
 from aim_registry_sync.sync import sync_interval
-from aimcore.crds.aim import AIMClusterModelSourceSpec
+from aimcore.api.crds.aim import AIMClusterModelSourceSpec
 
 TAGS = ["0.7.0", "0.8.0", "v0.8.5", "0.8.1-rc1", "0.9.0", "1.0.0-rc1", "1.0.0", "latest", "dev"]
 

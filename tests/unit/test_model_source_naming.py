@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aim_registry_sync.filters import Image, model_body
-from aimcore.naming import derived_name, go_json, label_value, name_hash, sanitize_part
+from aimcore.domain.naming import derived_name, go_json, label_value, name_hash, sanitize_part
 
 
 def test_reference_example_aimmodel_from_image() -> None:

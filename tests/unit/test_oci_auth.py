@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aimcore.oci import (
+from aimcore.domain.oci import (
     Credentials,
     CredentialsError,
     DockerConfig,

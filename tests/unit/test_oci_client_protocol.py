@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from aimcore.oci import (
+from aimcore.domain.oci import (
     AuthFailed,
     DockerConfig,
     ImageNotFound,

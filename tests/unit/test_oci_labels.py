@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from aimcore.crds.aim import RecommendedDeployment
-from aimcore.oci import LabelError, image_metadata
-from aimcore.oci.labels import parse_recommended_deployments
+from aimcore.api.crds.aim import RecommendedDeployment
+from aimcore.domain.oci import LabelError, image_metadata
+from aimcore.domain.oci.labels import parse_recommended_deployments
 
 DUMMY_DEPLOYMENTS = (
     "{'gpuModel': 'MI300X', 'gpuCount': 1, 'precision': 'fp8', 'metric': 'latency', "

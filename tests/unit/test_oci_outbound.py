@@ -10,8 +10,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from aimcore.oci import AddressNotAllowed, DockerConfig, InsecureTokenRealm, RegistryClient, RegistryError
-from aimcore.outbound import OutboundPolicy
+from aimcore.domain.oci import (
+    AddressNotAllowed,
+    DockerConfig,
+    InsecureTokenRealm,
+    RegistryClient,
+    RegistryError,
+)
+from aimcore.domain.outbound import OutboundPolicy
 from tests.oci_servers import BASIC, METADATA_URL, PASSWORD, Servers, registry_servers
 
 

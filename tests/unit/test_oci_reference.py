@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from aimcore.oci import InvalidReference, parse_reference, parse_repository
-from aimcore.oci.reference import is_loopback, normalize_registry
+from aimcore.domain.oci import InvalidReference, parse_reference, parse_repository
+from aimcore.domain.oci.reference import is_loopback, normalize_registry
 
 DIGEST = "sha256:" + "a" * 64
 

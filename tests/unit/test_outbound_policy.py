@@ -1,4 +1,4 @@
-"""The outbound address policy (``aimcore.outbound``): every spelling of an address is judged as the
+"""The outbound address policy (``aimcore.domain.outbound``): every spelling of an address is judged as the
 address it means, names are normalised, a host with one refused address is refused, the settings
 and their defaults, and the connect-time hooks (``connect``, ``resolver``) against real sockets on
 loopback and the real resolver (``localhost``)."""
@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from aimcore.outbound import (
+from aimcore.domain.outbound import (
     ADDRESS_NOT_ALLOWED,
     OutboundPolicy,
     OutboundRefused,
@@ -25,9 +25,9 @@ from aimcore.outbound import (
     parse_address,
     refusal_in,
 )
-from aimcore.outbound.connect import create_connection, http_connection, resolve
-from aimcore.outbound.policy import parse_legacy_ipv4, refusal
-from aimcore.outbound.resolver import GuardedResolver, connector
+from aimcore.domain.outbound.connect import create_connection, http_connection, resolve
+from aimcore.domain.outbound.policy import parse_legacy_ipv4, refusal
+from aimcore.domain.outbound.resolver import GuardedResolver, connector
 
 STRICT = OutboundPolicy()
 PRIVATE_OK = OutboundPolicy(allow_private=True)

@@ -10,8 +10,8 @@ import pytest
 
 from aim_cache.llmkube.settings import ModelSettings
 from aim_cache.settings import CacheSettings
-from aimcore.outbound import OutboundPolicy
-from aimcore.settings import Settings
+from aimcore.domain.outbound import OutboundPolicy
+from aimcore.runtime.settings import Settings
 
 KEYS = (
     "AIM_OUTBOUND_ALLOWED_HOSTS",

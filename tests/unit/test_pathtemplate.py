@@ -1,4 +1,4 @@
-"""Checking a path template on its own (``aimcore.pathtemplate.check_template``), as the
+"""Checking a path template on its own (``aimcore.domain.pathtemplate.check_template``), as the
 runtime-config status does: syntax and literal segments are known without a service, and the
 check agrees with rendering."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from aimcore.pathtemplate import (
+from aimcore.domain.pathtemplate import (
     DEFAULT_PATH_TEMPLATE,
     PathTemplateError,
     check_template,

@@ -1,4 +1,4 @@
-"""Runtime-config resolution and merge (``aimcore.runtimeconfig``, reference §2.3)."""
+"""Runtime-config resolution and merge (``aimcore.domain.runtimeconfig``, reference §2.3)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from aim_discovery.runtimeconfigs import problems
-from aimcore.kinds import KindRef, by_kind
-from aimcore.runtimeconfig import (
+from aimcore.api.kinds import KindRef, by_kind
+from aimcore.domain.runtimeconfig import (
     CONFIG_FOUND,
     DEFAULT_CONFIG_NOT_FOUND,
     SCOPE_CLUSTER,

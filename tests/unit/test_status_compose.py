@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from aimcore.bus.messages import ConditionReport, ObjectRef, StatusReport
-from aimcore.status.compose import compose, compose_all, is_current, merge_conditions, status_patch
+from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
+from aimcore.runtime.status.compose import compose, compose_all, is_current, merge_conditions, status_patch
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=1)

@@ -7,8 +7,8 @@ from typing import Any, get_args
 
 import pytest
 
-from aimcore.status import rules
-from aimcore.status.rules import State
+from aimcore.runtime.status import rules
+from aimcore.runtime.status.rules import State
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=5)
@@ -164,7 +164,7 @@ def test_every_value_fits_the_kinds_enum(group: str, kind: str, state: State, ex
 
 
 def test_values_are_in_each_kinds_enum() -> None:
-    from aimcore.crds import aim, silogen  # noqa: PLC0415
+    from aimcore.api.crds import aim, silogen  # noqa: PLC0415
 
     enums = {
         ("aim.eai.amd.com", "AIMService"): {str(v) for v in get_args(aim.AIMServiceStatusValue)},

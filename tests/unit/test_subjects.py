@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from aimcore.bus import subjects
-from aimcore.bus.errors import AckAction, PermanentError, TransientError, backoff, decide
-from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef, change_msg_id
-from aimcore.kinds import KindRef
+from aimcore.api.bus import subjects
+from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef, change_msg_id
+from aimcore.api.errors import AckAction, PermanentError, TransientError, backoff, decide
+from aimcore.api.kinds import KindRef
 
 AIMSVC = KindRef("aim.eai.amd.com", "v1alpha1", "AIMService", "aimservices", True)
 CLUSTER_MODEL = KindRef("aim.eai.amd.com", "v1alpha1", "AIMClusterModel", "aimclustermodels", False)

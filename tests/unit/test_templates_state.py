@@ -25,9 +25,9 @@ from aim_discovery.models import (
     templates_state,
 )
 from aim_discovery.templates import job_template, template_kind_token
-from aimcore.kinds import by_kind
-from aimcore.kube.refusals import Refusal
-from aimcore.status.rules import RESOURCE, State
+from aimcore.api.kinds import by_kind
+from aimcore.runtime.refusals import Refusal
+from aimcore.runtime.status.rules import RESOURCE, State
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"

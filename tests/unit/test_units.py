@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from aimcore.units import GIB, ceil_gib, format_bytes, format_duration, format_rate
+from aimcore.domain.units import GIB, ceil_gib, format_bytes, format_duration, format_rate
 
 KIB, MIB = 1024, 1024 * 1024
 

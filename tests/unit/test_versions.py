@@ -8,7 +8,7 @@ import re
 import pytest
 import semver
 
-from aimcore.versions import Comparator, InvalidRange, Range, parse_version
+from aim_registry_sync.versions import Comparator, InvalidRange, Range, parse_version
 
 V = semver.Version.parse
 

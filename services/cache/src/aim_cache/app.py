@@ -34,10 +34,11 @@ from aim_cache.templatecaches import (
     model_cache_names,
     template_names,
 )
-from aimcore.bus import subjects
-from aimcore.bus.messages import ChangeEvent, StatusReport
-from aimcore.kinds import JOB, NODE, POD, PVC, KindRef, by_kind
-from aimcore.naming import label_value
+from aimcore.api.bus import subjects
+from aimcore.api.bus.messages import ChangeEvent, StatusReport
+from aimcore.api.kinds import JOB, NODE, POD, PVC, KindRef, by_kind
+from aimcore.domain.naming import label_value
+from aimcore.domain.runtimeconfig import config_name
 from aimcore.runtime.informer import Informer, Obj
 from aimcore.runtime.reconciler import (
     Controller,
@@ -50,8 +51,7 @@ from aimcore.runtime.reconciler import (
     publish_requeue,
     run_controller,
 )
-from aimcore.runtimeconfig import config_name
-from aimcore.service import ServiceContext, run_service
+from aimcore.runtime.service import ServiceContext, run_service
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"

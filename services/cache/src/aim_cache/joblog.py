@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from aim_cache.memo import remember
-from aimcore import jobs
-from aimcore.kube.client import ApiException, Kube, describe_error
+from aimcore.domain import jobs
+from aimcore.runtime.kube import ApiException, Kube, describe_error
 
 log = logging.getLogger(__name__)
 

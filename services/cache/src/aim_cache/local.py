@@ -31,9 +31,9 @@ from aim_cache.downloader import (
     progress_report,
     summary,
 )
-from aimcore.bus.messages import ObjectRef, StatusReport
-from aimcore.kinds import KindRef
-from aimcore.outbound import OutboundPolicy
+from aimcore.api.bus.messages import ObjectRef, StatusReport
+from aimcore.api.kinds import KindRef
+from aimcore.domain.outbound import OutboundPolicy
 
 log = logging.getLogger(__name__)
 

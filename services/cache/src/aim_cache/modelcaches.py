@@ -47,16 +47,16 @@ from aim_cache.joblog import JobLogs
 from aim_cache.local import LocalExecutor, LocalRun
 from aim_cache.memo import remember
 from aim_cache.settings import CacheSettings
-from aimcore import jobs
-from aimcore.bus.messages import ConditionReport
-from aimcore.children import owned_by
-from aimcore.gpu import parse_quantity
-from aimcore.kinds import JOB, POD, PVC, KindRef
-from aimcore.kube.client import Kube
-from aimcore.kube.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
+from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.kinds import JOB, POD, PVC, KindRef
+from aimcore.domain import jobs
+from aimcore.domain.children import owned_by
+from aimcore.domain.gpu import parse_quantity
+from aimcore.domain.runtimeconfig import ConfigNotFound, resolution_conditions, resolve_live
+from aimcore.domain.units import format_bytes, format_duration
+from aimcore.runtime.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
+from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtimeconfig import ConfigNotFound, resolution_conditions, resolve_live
-from aimcore.units import format_bytes, format_duration
 
 log = logging.getLogger(__name__)
 

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aim_cache.downloader import model_id_for
-from aimcore.bus import progress
-from aimcore.bus.messages import ObjectRef
-from aimcore.children import owner_reference
-from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
-from aimcore.naming import derived_name, go_json, label_value
-from aimcore.outbound import POLICY_ENV
+from aimcore.api.bus import progress
+from aimcore.api.bus.messages import ObjectRef
+from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
+from aimcore.domain.children import owner_reference
+from aimcore.domain.naming import derived_name, go_json, label_value
+from aimcore.domain.outbound import POLICY_ENV
 
 Obj = dict[str, Any]
 
@@ -175,7 +175,7 @@ def spec_hash(spec: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class JobBus:
-    """How a download Job offers progress (:mod:`aimcore.bus.progress`): the bus URL, the ``download``
+    """How a download Job offers progress (:mod:`aimcore.api.bus.progress`): the bus URL, the ``download``
     role's seed, and the cache service's token key (the Job gets only its object's token)."""
 
     url: str
@@ -203,7 +203,7 @@ def job_body(
     outbound: Mapping[str, str] | None = None,
 ) -> Obj:
     """The download Job. ``outbound`` is the operator's outbound address policy as environment
-    variables (:meth:`aimcore.outbound.OutboundPolicy.env`): the downloader in the Job enforces it.
+    variables (:meth:`aimcore.domain.outbound.OutboundPolicy.env`): the downloader in the Job enforces it.
     The model cache's env may not set those variables (they are dropped from it and the operator's
     values added last)."""
     meta = cache["metadata"]

@@ -1,4 +1,4 @@
-"""Relays download Jobs' progress offers as this service's status reports (:mod:`aimcore.bus.progress`):
+"""Relays download Jobs' progress offers as this service's status reports (:mod:`aimcore.api.bus.progress`):
 a Job may only offer, this service checks the offer's token and shape, and only then does it reach
 the status stream. Every replica subscribes in one queue group, so each offer is relayed once."""
 
@@ -11,10 +11,11 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 
-from aimcore.bus import progress, subjects, tracing
-from aimcore.bus.auth import PROGRESS_PREFIX
-from aimcore.bus.errors import PermanentError
-from aimcore.kinds import by_kind
+from aimcore.api.bus import progress, subjects
+from aimcore.api.bus.auth import PROGRESS_PREFIX
+from aimcore.api.errors import PermanentError
+from aimcore.api.kinds import by_kind
+from aimcore.runtime import tracing
 
 log = logging.getLogger(__name__)
 

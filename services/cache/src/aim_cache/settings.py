@@ -8,14 +8,14 @@ stack sets them):
   service's own ``AIM_NATS_URL``; empty disables progress from pods);
 - ``AIM_DOWNLOADER_NATS_SEED_FILE`` (or ``AIM_DOWNLOADER_NATS_SEED``): the bus role ``download``'s
   seed, given to download Jobs; the only thing it lets a Job do is offer progress, which this service
-  checks against the object's token (:mod:`aimcore.bus.progress`) before relaying it;
+  checks against the object's token (:mod:`aimcore.api.bus.progress`) before relaying it;
 - ``AIM_DOWNLOAD_STALL_SECONDS`` (default 60): no data for this long is a stall;
 - ``AIM_LOCAL_DOWNLOADS`` (default 2): concurrent local downloads;
 - ``AIM_LOCAL_DOWNLOAD_ENV``: extra ``NAME=value`` pairs (comma-separated) for local downloads; the
   service's own endpoint settings (``HF_ENDPOINT``, ``AWS_ENDPOINT_URL``, region) pass through too,
   never its credentials. A model cache's own env wins;
 - ``AIM_OUTBOUND_ALLOWED_HOSTS`` / ``AIM_OUTBOUND_ALLOW_PRIVATE``: the operator-wide outbound address
-  policy (:mod:`aimcore.outbound`), applied to every connection the service opens for a model cache
+  policy (:mod:`aimcore.domain.outbound`), applied to every connection the service opens for a model cache
   (listing a source to size its volume, local downloads) and passed to the download Jobs it creates,
   whose downloader enforces it too. A model cache's env cannot change it.
 """
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aim_cache.plan import JobBus
-from aimcore.bus import progress
-from aimcore.outbound import OutboundPolicy
-from aimcore.settings import Settings
+from aimcore.api.bus import progress
+from aimcore.domain.outbound import OutboundPolicy
+from aimcore.runtime.settings import Settings
 
 PASS_THROUGH = ("HF_ENDPOINT", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION")
 

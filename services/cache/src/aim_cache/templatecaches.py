@@ -36,14 +36,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aim_cache import plan
-from aimcore.bus.messages import ConditionReport
-from aimcore.children import owned_by, owner_reference
-from aimcore.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
-from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
-from aimcore.kube.client import Kube
-from aimcore.naming import label_value
+from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.domain.children import owned_by, owner_reference
+from aimcore.domain.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
+from aimcore.domain.naming import label_value
+from aimcore.domain.runtimeconfig import merge_env, resolution_conditions
+from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtimeconfig import merge_env, resolution_conditions
 
 Obj = dict[str, Any]
 

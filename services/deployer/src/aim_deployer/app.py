@@ -25,13 +25,13 @@ from aim_deployer.models import custom_model_name, custom_model_spec, service_mo
 from aim_deployer.services import PODS_INDEX, ServiceController, pod_isvc
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, explicit_name
-from aimcore.bus.messages import ChangeEvent
-from aimcore.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
+from aimcore.api.bus.messages import ChangeEvent
+from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
+from aimcore.domain.runtimeconfig import config_name
+from aimcore.domain.views import AIM, LEGACY, MODEL_KINDS, TemplateView, model_kinds
 from aimcore.runtime.informer import Informer, Obj
 from aimcore.runtime.reconciler import Controller, Target, Watch, run_controller
-from aimcore.runtimeconfig import config_name
-from aimcore.service import ServiceContext, run_service
-from aimcore.views import AIM, LEGACY, MODEL_KINDS, TemplateView, model_kinds
+from aimcore.runtime.service import ServiceContext, run_service
 
 SERVICE_KINDS = (by_kind(AIM, "AIMService"), by_kind(LEGACY, "AIMService"))
 

@@ -9,7 +9,7 @@ each is a rule users depend on, so each is a small named function here (:func:`c
 
 Rules and where they differ from the original:
 
-* **Env** (lowest → highest, merged *by name* with :func:`aimcore.runtimeconfig.merge_env`, so
+* **Env** (lowest → highest, merged *by name* with :func:`aimcore.domain.runtimeconfig.merge_env`, so
   ``AIM_ENGINE_ARGS`` JSON objects deep-merge): operator defaults (``AIM_CACHE_PATH``,
   ``VLLM_ENABLE_METRICS``) < merged runtime-config env < the template's profile selection
   (``AIM_PROFILE_ID``, ``AIM_METRIC``, ``AIM_PRECISION``; metric/precision from the template spec,
@@ -45,12 +45,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aimcore.children import child_labels, owner_reference
-from aimcore.gpu import GPU_RESOURCE, parse_quantity
-from aimcore.kinds import INFERENCE_SERVICE, KindRef
-from aimcore.naming import derived_name, label_value, sanitize_part
-from aimcore.runtimeconfig import AIM_LABEL_PREFIX, merge_env
-from aimcore.views import ModelView, TemplateView, secret_names
+from aimcore.api.kinds import INFERENCE_SERVICE, KindRef
+from aimcore.domain.children import child_labels, owner_reference
+from aimcore.domain.gpu import GPU_RESOURCE, parse_quantity
+from aimcore.domain.naming import derived_name, label_value, sanitize_part
+from aimcore.domain.runtimeconfig import AIM_LABEL_PREFIX, merge_env
+from aimcore.domain.views import ModelView, TemplateView, secret_names
 
 __all__ = [
     "AUTOSCALER_CLASS_ANNOTATION",

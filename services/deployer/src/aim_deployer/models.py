@@ -31,16 +31,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from aimcore.bus.messages import ConditionReport
-from aimcore.children import owner_reference
-from aimcore.crds.registry import resource_class
-from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
-from aimcore.naming import derived_name, label_value
-from aimcore.oci.errors import InvalidReference
-from aimcore.oci.reference import parse_reference
-from aimcore.runtime.informer import Informer
-from aimcore.runtimeconfig import Resolved
-from aimcore.views import (
+from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.crds.registry import resource_class
+from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.domain.children import owner_reference
+from aimcore.domain.naming import derived_name, label_value
+from aimcore.domain.oci.errors import InvalidReference
+from aimcore.domain.oci.reference import parse_reference
+from aimcore.domain.runtimeconfig import Resolved
+from aimcore.domain.views import (
     AIM,
     AUTO_GENERATED,
     ORIGIN_LABEL,
@@ -49,6 +48,7 @@ from aimcore.views import (
     ready_reason,
     state_of,
 )
+from aimcore.runtime.informer import Informer
 
 Obj = dict[str, Any]
 

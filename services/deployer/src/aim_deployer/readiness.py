@@ -4,7 +4,7 @@
 Why it exists: KServe's own status says little about *why* a model server is not up (an image
 that cannot be pulled, a crash loop, no node with a free GPU), and users read the AIMService, not
 the pods. These pure functions turn the observed objects into a reason the status rules
-(:mod:`aimcore.status.rules`) map to a lifecycle state, and a message a user can act on. Messages
+(:mod:`aimcore.runtime.status.rules`) map to a lifecycle state, and a message a user can act on. Messages
 never quote env values; kubelet and scheduler text is redacted and clipped.
 
 ``InferenceServiceReady`` (:func:`inference_service_health`), first match wins:
@@ -43,7 +43,7 @@ not-ready pod is classified and the worst wins (newest pod first on ties), worst
 
 No live pod at all → ``WaitingForPods`` (KServe has not created them yet: the service is
 Starting) or ``PodsPending`` naming the ended pod's reason.
-Image, secret and OOM classification is :func:`aimcore.jobs.pod_problem`, shared with the jobs.
+Image, secret and OOM classification is :func:`aimcore.domain.jobs.pod_problem`, shared with the jobs.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aimcore.jobs import pod_problem, redact
+from aimcore.domain.jobs import pod_problem, redact
 
 __all__ = [
     "CONTAINER",

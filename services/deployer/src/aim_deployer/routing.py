@@ -1,6 +1,6 @@
 """The Gateway API HTTPRoute of an AIMService (reference §2.7).
 
-The path comes from :mod:`aimcore.pathtemplate` (rendered there, with an error instead of the
+The path comes from :mod:`aimcore.domain.pathtemplate` (rendered there, with an error instead of the
 original's silent fallback to the default path). :func:`route_body` builds the HTTPRoute and
 :func:`route_condition` reads its status for the ``HTTPRouteReady`` condition.
 :func:`gateway_duration` writes ``requestTimeout`` (a Go duration: ``1.5h``, ``250us``) the way
@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from aimcore.kinds import HTTP_ROUTE
-from aimcore.pathtemplate import (
+from aimcore.api.kinds import HTTP_ROUTE
+from aimcore.domain.pathtemplate import (
     DEFAULT_PATH_TEMPLATE,
     MAX_PATH,
     PathTemplateError,

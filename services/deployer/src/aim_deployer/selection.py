@@ -8,7 +8,7 @@ and never written anywhere. This module keeps the same six stages (availability,
 overrides, GPU presence, scope, ranking) but returns a service-level reason and a message a
 ``kubectl describe`` reader can act on (``UnoptimizedTemplatesFiltered``,
 ``TemplateSelectionAmbiguous``, ``RequiredGPUNotInCluster``...), plus one :class:`Verdict` per
-candidate for the audit trail. Both API groups are read through :class:`aimcore.views.TemplateView`
+candidate for the audit trail. Both API groups are read through :class:`aimcore.domain.views.TemplateView`
 (``gpu`` vs ``gpuSelector``, ``Ready`` vs the legacy ``Available``). Pure: no I/O.
 """
 
@@ -18,9 +18,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aimcore.gpu import GPU_RESOURCE, normalize_model
-from aimcore.kinds import KindRef
-from aimcore.views import LEGACY, TemplateView
+from aimcore.api.kinds import KindRef
+from aimcore.domain.gpu import GPU_RESOURCE, normalize_model
+from aimcore.domain.views import LEGACY, TemplateView
 
 __all__ = [
     "AMBIGUOUS",
@@ -133,7 +133,7 @@ class Selection:
 @dataclass(frozen=True)
 class Traits:
     """What selection looks at, normalized: profile type, metric and precision lower case, the GPU
-    model through :func:`aimcore.gpu.normalize_model`, the GPU count 0 when unknown."""
+    model through :func:`aimcore.domain.gpu.normalize_model`, the GPU count 0 when unknown."""
 
     profile_type: str
     metric: str | None

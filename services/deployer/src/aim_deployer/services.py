@@ -41,18 +41,18 @@ from aim_deployer.models import (
 )
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
-from aimcore import gpu as gpus
-from aimcore.bus.messages import ConditionReport
-from aimcore.children import differs, owner_reference
-from aimcore.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
-from aimcore.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
-from aimcore.kube.client import ApiException, Kube
-from aimcore.kube.refusals import Refusal, RefusedBodies, refusal
-from aimcore.naming import label_value
-from aimcore.pathtemplate import DEFAULT_PATH_TEMPLATE, quote_template
+from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
+from aimcore.domain import gpu as gpus
+from aimcore.domain.children import differs, owner_reference
+from aimcore.domain.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
+from aimcore.domain.naming import label_value
+from aimcore.domain.pathtemplate import DEFAULT_PATH_TEMPLATE, quote_template
+from aimcore.domain.runtimeconfig import Resolved, propagated_labels, resolution_conditions
+from aimcore.domain.views import AIM, READY_STATES, TemplateView, resolved_reference, state_of
+from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtimeconfig import Resolved, propagated_labels, resolution_conditions
-from aimcore.views import AIM, READY_STATES, TemplateView, resolved_reference, state_of
+from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
 
 log = logging.getLogger(__name__)
 

@@ -29,13 +29,13 @@ from aim_deployer.selection import (
     select_template,
     template_traits,
 )
-from aimcore.bus.messages import ConditionReport
-from aimcore.children import owner_reference
-from aimcore.gpu import GPU_RESOURCE
-from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
-from aimcore.naming import derived_name, label_value
+from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.domain.children import owner_reference
+from aimcore.domain.gpu import GPU_RESOURCE
+from aimcore.domain.naming import derived_name, label_value
+from aimcore.domain.views import AIM, ORIGIN_LABEL, TemplateView, is_ready, ready_message, state_of
 from aimcore.runtime.informer import Informer
-from aimcore.views import AIM, ORIGIN_LABEL, TemplateView, is_ready, ready_message, state_of
 
 Obj = dict[str, Any]
 

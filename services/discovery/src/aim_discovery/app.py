@@ -25,17 +25,14 @@ from aim_discovery import runtimeconfigs
 from aim_discovery.models import ModelController
 from aim_discovery.slots import Slots
 from aim_discovery.templates import TemplateController, job_template
-from aimcore import gpu as gpus
-from aimcore.bus import topology
-from aimcore.bus.messages import ChangeEvent, ChangeType
-from aimcore.kinds import JOB, NODE, POD, KindRef, by_kind
-from aimcore.oci import RegistryClient
-from aimcore.outbound import OutboundPolicy
-from aimcore.runtime.informer import Informer, Obj
-from aimcore.runtime.reconciler import Controller, Request, Result, Target, Watch, kinds_of, run_controller
-from aimcore.runtimeconfig import config_name
-from aimcore.service import ServiceContext, run_service
-from aimcore.views import (
+from aimcore.api.bus import topology
+from aimcore.api.bus.messages import ChangeEvent, ChangeType
+from aimcore.api.kinds import JOB, NODE, POD, KindRef, by_kind
+from aimcore.domain import gpu as gpus
+from aimcore.domain.oci import RegistryClient
+from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.runtimeconfig import config_name
+from aimcore.domain.views import (
     AIM,
     LEGACY,
     TemplateView,
@@ -44,6 +41,9 @@ from aimcore.views import (
     is_template,
     model_kinds,
 )
+from aimcore.runtime.informer import Informer, Obj
+from aimcore.runtime.reconciler import Controller, Request, Result, Target, Watch, kinds_of, run_controller
+from aimcore.runtime.service import ServiceContext, run_service
 
 MODEL_NAME_INDEX = "model-name"
 RUNTIME_CONFIG_INDEX = "runtime-config"

@@ -1,10 +1,10 @@
 """The templates a model should have (recommended deployments, custom templates), as wire-form
 template objects. Pure: wire-form dicts in, wire-form dicts out. How models and templates of both
-groups are read is :mod:`aimcore.views`'.
+groups are read is :mod:`aimcore.domain.views`'.
 
 Template names, labels and owner references follow reference §1.4/§1.5 so ``kubectl get aimtpl``
 shows what the Go operator would; the labels and owner references every child carries, and how a
-child is compared with the cluster's copy, are :mod:`aimcore.children`'s.
+child is compared with the cluster's copy, are :mod:`aimcore.domain.children`'s.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aimcore.children import child_labels, owner_reference
-from aimcore.kinds import KindRef, by_kind
-from aimcore.naming import derived_name, label_value
-from aimcore.runtimeconfig import merge_env
-from aimcore.views import AIM, AUTO_GENERATED, MODEL_LABEL, ORIGIN_LABEL, ModelView
+from aimcore.api.kinds import KindRef, by_kind
+from aimcore.domain.children import child_labels, owner_reference
+from aimcore.domain.naming import derived_name, label_value
+from aimcore.domain.runtimeconfig import merge_env
+from aimcore.domain.views import AIM, AUTO_GENERATED, MODEL_LABEL, ORIGIN_LABEL, ModelView
 
 Obj = dict[str, Any]
 

@@ -17,7 +17,7 @@ This module reproduces that Job and fixes the original's gaps:
   never leaks credentials: env values are never quoted, and log excerpts are short and redacted.
 
 Reading a Job's state and classifying its failure is not discovery's alone: that lives in
-:mod:`aimcore.jobs` (shared with the cache's download Jobs) and is re-exported here with the
+:mod:`aimcore.domain.jobs` (shared with the cache's download Jobs) and is re-exported here with the
 discovery wording.
 """
 
@@ -35,10 +35,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from aimcore import jobs
-from aimcore.children import child_labels
-from aimcore.crds.aim import MODEL_ID_PATTERN, SOURCE_URI_PATTERN, AIMModelSource, AIMProfile
-from aimcore.naming import DNS_LABEL_MAX, go_json, label_value, sanitize_part
+from aimcore.api.crds.aim import MODEL_ID_PATTERN, SOURCE_URI_PATTERN, AIMModelSource, AIMProfile
+from aimcore.domain import jobs
+from aimcore.domain.children import child_labels
+from aimcore.domain.naming import DNS_LABEL_MAX, go_json, label_value, sanitize_part
 
 __all__ = [
     "ACTIVE_DEADLINE_SECONDS",
@@ -498,7 +498,7 @@ def parse_output(log: str) -> DiscoveryResult:
 def classify_failure(
     job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], log_tail: str | None
 ) -> tuple[str, str]:
-    """``(reason, message)`` for a failed discovery Job (:func:`aimcore.jobs.classify_failure`)."""
+    """``(reason, message)`` for a failed discovery Job (:func:`aimcore.domain.jobs.classify_failure`)."""
     return jobs.classify_failure(
         job,
         pods,
@@ -511,5 +511,5 @@ def classify_failure(
 
 def pod_progress(pods: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
     """``(reason, message)`` describing the newest pod of a still-active discovery Job; ``None``
-    without pods (:func:`aimcore.jobs.pod_progress`)."""
+    without pods (:func:`aimcore.domain.jobs.pod_progress`)."""
     return jobs.pod_progress(pods, what="discovery", container=CONTAINER_NAME)

@@ -46,12 +46,10 @@ from aim_discovery.catalog import (
     template_kind,
     templates_condition,
 )
-from aimcore.bus.messages import ConditionReport
-from aimcore.children import differs, owned_by
-from aimcore.kinds import SECRET, KindRef
-from aimcore.kube.client import ApiException, Kube
-from aimcore.kube.refusals import Refusal, RefusedBodies, refusal
-from aimcore.oci import (
+from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.kinds import SECRET, KindRef
+from aimcore.domain.children import differs, owned_by
+from aimcore.domain.oci import (
     AddressNotAllowed,
     AuthFailed,
     CredentialsError,
@@ -65,8 +63,7 @@ from aimcore.oci import (
     RegistryUnreachable,
     credentials_from_secrets,
 )
-from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtimeconfig import (
+from aimcore.domain.runtimeconfig import (
     CONFIG_NOT_FOUND,
     RUNTIME_CONFIG_READY,
     ConfigNotFound,
@@ -74,13 +71,16 @@ from aimcore.runtimeconfig import (
     propagated_labels,
     resolve,
 )
-from aimcore.status.rules import has_status_field
-from aimcore.views import (
+from aimcore.domain.views import (
     AIM,
     MODEL_LABEL,
     ModelView,
     TemplateView,
 )
+from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
+from aimcore.runtime.status.rules import has_status_field
 
 log = logging.getLogger(__name__)
 

@@ -4,9 +4,9 @@ usable, and for a namespace config whether it is merged over a cluster config of
 Checks are the ones that would otherwise surface only later on some service: routing enabled
 without a ``gatewayRef``, a path template that no service can render (unbalanced braces, an
 unsupported JSONPath expression, a literal segment over 63 characters:
-:func:`aimcore.pathtemplate.check_template`), an ``AIM_ENGINE_ARGS`` env value that is not a JSON
+:func:`aimcore.domain.pathtemplate.check_template`), an ``AIM_ENGINE_ARGS`` env value that is not a JSON
 object, label propagation enabled with nothing to match or with a malformed glob
-(:func:`aimcore.runtimeconfig.glob_error`). Such a config is ``Ready=False/InvalidConfig`` with the
+(:func:`aimcore.domain.runtimeconfig.glob_error`). Such a config is ``Ready=False/InvalidConfig`` with the
 problems listed; consumers still resolve it (their own conditions say what fails for them).
 """
 
@@ -16,10 +16,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from aimcore.bus.messages import ConditionReport
-from aimcore.pathtemplate import check_template, quote_template
+from aimcore.api.bus.messages import ConditionReport
+from aimcore.domain.pathtemplate import check_template, quote_template
+from aimcore.domain.runtimeconfig import ENGINE_ARGS, config_kinds, glob_error, migrate_deprecated
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtimeconfig import ENGINE_ARGS, config_kinds, glob_error, migrate_deprecated
 
 READY = "Ready"
 CONFIG_VALID = "ConfigValid"

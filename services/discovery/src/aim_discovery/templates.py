@@ -38,16 +38,13 @@ from aim_discovery.catalog import (
     model_condition,
 )
 from aim_discovery.slots import FINISHED, RUNNING, UNKNOWN, Slots
-from aimcore import gpu as gpus
-from aimcore import jobs
-from aimcore.bus.messages import ConditionReport
-from aimcore.children import child_labels, contains, owner_reference
-from aimcore.kinds import JOB, NODE, POD, KindRef, by_kind
-from aimcore.kube.client import ApiException, Kube
-from aimcore.kube.refusals import Refusal, RefusedBodies, refusal
-from aimcore.naming import label_value
-from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtimeconfig import (
+from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.kinds import JOB, NODE, POD, KindRef, by_kind
+from aimcore.domain import gpu as gpus
+from aimcore.domain import jobs
+from aimcore.domain.children import child_labels, contains, owner_reference
+from aimcore.domain.naming import label_value
+from aimcore.domain.runtimeconfig import (
     CONFIG_NOT_FOUND,
     RUNTIME_CONFIG_READY,
     ConfigNotFound,
@@ -55,8 +52,7 @@ from aimcore.runtimeconfig import (
     merge_env,
     resolve,
 )
-from aimcore.status.rules import has_status_field
-from aimcore.views import (
+from aimcore.domain.views import (
     AIM,
     GPURequirement,
     ModelView,
@@ -65,6 +61,10 @@ from aimcore.views import (
     resolved_reference,
     secret_names,
 )
+from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
+from aimcore.runtime.status.rules import has_status_field
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ import asyncio
 import functools
 
 from aim_registry_sync.sync import AIMCLUSTERMODEL, SourceController
-from aimcore.kinds import KindRef
-from aimcore.oci import RegistryClient
-from aimcore.outbound import OutboundPolicy
+from aimcore.api.kinds import KindRef
+from aimcore.domain.oci import RegistryClient
+from aimcore.domain.outbound import OutboundPolicy
 from aimcore.runtime.reconciler import Controller, Watch, kinds_of, run_controller
-from aimcore.service import ServiceContext, run_service
+from aimcore.runtime.service import ServiceContext, run_service
 
 
 def kinds() -> tuple[KindRef, ...]:

@@ -34,12 +34,11 @@ from aim_registry_sync.filters import (
     parse_filters,
     plan,
 )
-from aimcore.bus.messages import ConditionReport
-from aimcore.crds.aim import AIMClusterModelSource
-from aimcore.kinds import SECRET, by_kind
-from aimcore.kube.client import ApiException, Kube
-from aimcore.naming import label_value
-from aimcore.oci import (
+from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.crds.aim import AIMClusterModelSource
+from aimcore.api.kinds import SECRET, by_kind
+from aimcore.domain.naming import label_value
+from aimcore.domain.oci import (
     AuthFailed,
     CredentialsError,
     DockerConfig,
@@ -49,8 +48,9 @@ from aimcore.oci import (
     RegistryUnreachable,
     credentials_from_secrets,
 )
+from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.status.rules import rfc3339
+from aimcore.runtime.status.rules import rfc3339
 
 log = logging.getLogger(__name__)
 

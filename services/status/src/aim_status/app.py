@@ -1,6 +1,6 @@
 """The status service: the only writer of ``.status`` (DESIGN §3). It consumes status reports from
 every service through one durable consumer shared by its replicas, applies them with the kinds'
-aggregation rules (:mod:`aimcore.status.rules`) in the order their sources published them
+aggregation rules (:mod:`aimcore.runtime.status.rules`) in the order their sources published them
 (:mod:`aim_status.ordering`), coalesces progress bursts (:mod:`aim_status.coalesce`) and publishes an
 audit record per write (:mod:`aim_status.audit`).
 
@@ -24,12 +24,12 @@ from aim_status.audit import Auditor
 from aim_status.coalesce import DEFAULT_WINDOW, Coalescer, StreamGuard
 from aim_status.ordering import Ordering
 from aim_status.writer import StatusWriter
-from aimcore.bus import topology
-from aimcore.bus.errors import PermanentError
-from aimcore.bus.messages import StatusReport
-from aimcore.bus.topology import ConsumerSpec
+from aimcore.api.bus import topology
+from aimcore.api.bus.messages import StatusReport
+from aimcore.api.bus.topology import ConsumerSpec
+from aimcore.api.errors import PermanentError
 from aimcore.runtime.consumer import Consumer
-from aimcore.service import ServiceContext, run_service
+from aimcore.runtime.service import ServiceContext, run_service
 
 log = logging.getLogger(__name__)
 

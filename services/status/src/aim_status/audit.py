@@ -1,4 +1,4 @@
-"""The audit record of every status write (DESIGN §2.8): a :class:`~aimcore.bus.messages.Decision`
+"""The audit record of every status write (DESIGN §2.8): a :class:`~aimcore.api.bus.messages.Decision`
 with ``source="status"``, ``action="write-status"``, ``reason`` = the new top-level status (or
 ``Updated``), ``message`` = a one-line summary of what changed, and
 ``details = {"conditions": [changed conditions], "fields": {changed top-level fields},
@@ -18,8 +18,9 @@ from typing import Any
 from nats.js import JetStreamContext
 
 from aim_status.writer import Written
-from aimcore.bus import subjects, tracing
-from aimcore.bus.messages import Decision
+from aimcore.api.bus import subjects
+from aimcore.api.bus.messages import Decision
+from aimcore.runtime import tracing
 
 log = logging.getLogger(__name__)
 

@@ -43,8 +43,8 @@ from nats.js.errors import NotFoundError
 from opentelemetry import context as otel_context
 from pydantic import ValidationError
 
-from aimcore.bus.messages import StatusReport
-from aimcore.kube.client import describe_error
+from aimcore.api.bus.messages import StatusReport
+from aimcore.runtime.kube import describe_error
 
 log = logging.getLogger(__name__)
 

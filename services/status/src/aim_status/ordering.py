@@ -12,7 +12,7 @@ report *from the same source* also sets is taken out of it (each has one owner, 
 wins; a newer *progress* report overrides only older progress, never an outcome); what remains is
 applied, and a report with nothing left is acknowledged without a write. In
 the usual case (no newer report) this is one direct read of the stream. Reports from an older
-generation are also refused by the composition itself (:func:`aimcore.status.compose.is_stale`).
+generation are also refused by the composition itself (:func:`aimcore.runtime.status.compose.is_stale`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 
-from aimcore.bus.messages import StatusReport
+from aimcore.api.bus.messages import StatusReport
 
 log = logging.getLogger(__name__)
 

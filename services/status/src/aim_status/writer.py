@@ -23,12 +23,12 @@ from nats.js.errors import KeyDeletedError, KeyNotFoundError
 from nats.js.kv import KeyValue
 from opentelemetry import trace
 
-from aimcore.bus import mirror, subjects
-from aimcore.bus.errors import PermanentError, TransientError
-from aimcore.bus.messages import ObjectRef, StatusReport
-from aimcore.kinds import KindRef, by_kind
-from aimcore.kube.client import ApiException, Kube
-from aimcore.status.compose import compose_all, is_paused, status_patch
+from aimcore.api.bus import mirror, subjects
+from aimcore.api.bus.messages import ObjectRef, StatusReport
+from aimcore.api.errors import PermanentError, TransientError
+from aimcore.api.kinds import KindRef, by_kind
+from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime.status.compose import compose_all, is_paused, status_patch
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aim.status")

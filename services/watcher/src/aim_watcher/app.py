@@ -14,11 +14,11 @@ from nats.js.kv import KeyValue
 from aim_watcher.election import Election
 from aim_watcher.kind_watch import KindWatcher
 from aim_watcher.publisher import Publisher
-from aimcore.bus import topology
-from aimcore.kinds import CHILD_KINDS, CHILD_SELECTOR, NODE, KindRef, crd_kinds
+from aimcore.api.bus import topology
+from aimcore.api.kinds import CHILD_KINDS, CHILD_SELECTOR, NODE, KindRef, crd_kinds
 from aimcore.runtime.informer import kind_pattern, snapshot
 from aimcore.runtime.lease import holder_id
-from aimcore.service import ServiceContext, run_service
+from aimcore.runtime.service import ServiceContext, run_service
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ from functools import partial
 from typing import Any
 
 from aim_watcher.publisher import Publisher
-from aimcore.bus.errors import backoff
-from aimcore.bus.messages import ChangeType
-from aimcore.kinds import KindRef
-from aimcore.kube.client import ApiException, Gone, Kube, describe_error
+from aimcore.api.bus.messages import ChangeType
+from aimcore.api.errors import backoff
+from aimcore.api.kinds import KindRef
+from aimcore.runtime.kube import ApiException, Gone, Kube, describe_error
 
 log = logging.getLogger(__name__)
 

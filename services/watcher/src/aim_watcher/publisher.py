@@ -4,7 +4,7 @@ Order matters: a consumer that receives the event must find state at least as ne
 The event's ``Nats-Msg-Id`` is deterministic, so a retry after a crash or a second watcher replica
 stores one message. NATS outages are waited out (with backoff), never dropped: the watch simply
 pauses until the bus is back. An object too large for the bus is not an outage: it is mirrored as a
-placeholder (:mod:`aimcore.bus.mirror`) at once, so it never holds back another object.
+placeholder (:mod:`aimcore.api.bus.mirror`) at once, so it never holds back another object.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from nats.js.errors import KeyDeletedError, KeyNotFoundError, KeyWrongLastSequen
 from nats.js.kv import KeyValue
 from opentelemetry import trace
 
-from aimcore.bus import mirror, subjects, tracing
-from aimcore.bus.errors import TransientError, backoff
-from aimcore.bus.messages import ChangeEvent, ChangeType, ObjectRef
-from aimcore.kinds import KindRef
-from aimcore.runtime.versions import rv_int
+from aimcore.api.bus import mirror, subjects
+from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
+from aimcore.api.errors import TransientError, backoff
+from aimcore.api.kinds import KindRef
+from aimcore.runtime import tracing
+from aimcore.runtime.resourceversion import rv_int
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aim.watcher")

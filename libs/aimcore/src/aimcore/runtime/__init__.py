@@ -1,1 +1,3 @@
-"""The reconcile runtime every service runs on: durable consumption, ack mapping, status reporting."""
+"""The reconcile machinery every service runs on: the process shell and settings, the NATS and
+Kubernetes clients, durable consumption and ack mapping, the informer cache, leases, the reconciler,
+status reporting and the status rules."""

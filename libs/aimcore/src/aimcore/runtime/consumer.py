@@ -2,7 +2,7 @@
 
 Replicas of a service bind the same durable consumer, so JetStream spreads the work between them.
 Within one replica, messages for the same subject (the same object) run one after another, others
-concurrently. The handler's outcome becomes an ack decision (``aimcore.bus.errors.decide``), and
+concurrently. The handler's outcome becomes an ack decision (``aimcore.api.errors.decide``), and
 work that runs longer than half the ack wait sends in-progress acks so it is not redelivered.
 
 A stopping consumer hands back what it holds but has not started (a nak without delay, so another
@@ -25,10 +25,10 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from opentelemetry import trace
 
-from aimcore.bus import tracing
-from aimcore.bus.errors import AckAction, PermanentError, backoff, decide
-from aimcore.bus.topology import ConsumerSpec, ensure_consumer
-from aimcore.kube.client import describe_error
+from aimcore.api.bus.topology import ConsumerSpec, ensure_consumer
+from aimcore.api.errors import AckAction, PermanentError, backoff, decide
+from aimcore.runtime import tracing
+from aimcore.runtime.kube import describe_error
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aimcore.runtime")

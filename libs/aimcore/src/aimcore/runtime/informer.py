@@ -22,10 +22,10 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import KeyDeletedError, KeyNotFoundError
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
-from aimcore.bus import subjects
-from aimcore.bus.errors import TransientError
-from aimcore.kinds import KindRef
-from aimcore.runtime.versions import rv_int
+from aimcore.api.bus import subjects
+from aimcore.api.errors import TransientError
+from aimcore.api.kinds import KindRef
+from aimcore.runtime.resourceversion import rv_int
 
 log = logging.getLogger(__name__)
 GRAVEYARD_SIZE = 4096

@@ -10,7 +10,7 @@ runtime then:
 - takes the object's lease (one reconcile per object across replicas, no lost trigger);
 - reads the object never older than the event, skips deleted and paused objects;
 - validates the spec by parsing it and reports ``InvalidSpec`` instead of retrying invalid input;
-- reports ``ObjectTooLarge`` for an object the bus cannot carry (:mod:`aimcore.bus.mirror`);
+- reports ``ObjectTooLarge`` for an object the bus cannot carry (:mod:`aimcore.api.bus.mirror`);
 - runs ``reconcile``; a transient error is retried with backoff through a nak, a
   :class:`Result` with ``requeue_after`` schedules the object again (time-based work).
 """
@@ -31,18 +31,19 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from pydantic import ValidationError
 
-from aimcore.bus import mirror, subjects, topology, tracing
-from aimcore.bus.messages import ChangeEvent, ChangeType, ConditionReport, ObjectRef
-from aimcore.bus.topology import ConsumerSpec
-from aimcore.crds.base import Resource
-from aimcore.crds.validation import INVALID_SPEC, describe, parse
-from aimcore.kinds import KindRef, by_kind
+from aimcore.api.bus import mirror, subjects, topology
+from aimcore.api.bus.messages import ChangeEvent, ChangeType, ConditionReport, ObjectRef
+from aimcore.api.bus.topology import ConsumerSpec
+from aimcore.api.crds.base import Resource
+from aimcore.api.crds.validation import INVALID_SPEC, describe, parse
+from aimcore.api.kinds import KindRef, by_kind
+from aimcore.runtime import tracing
 from aimcore.runtime.consumer import Consumer
 from aimcore.runtime.informer import Indexer, Informer
 from aimcore.runtime.lease import ObjectLeases
 from aimcore.runtime.report import Reporter
-from aimcore.service import ServiceContext
-from aimcore.status.compose import is_paused
+from aimcore.runtime.service import ServiceContext
+from aimcore.runtime.status.compose import is_paused
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,11 @@ from typing import Any
 
 from nats.js import JetStreamContext
 
-from aimcore.bus import subjects, tracing
-from aimcore.bus.messages import ConditionReport, Decision, ObjectRef, StatusReport
-from aimcore.kinds import KindRef
-from aimcore.status.compose import is_current
+from aimcore.api.bus import subjects
+from aimcore.api.bus.messages import ConditionReport, Decision, ObjectRef, StatusReport
+from aimcore.api.kinds import KindRef
+from aimcore.runtime import tracing
+from aimcore.runtime.status.compose import is_current
 
 Obj = dict[str, Any]
 

@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aim_cache.downloader.run import download
-from aimcore.outbound import OutboundPolicy
+from aimcore.domain.outbound import OutboundPolicy
 
 
 async def measure(url: str, dest_dir: Path, *, curl: str = "curl", connections: int = 8) -> dict[str, Any]:

@@ -13,7 +13,7 @@ it creates, to its own policy); a refused connection ends with reason ``AddressN
 With ``--object GROUP/VERSION/KIND/NAMESPACE/NAME``, ``AIM_NATS_URL`` and ``AIM_PROGRESS_TOKEN`` set,
 progress is offered on NATS as the bus role ``download`` (``AIM_NATS_SEED``; at most one offer every
 2 s, plus the last), and the cache service relays it as a status report
-(:mod:`aimcore.bus.progress`); NATS being unreachable never fails the download.
+(:mod:`aimcore.api.bus.progress`); NATS being unreachable never fails the download.
 """
 
 from __future__ import annotations
@@ -34,13 +34,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from aim_cache.downloader.errors import DOWNLOAD_FAILED, DownloadError, redact_url
 from aim_cache.downloader.progress import Progress, RateMeter, summary
 from aim_cache.downloader.run import download
-from aimcore.outbound import OutboundPolicy
-from aimcore.units import format_bytes, format_duration, format_rate
+from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.units import format_bytes, format_duration, format_rate
 
 if TYPE_CHECKING:
     # aimcore's message models cost ~0.2 s to import: only when progress is published (--object).
-    from aimcore.bus.messages import ObjectRef, StatusReport
-
+    from aimcore.api.bus.messages import ObjectRef, StatusReport
 log = logging.getLogger("aim-download")
 
 PUBLISH_INTERVAL = 2.0
@@ -102,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_object(text: str) -> ObjectRef:
     """``GROUP/VERSION/KIND/NAMESPACE/NAME`` (empty GROUP for the core group, empty or ``_`` NAMESPACE
     for a cluster-scoped object)."""
-    from aimcore.bus.messages import ObjectRef  # noqa: PLC0415 - see the imports
+    from aimcore.api.bus.messages import ObjectRef  # noqa: PLC0415 - see the imports
 
     parts = text.split("/")
     if len(parts) != 5 or not parts[1] or not parts[2] or not parts[4]:
@@ -119,7 +118,7 @@ def parse_object(text: str) -> ObjectRef:
 
 class Publisher:
     """Offers the latest progress report at most every :data:`PUBLISH_INTERVAL` on the object's
-    progress subject, with the Job's token (:mod:`aimcore.bus.progress`: the cache service checks it
+    progress subject, with the Job's token (:mod:`aimcore.api.bus.progress`: the cache service checks it
     and relays the report); failures are logged once and never raised."""
 
     def __init__(self, nc: Any, subject: str, token: str, obj: ObjectRef, uid: str | None) -> None:
@@ -133,8 +132,8 @@ class Publisher:
 
     @classmethod
     async def connect(cls, env: Mapping[str, str], obj: ObjectRef, uid: str | None) -> Publisher | None:
-        from aimcore.bus import progress  # noqa: PLC0415 - only when publishing
-        from aimcore.bus.connect import BusSettings, connect_bus  # noqa: PLC0415
+        from aimcore.api.bus import progress  # noqa: PLC0415 - only when publishing
+        from aimcore.runtime.bus import BusSettings, connect_bus  # noqa: PLC0415
 
         token = env.get("AIM_PROGRESS_TOKEN", "")
         try:
@@ -195,7 +194,7 @@ class Publisher:
             await asyncio.sleep(PUBLISH_INTERVAL)
 
     async def _publish(self) -> None:
-        from aimcore.bus.progress import TOKEN_HEADER  # noqa: PLC0415
+        from aimcore.api.bus.progress import TOKEN_HEADER  # noqa: PLC0415
 
         report = self.latest
         if report is None or report is self.sent:

@@ -4,7 +4,7 @@ host), and the mapping from statuses and socket errors to download reasons. Stdl
 on purpose: reading with ``readinto`` into large buffers costs no Python work per network packet.
 
 Every connection applies the operator's outbound address policy at connect time
-(:mod:`aimcore.outbound.connect`: the address judged is the address connected to), for the first
+(:mod:`aimcore.domain.outbound.connect`: the address judged is the address connected to), for the first
 request and every redirect alike; a refusal is ``AddressNotAllowed``, never retried.
 """
 
@@ -31,8 +31,8 @@ from aim_cache.downloader.errors import (
     host_of,
     redact_url,
 )
-from aimcore.outbound import OutboundPolicy, OutboundRefused
-from aimcore.outbound.connect import http_connection
+from aimcore.domain.outbound import OutboundPolicy, OutboundRefused
+from aimcore.domain.outbound.connect import http_connection
 
 USER_AGENT = "aim-download/1"
 MAX_REDIRECTS = 10

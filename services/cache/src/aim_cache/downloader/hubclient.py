@@ -4,7 +4,7 @@ repositories whose quick listing lacks sizes) under the operator's outbound addr
 ``huggingface_hub`` talks through one process-wide ``httpx2`` client, which follows redirects
 itself. The client installed here (once per process, otherwise like the library's own: its request
 hook, redirects, no timeout) has a transport that, inside :func:`guarded`, opens every connection,
-redirects included, through :func:`aimcore.outbound.connect.http_connection` (the address judged is
+redirects included, through :func:`aimcore.domain.outbound.connect.http_connection` (the address judged is
 the address connected to), with the policy of the listing running in the current thread (a context
 variable; ``asyncio.to_thread`` carries it into the listing's thread). Bodies are then read whole
 (listings are small JSON documents) and requested without compression. Outside :func:`guarded`
@@ -24,8 +24,8 @@ import httpx2
 from huggingface_hub import set_client_factory
 from huggingface_hub.utils import _http as hf_http
 
-from aimcore.outbound import OutboundPolicy, OutboundRefused
-from aimcore.outbound.connect import http_connection
+from aimcore.domain.outbound import OutboundPolicy, OutboundRefused
+from aimcore.domain.outbound.connect import http_connection
 
 TIMEOUT = 30.0
 

@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from aimcore.units import format_bytes, format_duration, format_rate
+from aimcore.domain.units import format_bytes, format_duration, format_rate
 
 PHASES = ("listing", "downloading", "verifying", "done")
 

@@ -27,7 +27,7 @@ from aim_cache.downloader.partial import partial_dir
 from aim_cache.downloader.progress import Progress
 from aim_cache.downloader.sources import DIGEST_ALGORITHMS, PARTIAL_DIR, Digest, Listing, list_source
 from aim_cache.downloader.transfer import PlannedFile, Transfer
-from aimcore.outbound import OutboundPolicy
+from aimcore.domain.outbound import OutboundPolicy
 
 log = logging.getLogger("aim_cache.downloader")
 

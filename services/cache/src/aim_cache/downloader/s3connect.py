@@ -3,11 +3,11 @@ operator's outbound address policy, at connect time.
 
 botocore sends through urllib3 connection pools whose connection classes it picks per scheme; a
 client guarded here gets connection classes that resolve the host once, judge every address
-(:func:`aimcore.outbound.connect.resolve`) and connect to exactly the judged addresses (TLS still
+(:func:`aimcore.domain.outbound.connect.resolve`) and connect to exactly the judged addresses (TLS still
 verifies the certificate for the host name). That covers the endpoint (``AWS_ENDPOINT_URL``),
 virtual-hosted bucket names and a proxy alike. botocore never follows HTTP redirects itself, and it
 wraps what a connection raises, so callers find the refusal with
-:func:`aimcore.outbound.refusal_in`. The object bytes are fetched by the downloader's own
+:func:`aimcore.domain.outbound.refusal_in`. The object bytes are fetched by the downloader's own
 (guarded) connections, not through boto3.
 """
 
@@ -24,8 +24,8 @@ from botocore.awsrequest import (
 )
 from urllib3.exceptions import NameResolutionError
 
-from aimcore.outbound import OutboundPolicy
-from aimcore.outbound.connect import resolve
+from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.outbound.connect import resolve
 
 
 def _new_conn(conn: Any, policy: OutboundPolicy, connect: Any) -> socket.socket:

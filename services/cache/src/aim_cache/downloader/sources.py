@@ -34,7 +34,7 @@ from aim_cache.downloader.errors import (
     DownloadError,
     redact_url,
 )
-from aimcore.outbound import OutboundPolicy, refusal_in
+from aimcore.domain.outbound import OutboundPolicy, refusal_in
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 MANIFEST_NAME = ".aim-manifest.json"

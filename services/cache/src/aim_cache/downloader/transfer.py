@@ -50,7 +50,7 @@ from aim_cache.downloader.errors import (
 from aim_cache.downloader.fetch import idle
 from aim_cache.downloader.ranges import RangeSet, split
 from aim_cache.downloader.sources import Digest, RemoteFile
-from aimcore.outbound import OutboundPolicy
+from aimcore.domain.outbound import OutboundPolicy
 
 log = logging.getLogger("aim_cache.downloader")
 
@@ -1019,7 +1019,7 @@ def _check_space(dest: Path, needed: int) -> None:
     except OSError:
         return
     if needed > free:
-        from aimcore.units import format_bytes  # noqa: PLC0415
+        from aimcore.domain.units import format_bytes  # noqa: PLC0415
 
         raise DownloadError(
             STORAGE_FULL,

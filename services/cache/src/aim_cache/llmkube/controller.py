@@ -56,13 +56,13 @@ from aim_cache.llmkube.sources import (
     parse_source,
 )
 from aim_cache.memo import remember
-from aimcore import jobs
-from aimcore.children import owned_by
-from aimcore.kinds import JOB, NODE, POD, PVC, by_kind
-from aimcore.kube.client import ApiException, Kube, describe_error
+from aimcore.api.kinds import JOB, NODE, POD, PVC, by_kind
+from aimcore.domain import jobs
+from aimcore.domain.children import owned_by
 from aimcore.runtime.informer import Informer, Obj
+from aimcore.runtime.kube import ApiException, Kube, describe_error
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.status.rules import rfc3339
+from aimcore.runtime.status.rules import rfc3339
 
 log = logging.getLogger(__name__)
 

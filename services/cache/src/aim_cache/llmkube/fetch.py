@@ -4,7 +4,7 @@ listing its files for the cache's downloader, and reading a remote GGUF header e
 Every network call here goes to a URL the policy already accepted (:func:`sources.check_source`);
 redirects are checked again host by host (``guard``), so a public URL cannot bounce the operator
 into the cluster network or the metadata service; and every connection applies the same policy
-again at connect time (``outbound``: :mod:`aimcore.outbound.connect`), so a DNS answer that changes
+again at connect time (``outbound``: :mod:`aimcore.domain.outbound.connect`), so a DNS answer that changes
 after the check is refused too. Blocking calls run in threads.
 """
 
@@ -29,8 +29,8 @@ from aim_cache.llmkube.sources import (
     SourceUnreachable,
     check_remote,
 )
-from aimcore.outbound import OutboundPolicy, OutboundRefused
-from aimcore.outbound.connect import http_connection
+from aimcore.domain.outbound import OutboundPolicy, OutboundRefused
+from aimcore.domain.outbound.connect import http_connection
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aimcore.outbound import OutboundPolicy
-from aimcore.outbound.connect import http_connection
+from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.outbound.connect import http_connection
 
 __all__ = [
     "DEFAULT_BLOCK",
@@ -627,7 +627,7 @@ def read_remote(
     Failures raise ``GGUFError`` carrying the HTTP status, never header values. ``guard`` is called
     with every redirect target before it is fetched (it raises to refuse one); ``policy`` (default:
     the operator-wide outbound policy) is applied to every connection (it raises
-    :class:`~aimcore.outbound.OutboundRefused`)."""
+    :class:`~aimcore.domain.outbound.OutboundRefused`)."""
     if block <= 0:
         raise ValueError("block must be positive")
     remote = _RemoteFile(url, headers or {}, timeout, block, guard, policy=policy)

@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from aimcore.gpu import parse_quantity
+from aimcore.domain.gpu import parse_quantity
 
 __all__ = [
     "ACCELERATORS",

@@ -38,7 +38,7 @@ from aim_cache.downloader import (
 )
 from aim_cache.llmkube import drift, fetch
 from aim_cache.llmkube.sources import SOURCE_NOT_ALLOWED, Source, SourceError, SourceUnreachable
-from aimcore.outbound import OutboundPolicy
+from aimcore.domain.outbound import OutboundPolicy
 
 log = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aim_cache.llmkube.sources import Policy
-from aimcore.outbound import OutboundPolicy
-from aimcore.outbound.policy import split_hosts
+from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.outbound.policy import split_hosts
 
 DEFAULT_VERIFY_IMAGE = "aim-engine-py:0.1.0"
 

@@ -13,7 +13,7 @@ with embedded credentials are rejected outright (credentials belong in a secret,
 otherwise leak into status, events and logs). ``files``/``mmproj`` entries are validated as
 canonical relative paths so nothing can be staged outside the model's cache directory.
 
-The address rules are the operator's shared outbound policy (:mod:`aimcore.outbound`); this
+The address rules are the operator's shared outbound policy (:mod:`aimcore.domain.outbound`); this
 module applies them to a Model's source. Everything is pure except the DNS lookup in
 :func:`check_remote`, which is injectable.
 """
@@ -30,7 +30,13 @@ from typing import Any, Final, Literal
 from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
 
 from aim_cache.downloader.errors import redact_url
-from aimcore.outbound import OutboundPolicy, OutboundRefused, check_addresses, check_host, normalize_host
+from aimcore.domain.outbound import (
+    OutboundPolicy,
+    OutboundRefused,
+    check_addresses,
+    check_host,
+    normalize_host,
+)
 
 INVALID_SOURCE: Final = "InvalidSource"
 SOURCE_NOT_ALLOWED: Final = "SourceNotAllowed"
@@ -367,7 +373,7 @@ def _parse_pvc(rest: str, key: str, files: tuple[str, ...], mmproj: str | None) 
 @dataclass(frozen=True)
 class Policy:
     """What may be fetched: local roots (empty: no local source at all) and, for remote hosts, the
-    outbound address policy (:mod:`aimcore.outbound`) as this path configures it."""
+    outbound address policy (:mod:`aimcore.domain.outbound`) as this path configures it."""
 
     allowed_roots: tuple[str, ...] = ()
     allowed_hosts: frozenset[str] = frozenset()
@@ -415,7 +421,7 @@ def check_local(path: str, policy: Policy) -> str:
 def check_remote(url: str, policy: Policy, resolve: Callable[[str], list[str]] = default_resolve) -> None:
     """Refuse (``SourceNotAllowed``) a URL whose host is, or resolves to, an address we must not reach.
 
-    The shared outbound policy decides (:mod:`aimcore.outbound`): hosts in ``policy.allowed_hosts``
+    The shared outbound policy decides (:mod:`aimcore.domain.outbound`): hosts in ``policy.allowed_hosts``
     pass unchecked; otherwise every resolved address is checked (one bad address is enough to
     refuse: a resolver may hand the client any of them). Raises :class:`SourceUnreachable` when
     the host does not resolve (transient). The connections themselves apply the policy again at

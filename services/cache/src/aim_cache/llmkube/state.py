@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aim_cache.llmkube import drift
-from aimcore.bus.messages import ConditionReport
-from aimcore.units import format_bytes, format_duration
+from aimcore.api.bus.messages import ConditionReport
+from aimcore.domain.units import format_bytes, format_duration
 
 PENDING = "Pending"
 DOWNLOADING = "Downloading"

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from aim_cache.llmkube.inspect import SHA256, Known
-from aimcore.children import owned_by, owner_reference
-from aimcore.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
-from aimcore.naming import derived_name, label_value
+from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
+from aimcore.domain.children import owned_by, owner_reference
+from aimcore.domain.naming import derived_name, label_value
 
 Obj = dict[str, Any]
 

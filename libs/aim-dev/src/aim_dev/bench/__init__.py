@@ -1,0 +1,1 @@
+"""The benchmarks behind aimctl bench: backbone, deployer, download, memory."""

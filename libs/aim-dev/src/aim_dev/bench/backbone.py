@@ -1,0 +1,268 @@
+"""``aimctl bench backbone``: the event backbone's figures against the embedded stack (DESIGN §8).
+
+It starts the whole embedded system in a temporary home (or uses ``--home``), then measures:
+
+- apply → status latency for single AIMServices (p50, p99): from the create call until a watch
+  sees the status the operator wrote;
+- throughput at 1,000 AIMServices applied at once: time until every one has status, against the
+  time the same API server takes to accept 1,000 plain creates (paused AIMServices, which the
+  operator leaves alone), and the API writes the operator spent per service;
+- API calls per minute in a steady state with no changes (from the API server's own metrics).
+
+Human-readable lines go to stderr; the last line on stdout is one JSON object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from aim_dev.local.stack import Stack
+from aimcore.api.kinds import CHILD_KINDS, NAMESPACE, NODE, by_kind, crd_kinds
+from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime.status.compose import PAUSE_ANNOTATION
+
+AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
+SPEC = {"model": {"name": "m"}}
+Counts = dict[tuple[str, str], float]
+# What the operator reads and writes; calls on other resources come from other clients.
+OPERATOR_RESOURCES = {k.plural for k in (*crd_kinds(), *CHILD_KINDS, NODE)}
+_METRIC = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$")
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def manifest(name: str, namespace: str, *, paused: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if paused:
+        meta["annotations"] = {PAUSE_ANNOTATION: "true"}
+    return {
+        "apiVersion": AIMSVC.api_version,
+        "kind": AIMSVC.kind,
+        "metadata": meta,
+        "spec": {"model": {"name": "m"}},
+    }
+
+
+async def request_counts(kube: Kube) -> Counts:
+    """apiserver_request_total summed by (verb, resource)."""
+    text = await kube.api.call_api(
+        "/metrics",
+        "GET",
+        header_params={"Accept": "text/plain"},
+        auth_settings=["BearerToken"],
+        response_types_map={200: "str"},
+        _return_http_data_only=True,
+    )
+    counts: Counts = {}
+    for line in str(text).splitlines():
+        m = _METRIC.match(line)
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group("labels")))
+        key = (labels.get("verb", ""), labels.get("resource", ""))
+        counts[key] = counts.get(key, 0.0) + float(m.group("value"))
+    return counts
+
+
+def delta(
+    after: dict[tuple[str, str], float], before: dict[tuple[str, str], float]
+) -> dict[tuple[str, str], float]:
+    return {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0) > 0}
+
+
+WRITE_VERBS = frozenset({"POST", "PATCH", "PUT", "APPLY"})  # APPLY: server-side apply
+
+
+def api_writes(after: Counts, before: Counts) -> float:
+    """Write requests the API server served between two :func:`request_counts`."""
+    return sum(v for (verb, _), v in delta(after, before).items() if verb in WRITE_VERBS)
+
+
+class StatusWatch:
+    """Notes when each AIMService in a namespace first has a status."""
+
+    def __init__(self, kube: Kube, namespace: str) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.seen: dict[str, float] = {}
+        self.changed = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        _, rv = await self.kube.list(AIMSVC, self.namespace)
+        self.task = asyncio.create_task(self._follow(rv))
+
+    async def _follow(self, rv: str) -> None:
+        while True:
+            async for event in self.kube.watch(AIMSVC, rv, namespace=self.namespace, timeout_seconds=60):
+                obj = event["object"]
+                rv = obj["metadata"]["resourceVersion"]
+                name = obj["metadata"].get("name")
+                if name and (obj.get("status") or {}).get("status") and name not in self.seen:
+                    self.seen[name] = time.perf_counter()
+                    self.changed.set()
+
+    async def until(self, names: Iterable[str], timeout: float) -> None:
+        wanted = set(names)
+        async with asyncio.timeout(timeout):
+            while not wanted <= set(self.seen):
+                self.changed.clear()
+                await self.changed.wait()
+
+    async def stop(self) -> None:
+        if self.task:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+
+
+async def create_all(kube: Kube, bodies: list[dict[str, Any]], concurrency: int = 32) -> None:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(body: dict[str, Any]) -> None:
+        async with gate:
+            await kube.create(by_kind(str(body["apiVersion"]).partition("/")[0], body["kind"]), body)
+
+    await asyncio.gather(*(one(b) for b in bodies))
+
+
+async def namespace(kube: Kube, name: str) -> None:
+    await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+async def measure(kubeconfig: str, singles: int, bulk: int, idle_seconds: float) -> dict[str, Any]:
+    kube = Kube(await connect(kubeconfig), field_manager="aim-bench")
+    try:
+        # Let the services settle (consumers bound, initial resyncs done) before measuring.
+        await namespace(kube, "bench-warmup")
+        warm = StatusWatch(kube, "bench-warmup")
+        await warm.start()
+        await kube.create(AIMSVC, manifest("warmup", "bench-warmup"))
+        await warm.until(["warmup"], timeout=120)
+        await warm.stop()
+
+        # 1. apply -> status latency, one object at a time.
+        await namespace(kube, "bench-latency")
+        watch = StatusWatch(kube, "bench-latency")
+        await watch.start()
+        latencies = []
+        for i in range(singles):
+            name = f"single-{i:04d}"
+            started = time.perf_counter()
+            await kube.create(AIMSVC, manifest(name, "bench-latency"))
+            await watch.until([name], timeout=60)
+            latencies.append((watch.seen[name] - started) * 1000)
+        await watch.stop()
+        p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+        say(f"apply -> status: p50 {p50:.1f} ms, p99 {p99:.1f} ms over {singles} objects")
+
+        # 2. plain creates: paused AIMServices, which nothing reconciles.
+        await namespace(kube, "bench-plain")
+        plain = [manifest(f"plain-{i:04d}", "bench-plain", paused=True) for i in range(bulk)]
+        started = time.perf_counter()
+        await create_all(kube, plain)
+        plain_seconds = time.perf_counter() - started
+        say(f"{bulk} plain creates accepted in {plain_seconds:.2f} s")
+
+        # 3. the same number reconciled to status.
+        await namespace(kube, "bench-bulk")
+        watch = StatusWatch(kube, "bench-bulk")
+        await watch.start()
+        names = [f"bulk-{i:04d}" for i in range(bulk)]
+        before = await request_counts(kube)
+        started = time.perf_counter()
+        await create_all(kube, [manifest(n, "bench-bulk") for n in names])
+        await watch.until(names, timeout=600)
+        bulk_seconds = time.perf_counter() - started
+        await watch.stop()
+        after = await request_counts(kube)
+        writes = api_writes(after, before)
+        operator_writes = writes - bulk  # the bench's own creates
+        per_service = operator_writes / bulk
+        say(f"{bulk} AIMServices reconciled to status in {bulk_seconds:.2f} s")
+        say(f"API writes by the operator: {per_service:.2f} per AIMService")
+
+        # 4. steady state: nothing changes; count the API calls.
+        await asyncio.sleep(5)  # let trailing work finish before the quiet window starts
+        before = await request_counts(kube)
+        await asyncio.sleep(idle_seconds)
+        after = await request_counts(kube)
+        quiet = delta(after, before)
+        calls = sum(v for (_, res), v in quiet.items() if res in OPERATOR_RESOURCES)
+        others = sum(quiet.values()) - calls - 1  # kube-controller-manager etc.; minus our metrics read
+        per_minute = calls * 60 / idle_seconds
+        say(
+            f"steady state: {calls:.0f} operator API calls in {idle_seconds:.0f} s ({per_minute:.1f}/min); "
+            f"{others:.0f} by other clients (controller manager)"
+        )
+        seen = sorted((v, k) for k, v in quiet.items() if k[1] in OPERATOR_RESOURCES and v)
+        say(
+            "  of which: "
+            + (", ".join(f"{v:.0f} {verb} {res}" for v, (verb, res) in reversed(seen)) or "none")
+        )
+    finally:
+        await kube.close()
+    return {
+        "apply_to_status_p50_ms": round(percentile(latencies, 0.5), 1),
+        "apply_to_status_p99_ms": round(percentile(latencies, 0.99), 1),
+        "events_per_s": round(bulk / bulk_seconds, 1),
+        "steady_state_api_calls_per_min": round(per_minute, 1),
+        "steady_state_other_clients_calls_per_min": round(others * 60 / idle_seconds, 1),
+        "bulk_objects": bulk,
+        "bulk_seconds": round(bulk_seconds, 2),
+        "plain_create_seconds": round(plain_seconds, 2),
+        "throughput_ratio": round(plain_seconds / bulk_seconds, 3),
+        "api_writes_per_service": round(operator_writes / bulk, 2),
+        "single_samples": singles,
+    }
+
+
+@contextlib.contextmanager
+def embedded_stack(home: Path | None) -> Iterator[Stack]:
+    """The whole embedded system, in ``home`` or a temporary directory, for one benchmark."""
+    with tempfile.TemporaryDirectory(prefix="aim-bench-") as tmp:
+        stack = Stack(home=home or Path(tmp))
+        say(f"starting the embedded stack in {stack.home} ...")
+        stack.start()
+        try:
+            yield stack
+        finally:
+            stack.stop()
+
+
+def stamped(figures: dict[str, Any]) -> dict[str, Any]:
+    """``figures`` with the machine and the date they were measured on."""
+    figures["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    figures["date"] = time.strftime("%Y-%m-%d")
+    return figures
+
+
+def backbone(home: Path | None, singles: int, bulk: int, idle_seconds: float) -> dict[str, Any]:
+    with embedded_stack(home) as stack:
+        figures = asyncio.run(measure(str(stack.kubeconfig), singles, bulk, idle_seconds))
+    return stamped(figures)
+
+
+def main(home: str | None, singles: int, bulk: int, idle_seconds: float) -> int:
+    figures = backbone(Path(home) if home else None, singles, bulk, idle_seconds)
+    print(json.dumps(figures))
+    return 0

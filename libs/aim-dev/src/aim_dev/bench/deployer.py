@@ -1,0 +1,241 @@
+"""``aimctl bench deployer``: the deployer's figures against the embedded stack (DESIGN §8).
+
+It starts the whole embedded system in a temporary home (or uses ``--home``), prepares a model, a
+template and a template cache that the operator's own services bring to Ready (the template has
+inline model sources and needs no GPU; the cache downloads a small model from a local
+Hub-compatible server with the cache service's local executor), then measures:
+
+- operator overhead: from the create call of an AIMService using them until a watch sees its
+  InferenceService (p50, p99 over single services applied one at a time);
+- throughput: 1,000 such AIMServices applied at once until every one has its InferenceService and
+  its status written, against the time the same API server takes to accept 1,000 plain creates
+  (paused AIMServices, which the operator leaves alone) in the same run, and the API writes the
+  operator spent per service.
+
+Human-readable lines go to stderr; the last line on stdout is one JSON object with the keys
+``overhead_p50_ms``, ``overhead_p99_ms`` and ``ratio_vs_raw_create``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from aim_dev.bench.backbone import (
+    api_writes,
+    create_all,
+    delta,
+    embedded_stack,
+    namespace,
+    percentile,
+    request_counts,
+    say,
+    stamped,
+)
+from aim_dev.local.hub import HubServer, add_repo
+from aimcore.api.kinds import INFERENCE_SERVICE, by_kind
+from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime.status.compose import PAUSE_ANNOTATION
+
+AIM = "aim.eai.amd.com"
+AIMSVC = by_kind(AIM, "AIMService")
+MODEL = by_kind(AIM, "AIMModel")
+TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
+TEMPLATE_CACHE = by_kind(AIM, "AIMTemplateCache")
+NS = "bench-deployer"
+REPO = "bench/tiny"
+FILES = {"config.json": b'{"architectures": ["LlamaForCausalLM"]}', "model.safetensors": bytes(64 * 1024)}
+
+
+def service(name: str, *, paused: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NS}
+    if paused:
+        meta["annotations"] = {PAUSE_ANNOTATION: "true"}
+    spec = {"model": {"name": "bench-model"}, "template": {"name": "bench-template"}}
+    return {"apiVersion": AIMSVC.api_version, "kind": AIMSVC.kind, "metadata": meta, "spec": spec}
+
+
+async def _state(kube: Kube, ref: Any, name: str) -> str:
+    obj = await kube.get(ref, NS, name)
+    return str(((obj or {}).get("status") or {}).get("status") or "")
+
+
+async def prepare(kube: Kube, hub: HubServer) -> None:
+    """A Ready model, template and template cache, made Ready by the operator itself."""
+    await namespace(kube, NS)
+    env = [{"name": "HF_ENDPOINT", "value": hub.endpoint}]
+    source = {"modelId": REPO, "sourceUri": f"hf://{REPO}", "size": "1Mi"}
+    await kube.create(
+        MODEL,
+        {
+            "apiVersion": MODEL.api_version,
+            "kind": MODEL.kind,
+            "metadata": {"name": "bench-model", "namespace": NS},
+            "spec": {
+                "image": "ghcr.io/bench/aim-base:1.0",
+                "modelSources": [source],
+                "custom": {"hardware": {"cpu": {"requests": "1"}}},
+                "discovery": {"extractMetadata": False, "createServiceTemplates": False},
+            },
+        },
+    )
+    await kube.create(
+        TEMPLATE,
+        {
+            "apiVersion": TEMPLATE.api_version,
+            "kind": TEMPLATE.kind,
+            "metadata": {"name": "bench-template", "namespace": NS},
+            "spec": {"modelName": "bench-model", "modelSources": [source], "type": "optimized"},
+        },
+    )
+    await kube.create(
+        TEMPLATE_CACHE,
+        {
+            "apiVersion": TEMPLATE_CACHE.api_version,
+            "kind": TEMPLATE_CACHE.kind,
+            "metadata": {"name": "bench-cache", "namespace": NS},
+            "spec": {"templateName": "bench-template", "env": env},
+        },
+    )
+    deadline = time.monotonic() + 180
+    for ref, name in ((MODEL, "bench-model"), (TEMPLATE, "bench-template"), (TEMPLATE_CACHE, "bench-cache")):
+        while (state := await _state(kube, ref, name)) != "Ready":
+            if time.monotonic() > deadline:
+                obj = await kube.get(ref, NS, name)
+                conditions = ((obj or {}).get("status") or {}).get("conditions")
+                raise RuntimeError(f"{ref.kind} {name} did not become Ready: {state!r} {conditions}")
+            await asyncio.sleep(0.2)
+    say("model, template and template cache are Ready")
+
+
+class Seen:
+    """When each InferenceService appeared, and when each service's status names its
+    InferenceService condition (its status written for the deployed state)."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self.isvcs: dict[str, float] = {}
+        self.statuses: dict[str, float] = {}
+        self.changed = asyncio.Event()
+        self.tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        for ref, sink in ((INFERENCE_SERVICE, self.isvcs), (AIMSVC, self.statuses)):
+            _, rv = await self.kube.list(ref, NS)
+            self.tasks.append(asyncio.create_task(self._follow(ref, rv, sink)))
+
+    async def _follow(self, ref: Any, rv: str, sink: dict[str, float]) -> None:
+        while True:
+            async for event in self.kube.watch(ref, rv, namespace=NS, timeout_seconds=60):
+                obj = event["object"]
+                rv = obj["metadata"]["resourceVersion"]
+                owner = self._owner(ref, obj)
+                if owner and owner not in sink:
+                    sink[owner] = time.perf_counter()
+                    self.changed.set()
+
+    @staticmethod
+    def _owner(ref: Any, obj: dict[str, Any]) -> str | None:
+        if ref is INFERENCE_SERVICE:
+            owners = obj["metadata"].get("ownerReferences") or []
+            return str(owners[0]["name"]) if owners else None
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "InferenceServiceReady" for c in conditions):
+            return str(obj["metadata"]["name"])
+        return None
+
+    async def until(self, names: Iterable[str], timeout: float, *, status: bool = False) -> None:
+        wanted = set(names)
+        async with asyncio.timeout(timeout):
+            while not (wanted <= set(self.isvcs) and (not status or wanted <= set(self.statuses))):
+                self.changed.clear()
+                await self.changed.wait()
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def measure(kubeconfig: str, hub: HubServer, singles: int, bulk: int) -> dict[str, Any]:
+    kube = Kube(await connect(kubeconfig), field_manager="aim-bench")
+    try:
+        await prepare(kube, hub)
+        seen = Seen(kube)
+        await seen.start()
+        await create_all_services(kube, ["warmup"])
+        await seen.until(["warmup"], timeout=120, status=True)
+
+        # 1. operator overhead, one service at a time
+        overheads = []
+        for i in range(singles):
+            name = f"single-{i:04d}"
+            started = time.perf_counter()
+            await kube.create(AIMSVC, service(name))
+            await seen.until([name], timeout=60)
+            overheads.append((seen.isvcs[name] - started) * 1000)
+        p50, p99 = percentile(overheads, 0.5), percentile(overheads, 0.99)
+        say(f"apply -> InferenceService: p50 {p50:.1f} ms, p99 {p99:.1f} ms over {singles} services")
+        await seen.until([f"single-{i:04d}" for i in range(singles)], timeout=120, status=True)
+
+        # 2. plain creates: paused AIMServices, which nothing reconciles
+        plain = [service(f"plain-{i:04d}", paused=True) for i in range(bulk)]
+        started = time.perf_counter()
+        await create_all(kube, plain)
+        plain_seconds = time.perf_counter() - started
+        say(f"{bulk} plain creates accepted in {plain_seconds:.2f} s")
+
+        # 3. the same number deployed: InferenceService created and status written
+        names = [f"bulk-{i:04d}" for i in range(bulk)]
+        before = await request_counts(kube)
+        started = time.perf_counter()
+        await create_all_services(kube, names)
+        await seen.until(names, timeout=900, status=True)
+        bulk_seconds = time.perf_counter() - started
+        after = await request_counts(kube)
+        await seen.stop()
+        writes = api_writes(after, before)
+        served = sorted(((v, k) for k, v in delta(after, before).items() if v >= bulk / 10), reverse=True)
+        say(
+            "API requests during the bulk phase: "
+            + ", ".join(f"{v:.0f} {verb} {res}" for v, (verb, res) in served)
+        )
+        per_service = (writes - bulk) / bulk  # minus the bench's own creates
+        say(f"{bulk} AIMServices deployed (InferenceService + status) in {bulk_seconds:.2f} s")
+        say(f"API writes by the operator: {per_service:.2f} per AIMService")
+    finally:
+        await kube.close()
+    return {
+        "overhead_p50_ms": round(p50, 1),
+        "overhead_p99_ms": round(p99, 1),
+        "ratio_vs_raw_create": round(plain_seconds / bulk_seconds, 3),
+        "bulk_services": bulk,
+        "bulk_seconds": round(bulk_seconds, 2),
+        "plain_create_seconds": round(plain_seconds, 2),
+        "api_writes_per_service": round(per_service, 2),
+        "single_samples": singles,
+    }
+
+
+async def create_all_services(kube: Kube, names: list[str]) -> None:
+    await create_all(kube, [service(n) for n in names])
+
+
+def main(home: str | None, singles: int, bulk: int) -> int:
+    with tempfile.TemporaryDirectory(prefix="aim-bench-hub-") as tmp:
+        add_repo(Path(tmp), REPO, FILES, lfs_threshold=1024)
+        hub = HubServer(Path(tmp)).start()
+        try:
+            with embedded_stack(Path(home) if home else None) as stack:
+                figures = asyncio.run(measure(str(stack.kubeconfig), hub, singles, bulk))
+        finally:
+            hub.stop()
+    print(json.dumps(stamped(figures)))
+    return 0

@@ -1,0 +1,44 @@
+"""Installing CustomResourceDefinitions and waiting until the API server serves them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from aimcore.api.kinds import KindRef
+from aimcore.runtime.kube import Kube
+
+CRD = KindRef("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
+
+
+def strip_cel(node: Any) -> Any:
+    """Drop ``x-kubernetes-validations``: API servers before 1.25 reject the unknown field."""
+    if isinstance(node, dict):
+        return {k: strip_cel(v) for k, v in node.items() if k != "x-kubernetes-validations"}
+    if isinstance(node, list):
+        return [strip_cel(v) for v in node]
+    return node
+
+
+async def server_minor(kube: Kube) -> int:
+    info = await kube._call("GET", "/version")
+    return int(str(info.get("minor", "0")).rstrip("+"))
+
+
+async def install(kube: Kube, crds: Iterable[dict[str, Any]], timeout: float = 60.0) -> None:
+    """Apply every CRD (server-side) and wait until each is Established."""
+    keep_cel = await server_minor(kube) >= 25
+    names = []
+    for crd in crds:
+        body = crd if keep_cel else strip_cel(crd)
+        await kube.apply(CRD, body)
+        names.append(crd["metadata"]["name"])
+    async with asyncio.timeout(timeout):
+        for name in names:
+            while True:
+                obj = await kube.get(CRD, None, name)
+                conds = {c["type"]: c["status"] for c in (obj or {}).get("status", {}).get("conditions", [])}
+                if conds.get("Established") == "True":
+                    break
+                await asyncio.sleep(0.05)

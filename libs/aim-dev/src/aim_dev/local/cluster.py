@@ -1,0 +1,193 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver and kube-controller-manager
+(garbage collector, Job and namespace controllers), like controller-runtime's envtest. No kubelet
+and no scheduler: Pods stay Pending, and tests play the kubelet's part by patching status.
+
+Authentication is a static admin token in ``system:masters``; RBAC is on, so service accounts are
+subject to the roles in ``deploy/``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import ssl
+import subprocess
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from aim_dev.local import binaries
+from aim_dev.local.processes import ManagedProcess, free_port, port_open, start_with_retries
+
+
+@dataclass
+class ControlPlane:
+    """Owns the three processes and the files they need, all under ``workdir``."""
+
+    workdir: Path
+    token: str = field(default_factory=lambda: secrets.token_hex(24))
+    etcd_port: int = field(default_factory=free_port)
+    apiserver_port: int = field(default_factory=free_port)
+    processes: list[ManagedProcess] = field(default_factory=list)
+    die_with_parent: bool = True
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    @property
+    def pki(self) -> Path:
+        return self.workdir / "pki"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.workdir / "kubeconfig"
+
+    def kubeconfig(self) -> dict[str, object]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "aim-local",
+                    "cluster": {
+                        "server": self.server,
+                        "certificate-authority": str(self.pki / "apiserver.crt"),
+                    },
+                }
+            ],
+            "users": [{"name": "aim-admin", "user": {"token": self.token}}],
+            "contexts": [{"name": "aim-local", "context": {"cluster": "aim-local", "user": "aim-admin"}}],
+            "current-context": "aim-local",
+        }
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self, timeout: float = 90.0, attempts: int = 3) -> ControlPlane:
+        """Start all three; a port taken between choosing and binding it is retried on new ports."""
+
+        def new_ports() -> None:
+            self.etcd_port, self.apiserver_port = free_port(), free_port()
+
+        return start_with_retries(lambda: self._start(timeout), self.stop, new_ports, attempts)
+
+    def _start(self, timeout: float) -> ControlPlane:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.pki.mkdir(exist_ok=True)
+        logs = self.workdir / "logs"
+        self._write_credentials()
+        etcd = self._spawn(
+            "etcd",
+            [
+                binaries.find("etcd"),
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{self.etcd_port}",
+                f"--advertise-client-urls=http://127.0.0.1:{self.etcd_port}",
+                f"--listen-peer-urls=http://127.0.0.1:{free_port()}",
+                "--unsafe-no-fsync=true",
+                "--quota-backend-bytes=4294967296",
+                "--log-level=warn",
+            ],
+            logs,
+        )
+        etcd.wait_until(lambda: port_open(self.etcd_port), 30, "etcd to listen")
+        apiserver = self._spawn("kube-apiserver", self._apiserver_args(), logs)
+        apiserver.wait_until(self._ready, timeout, "kube-apiserver /readyz")
+        self.kubeconfig_path.write_text(yaml.safe_dump(self.kubeconfig()))
+        kcm_port = free_port()
+        kcm = self._spawn(
+            "kube-controller-manager",
+            [
+                binaries.find("kube-controller-manager"),
+                f"--kubeconfig={self.kubeconfig_path}",
+                f"--authentication-kubeconfig={self.kubeconfig_path}",
+                f"--authorization-kubeconfig={self.kubeconfig_path}",
+                "--leader-elect=false",
+                "--port=0",
+                f"--secure-port={kcm_port}",
+                "--bind-address=127.0.0.1",
+                f"--cert-dir={self.pki / 'kcm'}",
+                f"--service-account-private-key-file={self.pki / 'sa.key'}",
+                f"--root-ca-file={self.pki / 'apiserver.crt'}",
+                "--use-service-account-credentials=false",
+                "--controllers=*,-nodeipam,-nodelifecycle,-attachdetach,-persistentvolume-expander,-ttl",
+                "--concurrent-gc-syncs=5",
+                "--v=1",
+            ],
+            logs,
+        )
+        kcm.wait_until(lambda: port_open(kcm_port), 60, "kube-controller-manager to serve")
+        return self
+
+    def stop(self) -> None:
+        for proc in reversed(self.processes):
+            proc.stop()
+        self.processes.clear()
+
+    def restart_apiserver(self, timeout: float = 90.0) -> None:
+        """Stop kube-apiserver and start it again on the same port and etcd (a control-plane
+        upgrade or crash, as clients see it)."""
+        old = next(p for p in self.processes if p.name == "kube-apiserver")
+        old.stop()
+        new = ManagedProcess(
+            "kube-apiserver", old.argv, old.log_path.parent, die_with_parent=self.die_with_parent
+        )
+        self.processes[self.processes.index(old)] = new.start()
+        new.wait_until(self._ready, timeout, "kube-apiserver /readyz after restart")
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _spawn(self, name: str, argv: list[str], logs: Path) -> ManagedProcess:
+        proc = ManagedProcess(name, argv, logs, die_with_parent=self.die_with_parent).start()
+        self.processes.append(proc)
+        return proc
+
+    def _write_credentials(self) -> None:
+        key = self.pki / "sa.key"
+        if not key.exists():
+            subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
+            subprocess.run(
+                ["openssl", "rsa", "-in", str(key), "-pubout", "-out", str(self.pki / "sa.pub")],
+                check=True,
+                capture_output=True,
+            )
+        (self.pki / "tokens.csv").write_text(f'{self.token},aim-admin,aim-admin,"system:masters"\n')
+
+    def _apiserver_args(self) -> list[str]:
+        return [
+            binaries.find("kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+            f"--secure-port={self.apiserver_port}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            "--insecure-port=0",
+            f"--cert-dir={self.pki}",
+            f"--token-auth-file={self.pki / 'tokens.csv'}",
+            "--authorization-mode=RBAC",
+            f"--service-account-key-file={self.pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={self.pki / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            "--api-audiences=https://kubernetes.default.svc.cluster.local",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--allow-privileged=true",
+            "--enable-priority-and-fairness=false",
+            "--profiling=false",
+            "--watch-cache=true",
+            "--v=0",
+        ]
+
+    def _ready(self) -> bool:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        req = urllib.request.Request(
+            f"{self.server}/readyz", headers={"Authorization": f"Bearer {self.token}"}
+        )
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=2) as resp:
+                return bool(resp.status == 200)
+        except (urllib.error.URLError, OSError, json.JSONDecodeError):
+            return False

@@ -1,0 +1,197 @@
+"""Every stream, KV bucket and durable consumer of the system, defined in one place.
+
+Ownership: the **watcher** declares the streams and buckets at start-up (it is their producer, and
+it runs before anything can be consumed); each service declares only its own durable consumer,
+shared by all its replicas (work-queue semantics across replicas). ``ensure_topology`` is
+idempotent and updates a stream whose settings changed, so redeploying with a new retention is
+just a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from nats import errors as nats_errors
+from nats.js import JetStreamContext
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    KeyValueConfig,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.kv import KeyValue
+
+from aimcore.api.bus import subjects
+
+log = logging.getLogger(__name__)
+
+EVENTS_STREAM = "AIM_EVENTS"
+STATUS_STREAM = "AIM_STATUS"
+DECISIONS_STREAM = "AIM_DECISIONS"
+OBJECTS_BUCKET = "aim-objects"
+LEASES_BUCKET = "aim-leases"
+DIRTY_BUCKET = "aim-dirty"
+ELECTION_BUCKET = "aim-election"
+DISCOVERY_BUCKET = "aim-discovery"
+
+DAY = 86_400.0
+GIB = 1 << 30
+STREAM_IN_USE = 10058
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw else default
+
+
+@dataclass(frozen=True)
+class Retention:
+    """History kept for audit and replay; ``AIM_HISTORY_MAX_AGE`` (seconds) and
+    ``AIM_HISTORY_MAX_BYTES`` override the defaults (7 days, 1 GiB per stream)."""
+
+    max_age: float = field(default_factory=lambda: _env_float("AIM_HISTORY_MAX_AGE", 7 * DAY))
+    max_bytes: int = field(default_factory=lambda: int(_env_float("AIM_HISTORY_MAX_BYTES", GIB)))
+    duplicate_window: float = 120.0
+
+
+def stream_configs(retention: Retention | None = None) -> list[StreamConfig]:
+    r = retention or Retention()
+
+    def make(name: str, subject: str, description: str, *more: str) -> StreamConfig:
+        return StreamConfig(
+            name=name,
+            description=description,
+            subjects=[f"{s}.>" for s in (subject, *more)],
+            retention=RetentionPolicy.LIMITS,
+            storage=StorageType.FILE,
+            max_age=r.max_age,
+            max_bytes=r.max_bytes,
+            duplicate_window=r.duplicate_window,
+        )
+
+    return [
+        make(
+            EVENTS_STREAM,
+            subjects.EVENTS_PREFIX,
+            "Change events observed by the watcher, and services' own requeues",
+            subjects.REQUEUE_PREFIX,
+        ),
+        make(STATUS_STREAM, subjects.STATUS_PREFIX, "Status reports from the services"),
+        make(DECISIONS_STREAM, subjects.DECISIONS_PREFIX, "Explained decisions, for audit"),
+    ]
+
+
+def bucket_configs() -> list[KeyValueConfig]:
+    return [
+        KeyValueConfig(
+            bucket=OBJECTS_BUCKET,
+            description="Mirror of every watched object, written before its change event",
+            history=1,
+            storage=StorageType.FILE,
+        ),
+        KeyValueConfig(
+            bucket=LEASES_BUCKET,
+            description="Per-object reconcile leases (compare-and-set, short TTL)",
+            history=1,
+            ttl=30.0,
+            storage=StorageType.FILE,
+        ),
+        KeyValueConfig(
+            bucket=ELECTION_BUCKET,
+            description="Leader election among watcher replicas (compare-and-set, short TTL)",
+            history=1,
+            ttl=10.0,
+            storage=StorageType.FILE,
+        ),
+        KeyValueConfig(
+            bucket=DIRTY_BUCKET,
+            description="Triggers that arrived while another replica held an object's lease",
+            history=1,
+            storage=StorageType.FILE,
+        ),
+        KeyValueConfig(
+            bucket=DISCOVERY_BUCKET,
+            description="Cluster-wide discovery-job slots (compare-and-set), shared by discovery replicas",
+            history=1,
+            storage=StorageType.FILE,
+        ),
+    ]
+
+
+async def ensure_topology(js: JetStreamContext, retention: Retention | None = None) -> None:
+    """Create or update every stream and bucket. Called by their owner, the watcher.
+
+    Buckets come first: consumers wait for the streams, so a stream that exists implies the
+    buckets do too."""
+    for kv in bucket_configs():
+        try:
+            await js.key_value(kv.bucket)
+        except (NotFoundError, BadRequestError):
+            await js.create_key_value(config=kv)
+    for cfg in stream_configs(retention):
+        try:
+            await js.add_stream(config=cfg)
+        except BadRequestError as exc:
+            if exc.err_code != STREAM_IN_USE:
+                raise
+            await js.update_stream(config=cfg)
+
+
+async def objects_bucket(js: JetStreamContext) -> KeyValue:
+    return await js.key_value(OBJECTS_BUCKET)
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    """A service's durable consumer: one per service, shared by its replicas."""
+
+    durable: str
+    stream: str
+    filter_subjects: Sequence[str]
+    ack_wait: float = 30.0
+    max_deliver: int = 20
+    max_ack_pending: int = 1000
+    deliver_policy: DeliverPolicy = DeliverPolicy.LAST_PER_SUBJECT
+
+    def config(self) -> ConsumerConfig:
+        subjects_ = list(self.filter_subjects)
+        return ConsumerConfig(
+            durable_name=self.durable,
+            name=self.durable,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.ack_wait,
+            max_deliver=self.max_deliver,
+            max_ack_pending=self.max_ack_pending,
+            deliver_policy=self.deliver_policy,
+            filter_subject=subjects_[0] if len(subjects_) == 1 else None,
+            filter_subjects=subjects_ if len(subjects_) > 1 else None,
+        )
+
+
+async def ensure_consumer(js: JetStreamContext, spec: ConsumerSpec) -> None:
+    """Create the consumer, or update it in place when its settings changed."""
+    await js.add_consumer(spec.stream, config=spec.config())
+
+
+async def wait_for_stream(js: JetStreamContext, stream: str, stop: asyncio.Event) -> bool:
+    """Streams are declared by the watcher; consumers wait for them instead of racing it."""
+    while not stop.is_set():
+        try:
+            await js.stream_info(stream)
+            return True
+        except (NotFoundError, TimeoutError, nats_errors.Error):
+            log.info("waiting for stream %s", stream)
+            await asyncio.sleep(1.0)
+    return False
+
+
+async def leases_buckets(js: JetStreamContext) -> tuple[KeyValue, KeyValue]:
+    return await js.key_value(LEASES_BUCKET), await js.key_value(DIRTY_BUCKET)

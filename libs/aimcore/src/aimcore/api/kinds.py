@@ -1,0 +1,109 @@
+"""Identity of every kind the operator touches (ours and the children it creates), so subjects, KV
+keys, API paths and watches are all built from one description of a kind.
+
+The ground floor: it imports no CRD model (the watcher, which never parses an object, does not load
+them). ``tests/unit/test_kinds.py`` checks the table against the models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The API groups, declared once.
+GROUP_AIM = "aim.eai.amd.com"
+GROUP_LEGACY = "aim.silogen.ai"
+GROUP_LLMKUBE = "inference.llmkube.dev"
+AIM_GROUPS = (GROUP_AIM, GROUP_LEGACY, GROUP_LLMKUBE)
+
+
+@dataclass(frozen=True, order=True)
+class KindRef:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def short(self) -> str:
+        """``Kind.group`` as kubectl spells a fully qualified resource (for logs and the CLI)."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        """REST path of the collection or of one object."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        return f"{base}/{name}" if name else base
+
+
+# Children and dependencies owned by other projects; their CRDs come from KServe, Gateway API, KEDA.
+INFERENCE_SERVICE = KindRef("serving.kserve.io", "v1beta1", "InferenceService", "inferenceservices", True)
+HTTP_ROUTE = KindRef("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes", True)
+SCALED_OBJECT = KindRef("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects", True)
+EXTERNAL_KINDS = (INFERENCE_SERVICE, HTTP_ROUTE, SCALED_OBJECT)
+
+# Built-in kinds the services create or read.
+POD = KindRef("", "v1", "Pod", "pods", True)
+PVC = KindRef("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True)
+NODE = KindRef("", "v1", "Node", "nodes", False)
+SECRET = KindRef("", "v1", "Secret", "secrets", True)
+NAMESPACE = KindRef("", "v1", "Namespace", "namespaces", False)
+JOB = KindRef("batch", "v1", "Job", "jobs", True)
+BUILTIN_KINDS = (POD, PVC, NODE, SECRET, NAMESPACE, JOB)
+
+# Every child object the operator creates carries this label; the watcher selects children by it,
+# so it never mirrors the rest of the cluster's Pods, Jobs or PVCs.
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+PART_OF_VALUE = "aim-engine"
+CHILD_SELECTOR = f"{PART_OF_LABEL}={PART_OF_VALUE}"
+
+# Children watched by label (their changes map back to the owning AIM objects), and Nodes (for GPU
+# labels). Secrets are never watched: services read them by name when a spec references one.
+CHILD_KINDS = (INFERENCE_SERVICE, HTTP_ROUTE, SCALED_OBJECT, JOB, POD, PVC)
+
+
+# Every kind our CRDs serve, in the order of the models (aimcore.api.crds.registry).
+CRD_KINDS: tuple[KindRef, ...] = (
+    KindRef(GROUP_AIM, "v1alpha1", "AIMModel", "aimmodels", True),
+    KindRef(GROUP_AIM, "v1alpha1", "AIMClusterModel", "aimclustermodels", False),
+    KindRef(GROUP_AIM, "v1alpha1", "AIMClusterModelSource", "aimclustermodelsources", False),
+    KindRef(GROUP_AIM, "v1alpha1", "AIMServiceTemplate", "aimservicetemplates", True),
+    KindRef(GROUP_AIM, "v1alpha1", "AIMClusterServiceTemplate", "aimclusterservicetemplates", False),
+    KindRef(GROUP_AIM, "v1alpha1", "AIMService", "aimservices", True),
+    KindRef(GROUP_AIM, "v1alpha1", "AIMTemplateCache", "aimtemplatecaches", True),
+    KindRef(GROUP_AIM, "v1alpha1", "AIMModelCache", "aimmodelcaches", True),
+    KindRef(GROUP_AIM, "v1alpha1", "AIMRuntimeConfig", "aimruntimeconfigs", True),
+    KindRef(GROUP_AIM, "v1alpha1", "AIMClusterRuntimeConfig", "aimclusterruntimeconfigs", False),
+    KindRef(GROUP_LEGACY, "v1alpha1", "AIMClusterImage", "aimclusterimages", False),
+    KindRef(GROUP_LEGACY, "v1alpha1", "AIMImage", "aimimages", True),
+    KindRef(GROUP_LEGACY, "v1alpha1", "AIMClusterModel", "aimclustermodels", False),
+    KindRef(GROUP_LEGACY, "v1alpha1", "AIMModel", "aimmodels", True),
+    KindRef(GROUP_LEGACY, "v1alpha1", "AIMClusterRuntimeConfig", "aimclusterruntimeconfigs", False),
+    KindRef(GROUP_LEGACY, "v1alpha1", "AIMRuntimeConfig", "aimruntimeconfigs", True),
+    KindRef(GROUP_LEGACY, "v1alpha1", "AIMClusterServiceTemplate", "aimclusterservicetemplates", False),
+    KindRef(GROUP_LEGACY, "v1alpha1", "AIMServiceTemplate", "aimservicetemplates", True),
+    KindRef(GROUP_LEGACY, "v1alpha1", "AIMService", "aimservices", True),
+    KindRef(GROUP_LEGACY, "v1alpha1", "AIMTemplateCache", "aimtemplatecaches", True),
+    KindRef(GROUP_LEGACY, "v1alpha1", "AIMModelCache", "aimmodelcaches", True),
+    KindRef(GROUP_LLMKUBE, "v1alpha1", "Model", "models", True),
+)
+
+
+def crd_kinds() -> tuple[KindRef, ...]:
+    """Every kind served by our CRDs (three API groups)."""
+    return CRD_KINDS
+
+
+_BY_KIND = {(ref.group, ref.kind): ref for ref in (*CRD_KINDS, *EXTERNAL_KINDS, *BUILTIN_KINDS)}
+
+
+def by_kind(group: str, kind: str) -> KindRef:
+    try:
+        return _BY_KIND[(group, kind)]
+    except KeyError:
+        raise KeyError(f"unknown kind {kind}.{group}") from None

@@ -1,1 +1,0 @@
-"""Pydantic models of every served kind, and the CRD YAML generated from them."""

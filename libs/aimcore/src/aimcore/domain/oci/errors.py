@@ -1,0 +1,80 @@
+"""The errors of the OCI client, each with the condition ``reason`` a service reports for it.
+
+Messages never contain credentials or the contents of a pull secret.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class OCIError(Exception):
+    """Base of every error raised by :mod:`aimcore.domain.oci`."""
+
+    reason: ClassVar[str] = "RegistryError"
+    transient: ClassVar[bool] = False
+    """Whether retrying later (without changing the input) may help."""
+
+
+class InvalidReference(OCIError, ValueError):
+    """An image reference (or registry / repository name) that cannot be parsed."""
+
+    reason = "InvalidImageReference"
+
+
+class CredentialsError(OCIError, ValueError):
+    """A pull secret that is not a usable ``kubernetes.io/dockerconfigjson`` secret."""
+
+    reason = "InvalidPullSecret"
+
+
+class ImageNotFound(OCIError):
+    """The registry says the manifest, tag or repository does not exist (404, ``*_UNKNOWN``)."""
+
+    reason = "ImageNotFound"
+
+
+class AuthFailed(OCIError):
+    """Authentication or authorisation failed (401/403 after authenticating, or none possible)."""
+
+    reason = "ImagePullAuthFailure"
+
+
+class RegistryUnreachable(OCIError):
+    """Connection refused, DNS failure, timeout, TLS failure, 5xx or 429."""
+
+    reason = "RegistryUnreachable"
+    transient = True
+
+
+class RegistryError(OCIError):
+    """The registry answered, but not in a way the client can use (unexpected status, bad JSON,
+    digest mismatch, unsupported manifest type)."""
+
+    reason = "RegistryError"
+
+
+class LabelError(OCIError, ValueError):
+    """An AIM image label that cannot be parsed; ``label`` names it."""
+
+    reason = "InvalidImageLabels"
+
+    def __init__(self, label: str, problem: str) -> None:
+        super().__init__(f"image label {label}: {problem}")
+        self.label = label
+        self.problem = problem
+
+
+class AddressNotAllowed(OCIError):
+    """The operator's outbound address policy refused a connection: the registry, its token realm or
+    a redirect names a link-local, metadata or (unless allowed) private address. Only a change of the
+    reference or of the operator's ``AIM_OUTBOUND_*`` settings helps."""
+
+    reason = "AddressNotAllowed"
+
+
+class InsecureTokenRealm(OCIError):
+    """The registry sends its token requests to another host over plain HTTP: its credentials are not
+    sent there (they would cross the network in the clear to a host they do not belong to)."""
+
+    reason = "InsecureTokenRealm"

@@ -1,0 +1,36 @@
+"""The operator's outbound address policy (SSRF guard), shared by every path that connects to a
+host a spec or a server names: the policy and its checks (:mod:`.policy`, pure), and the hooks that
+apply it at connect time to blocking clients (:mod:`.connect`) and to aiohttp (:mod:`.resolver`).
+See ``docs/deploy.md`` ("Outbound address policy")."""
+
+from aimcore.domain.outbound.policy import (
+    ADDRESS_NOT_ALLOWED,
+    ALLOW_PRIVATE_ENV,
+    ALLOWED_HOSTS_ENV,
+    POLICY_ENV,
+    OutboundPolicy,
+    OutboundRefused,
+    UnresolvedHost,
+    check_addresses,
+    check_host,
+    check_url,
+    normalize_host,
+    parse_address,
+    refusal_in,
+)
+
+__all__ = [
+    "ADDRESS_NOT_ALLOWED",
+    "ALLOWED_HOSTS_ENV",
+    "ALLOW_PRIVATE_ENV",
+    "POLICY_ENV",
+    "OutboundPolicy",
+    "OutboundRefused",
+    "UnresolvedHost",
+    "check_addresses",
+    "check_host",
+    "check_url",
+    "normalize_host",
+    "parse_address",
+    "refusal_in",
+]

@@ -1,1 +1,0 @@
-"""Kubernetes access for the services: one generic client for every kind, and CRD installation."""

@@ -1,1 +1,0 @@
-"""How status reports become CR status: condition merge, observedGeneration, no-op detection."""
