@@ -43,6 +43,7 @@ from aim_cache.downloader import (
     read_manifest,
 )
 from aim_cache.downloader.errors import PERMANENT_REASONS
+from aim_cache.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
 from aim_cache.joblog import JobLogs
 from aim_cache.local import LocalExecutor, LocalRun
 from aim_cache.memo import remember
@@ -54,7 +55,6 @@ from aimcore.domain.children import owned_by
 from aimcore.domain.gpu import parse_quantity
 from aimcore.domain.runtimeconfig import ConfigNotFound, resolution_conditions, resolve_live
 from aimcore.domain.units import format_bytes, format_duration
-from aimcore.runtime.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
 
