@@ -36,10 +36,11 @@ from aim_cache.templatecaches import (
 )
 from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import ChangeEvent, StatusReport
-from aimcore.api.kinds import JOB, NODE, POD, PVC, KindRef, by_kind
+from aimcore.api.kinds import GROUP_AIM, GROUP_LEGACY, GROUP_LLMKUBE, JOB, NODE, POD, PVC, KindRef, by_kind
+from aimcore.api.types import Obj
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import config_name
-from aimcore.runtime.informer import Informer, Obj
+from aimcore.runtime.informer import Informer
 from aimcore.runtime.reconciler import (
     Controller,
     Mapper,
@@ -53,9 +54,9 @@ from aimcore.runtime.reconciler import (
 )
 from aimcore.runtime.service import ServiceContext, run_service
 
-AIM = "aim.eai.amd.com"
-LEGACY = "aim.silogen.ai"
-LLMKUBE = "inference.llmkube.dev"
+AIM = GROUP_AIM
+LEGACY = GROUP_LEGACY
+LLMKUBE = GROUP_LLMKUBE
 TEMPLATE_INDEX = "template-name"
 MODEL_CACHE_INDEX = "model-cache"
 RUNTIME_CONFIG_INDEX = "runtime-config"

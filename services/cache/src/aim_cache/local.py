@@ -33,11 +33,11 @@ from aim_cache.downloader import (
 )
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.kinds import KindRef
+from aimcore.api.types import Obj
 from aimcore.domain.outbound import OutboundPolicy
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 Publish = Callable[[StatusReport], Coroutine[Any, Any, None]]
 Wake = Callable[[KindRef, Obj], Awaitable[None]]
 

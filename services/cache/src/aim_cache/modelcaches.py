@@ -49,7 +49,8 @@ from aim_cache.local import LocalExecutor, LocalRun
 from aim_cache.memo import remember
 from aim_cache.settings import CacheSettings
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import JOB, POD, PVC, KindRef
+from aimcore.api.kinds import GROUP_LEGACY, JOB, POD, PVC, KindRef
+from aimcore.api.types import Obj
 from aimcore.domain import jobs
 from aimcore.domain.children import owned_by
 from aimcore.domain.gpu import parse_quantity
@@ -60,12 +61,11 @@ from aimcore.runtime.reconciler import Request, Result
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 SOURCE_READY = "SourceReady"
 STORAGE_READY = "StorageReady"
 DOWNLOAD_READY = "DownloadReady"
-LEGACY = "aim.silogen.ai"
+LEGACY = GROUP_LEGACY
 
 # failures only a user can fix (credentials, a missing source or Secret): retried at the cap
 NON_RETRYABLE = PERMANENT_REASONS | {SECRET_NOT_FOUND}

@@ -37,7 +37,8 @@ from typing import Any
 
 from aim_cache import plan
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.api.kinds import GROUP_LEGACY, PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.api.types import Obj
 from aimcore.domain.children import owned_by, owner_reference
 from aimcore.domain.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
 from aimcore.domain.naming import label_value
@@ -45,13 +46,11 @@ from aimcore.domain.runtimeconfig import merge_env, resolution_conditions
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
 
-Obj = dict[str, Any]
-
 FINALIZER = "aim.eai.amd.com/artifactcleanup"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
 TEMPLATE_READY = "ServiceTemplateReady"
 CACHES_READY = "ModelCachesReady"
-LEGACY = "aim.silogen.ai"
+LEGACY = GROUP_LEGACY
 
 _RANK = {
     "Ready": 6,

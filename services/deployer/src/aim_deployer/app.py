@@ -27,9 +27,10 @@ from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, explicit_name
 from aimcore.api.bus.messages import ChangeEvent
 from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
+from aimcore.api.types import Obj
 from aimcore.domain.runtimeconfig import config_name
 from aimcore.domain.views import AIM, LEGACY, MODEL_KINDS, TemplateView, model_kinds
-from aimcore.runtime.informer import Informer, Obj
+from aimcore.runtime.informer import Informer
 from aimcore.runtime.reconciler import Controller, Target, Watch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
 

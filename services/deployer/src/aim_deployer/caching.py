@@ -36,12 +36,11 @@ from aim_deployer.inference import CacheMount
 from aim_deployer.models import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.api.types import Obj
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
 from aimcore.domain.views import AIM, READY_STATES, ready_message, state_of
 from aimcore.runtime.informer import Informer
-
-Obj = dict[str, Any]
 
 CACHE_READY = "CacheReady"
 AUTO, ALWAYS, NEVER = "Auto", "Always", "Never"

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aimcore.api.kinds import INFERENCE_SERVICE, KindRef
+from aimcore.api.types import Obj
 from aimcore.domain.children import child_labels, owner_reference
 from aimcore.domain.gpu import GPU_RESOURCE, parse_quantity
 from aimcore.domain.naming import derived_name, label_value, sanitize_part
@@ -73,7 +74,6 @@ __all__ = [
     "route_name",
 ]
 
-Obj = dict[str, Any]
 
 CONTAINER_NAME = "kserve-container"
 HTTP_PORT = 8000

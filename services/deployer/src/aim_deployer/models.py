@@ -34,6 +34,7 @@ from pydantic import ValidationError
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.crds.registry import resource_class
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.api.types import Obj
 from aimcore.domain.children import owner_reference
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.oci.errors import InvalidReference
@@ -49,8 +50,6 @@ from aimcore.domain.views import (
     state_of,
 )
 from aimcore.runtime.informer import Informer
-
-Obj = dict[str, Any]
 
 MODEL_READY = "ModelReady"
 SERVICE_LABEL = "aim.eai.amd.com/service"

@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from aimcore.api.kinds import HTTP_ROUTE
+from aimcore.api.types import Obj
 from aimcore.domain.pathtemplate import (
     DEFAULT_PATH_TEMPLATE,
     MAX_PATH,
@@ -45,7 +46,6 @@ __all__ = [
     "route_condition",
 ]
 
-Obj = dict[str, Any]
 
 REASON_CREATING = "HTTPRouteCreating"
 REASON_ACCEPTED = "HTTPRouteAccepted"

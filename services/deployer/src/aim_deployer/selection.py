@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aimcore.api.kinds import KindRef
+from aimcore.api.types import Obj
 from aimcore.domain.gpu import GPU_RESOURCE, normalize_model
 from aimcore.domain.views import LEGACY, TemplateView
 
@@ -49,7 +50,6 @@ __all__ = [
     "template_traits",
 ]
 
-Obj = dict[str, Any]
 
 # Per-candidate verdict reasons.
 BEST_MATCH = "BestMatch"

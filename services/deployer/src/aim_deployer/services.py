@@ -43,6 +43,7 @@ from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
+from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.children import differs, owner_reference
 from aimcore.domain.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
@@ -56,7 +57,6 @@ from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 FINALIZER = "aim.eai.amd.com/template-cache-cleanup"
 CONFIG_VALID = "ConfigValid"

@@ -28,6 +28,7 @@ from aim_discovery.templates import TemplateController, job_template
 from aimcore.api.bus import topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType
 from aimcore.api.kinds import JOB, NODE, POD, KindRef, by_kind
+from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
@@ -41,7 +42,7 @@ from aimcore.domain.views import (
     is_template,
     model_kinds,
 )
-from aimcore.runtime.informer import Informer, Obj
+from aimcore.runtime.informer import Informer
 from aimcore.runtime.reconciler import Controller, Request, Result, Target, Watch, kinds_of, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
 

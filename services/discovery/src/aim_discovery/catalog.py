@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.types import Obj
 from aimcore.domain.children import child_labels, owner_reference
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
 from aimcore.domain.views import AIM, AUTO_GENERATED, MODEL_LABEL, ORIGIN_LABEL, ModelView
-
-Obj = dict[str, Any]
 
 ALIAS_LABEL = "aim.eai.amd.com/template.alias"
 MODEL_CONTROLLER = "aim-model-controller"

@@ -20,11 +20,11 @@ from nats.js import JetStreamContext
 from aim_status.writer import Written
 from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import Decision
+from aimcore.api.types import Obj
 from aimcore.runtime import tracing
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 SOURCE = "status"
 ACTION = "write-status"

@@ -16,7 +16,6 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from nats.errors import Error as NatsError
 from nats.js.errors import KeyDeletedError, KeyNotFoundError
@@ -27,13 +26,13 @@ from aimcore.api.bus import mirror, subjects
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.errors import PermanentError, TransientError
 from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.types import Obj
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.status.compose import compose_all, is_paused, status_patch
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aim.status")
 
-Obj = dict[str, Any]
 
 MAX_CONFLICTS = 5
 

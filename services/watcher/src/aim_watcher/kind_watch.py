@@ -12,17 +12,16 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 from aim_watcher.publisher import Publisher
 from aimcore.api.bus.messages import ChangeType
 from aimcore.api.errors import backoff
 from aimcore.api.kinds import KindRef
+from aimcore.api.types import Obj
 from aimcore.runtime.kube import ApiException, Gone, Kube, describe_error
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 ObjKey = tuple[str | None, str]
 
 

@@ -26,13 +26,12 @@ from aimcore.api.bus import mirror, subjects
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.api.errors import TransientError, backoff
 from aimcore.api.kinds import KindRef
+from aimcore.api.types import Obj
 from aimcore.runtime import tracing
 from aimcore.runtime.resourceversion import rv_int
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aim.watcher")
-
-Obj = dict[str, Any]
 
 
 class Publisher:

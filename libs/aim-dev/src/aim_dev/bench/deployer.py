@@ -39,11 +39,11 @@ from aim_dev.bench.backbone import (
     stamped,
 )
 from aim_dev.local.hub import HubServer, add_repo
-from aimcore.api.kinds import INFERENCE_SERVICE, by_kind
+from aimcore.api.kinds import GROUP_AIM, INFERENCE_SERVICE, by_kind
 from aimcore.runtime.kube import Kube, connect
 from aimcore.runtime.status.compose import PAUSE_ANNOTATION
 
-AIM = "aim.eai.amd.com"
+AIM = GROUP_AIM
 AIMSVC = by_kind(AIM, "AIMService")
 MODEL = by_kind(AIM, "AIMModel")
 TEMPLATE = by_kind(AIM, "AIMServiceTemplate")

@@ -46,14 +46,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
 from aiohttp import web
 
 from aimcore.api.kinds import NODE, POD, KindRef
+from aimcore.api.types import Obj
 from aimcore.runtime.kube import ApiException, Kube
-
-Obj = dict[str, Any]
 
 __all__ = [
     "FakeKubelet",

@@ -10,9 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from aimcore.api.kinds import NAMESPACE, KindRef
+from aimcore.api.types import Obj
 from aimcore.runtime.kube import ApiException, Kube
-
-Obj = dict[str, Any]
 
 
 def has_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:

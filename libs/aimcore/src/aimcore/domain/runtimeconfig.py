@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.types import Obj
 
 if TYPE_CHECKING:
     from aimcore.runtime.kube import Kube
-Obj = dict[str, Any]
 Lookup = Callable[[KindRef, str | None, str], Obj | None]
 
 DEFAULT_NAME = "default"

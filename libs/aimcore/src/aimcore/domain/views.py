@@ -14,12 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.kinds import GROUP_AIM, GROUP_LEGACY, KindRef, by_kind
+from aimcore.api.types import Obj
 
-Obj = dict[str, Any]
-
-AIM = "aim.eai.amd.com"
-LEGACY = "aim.silogen.ai"
+AIM = GROUP_AIM
+LEGACY = GROUP_LEGACY
 
 MODEL_LABEL = "aim.eai.amd.com/model"
 ORIGIN_LABEL = "aim.eai.amd.com/origin"

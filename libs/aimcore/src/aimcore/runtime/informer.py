@@ -25,12 +25,12 @@ from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 from aimcore.api.bus import subjects
 from aimcore.api.errors import TransientError
 from aimcore.api.kinds import KindRef
+from aimcore.api.types import Obj
 from aimcore.runtime.resourceversion import rv_int
 
 log = logging.getLogger(__name__)
 GRAVEYARD_SIZE = 4096
 
-Obj = dict[str, Any]
 Indexer = Callable[[Obj], Iterable[str]]
 Key = str  # the mirror key: subjects.object_key(ref, namespace, name)
 

@@ -19,13 +19,13 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from aimcore.api.kinds import KindRef
+from aimcore.api.types import Obj
 
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 JSON = "application/json"
 JSON_PATCH = "application/json-patch+json"
 
-Obj = dict[str, Any]
 
 __all__ = ["APPLY_PATCH", "MERGE_PATCH", "ApiException", "Gone", "Kube", "connect"]
 

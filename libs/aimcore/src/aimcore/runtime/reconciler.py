@@ -37,6 +37,7 @@ from aimcore.api.bus.topology import ConsumerSpec
 from aimcore.api.crds.base import Resource
 from aimcore.api.crds.validation import INVALID_SPEC, describe, parse
 from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.types import Obj
 from aimcore.runtime import tracing
 from aimcore.runtime.consumer import Consumer
 from aimcore.runtime.informer import Indexer, Informer
@@ -47,7 +48,6 @@ from aimcore.runtime.status.compose import is_paused
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 Target = tuple[KindRef, str | None, str]
 
 FAILED = "Failed"

@@ -11,10 +11,9 @@ from nats.js import JetStreamContext
 from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import ConditionReport, Decision, ObjectRef, StatusReport
 from aimcore.api.kinds import KindRef
+from aimcore.api.types import Obj
 from aimcore.runtime import tracing
 from aimcore.runtime.status.compose import is_current
-
-Obj = dict[str, Any]
 
 
 class Reporter:

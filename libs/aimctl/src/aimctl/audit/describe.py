@@ -14,19 +14,17 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
 from nats.js import JetStreamContext
 
 from aimcore.api.kinds import KindRef
+from aimcore.api.types import Obj
 from aimctl.audit.history import History, Record
 from aimctl.audit.query import Query
 from aimctl.audit.render import format_table, iso, message, one_line, what
 
 STATUS_SOURCE = "status"
 WRITE_STATUS = "write-status"
-
-Obj = dict[str, Any]
 
 
 @dataclass

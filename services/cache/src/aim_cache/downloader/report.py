@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from aim_cache.downloader.progress import Progress, RateMeter, progress_fields, summary
 from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
+from aimcore.api.kinds import GROUP_LEGACY
 
 SOURCE = "cache"
 CONDITION = "DownloadReady"
-LEGACY_GROUP = "aim.silogen.ai"
+LEGACY_GROUP = GROUP_LEGACY
 
 
 def progress_report(

@@ -56,17 +56,18 @@ from aim_cache.llmkube.sources import (
     parse_source,
 )
 from aim_cache.memo import remember
-from aimcore.api.kinds import JOB, NODE, POD, PVC, by_kind
+from aimcore.api.kinds import GROUP_LLMKUBE, JOB, NODE, POD, PVC, by_kind
+from aimcore.api.types import Obj
 from aimcore.domain import jobs
 from aimcore.domain.children import owned_by
-from aimcore.runtime.informer import Informer, Obj
+from aimcore.runtime.informer import Informer
 from aimcore.runtime.kube import ApiException, Kube, describe_error
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.status.rules import rfc3339
 
 log = logging.getLogger(__name__)
 
-GROUP = "inference.llmkube.dev"
+GROUP = GROUP_LLMKUBE
 MODEL = by_kind(GROUP, "Model")
 
 PVC_NOT_FOUND = "PVCNotFound"

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
-Obj = dict[str, Any]
+from aimcore.api.types import Obj
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 PAUSE_ANNOTATION = "aim.eai.amd.com/reconciliation-paused"

@@ -38,9 +38,10 @@ from aimcore.api.crds.base import (
     immutable,
     k8s_config,
 )
+from aimcore.api.kinds import GROUP_AIM
 from aimcore.api.quantities import amount
 
-GROUP = "aim.eai.amd.com"
+GROUP = GROUP_AIM
 CATEGORIES = ("aim", "all")
 
 # ---------------------------------------------------------------------------------------------

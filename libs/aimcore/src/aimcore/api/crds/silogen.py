@@ -91,8 +91,9 @@ from aimcore.api.crds.base import (
     immutable,
     k8s_config,
 )
+from aimcore.api.kinds import GROUP_LEGACY
 
-GROUP = "aim.silogen.ai"
+GROUP = GROUP_LEGACY
 CATEGORIES = ("aim-legacy", "all")
 
 _CONDITIONS: dict[str, Any] = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}

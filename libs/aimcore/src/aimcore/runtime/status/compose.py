@@ -25,12 +25,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from aimcore.api.bus.messages import ConditionReport, StatusReport
+from aimcore.api.types import Obj
 from aimcore.runtime.status import rules
-
-Obj = dict[str, Any]
 
 PAUSE_ANNOTATION = "aim.eai.amd.com/reconciliation-paused"
 

@@ -82,13 +82,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, get_args
+from typing import get_args
 
 from pydantic import BaseModel
 
 from aimcore.api.crds.registry import resource_class
-
-Obj = dict[str, Any]
+from aimcore.api.kinds import GROUP_AIM, GROUP_LEGACY
+from aimcore.api.types import Obj
 
 READY = "Ready"
 CONFIG_VALID = "ConfigValid"
@@ -302,8 +302,8 @@ SERVICE = Rule(
 )
 RUNTIME_CONFIG = Rule(status_field=None)
 
-_AIM = "aim.eai.amd.com"
-_LEGACY = "aim.silogen.ai"
+_AIM = GROUP_AIM
+_LEGACY = GROUP_LEGACY
 
 RULES: Mapping[tuple[str, str], Rule] = {
     (_AIM, "AIMService"): SERVICE,
