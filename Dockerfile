@@ -1,33 +1,52 @@
 # syntax=docker/dockerfile:1
-# One image for every AIM service; the command selects which (aim-watcher, aim-status, aim-deployer,
-# aim-discovery, aim-registry-sync, aim-cache).
+# One image per AIM service, each with only that service's code and dependencies (no tooling, no
+# test servers, no benchmarks, no CLI):
 #
-#   docker build -t aim-engine-py:0.1.0 .
-#   docker run --rm aim-engine-py:0.1.0 aim-watcher
+#   docker build --build-arg SERVICE=deployer -t aim-deployer:0.1.0 .
+#
+# SERVICE is one of watcher, status, deployer, discovery, registry-sync, cache (the cache image also
+# carries aim-download and aim-model-inspect, which its download and verify Jobs run). The base image
+# and uv are pinned; the dependency layer is built from the lock file alone, before any source is
+# copied, so a source change rebuilds only the last layers.
 
-ARG PYTHON_IMAGE=python:3.11-slim
+ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
+ARG UV_VERSION=0.13.9
+ARG SERVICE=watcher
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     UV_COMPILE_BYTECODE=1 \
     UV_LINK_MODE=copy \
     UV_PYTHON_DOWNLOADS=never \
     UV_PROJECT_ENVIRONMENT=/app/.venv
-RUN pip install uv
+RUN pip install "uv==${UV_VERSION}"
 WORKDIR /src
+# The workspace's manifests only: enough to resolve and install the third-party dependencies.
 COPY pyproject.toml uv.lock ./
-COPY libs libs
-COPY services services
-# Runtime dependencies only; the workspace packages are installed as wheels (no links to /src).
-RUN uv sync --frozen --no-dev --no-editable
+COPY libs/aimcore/pyproject.toml libs/aimcore/
+COPY libs/aim-dev/pyproject.toml libs/aim-dev/
+COPY libs/aimctl/pyproject.toml libs/aimctl/
+COPY services/watcher/pyproject.toml services/watcher/
+COPY services/status/pyproject.toml services/status/
+COPY services/deployer/pyproject.toml services/deployer/
+COPY services/discovery/pyproject.toml services/discovery/
+COPY services/registry-sync/pyproject.toml services/registry-sync/
+COPY services/cache/pyproject.toml services/cache/
+RUN uv sync --frozen --no-dev --no-install-workspace --package "aim-${SERVICE}"
+# Then the runtime library and this service's own code, installed as wheels (no links to /src).
+COPY libs/aimcore libs/aimcore
+COPY services/${SERVICE} services/${SERVICE}
+RUN uv sync --frozen --no-dev --no-editable --package "aim-${SERVICE}"
 
 FROM ${PYTHON_IMAGE}
+ARG SERVICE=watcher
 COPY --from=build /app/.venv /app/.venv
 ENV PATH=/app/.venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
-    PYTHONDONTWRITEBYTECODE=1
+    PYTHONDONTWRITEBYTECODE=1 \
+    AIM_SERVICE=${SERVICE}
 WORKDIR /app
 # Non-root (the "nonroot" uid of distroless images); the Deployments also run with a read-only root.
 USER 65532:65532
-CMD ["aim-watcher"]
+CMD ["sh", "-c", "exec aim-${AIM_SERVICE}"]

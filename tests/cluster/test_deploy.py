@@ -108,7 +108,7 @@ def test_deployments_are_locked_down(base: list[Obj]) -> None:
             assert sc["capabilities"]["drop"] == ["ALL"], name
             assert quantity(c["resources"]["limits"]["memory"]) <= MAX_MEMORY, name
             assert "memory" in c["resources"]["requests"] and "cpu" in c["resources"]["limits"], name
-            assert c["image"] == "aim-engine-py:0.1.0"
+            assert c["image"] == f"aim-{svc}:0.1.0"  # each service its own image
             assert c["command"] == [f"aim-{svc}"]
             env = {e["name"] for e in c["env"]}
             assert {"AIM_NATS_URL", "AIM_SYSTEM_NAMESPACE", "OTEL_TRACES_EXPORTER"} <= env, name
@@ -221,8 +221,8 @@ def test_dev_overlay_renders(base: list[Obj]) -> None:
     assert {(o["kind"], o["metadata"]["name"]) for o in dev} == {
         (o["kind"], o["metadata"]["name"]) for o in base
     }
-    for dep in of_kind(dev, "Deployment").values():
-        assert [c["image"] for c in containers(dep)] == ["aim-engine-py:dev"]
+    for name, dep in of_kind(dev, "Deployment").items():
+        assert [c["image"] for c in containers(dep)] == [f"{name}:dev"]
         assert dep["spec"]["replicas"] == 1
     for hpa in of_kind(dev, "HorizontalPodAutoscaler").values():
         assert hpa["spec"]["minReplicas"] == 1
@@ -387,15 +387,27 @@ def test_compose_file() -> None:
         own = {f"./.aim-bus/{svc}.nk"}
         assert seeds == (own | {"./.aim-bus/download.nk"} if svc == "cache" else own), svc
         assert any(v.endswith(":/kube/config:ro") for v in spec["volumes"]), svc
-        assert spec["build"]["context"] == "."
+        assert spec["build"] == {"context": ".", "args": {"SERVICE": svc}}, svc  # its own image
+        assert spec["image"] == f"aim-{svc}:0.1.0", svc
 
 
 def test_dockerfile_and_ignore() -> None:
+    """One image per service: pinned base and uv, the third-party dependencies installed from the
+    lock file before any source is copied (a cached layer), then only the runtime library and the
+    service's own package, as wheels; no tooling, no CLI, no tests in it."""
     dockerfile = (REPO / "Dockerfile").read_text()
-    assert "uv sync --frozen --no-dev --no-editable" in dockerfile
+    assert re.search(r"^ARG PYTHON_IMAGE=python:\d+\.\d+\.\d+-slim-bookworm$", dockerfile, re.M)
+    assert re.search(r"^ARG UV_VERSION=\d+\.\d+\.\d+$", dockerfile, re.M)
+    deps = dockerfile.index('uv sync --frozen --no-dev --no-install-workspace --package "aim-${SERVICE}"')
+    sources = dockerfile.index("COPY libs/aimcore libs/aimcore")
+    final = dockerfile.index('uv sync --frozen --no-dev --no-editable --package "aim-${SERVICE}"')
+    assert deps < sources < final
+    copied = re.findall(r"^COPY (?!--from)(\S+)", dockerfile, re.M)
+    # sources: the runtime library and the service; of the rest of the workspace, manifests only
+    assert {c for c in copied if not c.endswith("pyproject.toml")} == {"libs/aimcore", "services/${SERVICE}"}
     assert "USER 65532" in dockerfile
     assert re.search(r"^ENV PATH=/app/\.venv/bin:", dockerfile, re.M)
     ignored = set((REPO / ".dockerignore").read_text().split())
     assert {".git", ".venv", "tests"} <= ignored
-    # The Deployments' commands are console scripts the image installs.
+    # The Deployments' commands are console scripts the images install.
     assert {f"aim-{svc}" for svc in SERVICES} <= console_scripts()

@@ -18,7 +18,7 @@
   the first retry after a failed fetch, doubling per attempt up to the maximum; a failure only a
   user can fix (missing source, wrong credentials, a checksum mismatch) waits the maximum at once.
 - ``AIM_LLMKUBE_DOWNLOADS`` (default 2): fetches running at once in this replica.
-- ``AIM_LLMKUBE_VERIFY_IMAGE`` (default ``aim-engine-py:0.1.0``, the operator's image): the image of
+- ``AIM_LLMKUBE_VERIFY_IMAGE`` (default ``aim-cache:0.1.0``, the cache service's image): the image of
   the Jobs that read ``pvc://`` sources in place (it must carry ``aim-model-inspect``).
 """
 
@@ -33,7 +33,7 @@ from aim_cache.llmkube.sources import Policy
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.domain.outbound.policy import split_hosts
 
-DEFAULT_VERIFY_IMAGE = "aim-engine-py:0.1.0"
+DEFAULT_VERIFY_IMAGE = "aim-cache:0.1.0"
 
 
 def _list(text: str) -> tuple[str, ...]:
