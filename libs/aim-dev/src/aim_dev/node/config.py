@@ -188,6 +188,9 @@ def kubelet_config(layout: Layout, max_pods: int = 110) -> str:
         "protectKernelDefaults": False,  # it "sets" the tunables faked in its mount namespace
         "resolvConf": "",  # no DNS for pods: there is no uplink
         "serializeImagePulls": False,
+        # The status is computed this often and posted when it changes: the node turns Ready a
+        # second after its runtime is, not at the next 10 s tick.
+        "nodeStatusUpdateFrequency": "1s",
         "evictionHard": {"memory.available": "100Mi", "nodefs.available": "2%", "imagefs.available": "2%"},
         "imageGCHighThresholdPercent": 99,
         "imageGCLowThresholdPercent": 98,
