@@ -342,6 +342,7 @@ class Builder:
             out = work / "image.tar"
             self.buildah("push", "--quiet", image.ref, f"docker-archive:{out}:{image.ref}")
             out.replace(self.tarball(name))
+        self.buildah("rmi", "--prune", check=False)  # the replaced image, so the storage stays bounded
         seconds = round(time.monotonic() - start, 1)
         size = self.tarball(name).stat().st_size
         record = {
