@@ -25,13 +25,13 @@ from typing import Any
 import pytest
 
 from aim_dev import images, testmodel
+from aim_dev.local.cluster import ControlPlane
 from aim_dev.node import Node, host, reap_stale, registered
 from aim_dev.node import config as node_config
+from aim_dev.testing.kubelet import wait_for_service_account
 from aim_discovery.dryrun import job_body, parse_output
-from aimcore.kinds import JOB, NAMESPACE, POD, KindRef
-from aimcore.kube.client import Kube, connect
-from aimcore.local.cluster import ControlPlane
-from aimcore.testing.kubelet import wait_for_service_account
+from aimcore.api.kinds import JOB, NAMESPACE, POD, KindRef
+from aimcore.runtime.kube import Kube, connect
 from tests.helpers import eventually, kubectl
 
 pytestmark = [

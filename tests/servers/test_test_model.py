@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from aim_dev import testmodel
+from aim_dev.local.processes import free_port
 from aim_discovery.dryrun import parse_output
-from aimcore.local.processes import free_port
-from aimcore.oci.labels import image_metadata
+from aimcore.domain.oci.labels import image_metadata
 from tests.helpers import eventually
 
 SERVER = str(testmodel.SERVER)

@@ -76,28 +76,35 @@ def _repo(tmp_path: Path) -> Path:
         ".dockerignore": ".venv\n",
         "pyproject.toml": "[project]\n",
         "uv.lock": "lock\n",
-        "libs/a/src/a/__init__.py": "A = 1\n",
-        "services/s/src/s/main.py": "print(1)\n",
+        "libs/aimcore/src/aimcore/__init__.py": "A = 1\n",
+        "libs/aim-dev/src/aim_dev/__init__.py": "D = 1\n",
+        "services/deployer/src/aim_deployer/main.py": "print(1)\n",
+        "services/status/src/aim_status/main.py": "print(1)\n",
     }.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     return tmp_path
 
 
-def test_operator_image_inputs_change_with_the_sources_not_with_caches(tmp_path: Path) -> None:
+def test_a_service_image_changes_with_its_sources_only(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "repo")
 
-    def inputs() -> str:
-        return images.Builder(tmp_path / "cache", repo).inputs("operator")
+    def inputs(name: str = "service-deployer") -> str:
+        return images.Builder(tmp_path / "cache", repo).inputs(name)
 
     first = inputs()
     assert inputs() == first
-    (repo / "libs/a/src/a/__pycache__").mkdir()
-    (repo / "libs/a/src/a/__pycache__/x.cpython-311.pyc").write_bytes(b"\0")
-    (repo / "libs/a/.venv").mkdir()
-    (repo / "libs/a/.venv/junk").write_text("x")
+    (repo / "libs/aimcore/src/aimcore/__pycache__").mkdir()
+    (repo / "libs/aimcore/src/aimcore/__pycache__/x.cpython-311.pyc").write_bytes(b"\0")
+    (repo / "libs/aimcore/.venv").mkdir()
+    (repo / "libs/aimcore/.venv/junk").write_text("x")
     assert inputs() == first
-    (repo / "libs/a/src/a/__init__.py").write_text("A = 2\n")
+    # another service's code, and the tooling, are not in the deployer's image
+    status = inputs("service-status")
+    (repo / "services/status/src/aim_status/main.py").write_text("print(2)\n")
+    (repo / "libs/aim-dev/src/aim_dev/__init__.py").write_text("D = 2\n")
+    assert inputs() == first and inputs("service-status") != status
+    (repo / "libs/aimcore/src/aimcore/__init__.py").write_text("A = 2\n")
     second = inputs()
     assert second != first
     (repo / "uv.lock").write_text("lock 2\n")

@@ -7,8 +7,8 @@ and cached as a docker-archive tarball in ``$AIM_IMAGE_CACHE`` (default
 - ``base``: Debian bookworm with Python 3.11 and pip, from Debian's mirror with ``mmdebstrap`` (no
   registry has ``python:3.11-slim`` for us). Debian marks its Python externally managed; the marker
   is removed, since the image's only user is the Dockerfile's ``pip install``.
-- ``operator``: ``aim-engine-py:0.1.0`` from the project's own ``Dockerfile``, unchanged, with
-  ``PYTHON_IMAGE`` set to ``base``.
+- ``service-<name>``: ``aim-<name>:0.1.0``, one per service, from the project's own ``Dockerfile``,
+  unchanged (``--build-arg SERVICE=<name>``), with ``PYTHON_IMAGE`` set to ``base``.
 - ``pause``: the sandbox image, the static ``pause`` binary the bootstrap compiles from the
   Kubernetes tree.
 - ``test-model``: ``aim-test-model``, ``base`` plus :mod:`aim_dev.testmodel.server` and the AIM labels.
@@ -39,10 +39,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aim_dev import testmodel
-from aimcore.local import binaries
+from aim_dev.local import binaries
 
 BASE_REF = "localhost/aim/debian-python:3.11-bookworm"
-OPERATOR_REF = "docker.io/library/aim-engine-py:0.1.0"
+SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
+
+
+def service_ref(service: str) -> str:
+    return f"docker.io/library/aim-{service}:0.1.0"
+
+
 PAUSE_REF = "localhost/aim/pause:3.4.1"
 TEST_MODEL_REF = testmodel.IMAGE
 
@@ -63,8 +69,18 @@ BASE_ENV = {
     "SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt",
     "PIP_BREAK_SYSTEM_PACKAGES": "1",
 }
-# The files of the repository the Dockerfile copies (its .dockerignore leaves the rest out).
-OPERATOR_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "uv.lock", "libs", "services")
+# The files of the repository the Dockerfile reads for one service: the workspace's manifests, the
+# runtime library and the service's own package (its .dockerignore leaves the rest out).
+WORKSPACE_MANIFESTS = (
+    "Dockerfile",
+    ".dockerignore",
+    "pyproject.toml",
+    "uv.lock",
+    "libs/aimcore",
+    "libs/aim-dev/pyproject.toml",
+    "libs/aimctl/pyproject.toml",
+    *(f"services/{s}/pyproject.toml" for s in SERVICES),
+)
 IGNORED_PARTS = {".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 IGNORED_SUFFIXES = (".pyc", ".pyo", ".pyd")
 
@@ -129,9 +145,12 @@ def _base_recipe(_: Builder) -> Iterator[bytes]:
     yield json.dumps(["mmdebstrap", "bookworm", BASE_PACKAGES, BASE_HOOKS, BASE_ENV]).encode()
 
 
-def _operator_recipe(b: Builder) -> Iterator[bytes]:
-    yield b"operator-1"
-    yield from hash_files(b.repo, OPERATOR_INPUTS)
+def _service_recipe(service: str) -> Callable[[Builder], Iterator[bytes]]:
+    def recipe(b: Builder) -> Iterator[bytes]:
+        yield f"service-1:{service}".encode()
+        yield from hash_files(b.repo, (*WORKSPACE_MANIFESTS, f"services/{service}"))
+
+    return recipe
 
 
 def _pause_recipe(_: Builder) -> Iterator[bytes]:
@@ -172,22 +191,27 @@ def _build_base(b: Builder, work: Path) -> None:
         b.buildah("rm", c, check=False)
 
 
-def _build_operator(b: Builder, _: Path) -> None:
-    volumes = ["--volume", f"{HOST_CA}:{HOST_CA}:ro"] if HOST_CA.is_file() else []
-    b.buildah(
-        "bud",
-        "--quiet",
-        "--network=host",
-        "--pull=never",
-        *volumes,
-        "--build-arg",
-        f"PYTHON_IMAGE={BASE_REF}",
-        "--tag",
-        OPERATOR_REF,
-        "--file",
-        str(b.repo / "Dockerfile"),
-        str(b.repo),
-    )
+def _service_build(service: str) -> Callable[[Builder, Path], None]:
+    def build(b: Builder, _: Path) -> None:
+        volumes = ["--volume", f"{HOST_CA}:{HOST_CA}:ro"] if HOST_CA.is_file() else []
+        b.buildah(
+            "bud",
+            "--quiet",
+            "--network=host",
+            "--pull=never",
+            *volumes,
+            "--build-arg",
+            f"PYTHON_IMAGE={BASE_REF}",
+            "--build-arg",
+            f"SERVICE={service}",
+            "--tag",
+            service_ref(service),
+            "--file",
+            str(b.repo / "Dockerfile"),
+            str(b.repo),
+        )
+
+    return build
 
 
 def _build_pause(b: Builder, _: Path) -> None:
@@ -233,7 +257,10 @@ IMAGES: dict[str, Image] = {
     i.name: i
     for i in (
         Image("base", BASE_REF, None, _base_recipe, _build_base),
-        Image("operator", OPERATOR_REF, "base", _operator_recipe, _build_operator),
+        *(
+            Image(f"service-{svc}", service_ref(svc), "base", _service_recipe(svc), _service_build(svc))
+            for svc in SERVICES
+        ),
         Image("pause", PAUSE_REF, None, _pause_recipe, _build_pause),
         Image("test-model", TEST_MODEL_REF, "base", _test_model_recipe, _build_test_model),
     )

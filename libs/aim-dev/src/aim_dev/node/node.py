@@ -1,7 +1,7 @@
 """A real Kubernetes node attached to a running local control plane (docs/node.md).
 
 :class:`Node` starts containerd, a kubelet and kube-scheduler for a control plane that runs on the
-host's loopback (:class:`aimcore.local.cluster.ControlPlane`, as the tests and ``aimctl up`` start
+host's loopback (:class:`aim_dev.local.cluster.ControlPlane`, as the tests and ``aimctl up`` start
 it), following ``shared/reference/real-node.md``:
 
 - a network namespace of the node's own (``aim-node-<hex>``) with no link to anything: the node's
@@ -48,11 +48,11 @@ from typing import Any
 
 import yaml
 
+from aim_dev.local import binaries
+from aim_dev.local.processes import ManagedProcess, free_port
 from aim_dev.node import config, host
 from aim_dev.node.forward import Endpoint, Forward
 from aim_dev.node.host import MARKER, NodeError
-from aimcore.local import binaries
-from aimcore.local.processes import ManagedProcess, free_port
 
 REGISTRY = Path("/run/aim-engine/nodes")
 SERVICE_IP = "10.0.0.1"  # the `kubernetes` Service's address (ControlPlane's service range 10.0.0.0/24)
