@@ -211,5 +211,8 @@ async def test_kill_9_each_part_and_restart_nats_mid_rollout(
     # a NATS restart is a line or two in each service's log, never a traceback per reconnect attempt
     logs = {label: proc.log_path.read_text(errors="replace") for label, proc in services.procs.items()}
     assert {label for label, text in logs.items() if "Traceback" in text} == set()
-    assert all("NATS disconnected; reconnecting" in text for text in logs.values()), logs.keys()
+    # the one process never restarted (the others may still be starting when NATS goes down) saw the
+    # outage as one line each way
+    assert logs["deployer"].count("NATS disconnected; reconnecting") == 1, logs["deployer"]
+    assert logs["deployer"].count("NATS reconnected") == 1, logs["deployer"]
     assert {k: v for k, r in journal_runs(journal).items() if (v := overlapping(r))} == {}
