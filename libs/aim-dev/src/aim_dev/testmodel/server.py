@@ -16,7 +16,9 @@ Knobs (environment): ``AIM_MODEL_ID`` (the served model id; default the canonica
 ``AIM_LOG_LEVEL=CRITICAL`` (no log lines, as the discovery Job asks of AIM images),
 ``AIM_TEST_MODEL_LOAD_SECONDS`` (how long /health answers 503 after start, like a model loading),
 ``AIM_TEST_MODEL_REQUIRE`` (a path that must exist before serving, e.g. the model cache; the server
-exits 1 if it does not, as a model server without its weights would).
+exits 1 if it does not, as a model server without its weights would), ``AIM_TEST_MODEL_DRY_RUN_FAIL``
+(a message: ``dry-run`` prints it to stderr and exits 1, as an image whose engine finds no profile
+for the hardware does).
 """
 
 from __future__ import annotations
@@ -97,6 +99,10 @@ def dry_run(args: list[str], env: dict[str, str]) -> int:
     if fmt != "json":
         print(f"dry-run: unsupported format {fmt!r} (only json)", file=sys.stderr)
         return 2
+    failure = env.get("AIM_TEST_MODEL_DRY_RUN_FAIL")
+    if failure:  # stderr even at AIM_LOG_LEVEL=CRITICAL: it is the error, not a log line
+        print(f"dry-run: {failure}", file=sys.stderr, flush=True)
+        return 1
     log("dry-run: selecting a profile")
     print(json.dumps(discovery_output(env)), flush=True)
     return 0
