@@ -375,6 +375,26 @@ def test_classify_failure_deadline(seconds: int | None, default: int | None, mes
     )
 
 
+# What containerd 1.6 tells the kubelet when a tag does not exist (seen on the real node): the words
+# that say so come last, after more characters than a message keeps.
+CONTAINERD_NOT_FOUND = (
+    'rpc error: code = NotFound desc = failed to pull and unpack image "127.0.0.1:5000/aim/missing:0.1.0": '
+    'failed to resolve reference "127.0.0.1:5000/aim/missing:0.1.0": 127.0.0.1:5000/aim/missing:0.1.0: '
+    "not found"
+)
+
+
+def test_a_long_pull_error_is_classified_by_its_whole_message_and_quoted_clipped() -> None:
+    found = jobs.pod_problem(
+        pod(statuses=[waiting("ErrImagePull", CONTAINERD_NOT_FOUND)]), what="inference", container="main"
+    )
+    assert found is not None
+    reason, message = found
+    assert reason == REASON_IMAGE_NOT_FOUND
+    assert message.startswith("inference image not found: rpc error: code = NotFound")
+    assert len(message) <= len("inference image not found: ") + 200 and message.endswith("…")
+
+
 def test_classify_failure_checks_the_main_container_first() -> None:
     statuses = [
         terminated("sidecar", exitCode=2, reason="Error"),

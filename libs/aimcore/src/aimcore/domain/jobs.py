@@ -261,7 +261,8 @@ def _image_problem(pod: Mapping[str, Any], what: str, container: str) -> tuple[s
             continue
         reason = str(waiting.get("reason") or "")
         detail = _clip(str(waiting.get("message") or reason))
-        lowered = detail.lower()
+        # Classified by the whole message: containerd says "not found" at the end of a long one.
+        lowered = str(waiting.get("message") or reason).lower()
         if reason in _PULL_WAITING:
             if any(word in lowered for word in _PULL_AUTH):
                 return REASON_IMAGE_PULL_AUTH_FAILURE, f"{what} image pull not authorized: {detail}"
