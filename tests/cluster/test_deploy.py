@@ -5,6 +5,7 @@ overlay renders; the compose file and the Dockerfile agree with the services' co
 
 from __future__ import annotations
 
+import copy
 import re
 import tomllib
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from tests import helpers
 REPO = Path(__file__).resolve().parents[2]
 BASE = REPO / "deploy" / "base"
 DEV = REPO / "deploy" / "overlays" / "dev"
+LOCAL_NODE = REPO / "deploy" / "overlays" / "local-node"
 SYSTEM_NS = "aim-system"
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
 AIM_GROUPS = ("aim.eai.amd.com", "aim.silogen.ai", "inference.llmkube.dev")
@@ -206,7 +208,7 @@ def test_hpas_use_an_api_every_server_serves(base: list[Obj]) -> None:
 def test_kustomizations_stay_within_kustomize_2_0_3() -> None:
     """kubectl 1.20 embeds kustomize v2.0.3: no directories in `resources:`, no `labels:`,
     `patches:`, `replicas:` or inline patches."""
-    for path in (BASE / "kustomization.yaml", DEV / "kustomization.yaml"):
+    for path in (BASE / "kustomization.yaml", DEV / "kustomization.yaml", LOCAL_NODE / "kustomization.yaml"):
         k = yaml.safe_load(path.read_text())
         assert not {"labels", "patches", "replicas", "components"} & set(k), path
         for entry in k.get("resources", []):
@@ -226,6 +228,51 @@ def test_dev_overlay_renders(base: list[Obj]) -> None:
         assert dep["spec"]["replicas"] == 1
     for hpa in of_kind(dev, "HorizontalPodAutoscaler").values():
         assert hpa["spec"]["minReplicas"] == 1
+
+
+LOCAL_NODE_ENV = {
+    "AIM_NATS_URL": "nats://127.0.0.1:4222",
+    "AIM_DOWNLOADER_NATS_URL": "nats://10.244.76.1:4222",
+    "AIM_OUTBOUND_ALLOWED_HOSTS": "127.0.0.1,10.244.76.1",
+}
+
+
+def without_local_node_settings(obj: Obj) -> tuple[Obj, dict[str, str]]:
+    """``obj`` without what the local-node overlay may set, and the settings it had."""
+    obj = copy.deepcopy(obj)
+    found: dict[str, str] = {}
+    if obj["kind"] in ("Deployment", "StatefulSet"):
+        pod = obj["spec"]["template"]["spec"]
+        found["hostNetwork"] = str(pod.pop("hostNetwork", False))
+        for c in pod["containers"]:
+            found[f"image:{c['name']}"] = c.pop("image")
+            for e in c.get("env", []):
+                if e["name"] in LOCAL_NODE_ENV:
+                    found[e["name"]] = e.get("value", "")
+            c["env"] = [e for e in c.get("env", []) if e["name"] not in LOCAL_NODE_ENV]
+    return obj, found
+
+
+def test_local_node_overlay_changes_only_images_host_networking_and_addresses(base: list[Obj]) -> None:
+    """What the node tier and `aimctl up --node` run is deploy/base: the overlay may set image
+    names, host networking and addresses (docs/node.md), and nothing else."""
+    local = {(o["kind"], o["metadata"]["name"]): o for o in render(LOCAL_NODE)}
+    assert set(local) == {(o["kind"], o["metadata"]["name"]) for o in base}
+    for original in base:
+        key = (original["kind"], original["metadata"]["name"])
+        stripped, settings = without_local_node_settings(local[key])
+        assert stripped == without_local_node_settings(original)[0], key
+        if key == ("StatefulSet", "aim-nats"):
+            assert settings == {"hostNetwork": "True", "image:nats": "localhost/aim/nats:local"}
+        elif key[0] == "Deployment":
+            service = key[1].removeprefix("aim-")
+            expected = {"hostNetwork": "True", f"image:{service}": f"aim-{service}:0.1.0"}
+            expected["AIM_NATS_URL"] = LOCAL_NODE_ENV["AIM_NATS_URL"]
+            if service in ("discovery", "registry-sync", "cache"):
+                expected["AIM_OUTBOUND_ALLOWED_HOSTS"] = LOCAL_NODE_ENV["AIM_OUTBOUND_ALLOWED_HOSTS"]
+            if service == "cache":
+                expected["AIM_DOWNLOADER_NATS_URL"] = LOCAL_NODE_ENV["AIM_DOWNLOADER_NATS_URL"]
+            assert settings == expected, key
 
 
 # -- against the real API server -----------------------------------------------------------------

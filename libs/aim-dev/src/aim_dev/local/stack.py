@@ -234,7 +234,8 @@ class Stack:
 
 
 def stop_detached(home: Path | None = None) -> list[str]:
-    """Stop what ``aimctl up --detach`` started. Returns the names stopped."""
+    """Stop what ``aimctl up --detach`` started (with ``--node``: the node too, from its record).
+    Returns the names stopped."""
     state_file = (home or aim_home()) / "state.json"
     if not state_file.exists():
         return []
@@ -251,6 +252,12 @@ def stop_detached(home: Path | None = None) -> list[str]:
             time.sleep(0.1)
         if _alive(supervisor):
             os.killpg(supervisor, signal.SIGKILL)
+    node_state = state.get("node_state")
+    if node_state:  # its processes, containers, namespace and cgroups, found by the node's id
+        from aim_dev.node import teardown_from_state  # noqa: PLC0415 - node mode only
+
+        if teardown_from_state(Path(node_state)):
+            stopped.append("node")
     for name, pid in reversed(list(pids.items())):
         try:
             os.killpg(pid, signal.SIGTERM)

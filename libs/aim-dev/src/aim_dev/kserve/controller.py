@@ -1,0 +1,145 @@
+"""The KServe stand-in's loop: every InferenceService in RawDeployment mode gets the Deployment and
+Service KServe would create, and the status KServe would write (:mod:`aim_dev.kserve.raw`).
+
+It runs beside a local control plane with a real node (``aimctl up --node``, the node test tier),
+with the admin kubeconfig, as one process (``python -m aim_dev.kserve``). Level-triggered and
+simple: every ``interval`` it lists InferenceServices, their Deployments and their pods (by
+KServe's labels), writes a child only when what it would write changed (a hash in the child's
+annotations), and patches an InferenceService's status only when it differs. Children are owned
+by their InferenceService, so the garbage collector removes them with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from aim_dev.kserve import raw
+from aimcore.api.kinds import INFERENCE_SERVICE, POD, KindRef
+from aimcore.runtime.kube import ApiException, Kube, connect, describe_error
+
+log = logging.getLogger("aim_dev.kserve")
+
+DEPLOYMENT = KindRef("apps", "v1", "Deployment", "deployments", True)
+SERVICE = KindRef("", "v1", "Service", "services", True)
+FIELD_MANAGER = "kserve-standin"
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace")), str(meta.get("name"))
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _comparable(status: Mapping[str, Any]) -> Any:
+    return {k: v for k, v in status.items() if k != "observedGeneration"}
+
+
+class StandIn:
+    def __init__(self, kube: Kube, domain: str = raw.DEFAULT_DOMAIN) -> None:
+        self.kube = kube
+        self.domain = domain
+
+    async def tick(self) -> None:
+        isvcs, _ = await self.kube.list(INFERENCE_SERVICE)
+        if not isvcs:
+            return
+        deployments, _ = await self.kube.list(DEPLOYMENT, label_selector=raw.ISVC_LABEL)
+        services, _ = await self.kube.list(SERVICE, label_selector=raw.ISVC_LABEL)
+        pods, _ = await self.kube.list(POD, label_selector=raw.ISVC_LABEL)
+        by_name = {_key(d): d for d in deployments}
+        svc_by_name = {_key(s): s for s in services}
+        pods_by_isvc: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            if meta.get("deletionTimestamp"):
+                continue
+            owner = (str(meta.get("namespace")), str((meta.get("labels") or {}).get(raw.ISVC_LABEL)))
+            pods_by_isvc.setdefault(owner, []).append(pod)
+        for isvc in isvcs:
+            if (isvc.get("metadata") or {}).get("deletionTimestamp") or not raw.raw_mode(isvc):
+                continue  # Serverless (Knative) is not emulated: no children, no status
+            try:
+                await self.reconcile(isvc, by_name, svc_by_name, pods_by_isvc)
+            except ApiException as exc:
+                log.warning("InferenceService %s/%s: %s", *_key(isvc), describe_error(exc))
+
+    async def reconcile(
+        self,
+        isvc: dict[str, Any],
+        deployments: Mapping[tuple[str, str], dict[str, Any]],
+        services: Mapping[tuple[str, str], dict[str, Any]],
+        pods: Mapping[tuple[str, str], list[dict[str, Any]]],
+    ) -> None:
+        namespace, name = _key(isvc)
+        child = (namespace, raw.predictor_name(name))
+        try:
+            wanted_deploy, wanted_service = raw.deployment(isvc), raw.service(isvc)
+        except raw.Unsupported as exc:
+            await self._status(isvc, raw.unsupported_status(isvc, str(exc), now=_now()))
+            return
+        deploy = deployments.get(child)
+        if raw.spec_hash(deploy) != raw.spec_hash(wanted_deploy):
+            deploy = await self.kube.apply(DEPLOYMENT, wanted_deploy)
+            log.info("applied Deployment %s/%s", *child)
+        if raw.spec_hash(services.get(child)) != raw.spec_hash(wanted_service):
+            await self.kube.apply(SERVICE, wanted_service)
+            log.info("applied Service %s/%s", *child)
+        status = raw.status(isvc, deploy, pods.get((namespace, name), []), now=_now(), domain=self.domain)
+        await self._status(isvc, status)
+
+    async def _status(self, isvc: dict[str, Any], status: dict[str, Any]) -> None:
+        if _comparable(isvc.get("status") or {}) == _comparable(status):
+            return
+        namespace, name = _key(isvc)
+        patch = {"metadata": {"resourceVersion": isvc["metadata"]["resourceVersion"]}, "status": status}
+        try:
+            await self.kube.patch_status(INFERENCE_SERVICE, namespace, name, patch)
+        except ApiException as exc:
+            if exc.status not in (404, 409):  # gone, or changed since listed: the next tick
+                raise
+        else:
+            ready: dict[str, Any] = next(
+                (c for c in status.get("conditions", []) if c["type"] == "Ready"), {}
+            )
+            log.info(
+                "InferenceService %s/%s: Ready=%s %s",
+                namespace,
+                name,
+                ready.get("status"),
+                ready.get("reason", ""),
+            )
+
+
+async def run(kubeconfig: str, interval: float = 1.0, domain: str = raw.DEFAULT_DOMAIN) -> None:
+    kube = Kube(await connect(kubeconfig), field_manager=FIELD_MANAGER)
+    standin = StandIn(kube, domain)
+    try:
+        while True:
+            try:
+                await standin.tick()
+            except (ApiException, OSError, TimeoutError) as exc:  # the API server restarting
+                log.warning("tick failed: %s", describe_error(exc))
+            await asyncio.sleep(interval)
+    finally:
+        await kube.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m aim_dev.kserve", description=__doc__.split("\n")[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between passes")
+    parser.add_argument("--domain", default=raw.DEFAULT_DOMAIN, help="the ingress domain of status.url")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run(args.kubeconfig, args.interval, args.domain))
+    return 0

@@ -1,0 +1,257 @@
+"""The operator deployed onto the real local node the way users deploy it (docs/deploy.md, docs/node.md):
+``kubectl apply -k deploy/overlays/local-node`` after the steps docs/deploy.md asks of a user.
+
+What a user does, done here with the same objects:
+
+- the bus credentials (``aimctl bus credentials``): one NKey per bus role, kept as seed files in
+  ``<home>/nats/creds`` (where ``aimctl events`` finds the reader's) and created as the Secrets
+  ``aim-bus-<role>`` deploy/ mounts;
+- NATS's volume: the StatefulSet's claim needs a PersistentVolume and this cluster has no
+  provisioner, so a static hostPath volume bound to that claim (:func:`host_path_volume`);
+- the overlay applied with kubectl (``--validate=false``: kubectl 1.20 does not know the CRDs' CEL
+  rules), then ready means ready: NATS and every Deployment rolled out, and every service bound to
+  its durable consumer on the bus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nats.js.errors import NotFoundError
+
+from aim_dev import images
+from aim_dev.local import binaries
+from aimcore.api.bus import auth, topology
+from aimcore.api.kinds import NAMESPACE, POD, KindRef
+from aimcore.runtime.bus import BusSettings, connect_bus
+from aimcore.runtime.kube import Kube
+
+SYSTEM_NAMESPACE = "aim-system"
+SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
+OVERLAY = Path("deploy") / "overlays" / "local-node"
+NATS_PORT = 4222
+"""NATS's client port on the node (host networking: its loopback and its address)."""
+NATS_CLAIM = "data-aim-nats-0"
+NATS_UID = 1000  # deploy/base/nats.yaml runs NATS as 1000:1000
+
+SECRET = KindRef("", "v1", "Secret", "secrets", True)
+PERSISTENT_VOLUME = KindRef("", "v1", "PersistentVolume", "persistentvolumes", False)
+DEPLOYMENT = KindRef("apps", "v1", "Deployment", "deployments", True)
+STATEFUL_SET = KindRef("apps", "v1", "StatefulSet", "statefulsets", True)
+DEPLOYED_ROLES = tuple(r for r in auth.ROLE_NAMES if r != "admin")
+
+
+class DeployFailed(RuntimeError):
+    pass
+
+
+def overlay_path() -> Path:
+    return images.repo_root() / OVERLAY
+
+
+def secret_name(role: str) -> str:
+    return f"aim-bus-{role}"
+
+
+def bus_secret(identity: auth.Identity, namespace: str) -> dict[str, Any]:
+    """The Secret ``aim-bus-<role>`` (keys ``seed`` and ``nkey``) as ``aimctl bus credentials`` prints it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {
+            "name": secret_name(identity.role),
+            "namespace": namespace,
+            "labels": {
+                "app.kubernetes.io/part-of": "aim-engine",
+                "app.kubernetes.io/component": "bus-credentials",
+                "aim.eai.amd.com/bus-role": identity.role,
+            },
+        },
+        "data": {
+            "seed": base64.b64encode(identity.seed.encode()).decode(),
+            "nkey": base64.b64encode(identity.public.encode()).decode(),
+        },
+    }
+
+
+def host_path_volume(
+    name: str,
+    path: Path,
+    capacity: str,
+    *,
+    access_modes: Iterable[str] = ("ReadWriteOnce", "ReadWriteMany"),
+    claim: tuple[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A static PersistentVolume on a directory of this machine (no storage class: it binds claims
+    that name none); ``claim`` (namespace, name) reserves it for one claim."""
+    spec: dict[str, Any] = {
+        "capacity": {"storage": capacity},
+        "accessModes": list(access_modes),
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": "",
+        "hostPath": {"path": str(path), "type": "Directory"},
+    }
+    if claim is not None:
+        spec["claimRef"] = {"namespace": claim[0], "name": claim[1]}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "aim-local", **(labels or {})}},
+        "spec": spec,
+    }
+
+
+def bus_client(url: str, credentials: Path, role: str) -> BusSettings:
+    """How a client of ``role`` on this machine connects to the deployed NATS (forwarded to ``url``)."""
+    return BusSettings(
+        url=url,
+        role=role,
+        seed_file=str(auth.Credentials(credentials).seed_file(role)),
+        seed=None,
+        tls_ca_file=None,
+        tls_cert_file=None,
+        tls_key_file=None,
+    )
+
+
+def rollout_problems(workloads: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What keeps Deployments and StatefulSets from being rolled out (empty: all are)."""
+    problems = []
+    for w in workloads:
+        meta, spec, status = w["metadata"], w.get("spec") or {}, w.get("status") or {}
+        want = int(spec.get("replicas", 1))
+        name = f"{w['kind']} {meta['name']}"
+        if int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 0):
+            problems.append(f"{name}: not observed yet")
+            continue
+        ready = int(status.get("readyReplicas") or 0)
+        updated = int(status.get("updatedReplicas") or 0)
+        if w["kind"] == "Deployment":
+            available = int(status.get("availableReplicas") or 0)
+            total = int(status.get("replicas") or 0)
+            if not (updated == available == ready == want == total):
+                problems.append(f"{name}: {ready}/{want} ready, {updated} updated, {total} in all")
+        elif ready < want or updated < want:
+            problems.append(f"{name}: {ready}/{want} ready, {updated} updated")
+    return problems
+
+
+def _pod_summary(pod: Mapping[str, Any]) -> str:
+    status = pod.get("status") or {}
+    states = []
+    for cs in status.get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        (what, detail), *_ = state.items() or [("unknown", {})]
+        reason = (detail or {}).get("reason") or ""
+        states.append(
+            f"{cs.get('name')}={what}{'/' + reason if reason else ''} restarts={cs.get('restartCount', 0)}"
+        )
+    return f"{pod['metadata']['name']} {status.get('phase')} {' '.join(states)}"
+
+
+class Deployment:
+    """The operator on a node: :meth:`deploy` applies it, :meth:`wait_ready` waits for it."""
+
+    def __init__(self, home: Path, kubeconfig: Path, *, nats_url: str, namespace: str = SYSTEM_NAMESPACE):
+        self.home = home
+        self.kubeconfig = kubeconfig
+        self.nats_url = nats_url
+        self.namespace = namespace
+
+    @property
+    def credentials(self) -> Path:
+        return self.home / "nats" / "creds"
+
+    @property
+    def nats_volume(self) -> Path:
+        return self.home / "volumes" / "nats-data"
+
+    def bus(self, role: str = "reader") -> BusSettings:
+        return bus_client(self.nats_url, self.credentials, role)
+
+    async def deploy(self, kube: Kube) -> None:
+        """Namespace, bus Secrets, NATS's volume, then the overlay (idempotent)."""
+        await kube.create_if_absent(
+            NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
+        )
+        identities = auth.Credentials(self.credentials).ensure(DEPLOYED_ROLES)
+        for identity in identities.values():
+            await kube.apply(SECRET, bus_secret(identity, self.namespace))
+        self.nats_volume.mkdir(parents=True, exist_ok=True)
+        os.chown(self.nats_volume, NATS_UID, NATS_UID)
+        volume = host_path_volume(
+            "aim-local-nats-data",
+            self.nats_volume,
+            "10Gi",
+            access_modes=("ReadWriteOnce",),
+            claim=(self.namespace, NATS_CLAIM),
+        )
+        await kube.create_if_absent(PERSISTENT_VOLUME, volume)
+        done = await asyncio.to_thread(
+            binaries.run_kubectl,
+            "apply",
+            "--validate=false",
+            "-k",
+            str(overlay_path()),
+            kubeconfig=self.kubeconfig,
+            timeout=180,
+        )
+        if done.returncode != 0:
+            raise DeployFailed(f"kubectl apply -k {OVERLAY}: {done.stderr.strip() or done.stdout.strip()}")
+
+    async def wait_ready(self, kube: Kube, timeout: float = 600.0) -> dict[str, float]:
+        """Until NATS and every service are rolled out and every service consumes from the bus;
+        the seconds each took (from the call)."""
+        start = time.monotonic()
+        timings: dict[str, float] = {}
+        deadline = start + timeout
+        problems: list[str] = ["nothing observed yet"]
+        while time.monotonic() < deadline:
+            workloads = [
+                *(await kube.list(STATEFUL_SET, self.namespace))[0],
+                *(await kube.list(DEPLOYMENT, self.namespace))[0],
+            ]
+            problems = rollout_problems(workloads)
+            for w in workloads:
+                if not rollout_problems([w]):
+                    timings.setdefault(w["metadata"]["name"], round(time.monotonic() - start, 1))
+            if not problems and len(workloads) == len(SERVICES) + 1:
+                break
+            await asyncio.sleep(1)
+        else:
+            pods, _ = await kube.list(POD, self.namespace)
+            detail = "\n".join(_pod_summary(p) for p in pods)
+            raise DeployFailed(f"the operator did not roll out in {timeout:.0f}s: {problems}\n{detail}")
+        await self.wait_consuming(deadline)
+        timings["consuming"] = round(time.monotonic() - start, 1)
+        return timings
+
+    async def wait_consuming(self, deadline: float) -> None:
+        """Every service has bound its durable consumer (the watcher declared the topology)."""
+        nc = await connect_bus(self.bus("reader"), "aimctl", forever=False)
+        try:
+            js = nc.jetstream()
+            wanted = [(topology.STATUS_STREAM, "aim-status")] + [
+                (topology.EVENTS_STREAM, f"aim-{name}")
+                for name in SERVICES
+                if name not in ("watcher", "status")
+            ]
+            for stream, durable in wanted:
+                while True:
+                    try:
+                        await js.consumer_info(stream, durable)
+                        break
+                    except (NotFoundError, TimeoutError):
+                        if time.monotonic() > deadline:
+                            raise DeployFailed(f"no consumer {durable} on {stream}") from None
+                        await asyncio.sleep(0.2)
+        finally:
+            await nc.close()

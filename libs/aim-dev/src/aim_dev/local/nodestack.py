@@ -1,0 +1,263 @@
+"""The embedded stack on a real node (``aimctl up --node``, the node test tier; docs/node.md).
+
+Where :class:`aim_dev.local.stack.Stack` runs the six services as local processes beside a control
+plane with no kubelet, this runs them as users do: a control plane on the host's loopback, a real
+node attached to it (:class:`aim_dev.node.Node`: kubelet, kube-scheduler, containerd in namespaces
+of their own), the operator applied from ``deploy/overlays/local-node`` (NATS and the six
+Deployments as Pods, their RBAC, the restricted security context;
+:class:`aim_dev.local.deployed.Deployment`), and what a cluster would provide around it:
+
+- a registry (Debian's ``docker-registry`` on the host's loopback), which the node sees at
+  ``127.0.0.1:5000`` (containerd pulls from it over plain HTTP; the operator's registry client
+  speaks plain HTTP to loopback registries only, so the node's loopback it is): model images are
+  pushed here (:meth:`NodeStack.push_model`);
+- a Hugging-Face-Hub-compatible server on the host, which pods reach on the node's address
+  (:attr:`NodeStack.hub_endpoint`), for model caches and LLMKube Models;
+- the CRDs of KServe, Gateway API and KEDA (the permissive stand-ins the test API server uses) and
+  the KServe stand-in (:mod:`aim_dev.kserve`), which turns InferenceServices into Deployments;
+- NATS forwarded to the host's loopback (``state.json``'s ``nats_url``), so ``aimctl events`` and
+  the tests reach the bus with the reader's key.
+
+Everything started is recorded in ``state.json`` (the node's own record in ``node/node.json``) for
+``aimctl down``; detached, a supervisor process restarts the KServe stand-in and owns the node (the
+node is reaped as stale when the supervisor is gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aim_dev import crdinstall, images
+from aim_dev.local import deployed
+from aim_dev.local.cluster import ControlPlane
+from aim_dev.local.hub import HubServer
+from aim_dev.local.processes import ManagedProcess, free_port
+from aim_dev.local.registry import Registry
+from aim_dev.local.stack import SUPERVISOR, aim_home
+from aim_dev.node import Node, check_requirements
+from aim_dev.node import config as node_config
+from aim_dev.standins import stand_in_crds
+from aimcore.runtime.kube import Kube, connect
+
+REGISTRY = "127.0.0.1:5000"
+"""The local registry as the node (containerd, the operator's pods) sees it."""
+KSERVE = "kserve-standin"
+NODE_IMAGES = ("pause", *(f"service-{s}" for s in deployed.SERVICES), "nats")
+"""Imported into the node's containerd at its start (the services' first: they share the base
+layer, which is then unpacked once). Model images come from the registry."""
+
+
+@dataclass
+class NodeStack:
+    home: Path = field(default_factory=aim_home)
+    detach: bool = False
+    cluster: ControlPlane | None = None
+    registry: Registry | None = None
+    hub: HubServer | None = None
+    node: Node | None = None
+    kserve: ManagedProcess | None = None
+    supervisor: ManagedProcess | None = None
+    operator: deployed.Deployment | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.home / "kubeconfig"
+
+    @property
+    def state_file(self) -> Path:
+        return self.home / "state.json"
+
+    @property
+    def hub_endpoint(self) -> str:
+        """The Hub server's URL as pods (download Jobs) and the operator see it."""
+        assert self.hub is not None
+        return f"http://{node_config.NODE_IP}:{self.hub.port}"
+
+    def model_image(self, repository: str, tag: str) -> str:
+        """The reference pods and the operator use for an image pushed as ``repository:tag``."""
+        return f"{REGISTRY}/{repository}:{tag}"
+
+    def push_model(self, image: str, repository: str, tag: str) -> str:
+        """Push a built image (:data:`aim_dev.images.IMAGES` name) to the local registry; returns
+        its reference as the node sees it."""
+        assert self.registry is not None
+        images.Builder().push(image, f"{self.registry.host}/{repository}:{tag}")
+        return self.model_image(repository, tag)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> NodeStack:
+        """Everything, in order; on failure what started is stopped and the error says what failed.
+        Call it from a thread that lives as long as the stack (the node's daemons die with it)."""
+        check_requirements()
+        tarballs = images.tarballs(NODE_IMAGES)  # a clear error if the bootstrap did not build them
+        try:
+            self._start(tarballs)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self, tarballs: list[Path]) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        keep = not self.detach
+        with self._step("control plane"):
+            self.cluster = ControlPlane(self.home / "cluster", die_with_parent=keep).start()
+            shutil.copyfile(self.cluster.kubeconfig_path, self.kubeconfig)
+        with self._step("registry and hub"):
+            self.registry = Registry(self.home / "registry", die_with_parent=keep).start()
+            self.hub = HubServer(self.home / "hub", die_with_parent=keep).start()
+        asyncio.run(self._install_stand_in_crds())
+        nats_port = free_port()
+        self._write_state(nats_url=f"nats://127.0.0.1:{nats_port}")
+        if self.detach:
+            self.supervisor = ManagedProcess(
+                SUPERVISOR,
+                [sys.executable, "-m", "aim_dev.local.supervisor", str(self.home)],
+                self.home / "logs",
+                {"AIM_HOME": str(self.home)},
+                die_with_parent=False,
+            ).start()
+            self._record({"pids": {SUPERVISOR: self.supervisor.pid}})
+        else:
+            self.kserve = self.kserve_process().start()
+        with self._step("node"):
+            self.node = Node(
+                self.home / "node",
+                self.cluster_kubeconfig,
+                images=tarballs,
+                forwards=[
+                    ("127.0.0.1", int(REGISTRY.rsplit(":", 1)[1]), self.registry.port),
+                    (node_config.NODE_IP, self.hub.port, self.hub.port),
+                ],
+                publish=[(nats_port, "127.0.0.1", deployed.NATS_PORT)],
+                plain_http_registries=[REGISTRY],
+                die_with_parent=keep,
+                owner_pid=self.supervisor.pid if self.supervisor else None,
+            )
+            self._record({"node_state": str(self.node.state_file)})
+            self.node.start()
+            self.timings.update({f"node {k}": v for k, v in self.node.timings.items()})
+        self.operator = deployed.Deployment(
+            self.home, self.kubeconfig, nats_url=f"nats://127.0.0.1:{nats_port}"
+        )
+        with self._step("operator"):
+            asyncio.run(self._deploy())
+
+    @property
+    def cluster_kubeconfig(self) -> Path:
+        assert self.cluster is not None
+        return self.cluster.kubeconfig_path
+
+    async def _install_stand_in_crds(self) -> None:
+        kube = Kube(await connect(str(self.kubeconfig)), field_manager="aimctl")
+        try:
+            await crdinstall.install(kube, stand_in_crds())
+        finally:
+            await kube.close()
+
+    async def _deploy(self) -> None:
+        assert self.operator is not None
+        kube = Kube(await connect(str(self.kubeconfig)), field_manager="aimctl")
+        try:
+            await self.operator.deploy(kube)
+            ready = await self.operator.wait_ready(kube)
+            self.timings.update({f"operator {k}": v for k, v in ready.items()})
+        finally:
+            await kube.close()
+
+    def kserve_process(self) -> ManagedProcess:
+        """The KServe stand-in, a child of whoever supervises it (``aimctl up`` in the foreground,
+        else the supervisor), dying with it."""
+        return ManagedProcess(
+            KSERVE,
+            [sys.executable, "-m", "aim_dev.kserve", "--kubeconfig", str(self.kubeconfig)],
+            self.home / "logs",
+        )
+
+    def supervise(self, stop: list[bool]) -> None:
+        """Restart the KServe stand-in if it exits (the services are Deployments: the cluster
+        restarts them) until ``stop[0]`` becomes true."""
+        backoff = 1.0
+        while not stop[0]:
+            if self.kserve is None or not self.kserve.alive():
+                if self.kserve is not None:
+                    due = time.monotonic() + backoff
+                    while not stop[0] and time.monotonic() < due:
+                        time.sleep(0.1)
+                    backoff = min(backoff * 2, 30.0)
+                if stop[0]:
+                    return
+                self.kserve = self.kserve_process().start()
+                self._record({"pids": {KSERVE: self.kserve.pid}})
+            time.sleep(0.5)
+
+    @classmethod
+    def attach(cls, home: Path) -> NodeStack:
+        """The stack ``aimctl up --node --detach`` started in ``home`` (for its supervisor)."""
+        return cls(home=home, detach=True)
+
+    def stop(self) -> None:
+        for proc in (self.kserve, self.supervisor):
+            if proc is not None:
+                proc.stop()
+        if self.node is not None:
+            self.node.stop()
+        for server in (self.registry, self.hub):
+            if server is not None:
+                server.stop()
+        if self.cluster is not None:
+            self.cluster.stop()
+        self.state_file.unlink(missing_ok=True)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _step(self, name: str) -> Iterator[None]:
+        start = time.monotonic()
+        yield
+        self.timings[name] = round(time.monotonic() - start, 1)
+
+    def _write_state(self, nats_url: str) -> None:
+        assert self.cluster is not None and self.registry is not None and self.hub is not None
+        procs = [*self.cluster.processes, self.registry.process, self.hub.process]
+        state = {
+            "mode": "node",
+            "nats_url": nats_url,
+            "server": self.cluster.server,
+            "kubeconfig": str(self.kubeconfig),
+            "system_namespace": deployed.SYSTEM_NAMESPACE,
+            "registry": REGISTRY,
+            "hub": self.hub_endpoint,
+            "pids": {p.name: p.pid for p in procs if p is not None},
+        }
+        with self._state_lock():
+            self.state_file.write_text(json.dumps(state, indent=2))
+
+    def _record(self, update: dict[str, Any]) -> None:
+        """Merge into ``state.json`` (``pids`` merged by name, the supervisor's first)."""
+        with self._state_lock():
+            state = json.loads(self.state_file.read_text())
+            pids = update.pop("pids", {})
+            merged = {**{k: v for k, v in pids.items() if k == SUPERVISOR}, **state.get("pids", {})}
+            merged.update(pids)
+            state.update(update)
+            state["pids"] = merged
+            self.state_file.write_text(json.dumps(state, indent=2))
+
+    @contextlib.contextmanager
+    def _state_lock(self) -> Iterator[None]:
+        with (self.home / "state.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
