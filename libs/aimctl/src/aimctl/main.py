@@ -191,6 +191,10 @@ def _demo_cache(kubeconfig: Path, deadline: float) -> bool:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    if args.node:
+        from aimctl.nodeup import cmd_up_node  # noqa: PLC0415 - the node mode only
+
+        return cmd_up_node(args)
     stack = Stack(detach=args.detach)
     print(f"Starting the AIM operator in {stack.home} ...", flush=True)
     started = time.monotonic()
@@ -277,8 +281,14 @@ def parser() -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="run the whole system locally (control plane, NATS, services)")
     up.add_argument("--detach", action="store_true", help="return once everything is ready")
     up.add_argument("--demo", action="store_true", help="apply a sample AIMService and show its status")
+    up.add_argument(
+        "--node",
+        action="store_true",
+        help="a real node (kubelet, kube-scheduler, containerd; root only): the operator runs as Pods "
+        "from deploy/, discovery Jobs and predictor pods really run (docs/node.md)",
+    )
     up.set_defaults(func=cmd_up)
-    down = sub.add_parser("down", help="stop what `aimctl up --detach` started")
+    down = sub.add_parser("down", help="stop what `aimctl up --detach` started (a node too)")
     down.set_defaults(func=cmd_down)
     crds = sub.add_parser("crds", help="generate the CRD YAML from the models")
     crds.add_argument("action", choices=["generate"], nargs="?", default="generate")

@@ -68,6 +68,9 @@ class NodeStack:
     kserve: ManagedProcess | None = None
     supervisor: ManagedProcess | None = None
     operator: deployed.Deployment | None = None
+    build: tuple[str, ...] | list[str] = NODE_IMAGES
+    """Images rebuilt at start if their inputs changed since the bootstrap built them (a service's
+    code edited, say): the node runs the checkout's code, not a stale image."""
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -101,6 +104,9 @@ class NodeStack:
         """Everything, in order; on failure what started is stopped and the error says what failed.
         Call it from a thread that lives as long as the stack (the node's daemons die with it)."""
         check_requirements()
+        with self._step("images"):
+            built = images.build(list(self.build)) if self.build else []
+            self.timings["images rebuilt"] = float(sum(1 for b in built if not b.cached))
         tarballs = images.tarballs(NODE_IMAGES)  # a clear error if the bootstrap did not build them
         try:
             self._start(tarballs)

@@ -1,0 +1,94 @@
+"""The node tier's shared stack: one control plane with a real node, the operator applied from
+``deploy/overlays/local-node`` (NATS and the six services as Pods), the KServe stand-in, a local
+registry and Hub server (:class:`aim_dev.local.nodestack.NodeStack`, what ``aimctl up --node``
+runs). Started once per session from the main thread (the node's daemons die with the thread that
+started them) and shared by the tests, each in a namespace of its own; the smoke tests in
+``test_node_smoke.py`` start nodes of their own.
+
+Nothing here plays the kubelet: every Pod and Job status is the real kubelet's and controllers'."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aim_dev import testmodel
+from aim_dev.local import deployed
+from aim_dev.local.nodestack import NODE_IMAGES, NodeStack
+from aim_dev.testing.kubelet import wait_for_service_account
+from aimcore.api.kinds import NAMESPACE
+from aimcore.runtime.kube import Kube, connect
+
+MODEL_REPOSITORY = "aim/test-model"
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[NodeStack]:
+    if os.geteuid() != 0:
+        pytest.skip("the real node needs root (namespaces, cgroups)")
+    start = time.monotonic()
+    node_stack = NodeStack(home=tmp_path_factory.mktemp("node-stack"), build=[*NODE_IMAGES, "test-model"])
+    node_stack.start()
+    node_stack.timings["stack start"] = round(time.monotonic() - start, 1)
+    try:
+        yield node_stack
+    finally:
+        stop = time.monotonic()
+        node_stack.stop()
+        node_stack.timings["stack stop"] = round(time.monotonic() - stop, 1)
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"node tier timings (s): {json.dumps(node_stack.timings)}")
+
+
+@pytest.fixture(scope="session")
+def model_image(stack: NodeStack) -> str:
+    """The test model pushed to the stack's registry, as the node and the operator see it."""
+    return stack.push_model("test-model", MODEL_REPOSITORY, testmodel.VERSION)
+
+
+@pytest.fixture
+async def api(stack: NodeStack) -> AsyncIterator[Kube]:
+    client = Kube(await connect(str(stack.kubeconfig)), field_manager="aim-tests")
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def namespace(api: Kube) -> AsyncIterator[str]:
+    """A namespace of the test's own, kept afterwards (its pods' logs help when a later test fails;
+    the stack goes at the end of the session)."""
+    name = f"t-{secrets.token_hex(4)}"
+    await api.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    await wait_for_service_account(api, name)
+    yield name
+
+
+@pytest.fixture
+def volumes(stack: NodeStack, api: Kube) -> Any:
+    """``await volumes(n, size)``: static hostPath PersistentVolumes (no provisioner here), each a
+    fresh directory writable by the download Jobs' uid, bound by whichever claim fits first."""
+
+    async def make(count: int, size: str = "2Gi", **kwargs: Any) -> list[Path]:
+        paths = []
+        for _ in range(count):
+            name = f"t-pv-{secrets.token_hex(4)}"
+            path = stack.home / "volumes" / name
+            path.mkdir(parents=True)
+            path.chmod(0o777)
+            await api.create(
+                deployed.PERSISTENT_VOLUME, deployed.host_path_volume(name, path, size, **kwargs)
+            )
+            paths.append(path)
+        return paths
+
+    return make

@@ -1,0 +1,86 @@
+"""Reading what the operator and the node did, for the node tier: conditions, the kubelet's and
+controllers' Events (which outlive the Jobs the operator deletes once their output is read)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aimcore.api.kinds import KindRef, by_kind
+from aimcore.runtime.kube import Kube
+from tests.helpers import eventually
+
+NODE_TIMEOUT = 900
+"""Per test, its share of the session's stack included: the first test starts it (a few minutes on
+a fresh machine, images imported into the node's containerd)."""
+EVENT = KindRef("", "v1", "Event", "events", True)
+AIM = "aim.eai.amd.com"
+
+
+def aim(kind: str) -> KindRef:
+    return by_kind(AIM, kind)
+
+
+def conditions(obj: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in ((obj or {}).get("status") or {}).get("conditions") or []}
+
+
+def summary(obj: Mapping[str, Any] | None) -> str:
+    """A failure message's view of an object's status."""
+    status = (obj or {}).get("status") or {}
+    conds = [
+        f"{c['type']}={c['status']}/{c.get('reason')}: {c.get('message', '')}"
+        for c in status.get("conditions") or []
+    ]
+    return json.dumps({"status": status.get("status") or status.get("phase"), "conditions": conds}, indent=1)
+
+
+async def wait_for(
+    api: Kube,
+    ref: KindRef,
+    namespace: str | None,
+    name: str,
+    check: Callable[[dict[str, Any]], bool],
+    *,
+    timeout: float,
+    what: str,
+) -> dict[str, Any]:
+    """The object once ``check`` accepts it; on timeout the failure shows its last status."""
+    seen: dict[str, Any] = {}
+
+    async def probe() -> dict[str, Any] | None:
+        obj = await api.get(ref, namespace, name)
+        seen["obj"] = obj
+        return obj if obj is not None and check(obj) else None
+
+    try:
+        return await eventually(probe, timeout=timeout, interval=0.25, what=what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc.args[0].split('; last=')[0]}\n{summary(seen.get('obj'))}") from None
+
+
+def state(obj: Mapping[str, Any]) -> str | None:
+    status = obj.get("status") or {}
+    return status.get("status") or status.get("phase")
+
+
+async def events(api: Kube, namespace: str, **match: str) -> list[dict[str, Any]]:
+    """The namespace's Events whose fields match (``reason``, ``kind``/``name`` of the object,
+    ``component`` of the source)."""
+    items, _ = await api.list(EVENT, namespace)
+    out = []
+    for e in items:
+        involved = e.get("involvedObject") or {}
+        fields = {
+            "reason": e.get("reason"),
+            "kind": involved.get("kind"),
+            "name": involved.get("name"),
+            "component": (e.get("source") or {}).get("component"),
+        }
+        if all(
+            str(fields.get(k) or "").startswith(v) if k == "name" else fields.get(k) == v
+            for k, v in match.items()
+        ):
+            out.append(e)
+    return out

@@ -1,0 +1,178 @@
+"""Model weights on a real node: with caching ``Always`` a real download Job fills a volume (a static
+hostPath PersistentVolume: this cluster has no provisioner) from the local Hub server, and the
+predictor pod mounts it (the test model exits without its weights, so ``Running`` proves the mount);
+an LLMKube ``pvc://`` Model is verified in place by a real verify Job that mounts the claim."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aim_deployer.inference import isvc_name
+from aim_dev import testmodel
+from aim_dev.kserve import raw
+from aim_dev.local.gguf_sample import tiny_gguf
+from aim_dev.local.hub import add_repo
+from aim_dev.local.nodestack import NodeStack
+from aimcore.api.kinds import JOB, POD, PVC, by_kind
+from aimcore.runtime.kube import Kube
+from tests.helpers import eventually
+from tests.node.helpers import NODE_TIMEOUT, aim, conditions, events, state, summary, wait_for
+
+pytestmark = [pytest.mark.node, pytest.mark.timeout(NODE_TIMEOUT)]
+
+MODEL = aim("AIMModel")
+TEMPLATE = aim("AIMServiceTemplate")
+TEMPLATE_CACHE = aim("AIMTemplateCache")
+MODEL_CACHE = aim("AIMModelCache")
+SERVICE = aim("AIMService")
+LLMKUBE_MODEL = by_kind("inference.llmkube.dev", "Model")
+
+WEIGHTS = {
+    "config.json": b'{"architectures": ["LlamaForCausalLM"], "hidden_size": 64}',
+    "model.safetensors": bytes(range(256)) * 2048,  # 512 KiB, an LFS file on the Hub
+    "tokenizer.json": b'{"version": "1.0"}',
+}
+MOUNT = f"/workspace/model-cache/{testmodel.CANONICAL_NAME}"
+
+
+async def test_caching_always_downloads_with_a_real_job_into_a_volume_the_predictor_mounts(
+    stack: NodeStack, api: Kube, namespace: str, model_image: str, volumes: Any
+) -> None:
+    assert stack.hub is not None
+    add_repo(stack.hub.root, testmodel.CANONICAL_NAME, WEIGHTS, lfs_threshold=1024)
+    paths: list[Path] = await volumes(2, "2Gi")
+    model = {"apiVersion": MODEL.api_version, "kind": MODEL.kind, "metadata": {"name": "cached"}}
+    await api.create(MODEL, {**model, "spec": {"image": model_image}}, namespace)
+
+    async def template() -> dict[str, Any] | None:
+        found = [t for t in (await api.list(TEMPLATE, namespace))[0] if state(t) == "Ready"]
+        return found[0] if found else None
+
+    tpl = (await eventually(template, timeout=180, interval=0.25, what="a Ready template"))["metadata"][
+        "name"
+    ]
+    # The download image of the caches a template cache makes is its spec's: the operator's
+    # downloader (the seed's default, KServe's storage initializer, is on no registry here).
+    await api.create(
+        TEMPLATE_CACHE,
+        {
+            "apiVersion": TEMPLATE_CACHE.api_version,
+            "kind": TEMPLATE_CACHE.kind,
+            "metadata": {"name": "weights"},
+            "spec": {
+                "templateName": tpl,
+                "templateScope": "Namespace",
+                "mode": "Shared",
+                "downloadImage": "aim-cache:0.1.0",
+                "env": [{"name": "HF_ENDPOINT", "value": stack.hub_endpoint}],
+            },
+        },
+        namespace,
+    )
+    env = [{"name": "AIM_TEST_MODEL_REQUIRE", "value": f"{MOUNT}/config.json"}]
+    await api.create(
+        SERVICE,
+        {
+            "apiVersion": SERVICE.api_version,
+            "kind": SERVICE.kind,
+            "metadata": {"name": "cached"},
+            "spec": {
+                "model": {"name": "cached"},
+                "template": {"name": tpl, "allowUnoptimized": True},
+                "caching": {"mode": "Always"},
+                "env": env,
+            },
+        },
+        namespace,
+    )
+    svc = await wait_for(
+        api, SERVICE, namespace, "cached", lambda s: state(s) == "Running", timeout=300, what="cached Running"
+    )
+    assert conditions(svc)["CacheReady"]["status"] == "True", summary(svc)
+
+    [cache] = (await api.list(MODEL_CACHE, namespace))[0]
+    assert state(cache) == "Ready", summary(cache)
+    assert conditions(cache)["DownloadReady"]["reason"] == "Verified", summary(cache)
+    # the download Job really ran and is kept as the record
+    [job] = (await api.list(JOB, namespace, label_selector="aim.eai.amd.com/component=download"))[0]
+    assert job["status"].get("succeeded") == 1, job["status"]
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "aim-cache:0.1.0"
+    assert await events(api, namespace, reason="Started", kind="Pod", name=f"{job['metadata']['name']}-")
+    # into a PVC bound to one of the static volumes, whose files are the Hub's
+    claim_name = job["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
+    claim = await api.get(PVC, namespace, claim_name)
+    assert claim is not None and claim["status"]["phase"] == "Bound"
+    [filled] = [p for p in paths if (p / "config.json").exists()]
+    for name, data in WEIGHTS.items():
+        assert (filled / name).read_bytes() == data
+
+    # the predictor pod mounts that claim where the model server looks
+    [pod] = (
+        await api.list(POD, namespace, label_selector=f"{raw.ISVC_LABEL}={isvc_name('cached', namespace)}")
+    )[0]
+    assert pod["status"]["phase"] == "Running"
+    volumes_by_name = {v["name"]: v for v in pod["spec"]["volumes"]}
+    [mount] = [m for m in pod["spec"]["containers"][0]["volumeMounts"] if m["mountPath"] == MOUNT]
+    assert volumes_by_name[mount["name"]]["persistentVolumeClaim"]["claimName"] == claim_name
+
+
+async def test_an_llmkube_pvc_model_is_verified_by_a_real_job(
+    stack: NodeStack, api: Kube, namespace: str, volumes: Any
+) -> None:
+    data = tiny_gguf()
+    [path] = await volumes(1, "1Gi", access_modes=("ReadWriteOnce",), claim=(namespace, "gguf"))
+    (path / "models").mkdir()
+    (path / "models" / "tiny.gguf").write_bytes(data)
+    await api.create(
+        PVC,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "gguf"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+        namespace,
+    )
+    await api.create(
+        LLMKUBE_MODEL,
+        {
+            "apiVersion": LLMKUBE_MODEL.api_version,
+            "kind": LLMKUBE_MODEL.kind,
+            "metadata": {"name": "tiny"},
+            "spec": {
+                "source": "pvc://gguf/models/tiny.gguf",
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "hardware": {"accelerator": "cpu"},
+            },
+        },
+        namespace,
+    )
+    model = await wait_for(
+        api,
+        LLMKUBE_MODEL,
+        namespace,
+        "tiny",
+        lambda m: state(m) == "Ready",
+        timeout=240,
+        what="the Model Ready",
+    )
+    status = model["status"]
+    assert status["sha256"] == hashlib.sha256(data).hexdigest()
+    assert status["path"] == "/model-source/models/tiny.gguf"
+    assert status["gguf"], summary(model)
+    # read in place by a verify Job on the node, from the cache service's image
+    jobs = (await api.list(JOB, namespace, label_selector="aim.eai.amd.com/component=llmkube-verify"))[0]
+    assert jobs and any(j["status"].get("succeeded") == 1 for j in jobs), [j.get("status") for j in jobs]
+    job = next(j for j in jobs if j["status"].get("succeeded") == 1)
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "aim-cache:0.1.0"
+    assert await events(
+        api, namespace, reason="Started", kind="Pod", name=f"{job['metadata']['name']}-", component="kubelet"
+    )
