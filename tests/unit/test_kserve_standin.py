@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from aim_dev.kserve import raw
 from aim_deployer.readiness import inference_service_health
+from aim_dev.kserve import raw
 
 NOW = "2026-01-01T00:00:00Z"
 
