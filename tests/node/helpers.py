@@ -84,3 +84,29 @@ async def events(api: Kube, namespace: str, **match: str) -> list[dict[str, Any]
         ):
             out.append(e)
     return out
+
+
+async def job_pods(api: Kube, namespace: str, job: str) -> list[str]:
+    """The pods a Job created, from the Job controller's Events (they outlive Job and pods; a pod's
+    name is the Job's, cut to fit, plus a suffix)."""
+    created = await events(api, namespace, reason="SuccessfulCreate", kind="Job", name=job)
+    return [e["message"].removeprefix("Created pod: ") for e in created if e["involvedObject"]["name"] == job]
+
+
+async def ran_on_the_node(api: Kube, namespace: str, job: str, image: str | None = None) -> None:
+    """The kubelet started the Job's pod (pulling ``image`` if given), the Job controller saw it
+    complete: from their Events."""
+    [pod] = await job_pods(api, namespace, job)
+    kubelet = [
+        e
+        for e in await events(api, namespace, kind="Pod", component="kubelet")
+        if e["involvedObject"]["name"] == pod
+    ]
+    reasons = {e["reason"] for e in kubelet}
+    assert {"Created", "Started"} <= reasons, kubelet
+    if image is not None:
+        assert any(
+            image in (e.get("message") or "") for e in kubelet if e["reason"] in ("Pulled", "Pulling")
+        ), kubelet
+    completed = await events(api, namespace, reason="Completed", kind="Job", name=job)
+    assert [e for e in completed if e["involvedObject"]["name"] == job], f"no Completed event for Job {job}"

@@ -14,7 +14,7 @@ from aim_dev import images, testmodel
 from aim_dev.local.nodestack import NodeStack
 from aimcore.runtime.kube import Kube
 from tests.helpers import eventually
-from tests.node.helpers import NODE_TIMEOUT, aim, conditions, events, state, summary, wait_for
+from tests.node.helpers import NODE_TIMEOUT, aim, conditions, ran_on_the_node, state, summary, wait_for
 
 pytestmark = [pytest.mark.node, pytest.mark.timeout(NODE_TIMEOUT)]
 
@@ -75,14 +75,7 @@ async def test_a_model_image_gets_templates_from_its_labels_and_a_real_discovery
 
     # The Job ran on the node: the kubelet pulled the image from the registry and started its pod,
     # and the Job controller saw it complete. (The operator deletes a succeeded Job.)
-    job = status["discoveryJob"]["name"]
-    started = await events(api, namespace, reason="Started", kind="Pod", name=f"{job}-", component="kubelet")
-    assert started, f"no kubelet Started event for the pods of Job {job}"
-    pulled = await events(api, namespace, kind="Pod", name=f"{job}-", component="kubelet")
-    assert any(
-        model_image in (e.get("message") or "") for e in pulled if e["reason"] in ("Pulled", "Pulling")
-    )
-    assert await events(api, namespace, reason="Completed", kind="Job", name=job)
+    await ran_on_the_node(api, namespace, status["discoveryJob"]["name"], model_image)
 
 
 async def test_a_failing_dry_run_fails_the_template_with_the_classified_reason(

@@ -20,7 +20,7 @@ from aim_dev.local.nodestack import NodeStack
 from aimcore.api.kinds import JOB, POD, PVC, by_kind
 from aimcore.runtime.kube import Kube
 from tests.helpers import eventually
-from tests.node.helpers import NODE_TIMEOUT, aim, conditions, events, state, summary, wait_for
+from tests.node.helpers import NODE_TIMEOUT, aim, conditions, ran_on_the_node, state, summary, wait_for
 
 pytestmark = [pytest.mark.node, pytest.mark.timeout(NODE_TIMEOUT)]
 
@@ -101,7 +101,7 @@ async def test_caching_always_downloads_with_a_real_job_into_a_volume_the_predic
     [job] = (await api.list(JOB, namespace, label_selector="aim.eai.amd.com/component=download"))[0]
     assert job["status"].get("succeeded") == 1, job["status"]
     assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "aim-cache:0.1.0"
-    assert await events(api, namespace, reason="Started", kind="Pod", name=f"{job['metadata']['name']}-")
+    await ran_on_the_node(api, namespace, job["metadata"]["name"], "aim-cache:0.1.0")
     # into a PVC bound to one of the static volumes, whose files are the Hub's
     claim_name = job["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
     claim = await api.get(PVC, namespace, claim_name)
@@ -173,6 +173,4 @@ async def test_an_llmkube_pvc_model_is_verified_by_a_real_job(
     assert jobs and any(j["status"].get("succeeded") == 1 for j in jobs), [j.get("status") for j in jobs]
     job = next(j for j in jobs if j["status"].get("succeeded") == 1)
     assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "aim-cache:0.1.0"
-    assert await events(
-        api, namespace, reason="Started", kind="Pod", name=f"{job['metadata']['name']}-", component="kubelet"
-    )
+    await ran_on_the_node(api, namespace, job["metadata"]["name"])

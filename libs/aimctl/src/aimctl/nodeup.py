@@ -51,39 +51,47 @@ def demo_service(image: str) -> dict[str, Any]:
     }
 
 
-def _watch_discovery(kubeconfig: Path, deadline: float) -> bool:
-    """Show the discovery Job while it exists (the operator deletes it once its output is read):
-    its line when it completed, and its log, the image's dry-run output."""
-    shown = False
+def _pods(kubeconfig: Path, selector: str) -> list[dict[str, Any]]:
+    done = binaries.run_kubectl(
+        "get", "pods", "-n", "default", "-l", selector, "-o", "json", kubeconfig=kubeconfig
+    )
+    items: list[dict[str, Any]] = json.loads(done.stdout or "{}").get("items") or []
+    return items
+
+
+def _exit(pod: dict[str, Any]) -> str:
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        terminated = (cs.get("state") or {}).get("terminated")
+        if terminated:
+            return f"exit code {terminated.get('exitCode')} ({terminated.get('reason')})"
+    return "running"
+
+
+def _watch_discovery(kubeconfig: Path, deadline: float) -> str | None:
+    """Follow the discovery Job's pod on the node until it is gone (the operator deletes the Job
+    once it has read its output), showing what was seen and its log; returns the pod's name."""
+    seen: dict[str, Any] | None = None
+    log = ""
     while time.monotonic() < deadline:
-        listing = binaries.run_kubectl(
-            "get", "jobs", "-n", "default", "-l", DISCOVERY_JOBS, "-o", "json", kubeconfig=kubeconfig
-        )
-        jobs = json.loads(listing.stdout or "{}").get("items") or []
-        done = [j for j in jobs if (j.get("status") or {}).get("succeeded")]
-        if done:
-            name = done[0]["metadata"]["name"]
-            print(f"$ kubectl get job {name} -n default")
-            print(_kubectl(kubeconfig, "get", "job", name, "-n", "default"))
-            print(f"$ kubectl logs job/{name} -n default   (the model image's dry-run --format=json)")
-            print(_kubectl(kubeconfig, "logs", f"job/{name}", "-n", "default"))
-            return True
-        if not shown and jobs:
-            print(f"discovery Job {jobs[0]['metadata']['name']} is running on the node ...", flush=True)
-            shown = True
-        template_ready = _kubectl(
-            kubeconfig,
-            "get",
-            "aimservicetemplates",
-            "-n",
-            "default",
-            "-o",
-            "jsonpath={.items[*].status.status}",
-        )
-        if "Ready" in template_ready.split() and not jobs:
-            return False  # done between two looks; the Events below still show it
+        pods = _pods(kubeconfig, DISCOVERY_JOBS)
+        if pods:
+            if seen is None:
+                print(f"discovery Job pod {pods[0]['metadata']['name']} created ...", flush=True)
+            seen = pods[0]
+            if (seen.get("status") or {}).get("phase") == "Succeeded" and not log:
+                log = _kubectl(kubeconfig, "logs", seen["metadata"]["name"], "-n", "default")
+        elif seen is not None:
+            break  # the Job and its pod are gone: the operator has the output
         time.sleep(0.2)
-    return False
+    if seen is None:
+        return None
+    name = str(seen["metadata"]["name"])
+    job = (seen["metadata"].get("labels") or {}).get("job-name", "?")
+    phase = (seen.get("status") or {}).get("phase")
+    print(f"job/{job}: pod {name} ran on node {seen['spec'].get('nodeName')}: {phase}, {_exit(seen)}")
+    if log.startswith("["):
+        print(f"$ kubectl logs {name} -n default   (the image's dry-run --format=json)\n{log}")
+    return name
 
 
 def demo(stack: NodeStack, timeout: float = 300.0) -> bool:
@@ -98,8 +106,10 @@ def demo(stack: NodeStack, timeout: float = 300.0) -> bool:
         )
     )
     deadline = time.monotonic() + timeout
-    _watch_discovery(kubeconfig, deadline)
+    pod = _watch_discovery(kubeconfig, deadline)
     _show(kubeconfig, "get", "events", "-n", "default", "--field-selector", "involvedObject.kind=Job")
+    if pod:
+        _show(kubeconfig, "get", "events", "-n", "default", "--field-selector", f"involvedObject.name={pod}")
     while time.monotonic() < deadline:
         status = _kubectl(
             kubeconfig, "get", "aimsvc", "tiny-chat", "-n", "default", "-o", "jsonpath={.status.status}"
@@ -108,6 +118,8 @@ def demo(stack: NodeStack, timeout: float = 300.0) -> bool:
             break
         time.sleep(0.5)
     _show(kubeconfig, "get", "aimmodels,aimservicetemplates", "-n", "default")
+    profile = "jsonpath={.items[0].status.profile.metadata}"
+    _show(kubeconfig, "get", "aimservicetemplates", "-n", "default", "-o", profile)
     _show(kubeconfig, "get", "inferenceservices,deployments", "-n", "default")
     pods = _show(kubeconfig, "get", "pods", "-n", "default", "-o", "wide", "-l", PREDICTORS)
     services = _show(kubeconfig, "get", "aimsvc", "-n", "default")

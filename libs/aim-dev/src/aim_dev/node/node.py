@@ -58,6 +58,7 @@ REGISTRY = Path("/run/aim-engine/nodes")
 SERVICE_IP = "10.0.0.1"  # the `kubernetes` Service's address (ControlPlane's service range 10.0.0.0/24)
 HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip", "nsenter", "unshare", "iptables")
 CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap")
+MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes, the last one NUL
 NOT_READY_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
 
@@ -144,6 +145,13 @@ class Node:
         check_requirements()
         if str(self.workdir.resolve()).startswith(("/run/", "/var/log/pods", "/var/lib/cni")):
             raise NodeError(f"the node's directory cannot be under /run or a path it covers: {self.workdir}")
+        longest = len(str(self.layout.kubelet_dir.resolve() / "root" / "pod-resources")) + 11
+        if longest > MAX_SOCKET_PATH:
+            raise NodeError(
+                f"the node's directory {self.workdir} is too long: the kubelet's sockets under it would "
+                f"need {longest} characters, and a unix socket's path has at most {MAX_SOCKET_PATH}; "
+                "use a shorter path"
+            )
         reap_stale()
         try:
             self._start(timeout)

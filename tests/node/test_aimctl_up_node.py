@@ -1,0 +1,81 @@
+"""``aimctl up --node --demo --detach`` as a user runs it, then ``aimctl down``: the demo's output
+shows a discovery Job that really ran on the node, a predictor pod Running on it and the AIMService
+Running; ``down`` leaves no process, network namespace, cgroup or mount of the node behind, and
+stops every process ``up`` recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aim_dev.node import host, registered
+from tests.node.helpers import NODE_TIMEOUT
+
+pytestmark = [
+    pytest.mark.node,
+    pytest.mark.timeout(NODE_TIMEOUT),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root (namespaces, cgroups)"),
+]
+
+
+def aimctl(home: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aimctl", *args],
+        env={**os.environ, "AIM_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A short AIM home: the kubelet's unix sockets live under it (at most 107 characters)."""
+    path = Path(tempfile.mkdtemp(prefix="aim-up-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_up_node_demo_detached_then_down_leaves_nothing(home: Path) -> None:
+    up = aimctl(home, "up", "--node", "--demo", "--detach", timeout=800)
+    state = json.loads((home / "state.json").read_text()) if (home / "state.json").exists() else {}
+    node_id = json.loads(Path(state["node_state"]).read_text())["id"] if state.get("node_state") else ""
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        out = up.stdout
+        node = json.loads(Path(state["node_state"]).read_text())["node_name"]
+        # a discovery Job that really ran on the node, with the image's dry-run output
+        assert f"ran on node {node}: Succeeded, exit code 0 (Completed)" in out, out
+        assert '"profile": {"model": "aim-test/tiny-model"' in out or "Job completed" in out, out
+        # a predictor pod Running on the node, and the service Running
+        pods = out.split("-l serving.kserve.io/inferenceservice\n", 1)[1].splitlines()
+        assert any("Running" in line and f" {node} " in line for line in pods[1:3]), out
+        assert any(line.startswith("tiny-chat") and " Running " in line for line in out.splitlines()), out
+        assert host.netns_exists(node_id)
+    finally:
+        down = aimctl(home, "down", timeout=300)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "node" in down.stdout
+    assert host.node_processes(node_id) == []
+    assert not host.netns_exists(node_id)
+    assert host.node_cgroups(node_id) == []
+    assert host.mounts_under(home) == []
+    assert node_id not in {r["id"] for r in registered()}
+    assert not (home / "state.json").exists()
+    assert [name for name, pid in state["pids"].items() if alive(pid)] == []
