@@ -43,9 +43,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
         stop = time.monotonic()
         node_stack.stop()
         node_stack.timings["stack stop"] = round(time.monotonic() - stop, 1)
-        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"node tier timings (s): {json.dumps(node_stack.timings)}")
+        request.config.stash[TIMINGS] = node_stack.timings
+
+
+TIMINGS = pytest.StashKey[dict[str, float]]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The shared stack's timings (seconds), at the end of the run's report."""
+    timings = config.stash.get(TIMINGS, None)
+    if timings:
+        terminalreporter.write_line(f"node tier stack timings (s): {json.dumps(timings)}")
 
 
 @pytest.fixture(scope="session")

@@ -10,9 +10,11 @@ namespaces and cgroups.
 from __future__ import annotations
 
 import argparse
-import json
+import asyncio
+import contextlib
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ from aim_dev.local import binaries
 from aim_dev.local.deployed import SERVICES, DeployFailed
 from aim_dev.local.nodestack import NodeStack
 from aim_dev.node import NodeError
+from aimcore.api.kinds import POD
+from aimcore.runtime.kube import ApiException, Kube, connect
 
 DISCOVERY_JOBS = "app.kubernetes.io/name=aim-discovery"
 PREDICTORS = "serving.kserve.io/inferenceservice"
@@ -51,14 +55,6 @@ def demo_service(image: str) -> dict[str, Any]:
     }
 
 
-def _pods(kubeconfig: Path, selector: str) -> list[dict[str, Any]]:
-    done = binaries.run_kubectl(
-        "get", "pods", "-n", "default", "-l", selector, "-o", "json", kubeconfig=kubeconfig
-    )
-    items: list[dict[str, Any]] = json.loads(done.stdout or "{}").get("items") or []
-    return items
-
-
 def _exit(pod: dict[str, Any]) -> str:
     for cs in (pod.get("status") or {}).get("containerStatuses") or []:
         terminated = (cs.get("state") or {}).get("terminated")
@@ -67,30 +63,47 @@ def _exit(pod: dict[str, Any]) -> str:
     return "running"
 
 
-def _watch_discovery(kubeconfig: Path, deadline: float) -> str | None:
-    """Follow the discovery Job's pod on the node until it is gone (the operator deletes the Job
-    once it has read its output), showing what was seen and its log; returns the pod's name."""
-    seen: dict[str, Any] | None = None
+async def _follow_discovery(kubeconfig: Path, timeout: float) -> tuple[dict[str, Any] | None, str]:
+    """Watch the discovery Job's pod until it has finished (the operator deletes the Job, and so the
+    pod, once it has read the output, so a poll could miss it): the pod as last seen, and its log."""
+    kube = Kube(await connect(str(kubeconfig)), field_manager="aimctl")
+    last: dict[str, Any] | None = None
     log = ""
-    while time.monotonic() < deadline:
-        pods = _pods(kubeconfig, DISCOVERY_JOBS)
-        if pods:
-            if seen is None:
-                print(f"discovery Job pod {pods[0]['metadata']['name']} created ...", flush=True)
-            seen = pods[0]
-            if (seen.get("status") or {}).get("phase") == "Succeeded" and not log:
-                log = _kubectl(kubeconfig, "logs", seen["metadata"]["name"], "-n", "default")
-        elif seen is not None:
-            break  # the Job and its pod are gone: the operator has the output
-        time.sleep(0.2)
-    if seen is None:
+    try:
+        _, rv = await kube.list(POD, "default", label_selector=DISCOVERY_JOBS)
+        async with asyncio.timeout(timeout):
+            while True:
+                async for event in kube.watch(
+                    POD, rv, namespace="default", label_selector=DISCOVERY_JOBS, timeout_seconds=60
+                ):
+                    pod = event["object"]
+                    rv = pod["metadata"].get("resourceVersion", rv)
+                    if event["type"] in ("BOOKMARK", "DELETED"):
+                        if event["type"] == "DELETED" and last is not None:
+                            return last, log
+                        continue
+                    last = pod
+                    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                        with contextlib.suppress(ApiException):
+                            log = await kube.pod_log("default", pod["metadata"]["name"])
+                        return last, log
+    except TimeoutError:
+        pass
+    finally:
+        await kube.close()
+    return last, log
+
+
+def _show_discovery(pod: dict[str, Any] | None, log: str) -> str | None:
+    if pod is None:
+        print("no discovery Job pod was seen")
         return None
-    name = str(seen["metadata"]["name"])
-    job = (seen["metadata"].get("labels") or {}).get("job-name", "?")
-    phase = (seen.get("status") or {}).get("phase")
-    print(f"job/{job}: pod {name} ran on node {seen['spec'].get('nodeName')}: {phase}, {_exit(seen)}")
-    if log.startswith("["):
-        print(f"$ kubectl logs {name} -n default   (the image's dry-run --format=json)\n{log}")
+    name = str(pod["metadata"]["name"])
+    job = (pod["metadata"].get("labels") or {}).get("job-name", "?")
+    phase = (pod.get("status") or {}).get("phase")
+    print(f"job/{job}: pod {name} ran on node {pod['spec'].get('nodeName')}: {phase}, {_exit(pod)}")
+    if log.strip():
+        print(f"$ kubectl logs {name} -n default   (the image's dry-run --format=json)\n{log.strip()}")
     return name
 
 
@@ -99,6 +112,11 @@ def demo(stack: NodeStack, timeout: float = 300.0) -> bool:
     print("\n$ push the test model image to the node's registry (its labels carry recommended deployments)")
     image = stack.push_model("test-model", "aim/test-model", testmodel.VERSION)
     print(image)
+    followed: list[tuple[dict[str, Any] | None, str]] = []
+    follower = threading.Thread(
+        target=lambda: followed.append(asyncio.run(_follow_discovery(kubeconfig, timeout))), daemon=True
+    )
+    follower.start()
     print("\n$ kubectl apply -f - <<EOF (an AIMService of that image)")
     print(
         _kubectl(
@@ -106,7 +124,8 @@ def demo(stack: NodeStack, timeout: float = 300.0) -> bool:
         )
     )
     deadline = time.monotonic() + timeout
-    pod = _watch_discovery(kubeconfig, deadline)
+    follower.join(timeout)
+    pod = _show_discovery(*(followed[0] if followed else (None, "")))
     _show(kubeconfig, "get", "events", "-n", "default", "--field-selector", "involvedObject.kind=Job")
     if pod:
         _show(kubeconfig, "get", "events", "-n", "default", "--field-selector", f"involvedObject.name={pod}")
