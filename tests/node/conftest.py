@@ -25,6 +25,7 @@ from aim_dev.local.nodestack import NODE_IMAGES, NodeStack
 from aim_dev.testing.kubelet import wait_for_service_account
 from aimcore.api.kinds import NAMESPACE
 from aimcore.runtime.kube import Kube, connect
+from tests.helpers import kubectl
 
 MODEL_REPOSITORY = "aim/test-model"
 
@@ -39,6 +40,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
     node_stack.timings["stack start"] = round(time.monotonic() - start, 1)
     try:
         yield node_stack
+        # every service worked within its bus role on the deployed, authenticated NATS
+        nats_log = kubectl(
+            "logs", "-n", deployed.SYSTEM_NAMESPACE, "aim-nats-0", kubeconfig=node_stack.kubeconfig
+        )
+        violations = [line for line in nats_log.splitlines() if "Violation" in line and ":aim-" in line]
+        assert not violations, "services needed subjects their bus roles lack:\n" + "\n".join(violations[:20])
     finally:
         stop = time.monotonic()
         node_stack.stop()
