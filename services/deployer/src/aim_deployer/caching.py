@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aim_deployer.inference import CacheMount
-from aim_deployer.models import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
+from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj

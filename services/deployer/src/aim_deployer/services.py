@@ -1,7 +1,7 @@
-"""The AIMService controller (both API groups): runtime config → model → template → cache →
+"""The AIMService reconciler (both API groups): runtime config → model → template → cache →
 KServe InferenceService → HTTPRoute, each step a condition, every resolved reference in status.
 
-One reconcile reads the informer cache, decides with the pure planners (:mod:`aim_deployer.models`,
+One reconcile reads the informer cache, decides with the pure planners (:mod:`aim_deployer.model_resolution`,
 :mod:`~aim_deployer.templates`, :mod:`~aim_deployer.caching`, :mod:`~aim_deployer.inference`,
 :mod:`~aim_deployer.routing`, :mod:`~aim_deployer.readiness`) and writes only what differs from
 the cluster, so a second run changes nothing. Conditions the service owns:
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aim_deployer import caching, inference, readiness, routing
-from aim_deployer.models import (
+from aim_deployer.model_resolution import (
     CUSTOM_LABEL,
     MODEL_READY,
     SERVICE_LABEL,
@@ -152,7 +152,9 @@ class Pass:
             self.retry_after = FORBIDDEN_RETRY
 
 
-class ServiceController:
+class ServiceReconciler:
+    """Reconciles AIMServices of both API groups (see the module docstring for the steps)."""
+
     def __init__(self, kube: Kube, settings: DeployerSettings) -> None:
         self.kube = kube
         self.settings = settings

@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aim_deployer.models import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
+from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
 from aim_deployer.selection import (
     Candidate,
     Selection,
