@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from aim_deployer.models import auto_model_name
+from aim_deployer.model_resolution import auto_model_name
 from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
 from aimcore.runtime.kube import Kube
 from tests.helpers import condition, eventually, has, manifest, status_of

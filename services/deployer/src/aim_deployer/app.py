@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aim_deployer.caching import TEMPLATE_CACHE_LABEL
-from aim_deployer.models import custom_model_name, custom_model_spec, service_model
-from aim_deployer.services import PODS_INDEX, ServiceController, pod_isvc
+from aim_deployer.model_resolution import custom_model_name, custom_model_spec, service_model
+from aim_deployer.services import PODS_INDEX, ServiceReconciler, pod_isvc
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, explicit_name
 from aimcore.api.bus.messages import ChangeEvent
@@ -200,7 +200,7 @@ def node_to_services(event: ChangeEvent, obj: Obj | None, informer: Informer) ->
 
 def controller(ctx: ServiceContext, settings: DeployerSettings) -> Controller:
     assert ctx.kube is not None, "the deployer needs a Kubernetes client (it applies InferenceServices)"
-    services = ServiceController(ctx.kube, settings)
+    services = ServiceReconciler(ctx.kube, settings)
     models = [by_kind(g, k) for g, k in sorted(MODEL_KINDS)]
     templates = [
         by_kind(g, k) for g in (AIM, LEGACY) for k in ("AIMServiceTemplate", "AIMClusterServiceTemplate")
