@@ -366,7 +366,10 @@ async def test_stall_is_retried_from_where_it_stopped(hub: HubServer, tmp_path: 
     assert range_start(requests[1]) == 100 * KIB
 
 
-async def test_persistent_stall_raises_download_stalled(hub: HubServer, tmp_path: Path) -> None:
+async def test_persistent_stall_raises_download_stalled(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transfer_module, "RANGE_JITTER", None)  # the exact schedule: its time is asserted
     files = {"model.safetensors": blob(200 * KIB, 3)}
     repo_id = new_repo(hub, files)
     hub.stall_after(repo_id, "model.safetensors", 0, seconds=30, count=50)

@@ -35,7 +35,7 @@ from aim_cache.downloader.sources import (
     parse_source,
     validate_path,
 )
-from aim_cache.downloader.transfer import backoff, new_hasher
+from aim_cache.downloader.transfer import RANGE_RETRY, new_hasher
 
 SHA = "a" * 64
 
@@ -200,8 +200,8 @@ def test_split_cuts_in_order_without_tiny_tails() -> None:
 
 
 def test_backoff_grows_and_is_capped() -> None:
-    assert [backoff(a) for a in (1, 2, 3, 4)] == [0.25, 0.5, 1.0, 2.0]
-    assert backoff(20) == 8.0
+    assert [RANGE_RETRY.delay(a, jitter=None) for a in (1, 2, 3, 4)] == [0.25, 0.5, 1.0, 2.0]
+    assert RANGE_RETRY.delay(20, jitter=None) == 8.0
 
 
 def test_git_blob_hasher() -> None:

@@ -46,6 +46,7 @@ from aim_discovery.catalog import (
     template_kind,
     templates_condition,
 )
+from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import SECRET, KindRef
 from aimcore.domain.children import differs, owned_by
@@ -99,8 +100,9 @@ IMAGE_NOT_FOUND = "ImageNotFound"
 AUTH_FAILED = "ImagePullAuthFailure"
 REGISTRY_ERROR = "RegistryError"
 
-BACKOFF_START = 30.0
-BACKOFF_MAX = 600.0
+METADATA_RETRY = Backoff(base=30.0, cap=600.0)
+"""A transient metadata failure (registry, credentials, a forbidden template write): 30 s doubling to
+10 min, counted per model while its image stays the same."""
 
 # Template-state aggregation reasons (reference §2.8).
 ALL_TEMPLATES_READY = "AllTemplatesReady"
@@ -534,7 +536,7 @@ class ModelController:
         image, count = self.failures.get(uid, (model.image, 0))
         count = count + 1 if image == model.image else 1
         self.failures[uid] = (model.image, count)
-        return Result(requeue_after=min(BACKOFF_START * 2 ** (count - 1), BACKOFF_MAX))
+        return Result(requeue_after=METADATA_RETRY.delay(count, jitter=jitter_key(model.obj)))
 
 
 def _none_expected(model: ModelView, outcome: Metadata, auto_discovery: bool | None) -> str:

@@ -34,6 +34,7 @@ from aim_registry_sync.filters import (
     parse_filters,
     plan,
 )
+from aimcore.api.backoff import Backoff, Jitter, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.crds.aim import AIMClusterModelSource
 from aimcore.api.kinds import SECRET, by_kind
@@ -57,8 +58,8 @@ log = logging.getLogger(__name__)
 AIMCLUSTERMODEL = by_kind("aim.eai.amd.com", "AIMClusterModel")
 
 MIN_INTERVAL = 30.0
-BACKOFF_START = 30.0
-BACKOFF_MAX = 600.0
+FAILURE_RETRY = Backoff(base=30.0, cap=600.0)
+"""A failed sync is retried after 30 s doubling to 10 min, and never later than the next regular sync."""
 MAX_LISTED_IN_MESSAGE = 10
 
 # condition types and reasons
@@ -173,9 +174,10 @@ def sync_interval(text: str | None) -> Interval:
     return Interval(seconds)
 
 
-def backoff(failures: int, interval: float) -> float:
-    delay = BACKOFF_START * float(2 ** max(failures - 1, 0))
-    return min(delay, BACKOFF_MAX, max(interval, MIN_INTERVAL))
+def backoff(failures: int, interval: float, *, jitter: Jitter) -> float:
+    """:data:`FAILURE_RETRY`, capped at the sync interval (at least :data:`MIN_INTERVAL`)."""
+    cap = min(FAILURE_RETRY.cap, max(interval, MIN_INTERVAL))
+    return Backoff(FAILURE_RETRY.base, cap).delay(max(failures, 1), jitter=jitter)
 
 
 async def list_filter(
@@ -278,7 +280,7 @@ class SourceController:
 
         ok = not listing.errors and not outcome.errors
         failures = 0 if ok else (memo.failures + 1 if memo else 1)
-        delay = every.seconds if ok else backoff(failures, every.seconds)
+        delay = every.seconds if ok else backoff(failures, every.seconds, jitter=jitter_key(request.obj))
         self.memo[name] = _Memo(fp, now + delay, failures)
         return Result(requeue_after=delay)
 
@@ -342,7 +344,7 @@ class SourceController:
         existing: int,
     ) -> Result:
         failures = (memo.failures if memo else 0) + 1
-        delay = backoff(failures, every.seconds)
+        delay = backoff(failures, every.seconds, jitter=jitter_key(request.obj))
         self.memo[request.name] = _Memo(fp, self.clock() + delay, failures)
         registry_state = "Unknown" if failed.reason in (SECRET_NOT_FOUND, INVALID_PULL_SECRET) else "False"
         conditions = [

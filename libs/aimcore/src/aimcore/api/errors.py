@@ -3,14 +3,17 @@
 - success → ack;
 - :class:`PermanentError` (invalid spec, a reference that cannot exist) → ack, the caller reports a
   condition; never redelivered in a hot loop;
-- :class:`TransientError` or any unexpected exception → nak with an exponential delay, until the
-  consumer's ``max_deliver`` gives up (the periodic resync brings the object back later).
+- :class:`TransientError` or any unexpected exception → nak with a jittered exponential delay
+  (:data:`NAK_BACKOFF`), until the consumer's ``max_deliver`` gives up (the periodic resync brings
+  the object back later).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+
+from aimcore.api.backoff import Backoff
 
 
 class PermanentError(Exception):
@@ -41,13 +44,9 @@ class AckDecision:
     delay: float = 0.0
 
 
-BASE_DELAY = 0.5
-MAX_DELAY = 60.0
-
-
-def backoff(attempt: int, base: float = BASE_DELAY, cap: float = MAX_DELAY) -> float:
-    """Delay before delivery number ``attempt + 1`` (attempt counts from 1)."""
-    return float(min(cap, base * (2 ** max(0, attempt - 1))))
+NAK_BACKOFF = Backoff(base=0.5, cap=60.0)
+"""Redeliveries of a failed message: 0.5 s doubling to 60 s (equal jitter: each delay is between
+half and all of that)."""
 
 
 def decide(error: BaseException | None, attempt: int) -> AckDecision:
@@ -56,4 +55,4 @@ def decide(error: BaseException | None, attempt: int) -> AckDecision:
         return AckDecision(AckAction.ACK)
     if isinstance(error, TransientError) and error.delay is not None:
         return AckDecision(AckAction.NAK, error.delay)
-    return AckDecision(AckAction.NAK, backoff(attempt))
+    return AckDecision(AckAction.NAK, NAK_BACKOFF.delay(attempt))
