@@ -27,7 +27,7 @@ from opentelemetry import trace
 
 from aimcore.api.backoff import Backoff
 from aimcore.api.bus.topology import ConsumerSpec, ensure_consumer
-from aimcore.api.errors import AckAction, PermanentError, decide
+from aimcore.api.errors import AckAction, decide, is_permanent
 from aimcore.runtime import tracing
 from aimcore.runtime.kube import describe_error
 
@@ -173,20 +173,22 @@ class Consumer:
             keepalive = asyncio.create_task(self._keep_alive(msg))
             try:
                 await self.handler(msg)
-            except PermanentError as exc:
-                error = exc
-                self.stats.permanent += 1
-                log.warning("%s: permanent failure on %s: %s", self.spec.durable, msg.subject, exc.message)
             except Exception as exc:
                 error = exc
-                span.record_exception(exc)
-                log.warning(
-                    "%s: attempt %d on %s failed: %s",
-                    self.spec.durable,
-                    attempt,
-                    msg.subject,
-                    describe_error(exc),
-                )
+                if is_permanent(exc):
+                    self.stats.permanent += 1
+                    log.warning(
+                        "%s: permanent failure on %s: %s", self.spec.durable, msg.subject, exc.message
+                    )
+                else:
+                    span.record_exception(exc)
+                    log.warning(
+                        "%s: attempt %d on %s failed: %s",
+                        self.spec.durable,
+                        attempt,
+                        msg.subject,
+                        describe_error(exc),
+                    )
             finally:
                 keepalive.cancel()
         self.stats.handled += 1

@@ -1,19 +1,19 @@
-"""The errors of the OCI client, each with the condition ``reason`` a service reports for it.
+"""The errors of the OCI client, each with the condition ``reason`` a service reports for it and
+whether retrying may help (``transient``), as every :class:`aimcore.api.errors.AimError`.
 
 Messages never contain credentials or the contents of a pull secret.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from aimcore.api.errors import AimError
 
 
-class OCIError(Exception):
+class OCIError(AimError):
     """Base of every error raised by :mod:`aimcore.domain.oci`."""
 
-    reason: ClassVar[str] = "RegistryError"
-    transient: ClassVar[bool] = False
-    """Whether retrying later (without changing the input) may help."""
+    reason = "RegistryError"
+    transient = False
 
 
 class InvalidReference(OCIError, ValueError):
