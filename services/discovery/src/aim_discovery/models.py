@@ -51,6 +51,7 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import SECRET, KindRef
 from aimcore.domain.children import differs, owned_by
 from aimcore.domain.oci import (
+    OCI_ERRORS,
     AddressNotAllowed,
     AuthFailed,
     CredentialsError,
@@ -225,7 +226,7 @@ def _refused_state(
     return "False", reason, f"{what}: {details}"
 
 
-def _oci_reason(exc: OCIError) -> tuple[str, bool]:
+def _oci_reason(exc: OCIError | InvalidReference) -> tuple[str, bool]:
     """Reason and whether to retry."""
     if isinstance(exc, InvalidReference):
         return INVALID_IMAGE_REFERENCE, False
@@ -400,7 +401,7 @@ class ModelController:
                 failed=True,
                 config_invalid=True,
             )
-        except OCIError as exc:
+        except OCI_ERRORS as exc:
             reason, retry = _oci_reason(exc)
             return Metadata(
                 ConditionReport(type=IMAGE_METADATA_READY, status="False", reason=reason, message=str(exc)),

@@ -29,9 +29,8 @@ import semver
 
 from aim_registry_sync.versions import InvalidRange, Range, parse_version
 from aimcore.api.crds.aim import AIMClusterModelSourceSpec, ModelSourceFilter
+from aimcore.api.imageref import DOCKER_HUB, InvalidReference, check_repository, normalize_registry
 from aimcore.domain.naming import derived_name
-from aimcore.domain.oci.errors import InvalidReference
-from aimcore.domain.oci.reference import DOCKER_HUB, check_repository, normalize_registry
 
 DEFAULT_SYNC_INTERVAL = 3600.0
 MODEL_NAME_HASH_LENGTH = 6

@@ -40,10 +40,12 @@ from aimcore.api.crds.aim import AIMClusterModelSource
 from aimcore.api.kinds import SECRET, by_kind
 from aimcore.domain.naming import label_value
 from aimcore.domain.oci import (
+    OCI_ERRORS,
     AuthFailed,
     CredentialsError,
     DockerConfig,
     ImageNotFound,
+    InvalidReference,
     OCIError,
     RegistryClient,
     RegistryUnreachable,
@@ -84,7 +86,7 @@ _OCI_REASONS: dict[type[OCIError], str] = {
 }
 
 
-def oci_reason(exc: OCIError) -> str:
+def oci_reason(exc: OCIError | InvalidReference) -> str:
     for cls, reason in _OCI_REASONS.items():
         if isinstance(exc, cls):
             return reason
@@ -184,7 +186,7 @@ async def list_filter(
     client: RegistryClient, flt: Filter, catalogs: dict[str, list[str]]
 ) -> tuple[list[Image], list[str]]:
     """The images one filter matches (and repositories skipped because their tags could not be
-    listed). Raises :class:`OCIError` when the filter as a whole cannot be evaluated."""
+    listed). Raises one of :data:`OCI_ERRORS` when the filter as a whole cannot be evaluated."""
     if not flt.wildcard:
         if flt.repository in flt.exclude:
             return [], []
@@ -259,7 +261,7 @@ class SourceController:
             for flt in filters:
                 try:
                     images, skipped = await list_filter(client, flt, catalogs)
-                except OCIError as exc:
+                except OCI_ERRORS as exc:
                     listing.errors.append(FilterError(flt, oci_reason(exc), str(exc), exc.transient))
                     continue
                 listing.succeeded.add(flt.index)
