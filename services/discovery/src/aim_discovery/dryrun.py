@@ -36,6 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from aimcore.api.crds.aim import MODEL_ID_PATTERN, SOURCE_URI_PATTERN, AIMModelSource, AIMProfile
+from aimcore.api.errors import AimError
 from aimcore.domain import jobs
 from aimcore.domain.children import child_labels
 from aimcore.domain.naming import DNS_LABEL_MAX, go_json, label_value, sanitize_part
@@ -239,12 +240,11 @@ failure."""
 # ---------------------------------------------------------------------------------------------
 
 
-class DiscoveryOutputError(ValueError):
+class DiscoveryOutputError(AimError, ValueError):
     """The discovery container's output is unusable; ``str(error)`` is a short, status-safe message."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    reason = "InvalidDiscoveryOutput"
+    transient = False
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from aim_discovery.catalog import (
 )
 from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.errors import AimError
 from aimcore.api.kinds import SECRET, KindRef
 from aimcore.domain.children import differs, owned_by
 from aimcore.domain.oci import (
@@ -566,8 +567,11 @@ def _metadata_failure(model: ModelView, outcome: Metadata, auto_discovery: bool 
     return f"{outcome.condition.reason}: {outcome.condition.message}"
 
 
-class _SecretMissing(Exception):
-    pass
+class _SecretMissing(AimError):
+    """A named imagePullSecret does not exist (Secrets are not watched: retried with the backoff)."""
+
+    reason = SECRET_NOT_FOUND
+    transient = True
 
 
 def _read_message(image: str, has_name: bool) -> str:

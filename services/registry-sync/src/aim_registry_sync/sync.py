@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aim_registry_sync.filters import (
+    INVALID_FILTER,
     SOURCE_LABEL,
     Filter,
     Image,
@@ -37,6 +38,7 @@ from aim_registry_sync.filters import (
 from aimcore.api.backoff import Backoff, Jitter, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.crds.aim import AIMClusterModelSource
+from aimcore.api.errors import AimError
 from aimcore.api.kinds import SECRET, by_kind
 from aimcore.domain.naming import label_value
 from aimcore.domain.oci import (
@@ -71,7 +73,6 @@ REGISTRY_REACHABLE = "RegistryReachable"
 LIMIT_REACHED = "MaxModelsLimitReached"
 
 SYNCED = "Synced"
-INVALID_FILTER = "InvalidFilter"
 SECRET_NOT_FOUND = "SecretNotFound"
 INVALID_PULL_SECRET = "InvalidPullSecret"
 SOME_FILTERS_FAILED = "SomeFiltersFailed"
@@ -93,14 +94,11 @@ def oci_reason(exc: OCIError | InvalidReference) -> str:
     return exc.reason
 
 
-class SyncFailed(Exception):
+class SyncFailed(AimError):
     """A failure of the whole sync (before any filter ran)."""
 
     def __init__(self, reason: str, message: str, *, transient: bool) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-        self.transient = transient
+        super().__init__(message, reason=reason, transient=transient)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ from aim_cache.downloader.fetch import idle
 from aim_cache.downloader.ranges import RangeSet, split
 from aim_cache.downloader.sources import Digest, RemoteFile
 from aimcore.api.backoff import Backoff, Jitter
+from aimcore.api.errors import AimError
 from aimcore.domain.outbound import OutboundPolicy
 
 log = logging.getLogger("aim_cache.downloader")
@@ -163,11 +164,12 @@ class _Slot:
     buf: mmap.mmap
 
 
-class _Failed(Exception):
-    """An attempt ended at ``pos`` (bytes before it are written) because of ``error``."""
+class _Failed(AimError):
+    """An attempt ended at ``pos`` (bytes before it are written) because of ``error`` (whose reason
+    and transient it carries)."""
 
     def __init__(self, pos: int, error: fetch.Transient | DownloadError) -> None:
-        super().__init__(str(error))
+        super().__init__(str(error), reason=error.reason, transient=error.transient)
         self.pos = pos
         self.error = error
 
