@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from pathlib import Path
 
 import pytest
 
@@ -13,6 +12,7 @@ from aimcore.api.errors import AckAction, AimError, PermanentError, TransientErr
 from aimcore.domain.oci import ImageNotFound, RegistryUnreachable
 from aimcore.domain.outbound import OutboundRefused
 from aimcore.domain.outbound.policy import UnresolvedHost
+from tests.sources import module_files
 
 
 class _Quota(AimError):
@@ -78,30 +78,16 @@ def test_the_acknowledgement_follows_transient(error: BaseException | None, acti
         assert is_permanent(error) is (action is AckAction.ACK)
 
 
-def _runtime_and_service_modules() -> list[str]:
-    """Every module of the runtime library and of the services (``__main__`` aside)."""
-    root = Path(__file__).resolve().parents[2]
-    found = []
-    for src in [root / "libs" / "aimcore" / "src", *sorted((root / "services").glob("*/src"))]:
-        for path in sorted(src.rglob("*.py")):
-            parts = list(path.relative_to(src).with_suffix("").parts)
-            if parts[-1] == "__main__":
-                continue
-            if parts[-1] == "__init__":
-                parts.pop()
-            found.append(".".join(parts))
-    return found
-
-
 def test_every_error_of_the_runtime_and_the_services_has_the_root() -> None:
     errors = [
         obj
-        for name in _runtime_and_service_modules()
+        for name, _ in module_files()
         for obj in vars(importlib.import_module(name)).values()
         if inspect.isclass(obj) and obj.__module__ == name and issubclass(obj, BaseException)
     ]
     assert len(errors) > 25  # the walk found them (32 when written)
     assert [e.__qualname__ for e in errors if not issubclass(e, AimError)] == []
     for error in errors:
+        assert issubclass(error, AimError)
         assert isinstance(error.reason, str) and error.reason, error
         assert isinstance(error.transient, bool), error
