@@ -34,12 +34,11 @@ from pydantic import ValidationError
 from aim_deployer.service_view import ServiceView
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.crds.registry import resource_class
+from aimcore.api.imageref import InvalidReference, parse_reference
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain.children import owner_reference
 from aimcore.domain.naming import derived_name, label_value
-from aimcore.domain.oci.errors import InvalidReference
-from aimcore.domain.oci.reference import parse_reference
 from aimcore.domain.runtimeconfig import Resolved
 from aimcore.domain.views import (
     AIM,

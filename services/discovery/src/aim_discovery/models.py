@@ -46,10 +46,13 @@ from aim_discovery.catalog import (
     template_kind,
     templates_condition,
 )
+from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.errors import AimError
 from aimcore.api.kinds import SECRET, KindRef
 from aimcore.domain.children import differs, owned_by
 from aimcore.domain.oci import (
+    OCI_ERRORS,
     AddressNotAllowed,
     AuthFailed,
     CredentialsError,
@@ -99,8 +102,9 @@ IMAGE_NOT_FOUND = "ImageNotFound"
 AUTH_FAILED = "ImagePullAuthFailure"
 REGISTRY_ERROR = "RegistryError"
 
-BACKOFF_START = 30.0
-BACKOFF_MAX = 600.0
+METADATA_RETRY = Backoff(base=30.0, cap=600.0)
+"""A transient metadata failure (registry, credentials, a forbidden template write): 30 s doubling to
+10 min, counted per model while its image stays the same."""
 
 # Template-state aggregation reasons (reference §2.8).
 ALL_TEMPLATES_READY = "AllTemplatesReady"
@@ -223,7 +227,7 @@ def _refused_state(
     return "False", reason, f"{what}: {details}"
 
 
-def _oci_reason(exc: OCIError) -> tuple[str, bool]:
+def _oci_reason(exc: OCIError | InvalidReference) -> tuple[str, bool]:
     """Reason and whether to retry."""
     if isinstance(exc, InvalidReference):
         return INVALID_IMAGE_REFERENCE, False
@@ -398,7 +402,7 @@ class ModelController:
                 failed=True,
                 config_invalid=True,
             )
-        except OCIError as exc:
+        except OCI_ERRORS as exc:
             reason, retry = _oci_reason(exc)
             return Metadata(
                 ConditionReport(type=IMAGE_METADATA_READY, status="False", reason=reason, message=str(exc)),
@@ -534,7 +538,7 @@ class ModelController:
         image, count = self.failures.get(uid, (model.image, 0))
         count = count + 1 if image == model.image else 1
         self.failures[uid] = (model.image, count)
-        return Result(requeue_after=min(BACKOFF_START * 2 ** (count - 1), BACKOFF_MAX))
+        return Result(requeue_after=METADATA_RETRY.delay(count, jitter=jitter_key(model.obj)))
 
 
 def _none_expected(model: ModelView, outcome: Metadata, auto_discovery: bool | None) -> str:
@@ -563,8 +567,11 @@ def _metadata_failure(model: ModelView, outcome: Metadata, auto_discovery: bool 
     return f"{outcome.condition.reason}: {outcome.condition.message}"
 
 
-class _SecretMissing(Exception):
-    pass
+class _SecretMissing(AimError):
+    """A named imagePullSecret does not exist (Secrets are not watched: retried with the backoff)."""
+
+    reason = SECRET_NOT_FOUND
+    transient = True
 
 
 def _read_message(image: str, has_name: bool) -> str:

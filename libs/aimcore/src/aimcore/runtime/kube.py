@@ -18,6 +18,7 @@ import aiohttp
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from aimcore.api.errors import AimError
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 
@@ -30,8 +31,10 @@ JSON_PATCH = "application/json-patch+json"
 __all__ = ["APPLY_PATCH", "MERGE_PATCH", "ApiException", "Gone", "Kube", "connect"]
 
 
-class Gone(Exception):
-    """The watch's resourceVersion is too old (HTTP 410): re-list."""
+class Gone(AimError):
+    """The watch's resourceVersion is too old (HTTP 410): re-list (the watcher does, at once)."""
+
+    transient = True
 
 
 async def connect(kubeconfig: str | None = None) -> client.ApiClient:

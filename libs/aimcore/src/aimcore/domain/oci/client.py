@@ -24,10 +24,10 @@ What discovery and registry-sync need and nothing more:
   HTTP gets nothing: :class:`InsecureTokenRealm`); the ``Authorization`` header never follows a
   redirect to another origin (scheme, host or port).
 
-Every failure is one of :mod:`aimcore.domain.oci.errors`: :class:`ImageNotFound`, :class:`AuthFailed`,
-:class:`RegistryUnreachable`, :class:`InvalidReference`, :class:`RegistryError`,
-:class:`AddressNotAllowed`, :class:`InsecureTokenRealm` (and :class:`LabelError` from the label
-parser). Messages never contain credentials.
+Every failure is one of :data:`aimcore.domain.oci.errors.OCI_ERRORS`: :class:`ImageNotFound`,
+:class:`AuthFailed`, :class:`RegistryUnreachable`, :class:`RegistryError`, :class:`AddressNotAllowed`,
+:class:`InsecureTokenRealm` (and :class:`LabelError` from the label parser), or the API layer's
+:class:`aimcore.api.imageref.InvalidReference`. Messages never contain credentials.
 """
 
 from __future__ import annotations
@@ -49,6 +49,14 @@ from typing import Any
 import aiohttp
 
 from aimcore.api.crds.aim import ImageMetadata
+from aimcore.api.imageref import (
+    ImageReference,
+    InvalidReference,
+    api_host,
+    is_loopback,
+    normalize_registry,
+    parse_reference,
+)
 from aimcore.domain.oci import labels as aim_labels
 from aimcore.domain.oci.auth import Challenge, Credentials, DockerConfig, parse_www_authenticate
 from aimcore.domain.oci.errors import (
@@ -56,17 +64,9 @@ from aimcore.domain.oci.errors import (
     AuthFailed,
     ImageNotFound,
     InsecureTokenRealm,
-    InvalidReference,
     OCIError,
     RegistryError,
     RegistryUnreachable,
-)
-from aimcore.domain.oci.reference import (
-    ImageReference,
-    api_host,
-    is_loopback,
-    normalize_registry,
-    parse_reference,
 )
 from aimcore.domain.outbound import OutboundPolicy, OutboundRefused, check_url, normalize_host
 from aimcore.domain.outbound.resolver import connector

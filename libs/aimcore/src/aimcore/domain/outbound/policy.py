@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
+from aimcore.api.errors import AimError
+
 ADDRESS_NOT_ALLOWED: Final = "AddressNotAllowed"
 """The condition reason of a refused connection (the user must change the spec or the operator
 its outbound settings: retrying does not help)."""
@@ -93,22 +95,27 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
 
-class OutboundRefused(Exception):
+class OutboundRefused(AimError):
     """A connection the outbound policy refuses. Deliberately not an ``OSError``: transport error
     handlers must not mistake it for a network hiccup and retry it. The message names the host, the
     address and why, never a URL's path or query (which may carry signatures)."""
 
-    reason: Final = ADDRESS_NOT_ALLOWED
+    reason = ADDRESS_NOT_ALLOWED
+    transient = False
 
     def __init__(self, message: str, *, host: str, address: str | None = None) -> None:
         super().__init__(message)
-        self.message = message
         self.host = host
         self.address = address
 
 
-class UnresolvedHost(OSError):
-    """The host does not resolve (now): a transient failure, like any other DNS error."""
+class UnresolvedHost(AimError, OSError):
+    """The host does not resolve (now): a transient failure, like any other DNS error (an
+    ``OSError``, so transport error handlers treat it as one; callers report their own
+    "unreachable" reason for it)."""
+
+    reason = "SourceUnreachable"
+    transient = True
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,10 @@ reason and message, so the state is read from the **reason**:
       → Failed;
    c. anything else → Pending for an *upstream* component (something the object waits for but does
       not make: model, template, runtime config, GPU) and Progressing for a *downstream* one
-      (something the object makes or drives: InferenceService, pods, caches, jobs).
+      (something the object makes or drives: InferenceService, pods, caches, jobs). The reasons
+      the services report for waiting are listed (:data:`WAITING_REASONS`), as are those only ever
+      reported where no state is read (:data:`UNREAD_REASONS`): a test keeps every reason a
+      service reports known to these tables.
    A reporter that wants a specific state therefore picks a reason from these tables; unknown
    reasons degrade gracefully to "waiting" (Pending/Progressing), never to Failed.
 
@@ -229,6 +232,48 @@ REASON_STATES: Mapping[str, State] = {
     "WaitingForMetrics": State.PROGRESSING,
     "HTTPRoutePending": State.PROGRESSING,
 }
+
+# Reasons the services report while waiting (for something upstream, or on work under way
+# downstream). Listed so that the rules know every reason a service reports
+# (tests/unit/test_status_reasons.py), and left to the direction default: Pending on an upstream
+# component, Progressing on a downstream one.
+WAITING_REASONS: frozenset[str] = frozenset(
+    {
+        "AwaitingDiscovery",  # discovery: Discovered, until the Job has run
+        "AwaitingInferenceService",  # deployer: InferenceServicePodsReady before the InferenceService
+        "CacheRetrying",  # deployer: CacheReady while a failed template cache is retried once
+        "CachesNotReady",  # cache: ModelCachesReady of a template cache
+        "ConfigNotFound",  # RuntimeConfigReady: a named runtime config, until it is created
+        "CreatingDerivedTemplate",  # deployer: TemplateReady while a template with overrides is made
+        "DiscoveryLogUnavailable",  # discovery: DiscoveryJobReady, the log of a finished Job not readable yet
+        "HTTPRouteCreating",  # deployer: HTTPRouteReady
+        "ModelNotFound",  # TemplateReady/ModelReady: the named model does not exist (yet)
+        "ModelPending",  # deployer: ModelReady of a model nobody has started on
+        "RuntimeNotReady",  # deployer: InferenceServiceReady while the model server starts
+        "ServiceOverridesNotMatched",  # deployer: TemplateReady, until a template with overrides exists
+        "WaitingForPods",  # deployer: InferenceServicePodsReady before any predictor pod
+        # left to the default as they are (see issue 16): a Gateway that rejected the route
+        "HTTPRouteRejected",
+    }
+)
+
+# Reasons reported only where the rules read no state: framework conditions and Ready (ConfigValid
+# of runtime configs and model sources, the runtime's own verdicts), conditions that are not
+# components (MaxModelsLimitReached), or an error's own reason its callers report under another
+# (RegistryUnreachable, InvalidImageLabels). Listed for the same test; on a component they would
+# get the direction default.
+UNREAD_REASONS: frozenset[str] = frozenset(
+    {
+        "InvalidConfig",  # runtime configs: ConfigValid/Ready
+        "InvalidFilter",  # model sources: ConfigValid/Ready
+        "ObjectTooLarge",  # the runtime: ConfigValid/Ready
+        "Reconciling",  # the runtime: Ready, once a spec is valid again
+        "WithinLimit",  # model sources: MaxModelsLimitReached=False
+        # the registry client (registry-sync reports it on RegistryReachable; discovery as RegistryError)
+        "RegistryUnreachable",
+        "InvalidImageLabels",  # the label parser (discovery reports MetadataExtractionFailed)
+    }
+)
 
 
 def _by_suffix(reason: str) -> State | None:
