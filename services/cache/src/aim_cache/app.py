@@ -28,7 +28,7 @@ from aim_cache.llmkube.settings import ModelSettings
 from aim_cache.local import LocalExecutor
 from aim_cache.modelcaches import ModelCacheController
 from aim_cache.relay import ProgressRelay
-from aim_cache.settings import CacheSettings
+from aim_cache.settings import SETTINGS, CacheSettings
 from aim_cache.templatecaches import (
     TemplateCacheController,
     model_cache_names,
@@ -253,4 +253,4 @@ async def main(ctx: ServiceContext) -> None:
 
 
 def run() -> None:
-    asyncio.run(run_service("cache", main, needs_kube=True))
+    asyncio.run(run_service("cache", main, needs_kube=True, concerns=SETTINGS))

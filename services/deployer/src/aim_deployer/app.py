@@ -23,7 +23,7 @@ from typing import Any
 from aim_deployer.caching import TEMPLATE_CACHE_LABEL
 from aim_deployer.model_resolution import custom_model_name, custom_model_spec, service_model
 from aim_deployer.services import PODS_INDEX, ServiceReconciler, pod_isvc
-from aim_deployer.settings import DeployerSettings
+from aim_deployer.settings import SETTINGS, DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, explicit_name
 from aimcore.api.bus.messages import ChangeEvent
 from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
@@ -239,4 +239,4 @@ async def main(ctx: ServiceContext) -> None:
 
 
 def run() -> None:
-    asyncio.run(run_service("deployer", main, needs_kube=True))
+    asyncio.run(run_service("deployer", main, needs_kube=True, concerns=SETTINGS))

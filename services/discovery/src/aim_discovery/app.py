@@ -23,6 +23,7 @@ from collections.abc import Iterable
 
 from aim_discovery import runtimeconfigs
 from aim_discovery.models import ModelController
+from aim_discovery.settings import SETTINGS
 from aim_discovery.slots import Slots
 from aim_discovery.templates import TemplateController, job_template
 from aimcore.api.bus import topology
@@ -258,4 +259,4 @@ async def main(ctx: ServiceContext) -> None:
 
 
 def run() -> None:
-    asyncio.run(run_service("discovery", main, needs_kube=True))
+    asyncio.run(run_service("discovery", main, needs_kube=True, concerns=SETTINGS))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 
+from aim_registry_sync.settings import SETTINGS
 from aim_registry_sync.sync import AIMCLUSTERMODEL, SourceController
 from aimcore.api.kinds import KindRef
 from aimcore.domain.oci import RegistryClient
@@ -40,4 +41,4 @@ async def main(ctx: ServiceContext) -> None:
 
 
 def run() -> None:
-    asyncio.run(run_service("registry-sync", main, needs_kube=True))
+    asyncio.run(run_service("registry-sync", main, needs_kube=True, concerns=SETTINGS))

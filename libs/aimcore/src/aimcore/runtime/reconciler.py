@@ -228,6 +228,8 @@ class Runtime:
         informer: Informer,
         leases: ObjectLeases,
         reporter: Reporter,
+        *,
+        journal: str | None = None,
     ) -> None:
         self.js = js
         self.controller = controller
@@ -241,7 +243,7 @@ class Runtime:
         self.own_writes = OwnWrites()
         self._publishing: set[asyncio.Task[Any]] = set()
         self.reconciled = 0
-        self.journal = Journal(os.environ.get("AIM_RECONCILE_JOURNAL"))
+        self.journal = Journal(journal)
 
     async def handle(self, msg: Msg) -> None:
         event = ChangeEvent.model_validate_json(msg.data)
@@ -377,6 +379,7 @@ async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime
         informer,
         ObjectLeases(leases_kv, dirty_kv, controller.service),
         Reporter(ctx.js, ctx.name),
+        journal=ctx.settings.reconcile_journal,
     )
     try:
         await Consumer(ctx.js, event_consumer(controller), runtime.handle).run(ctx.stop)

@@ -272,6 +272,7 @@ UNREAD_REASONS: frozenset[str] = frozenset(
         # the registry client (registry-sync reports it on RegistryReachable; discovery as RegistryError)
         "RegistryUnreachable",
         "InvalidImageLabels",  # the label parser (discovery reports MetadataExtractionFailed)
+        "InvalidSetting",  # settings: a service with a bad setting exits at start, reporting nothing
     }
 )
 
