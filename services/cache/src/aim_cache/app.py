@@ -36,7 +36,20 @@ from aim_cache.templatecaches import (
 )
 from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import ChangeEvent, StatusReport
-from aimcore.api.kinds import GROUP_AIM, GROUP_LEGACY, GROUP_LLMKUBE, JOB, NODE, POD, PVC, KindRef, by_kind
+from aimcore.api.kinds import (
+    GROUP_LLMKUBE,
+    JOB,
+    LLMKUBE_MODEL,
+    MODEL_CACHE_KINDS,
+    NODE,
+    POD,
+    PVC,
+    RUNTIME_CONFIG_KINDS,
+    TEMPLATE_CACHE_KINDS,
+    TEMPLATE_KINDS,
+    KindRef,
+    by_kind,
+)
 from aimcore.api.types import Obj
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import config_name
@@ -48,30 +61,19 @@ from aimcore.runtime.reconciler import (
     Result,
     Target,
     Watch,
-    kinds_of,
     publish_requeue,
     run_controller,
 )
 from aimcore.runtime.service import ServiceContext, run_service
 
-AIM = GROUP_AIM
-LEGACY = GROUP_LEGACY
 LLMKUBE = GROUP_LLMKUBE
 TEMPLATE_INDEX = "template-name"
 MODEL_CACHE_INDEX = "model-cache"
 RUNTIME_CONFIG_INDEX = "runtime-config"
 
 
-def template_cache_kinds() -> tuple[KindRef, ...]:
-    return (by_kind(AIM, "AIMTemplateCache"), by_kind(LEGACY, "AIMTemplateCache"))
-
-
-def model_cache_kinds() -> tuple[KindRef, ...]:
-    return (by_kind(AIM, "AIMModelCache"), by_kind(LEGACY, "AIMModelCache"))
-
-
 def kinds() -> tuple[KindRef, ...]:
-    return (*template_cache_kinds(), *model_cache_kinds(), *kinds_of(LLMKUBE, "Model"))
+    return (*TEMPLATE_CACHE_KINDS, *MODEL_CACHE_KINDS, LLMKUBE_MODEL)
 
 
 def _group(obj: Obj) -> str:
@@ -183,17 +185,9 @@ def controller(
     llmkube = ModelController(ctx.kube, model_settings, runs, requeue)
     cache = Cache(TemplateCacheController(ctx.kube), ModelCacheController(ctx.kube, settings, local), llmkube)
     watches = [
-        *(Watch(k, model_cache_to_template_caches) for k in model_cache_kinds()),
-        *(
-            Watch(by_kind(g, k), template_to_template_caches)
-            for g in (AIM, LEGACY)
-            for k in ("AIMServiceTemplate", "AIMClusterServiceTemplate")
-        ),
-        *(
-            Watch(by_kind(g, k), config_to_caches)
-            for g in (AIM, LEGACY)
-            for k in ("AIMRuntimeConfig", "AIMClusterRuntimeConfig")
-        ),
+        *(Watch(k, model_cache_to_template_caches) for k in MODEL_CACHE_KINDS),
+        *(Watch(k, template_to_template_caches) for k in TEMPLATE_KINDS),
+        *(Watch(k, config_to_caches) for k in RUNTIME_CONFIG_KINDS),
         Watch(PVC, child_to_owner),
         Watch(JOB, child_to_owner),
         Watch(POD, child_to_owner),

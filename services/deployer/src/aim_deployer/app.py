@@ -26,15 +26,26 @@ from aim_deployer.services import PODS_INDEX, ServiceController, pod_isvc
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, explicit_name
 from aimcore.api.bus.messages import ChangeEvent
-from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
+from aimcore.api.kinds import (
+    HTTP_ROUTE,
+    INFERENCE_SERVICE,
+    MODEL_CACHE_KINDS,
+    MODEL_KINDS,
+    NODE,
+    POD,
+    RUNTIME_CONFIG_KINDS,
+    SERVICE_KINDS,
+    TEMPLATE_CACHE_KINDS,
+    TEMPLATE_KINDS,
+    KindRef,
+    by_kind,
+)
 from aimcore.api.types import Obj
 from aimcore.domain.runtimeconfig import config_name
-from aimcore.domain.views import AIM, LEGACY, MODEL_KINDS, TemplateView, model_kinds
+from aimcore.domain.views import TemplateView, model_kinds
 from aimcore.runtime.informer import Informer
 from aimcore.runtime.reconciler import Controller, Target, Watch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
-
-SERVICE_KINDS = (by_kind(AIM, "AIMService"), by_kind(LEGACY, "AIMService"))
 
 BY_MODEL = "service-model"  # model name or image a service refers to (spec), or resolved (status)
 BY_TEMPLATE = "service-template"  # template a service names or resolved
@@ -201,17 +212,12 @@ def node_to_services(event: ChangeEvent, obj: Obj | None, informer: Informer) ->
 def controller(ctx: ServiceContext, settings: DeployerSettings) -> Controller:
     assert ctx.kube is not None, "the deployer needs a Kubernetes client (it applies InferenceServices)"
     services = ServiceController(ctx.kube, settings)
-    models = [by_kind(g, k) for g, k in sorted(MODEL_KINDS)]
-    templates = [
-        by_kind(g, k) for g in (AIM, LEGACY) for k in ("AIMServiceTemplate", "AIMClusterServiceTemplate")
-    ]
-    configs = [by_kind(g, k) for g in (AIM, LEGACY) for k in ("AIMRuntimeConfig", "AIMClusterRuntimeConfig")]
     watches = [
-        *(Watch(k, model_to_services) for k in models),
-        *(Watch(k, template_to_services) for k in templates),
-        *(Watch(k, config_to_services) for k in configs),
-        *(Watch(by_kind(g, "AIMTemplateCache"), template_cache_to_services) for g in (AIM, LEGACY)),
-        *(Watch(by_kind(g, "AIMModelCache"), model_cache_to_services) for g in (AIM, LEGACY)),
+        *(Watch(k, model_to_services) for k in MODEL_KINDS),
+        *(Watch(k, template_to_services) for k in TEMPLATE_KINDS),
+        *(Watch(k, config_to_services) for k in RUNTIME_CONFIG_KINDS),
+        *(Watch(k, template_cache_to_services) for k in TEMPLATE_CACHE_KINDS),
+        *(Watch(k, model_cache_to_services) for k in MODEL_CACHE_KINDS),
         Watch(INFERENCE_SERVICE, child_to_service),
         Watch(HTTP_ROUTE, child_to_service),
         Watch(POD, pod_to_service),

@@ -27,15 +27,23 @@ from aim_discovery.slots import Slots
 from aim_discovery.templates import TemplateController, job_template
 from aimcore.api.bus import topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType
-from aimcore.api.kinds import JOB, NODE, POD, KindRef, by_kind
+from aimcore.api.kinds import (
+    JOB,
+    MODEL_KINDS,
+    NODE,
+    POD,
+    RUNTIME_CONFIG_KINDS,
+    TEMPLATE_CACHE_KINDS,
+    TEMPLATE_KINDS,
+    KindRef,
+    by_kind,
+)
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.domain.runtimeconfig import config_name
 from aimcore.domain.views import (
-    AIM,
-    LEGACY,
     TemplateView,
     is_model,
     is_runtime_config,
@@ -43,36 +51,15 @@ from aimcore.domain.views import (
     model_kinds,
 )
 from aimcore.runtime.informer import Informer
-from aimcore.runtime.reconciler import Controller, Request, Result, Target, Watch, kinds_of, run_controller
+from aimcore.runtime.reconciler import Controller, Request, Result, Target, Watch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
 
 MODEL_NAME_INDEX = "model-name"
 RUNTIME_CONFIG_INDEX = "runtime-config"
 
 
-def model_kind_refs() -> tuple[KindRef, ...]:
-    return (
-        *kinds_of(AIM, "AIMModel", "AIMClusterModel"),
-        *kinds_of(LEGACY, "AIMImage", "AIMClusterImage", "AIMModel", "AIMClusterModel"),
-    )
-
-
-def template_kind_refs() -> tuple[KindRef, ...]:
-    return (
-        *kinds_of(AIM, "AIMServiceTemplate", "AIMClusterServiceTemplate"),
-        *kinds_of(LEGACY, "AIMServiceTemplate", "AIMClusterServiceTemplate"),
-    )
-
-
-def config_kind_refs() -> tuple[KindRef, ...]:
-    return (
-        *kinds_of(AIM, "AIMRuntimeConfig", "AIMClusterRuntimeConfig"),
-        *kinds_of(LEGACY, "AIMRuntimeConfig", "AIMClusterRuntimeConfig"),
-    )
-
-
 def kinds() -> tuple[KindRef, ...]:
-    return (*model_kind_refs(), *template_kind_refs(), *config_kind_refs())
+    return (*MODEL_KINDS, *TEMPLATE_KINDS, *RUNTIME_CONFIG_KINDS)
 
 
 # -- indexes -------------------------------------------------------------------------------------
@@ -165,7 +152,7 @@ class NodeMapper:
         if previous is None and not fingerprint and event.change is not ChangeType.ADDED:
             return []  # first sight of a node without GPUs (a resync): nothing to re-check
         targets: list[Target] = []
-        for ref in template_kind_refs():
+        for ref in TEMPLATE_KINDS:
             for template in informer.list(ref):
                 if TemplateView(ref, template).gpu.required:
                     targets.append((ref, template["metadata"].get("namespace"), template["metadata"]["name"]))
@@ -233,13 +220,13 @@ def controller(ctx: ServiceContext, slots: Slots) -> Controller:
         TemplateController(ctx.kube, system_namespace, slots),
     )
     watches = [
-        *(Watch(k, template_to_model) for k in template_kind_refs()),
-        *(Watch(k, model_to_templates) for k in model_kind_refs()),
-        *(Watch(k, config_to_users) for k in config_kind_refs()),
+        *(Watch(k, template_to_model) for k in TEMPLATE_KINDS),
+        *(Watch(k, model_to_templates) for k in MODEL_KINDS),
+        *(Watch(k, config_to_users) for k in RUNTIME_CONFIG_KINDS),
         Watch(NODE, NodeMapper()),
         Watch(JOB, job_to_template),
         Watch(POD, pod_to_template),
-        *(Watch(by_kind(g, "AIMTemplateCache"), cache_to_template) for g in (AIM, LEGACY)),
+        *(Watch(k, cache_to_template) for k in TEMPLATE_CACHE_KINDS),
     ]
     return Controller(
         ctx.name,

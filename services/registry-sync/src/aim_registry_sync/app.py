@@ -11,15 +11,15 @@ import asyncio
 import functools
 
 from aim_registry_sync.sync import AIMCLUSTERMODEL, SourceController
-from aimcore.api.kinds import KindRef
+from aimcore.api.kinds import MODEL_SOURCE_KINDS, KindRef
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
-from aimcore.runtime.reconciler import Controller, Watch, kinds_of, run_controller
+from aimcore.runtime.reconciler import Controller, Watch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
 
 
 def kinds() -> tuple[KindRef, ...]:
-    return kinds_of("aim.eai.amd.com", "AIMClusterModelSource")
+    return MODEL_SOURCE_KINDS
 
 
 def controller(ctx: ServiceContext) -> Controller:
