@@ -28,6 +28,7 @@ from opentelemetry import trace
 from aimcore.api.bus.topology import ConsumerSpec, ensure_consumer
 from aimcore.api.errors import AckAction, PermanentError, backoff, decide
 from aimcore.runtime import tracing
+from aimcore.runtime.keyedlock import KeyedLock
 from aimcore.runtime.kube import describe_error
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ class Consumer:
         self.batch = batch
         self.sem = asyncio.Semaphore(concurrency)
         self.stats = ConsumerStats()
-        self._subject_locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._subject_locks: KeyedLock[str] = KeyedLock()
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def _bind(self, stop: asyncio.Event) -> JetStreamContext.PullSubscription | None:
@@ -145,17 +146,10 @@ class Consumer:
                 self.stats.handed_back += 1
 
     async def _handle(self, msg: Msg) -> None:
-        lock, users = self._subject_locks.get(msg.subject, (asyncio.Lock(), 0))
-        self._subject_locks[msg.subject] = (lock, users + 1)
         try:
-            async with lock:
+            async with self._subject_locks.hold(msg.subject):
                 await self._process(msg)
         finally:
-            lock, users = self._subject_locks[msg.subject]
-            if users == 1:
-                del self._subject_locks[msg.subject]
-            else:
-                self._subject_locks[msg.subject] = (lock, users - 1)
             self.sem.release()
 
     async def _process(self, msg: Msg) -> None:
