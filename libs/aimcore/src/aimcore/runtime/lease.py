@@ -28,12 +28,15 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from nats.js.errors import KeyDeletedError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import APIError, KeyDeletedError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 log = logging.getLogger(__name__)
 
 Work = Callable[[], Awaitable[None]]
+
+# JetStream's error codes for a write whose expected last sequence did not match
+WRONG_LAST_SEQUENCE = (10071, 10164)
 
 
 def holder_id() -> str:
@@ -80,8 +83,13 @@ class KvLease:
         if self.revision is None:
             return
         revision, self.revision = self.revision, None
-        with contextlib.suppress(KeyWrongLastSequenceError, KeyNotFoundError):
+        try:
             await self.kv.delete(self.key, last=revision)
+        except APIError as exc:
+            # nats-py's delete does not translate a failed condition into KeyWrongLastSequenceError
+            # as update does: the server's "wrong last sequence" arrives as a plain API error
+            if exc.err_code not in WRONG_LAST_SEQUENCE:
+                raise
 
 
 class ObjectLeases:
