@@ -54,12 +54,11 @@ from aimcore.api.types import Obj
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import config_name
 from aimcore.runtime.informer import Informer
+from aimcore.runtime.mappers import Mapper, Target
 from aimcore.runtime.reconciler import (
     Controller,
-    Mapper,
     Request,
     Result,
-    Target,
     Watch,
     publish_requeue,
     run_controller,

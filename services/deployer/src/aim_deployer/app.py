@@ -44,7 +44,8 @@ from aimcore.api.types import Obj
 from aimcore.domain.runtimeconfig import config_name
 from aimcore.domain.views import TemplateView, model_kinds
 from aimcore.runtime.informer import Informer
-from aimcore.runtime.reconciler import Controller, Target, Watch, run_controller
+from aimcore.runtime.mappers import Target
+from aimcore.runtime.reconciler import Controller, Watch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
 
 BY_MODEL = "service-model"  # model name or image a service refers to (spec), or resolved (status)

@@ -51,7 +51,8 @@ from aimcore.domain.views import (
     model_kinds,
 )
 from aimcore.runtime.informer import Informer
-from aimcore.runtime.reconciler import Controller, Request, Result, Target, Watch, run_controller
+from aimcore.runtime.mappers import Target
+from aimcore.runtime.reconciler import Controller, Request, Result, Watch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
 
 MODEL_NAME_INDEX = "model-name"

@@ -42,13 +42,12 @@ from aimcore.runtime import tracing
 from aimcore.runtime.consumer import Consumer
 from aimcore.runtime.informer import Indexer, Informer
 from aimcore.runtime.lease import ObjectLeases
+from aimcore.runtime.mappers import Mapper
 from aimcore.runtime.report import Reporter
 from aimcore.runtime.service import ServiceContext
 from aimcore.runtime.status.compose import is_paused
 
 log = logging.getLogger(__name__)
-
-Target = tuple[KindRef, str | None, str]
 
 FAILED = "Failed"
 
@@ -118,15 +117,20 @@ class Request:
 
 
 Reconcile = Callable[[Request], Awaitable[Result | None]]
-Mapper = Callable[[ChangeEvent, Obj | None, Informer], Iterable[Target]]
 
 
 @dataclass(frozen=True)
 class Watch:
-    """A dependency: changes of ``kind`` enqueue the primaries ``mapper`` returns."""
+    """A dependency: changes of ``kind`` enqueue the primaries ``mapper`` returns (the verbs that
+    build mappers are in :mod:`aimcore.runtime.mappers`)."""
 
     kind: KindRef
     mapper: Mapper
+
+    @classmethod
+    def each(cls, kinds: Iterable[KindRef], mapper: Mapper) -> list[Watch]:
+        """The same mapping for each kind of a family (``Watch.each(TEMPLATE_KINDS, ...)``)."""
+        return [cls(kind, mapper) for kind in kinds]
 
 
 @dataclass
