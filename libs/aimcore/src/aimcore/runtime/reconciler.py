@@ -133,6 +133,21 @@ class Watch:
         return [cls(kind, mapper) for kind in kinds]
 
 
+def dispatch(*routes: tuple[Iterable[KindRef], Reconcile]) -> Reconcile:
+    """The reconcile of a controller of several kind families: each object goes to its family's
+    reconcile (``dispatch((MODEL_KINDS, models.reconcile), (TEMPLATE_KINDS, ...))``)."""
+    table = {kind: reconcile for kinds, reconcile in routes for kind in kinds}
+
+    async def reconcile(request: Request) -> Result | None:
+        route = table.get(request.ref)
+        if route is None:
+            log.error("no reconcile for %s %s", request.ref.short, request.name)
+            return None
+        return await route(request)
+
+    return reconcile
+
+
 @dataclass
 class Controller:
     service: str
