@@ -116,11 +116,6 @@ def cache_keys(obj: Obj) -> Iterable[str]:
         return []
 
 
-def gpu_models(informer: Informer) -> Iterable[Obj]:
-    """The Models whose ``acceleratorReady`` depends on the nodes."""
-    return (m for m in informer.list(MODEL, None) if hardware.gpu_wanted(m.get("spec") or {}))
-
-
 class ModelController:
     def __init__(
         self, kube: Kube, settings: ModelSettings, runs: Runs, requeue: Requeue, *, clock: Any = time.time
