@@ -11,15 +11,12 @@ import asyncio
 import functools
 
 from aim_registry_sync.sync import AIMCLUSTERMODEL, SourceController
-from aimcore.api.kinds import MODEL_SOURCE_KINDS, KindRef
+from aimcore.api.kinds import MODEL_SOURCE_KINDS
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
+from aimcore.runtime.mappers import keep_cached
 from aimcore.runtime.reconciler import Controller, Watch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
-
-
-def kinds() -> tuple[KindRef, ...]:
-    return MODEL_SOURCE_KINDS
 
 
 def controller(ctx: ServiceContext) -> Controller:
@@ -28,10 +25,7 @@ def controller(ctx: ServiceContext) -> Controller:
     registry = functools.partial(RegistryClient, policy=OutboundPolicy.from_env())
     sources = SourceController(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
     return Controller(
-        ctx.name,
-        kinds(),
-        sources.reconcile,
-        watches=[Watch(AIMCLUSTERMODEL, lambda event, obj, informer: ())],
+        ctx.name, MODEL_SOURCE_KINDS, sources.reconcile, watches=[Watch(AIMCLUSTERMODEL, keep_cached)]
     )
 
 

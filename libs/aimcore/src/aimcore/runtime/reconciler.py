@@ -404,10 +404,6 @@ async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime
     return runtime
 
 
-def kinds_of(group: str, *names: str) -> tuple[KindRef, ...]:
-    return tuple(by_kind(group, n) for n in names)
-
-
 async def validate_only(request: Request) -> Result | None:
     """The reconcile of kinds whose controller is not built yet: validation (done by the runtime)
     is all that happens, and nothing else is claimed."""
