@@ -1,6 +1,6 @@
 """The cache service. It owns template caches and model caches of both AIM API groups and
 LLMKube ``Model``s: one reconciler per family (:mod:`aim_cache.templatecaches`,
-:mod:`aim_cache.modelcaches`, :mod:`aim_cache.llmkube.controller`) behind one consumer, and the
+:mod:`aim_cache.modelcaches`, :mod:`aim_cache.llmkube.reconciler`) behind one consumer, and the
 downloader (:mod:`aim_cache.downloader`) that runs in download Jobs or, with no kubelet, in this
 process (:mod:`aim_cache.local`); LLMKube Models are always fetched in this process, into the
 service's model volume (:mod:`aim_cache.llmkube.runs`). What each dependency's change wakes is
@@ -12,14 +12,14 @@ import asyncio
 import contextlib
 
 from aim_cache import dependencies as deps
-from aim_cache.llmkube.controller import KEY_INDEX, ModelController, cache_keys
+from aim_cache.llmkube.reconciler import KEY_INDEX, LLMKubeModelReconciler, cache_keys
 from aim_cache.llmkube.runs import Runs
 from aim_cache.llmkube.settings import ModelSettings
 from aim_cache.local import LocalExecutor
-from aim_cache.modelcaches import ModelCacheController
+from aim_cache.modelcaches import ModelCacheReconciler
 from aim_cache.relay import ProgressRelay
 from aim_cache.settings import CacheSettings
-from aim_cache.templatecaches import TemplateCacheController, model_cache_names, template_names
+from aim_cache.templatecaches import TemplateCacheReconciler, model_cache_names, template_names
 from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import StatusReport
 from aimcore.api.kinds import (
@@ -62,9 +62,9 @@ def controller(
         ctx.name,
         (*TEMPLATE_CACHE_KINDS, *MODEL_CACHE_KINDS, LLMKUBE_MODEL),
         dispatch(
-            (TEMPLATE_CACHE_KINDS, TemplateCacheController(ctx.kube).reconcile),
-            (MODEL_CACHE_KINDS, ModelCacheController(ctx.kube, settings, local).reconcile),
-            ((LLMKUBE_MODEL,), ModelController(ctx.kube, model_settings, runs, requeue).reconcile),
+            (TEMPLATE_CACHE_KINDS, TemplateCacheReconciler(ctx.kube).reconcile),
+            (MODEL_CACHE_KINDS, ModelCacheReconciler(ctx.kube, settings, local).reconcile),
+            ((LLMKUBE_MODEL,), LLMKubeModelReconciler(ctx.kube, model_settings, runs, requeue).reconcile),
         ),
         watches=[
             *Watch.each(MODEL_CACHE_KINDS, model_cache_users),

@@ -1,4 +1,4 @@
-"""The template-cache controller (AIMTemplateCache, both API groups): the model caches one template
+"""The template-cache reconciler (AIMTemplateCache, both API groups): the model caches one template
 needs, reused where a compatible one exists.
 
 One reconcile:
@@ -155,7 +155,7 @@ def caches_condition(caches: Sequence[tuple[str, Mapping[str, Any] | None]]) -> 
     return cond(CACHES_READY, False, "CachesNotReady", "waiting for " + ", ".join(waiting))
 
 
-class TemplateCacheController:
+class TemplateCacheReconciler:
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
 

@@ -1,5 +1,5 @@
 """The discovery service. It owns models (and legacy images), service templates and runtime configs
-of both AIM API groups: one reconciler per family (:mod:`aim_discovery.models`,
+of both AIM API groups: one reconciler per family (:mod:`aim_discovery.model_reconciler`,
 :mod:`aim_discovery.templates`, :mod:`aim_discovery.runtimeconfigs`) behind one consumer. What
 each dependency's change wakes is said in :mod:`aim_discovery.dependencies`."""
 
@@ -10,9 +10,9 @@ import functools
 
 from aim_discovery import dependencies as deps
 from aim_discovery import runtimeconfigs
-from aim_discovery.models import ModelController
+from aim_discovery.model_reconciler import ModelReconciler
 from aim_discovery.slots import Slots
-from aim_discovery.templates import TemplateController
+from aim_discovery.templates import TemplateReconciler
 from aimcore.api.bus import topology
 from aimcore.api.kinds import (
     JOB,
@@ -40,8 +40,8 @@ config_users = any_of(
 def controller(ctx: ServiceContext, slots: Slots) -> Controller:
     assert ctx.kube is not None, "discovery needs a Kubernetes client (secrets, templates, jobs, logs)"
     registry = functools.partial(RegistryClient, policy=OutboundPolicy.from_env())
-    models = ModelController(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
-    templates = TemplateController(ctx.kube, ctx.settings.system_namespace, slots)
+    models = ModelReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
+    templates = TemplateReconciler(ctx.kube, ctx.settings.system_namespace, slots)
     return Controller(
         ctx.name,
         (*MODEL_KINDS, *TEMPLATE_KINDS, *RUNTIME_CONFIG_KINDS),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 
-from aim_registry_sync.sync import AIMCLUSTERMODEL, SourceController
+from aim_registry_sync.sync import AIMCLUSTERMODEL, SourceReconciler
 from aimcore.api.kinds import MODEL_SOURCE_KINDS
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
@@ -23,7 +23,7 @@ def controller(ctx: ServiceContext) -> Controller:
     assert ctx.kube is not None, "registry-sync needs a Kubernetes client"
     # The operator-wide outbound address policy (AIM_OUTBOUND_*), read once: a bad value fails here.
     registry = functools.partial(RegistryClient, policy=OutboundPolicy.from_env())
-    sources = SourceController(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
+    sources = SourceReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
     return Controller(
         ctx.name, MODEL_SOURCE_KINDS, sources.reconcile, watches=[Watch(AIMCLUSTERMODEL, keep_cached)]
     )

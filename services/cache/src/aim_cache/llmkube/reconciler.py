@@ -1,4 +1,4 @@
-"""The LLMKube ``Model`` controller (``inference.llmkube.dev/v1alpha1``), run by the cache service.
+"""The LLMKube ``Model`` reconciler (``inference.llmkube.dev/v1alpha1``), run by the cache service.
 
 One reconcile, level-triggered (every step reads what is, none remembers what it did):
 
@@ -116,7 +116,7 @@ def cache_keys(obj: Obj) -> Iterable[str]:
         return []
 
 
-class ModelController:
+class LLMKubeModelReconciler:
     def __init__(
         self, kube: Kube, settings: ModelSettings, runs: Runs, requeue: Requeue, *, clock: Any = time.time
     ) -> None:
