@@ -1,4 +1,4 @@
-"""The model-cache controller (AIMModelCache, both API groups): one model source downloaded,
+"""The model-cache reconciler (AIMModelCache, both API groups): one model source downloaded,
 verified and kept in storage, with progress users can watch.
 
 One reconcile:
@@ -103,7 +103,7 @@ def describe_outcome(outcome: Mapping[str, Any]) -> str:
     return text
 
 
-class ModelCacheController:
+class ModelCacheReconciler:
     def __init__(
         self, kube: Kube, settings: CacheSettings, local: LocalExecutor | None, *, clock: Any = time.time
     ) -> None:
@@ -472,4 +472,4 @@ def _attempt(job: Mapping[str, Any]) -> int:
         return 1
 
 
-__all__ = ["DOWNLOAD_READY", "SOURCE_READY", "STORAGE_READY", "LocalRun", "ModelCacheController"]
+__all__ = ["DOWNLOAD_READY", "SOURCE_READY", "STORAGE_READY", "LocalRun", "ModelCacheReconciler"]

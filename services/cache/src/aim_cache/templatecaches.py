@@ -1,4 +1,4 @@
-"""The template-cache controller (AIMTemplateCache, both API groups): the model caches one template
+"""The template-cache reconciler (AIMTemplateCache, both API groups): the model caches one template
 needs, reused where a compatible one exists.
 
 One reconcile:
@@ -40,7 +40,7 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain.children import owned_by, owner_reference
-from aimcore.domain.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
+from aimcore.domain.finalizers import NotReadyCleanup, add_finalizer, has_finalizer
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import merge_env, resolution_conditions
 from aimcore.runtime.kube import Kube
@@ -88,6 +88,18 @@ def cache_status(cache: Mapping[str, Any]) -> str:
 
 def is_ready(cache: Mapping[str, Any]) -> bool:
     return cache_status(cache) in ("Ready", "Available")
+
+
+# on delete: the model caches this template cache created that never became ready go with it
+CLEANUP = NotReadyCleanup(
+    FINALIZER,
+    "AIMModelCache",
+    plan.LABEL_TEMPLATE_CACHE,
+    ready=is_ready,
+    state=cache_status,
+    noun="model cache",
+    along="its template cache",
+)
 
 
 def best_of(caches: Iterable[Obj]) -> Obj | None:
@@ -143,14 +155,14 @@ def caches_condition(caches: Sequence[tuple[str, Mapping[str, Any] | None]]) -> 
     return cond(CACHES_READY, False, "CachesNotReady", "waiting for " + ", ".join(waiting))
 
 
-class TemplateCacheController:
+class TemplateCacheReconciler:
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
 
     async def reconcile(self, request: Request) -> Result | None:
         obj = request.obj
         if obj["metadata"].get("deletionTimestamp"):
-            await self._finalize(request)
+            await CLEANUP.finalize(self.kube, request)
             return None
         if not has_finalizer(obj, FINALIZER):
             await add_finalizer(self.kube, request.ref, obj, FINALIZER)
@@ -390,33 +402,6 @@ class TemplateCacheController:
             if claim:
                 entry["persistentVolumeClaim"] = claim
         return entry
-
-    # -- finalizer -------------------------------------------------------------------------------
-
-    async def _finalize(self, request: Request) -> None:
-        meta = request.obj["metadata"]
-        if not has_finalizer(request.obj, FINALIZER):
-            return
-        if not await namespace_terminating(self.kube, request.namespace):
-            kind = by_kind(request.ref.group, "AIMModelCache")
-            label = label_value(meta["name"])
-            created = [
-                c
-                for c in request.informer.list(kind, request.namespace)
-                if (c["metadata"].get("labels") or {}).get(plan.LABEL_TEMPLATE_CACHE) == label
-            ]
-            for cache in created:
-                if not is_ready(cache):
-                    await self.kube.delete(kind, request.namespace, cache["metadata"]["name"])
-                    await request.reporter.decide(
-                        request.ref,
-                        request.obj,
-                        "delete-model-cache",
-                        "CleanupNotReady",
-                        f"deleted model cache {cache['metadata']['name']} ({cache_status(cache)}) "
-                        "with its template cache",
-                    )
-        await remove_finalizer(self.kube, request.ref, request.obj, FINALIZER)
 
 
 def template_names(obj: Mapping[str, Any]) -> Iterable[str]:

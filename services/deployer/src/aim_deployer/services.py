@@ -46,7 +46,7 @@ from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_k
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.children import differs, owner_reference
-from aimcore.domain.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
+from aimcore.domain.finalizers import NotReadyCleanup, add_finalizer, has_finalizer
 from aimcore.domain.naming import label_value
 from aimcore.domain.pathtemplate import DEFAULT_PATH_TEMPLATE, quote_template
 from aimcore.domain.runtimeconfig import Resolved, propagated_labels, resolution_conditions
@@ -630,23 +630,16 @@ class ServiceReconciler:
         return Result(requeue_after=state.retry_after) if state.retry_after is not None else None
 
     async def _finalize(self, request: Request) -> None:
-        if not has_finalizer(request.obj, FINALIZER):
-            return
-        if not await namespace_terminating(self.kube, request.namespace):
-            kind = by_kind(request.ref.group, "AIMTemplateCache")
-            label = label_value(request.name)
-            for tc in request.informer.list(kind, request.namespace):
-                labels = tc["metadata"].get("labels") or {}
-                if labels.get(SERVICE_LABEL) == label and state_of(tc) not in READY_STATES:
-                    await self.kube.delete(kind, request.namespace, tc["metadata"]["name"])
-                    await request.reporter.decide(
-                        request.ref,
-                        request.obj,
-                        "delete-template-cache",
-                        "CleanupNotReady",
-                        f"deleted template cache {tc['metadata']['name']} ({state_of(tc)}) with the service",
-                    )
-        await remove_finalizer(self.kube, request.ref, request.obj, FINALIZER)
+        cleanup = NotReadyCleanup(
+            FINALIZER,
+            "AIMTemplateCache",
+            SERVICE_LABEL,
+            ready=lambda tc: state_of(tc) in READY_STATES,
+            state=state_of,
+            noun="template cache",
+            along="the service",
+        )
+        await cleanup.finalize(self.kube, request)
 
 
 def _same_condition(service: ServiceView, condition: ConditionReport) -> bool:

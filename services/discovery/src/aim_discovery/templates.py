@@ -1,4 +1,4 @@
-"""The template controller (AIMServiceTemplate, AIMClusterServiceTemplate, both API groups): runtime
+"""The template reconciler (AIMServiceTemplate, AIMClusterServiceTemplate, both API groups): runtime
 config, model lookup, GPU availability, model sources (inline or discovered by a dry-run Job),
 profile, resolved hardware and the template's own cache.
 
@@ -114,7 +114,7 @@ def job_template(job: Mapping[str, Any]) -> tuple[KindRef, str | None, str] | No
     return ref, namespace, str(owner.get("name"))
 
 
-class TemplateController:
+class TemplateReconciler:
     def __init__(
         self,
         kube: Kube,

@@ -1,4 +1,4 @@
-"""The AIMClusterModelSource controller: list the registry, match the filters, create the missing
+"""The AIMClusterModelSource reconciler: list the registry, match the filters, create the missing
 AIMClusterModels (never delete), report status and a decision per sync, schedule the next sync.
 
 When a sync runs: the first time this replica sees the source, when its generation, labels or
@@ -207,7 +207,7 @@ async def list_filter(
     return images, skipped
 
 
-class SourceController:
+class SourceReconciler:
     """Reconciles AIMClusterModelSources. ``clock`` and ``client_factory`` are seams for tests."""
 
     def __init__(

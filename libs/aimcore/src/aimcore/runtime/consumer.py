@@ -29,6 +29,7 @@ from aimcore.api.backoff import Backoff
 from aimcore.api.bus.topology import ConsumerSpec, ensure_consumer
 from aimcore.api.errors import AckAction, decide, is_permanent
 from aimcore.runtime import tracing
+from aimcore.runtime.keyedlock import KeyedLock
 from aimcore.runtime.kube import describe_error
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class Consumer:
         self.batch = batch
         self.sem = asyncio.Semaphore(concurrency)
         self.stats = ConsumerStats()
-        self._subject_locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._subject_locks: KeyedLock[str] = KeyedLock()
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def _bind(self, stop: asyncio.Event) -> JetStreamContext.PullSubscription | None:
@@ -150,17 +151,10 @@ class Consumer:
                 self.stats.handed_back += 1
 
     async def _handle(self, msg: Msg) -> None:
-        lock, users = self._subject_locks.get(msg.subject, (asyncio.Lock(), 0))
-        self._subject_locks[msg.subject] = (lock, users + 1)
         try:
-            async with lock:
+            async with self._subject_locks.hold(msg.subject):
                 await self._process(msg)
         finally:
-            lock, users = self._subject_locks[msg.subject]
-            if users == 1:
-                del self._subject_locks[msg.subject]
-            else:
-                self._subject_locks[msg.subject] = (lock, users - 1)
             self.sem.release()
 
     async def _process(self, msg: Msg) -> None:

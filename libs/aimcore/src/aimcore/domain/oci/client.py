@@ -32,7 +32,6 @@ Every failure is one of :data:`aimcore.domain.oci.errors.OCI_ERRORS`: :class:`Im
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
@@ -70,6 +69,7 @@ from aimcore.domain.oci.errors import (
 )
 from aimcore.domain.outbound import OutboundPolicy, OutboundRefused, check_url, normalize_host
 from aimcore.domain.outbound.resolver import connector
+from aimcore.runtime.keyedlock import KeyedLock
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -216,7 +216,7 @@ class RegistryClient:
         self._basic_hosts: set[str] = set()
         self._bearer: dict[str, Challenge] = {}
         self._tokens: dict[tuple[str, str], tuple[str, float]] = {}
-        self._token_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._token_locks: KeyedLock[tuple[str, str]] = KeyedLock()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -575,8 +575,7 @@ class RegistryClient:
             "bearer", {k: v for k, v in challenge.params.items() if k != "scope"}
         )
         key = (registry, scope)
-        lock = self._token_locks.setdefault(key, asyncio.Lock())
-        async with lock:
+        async with self._token_locks.hold(key):
             cached = self._tokens.get(key)
             if cached and cached[1] > time.monotonic():
                 return f"Bearer {cached[0]}"

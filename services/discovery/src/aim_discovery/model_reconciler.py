@@ -1,4 +1,4 @@
-"""The model controller (AIMModel, AIMClusterModel; legacy AIMImage, AIMClusterImage, AIMModel,
+"""The model reconciler (AIMModel, AIMClusterModel; legacy AIMImage, AIMClusterImage, AIMModel,
 AIMClusterModel): runtime config, image metadata, templates, and a status aggregated from them.
 
 One reconcile:
@@ -246,7 +246,7 @@ def _oci_reason(exc: OCIError | InvalidReference) -> tuple[str, bool]:
     return REGISTRY_ERROR, exc.transient
 
 
-class ModelController:
+class ModelReconciler:
     def __init__(
         self,
         kube: Kube,

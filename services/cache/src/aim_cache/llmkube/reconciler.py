@@ -1,4 +1,4 @@
-"""The LLMKube ``Model`` controller (``inference.llmkube.dev/v1alpha1``), run by the cache service.
+"""The LLMKube ``Model`` reconciler (``inference.llmkube.dev/v1alpha1``), run by the cache service.
 
 One reconcile, level-triggered (every step reads what is, none remembers what it did):
 
@@ -117,12 +117,7 @@ def cache_keys(obj: Obj) -> Iterable[str]:
         return []
 
 
-def gpu_models(informer: Informer) -> Iterable[Obj]:
-    """The Models whose ``acceleratorReady`` depends on the nodes."""
-    return (m for m in informer.list(MODEL, None) if hardware.gpu_wanted(m.get("spec") or {}))
-
-
-class ModelController:
+class LLMKubeModelReconciler:
     def __init__(
         self, kube: Kube, settings: ModelSettings, runs: Runs, requeue: Requeue, *, clock: Any = time.time
     ) -> None:
