@@ -49,6 +49,9 @@ CACHE_ROOT = "/workspace/model-cache"
 TEMPLATE_CACHE_LABEL = "aim.eai.amd.com/template-cache.name"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
 RETRIED_ANNOTATION = "aim.eai.amd.com/cache-retried"
+RETRIED_UIDS_ANNOTATION = "aim.eai.amd.com/cache-retried-uids"
+"""The uids of the model caches the retry deleted: until their deletion reaches the informer they
+still look failed, and must not count as the retry having failed too."""
 
 
 @dataclass(frozen=True)
@@ -178,7 +181,11 @@ def mounts_of(informer: Informer, group: str, tc: Mapping[str, Any]) -> tuple[Ca
     return tuple(out)
 
 
-def failed_model_caches(informer: Informer, group: str, tc: Mapping[str, Any]) -> list[str]:
+def failed_model_caches(
+    informer: Informer, group: str, tc: Mapping[str, Any], *, skip_uids: frozenset[str] = frozenset()
+) -> list[str]:
+    """The failed (or degraded) model caches of a template cache, by name; ``skip_uids``: ones
+    already deleted, whose deletion the informer has not seen yet."""
     namespace = tc["metadata"].get("namespace")
     kind = by_kind(group, "AIMModelCache")
     label = label_value(tc["metadata"]["name"])
@@ -191,9 +198,14 @@ def failed_model_caches(informer: Informer, group: str, tc: Mapping[str, Any]) -
     for mc in informer.list(kind, namespace):
         meta = mc["metadata"]
         mine = meta["name"] in listed or (meta.get("labels") or {}).get(TEMPLATE_CACHE_LABEL) == label
-        if mine and state_of(mc) in ("Failed", "Degraded"):
+        if mine and state_of(mc) in ("Failed", "Degraded") and meta.get("uid") not in skip_uids:
             out.append(meta["name"])
     return sorted(out)
+
+
+def retried_uids(tc: Mapping[str, Any]) -> frozenset[str]:
+    text = str((tc["metadata"].get("annotations") or {}).get(RETRIED_UIDS_ANNOTATION) or "")
+    return frozenset(u for u in text.split(",") if u)
 
 
 def _ready_message(obj: Mapping[str, Any]) -> str:
@@ -245,7 +257,7 @@ def plan_cache(
             retry_attempts=attempts if ref.group == AIM and attempts else None,
         )
     if state == "Failed":
-        failed = failed_model_caches(informer, ref.group, tc)
+        failed = failed_model_caches(informer, ref.group, tc, skip_uids=retried_uids(tc))
         listed = bool((tc.get("status") or {}).get("modelCaches"))
         if attempts == 0 and failed:
             message = f"template cache {name} failed; retrying once (deleting {', '.join(failed)})"

@@ -322,13 +322,24 @@ class ServiceReconciler:
             assert tc is not None
             # the one retry is recorded on the template cache itself, so no stale read of this
             # service's status can grant a second one
+            kind = by_kind(request.ref.group, "AIMModelCache")
+            uids = sorted(
+                str((mc or {}).get("metadata", {}).get("uid") or "")
+                for mc in (request.informer.get(kind, request.namespace, name) for name in plan.retry)
+            )
             await self.kube.patch(
                 by_kind(request.ref.group, "AIMTemplateCache"),
                 request.namespace,
                 tc,
-                {"metadata": {"annotations": {caching.RETRIED_ANNOTATION: "1"}}},
+                {
+                    "metadata": {
+                        "annotations": {
+                            caching.RETRIED_ANNOTATION: "1",
+                            caching.RETRIED_UIDS_ANNOTATION: ",".join(u for u in uids if u),
+                        }
+                    }
+                },
             )
-            kind = by_kind(request.ref.group, "AIMModelCache")
             for name in plan.retry:
                 await self.kube.delete(kind, request.namespace, name)
             await request.reporter.decide(
