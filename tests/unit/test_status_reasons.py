@@ -419,6 +419,7 @@ def known(reason: str) -> bool:
         or rules._by_suffix(reason) is not None
         or reason in rules.WAITING_REASONS
         or reason in rules.UNREAD_REASONS
+        or reason in rules.DEPENDENCY_REASONS
     )
 
 

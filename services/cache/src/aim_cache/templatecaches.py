@@ -10,9 +10,11 @@ One reconcile:
 2. Runtime config (``RuntimeConfigReady``).
 3. The template (``ServiceTemplateReady``): ``templateScope`` Namespace → the AIMServiceTemplate in
    the namespace, Cluster → the AIMClusterServiceTemplate, unset → namespace first, then cluster
-   (legacy ``templateRef``: namespace first). Missing → ``TemplateNotFound`` (Failed, as the
-   original's e2e expects); a Failed template fails the cache, a NotAvailable one makes it
-   NotAvailable, one still progressing keeps it waiting. ``status.resolvedTemplateKind`` records the
+   (legacy ``templateRef``: namespace first). Missing (or of the wrong scope) → ``ReferenceNotFound``
+   and ``ConfigValid=False`` (Failed, as in the original, the message naming what was looked for).
+   A template that is not Ready → ``TemplateNotReady``, its state named in the message: a Failed
+   template fails the cache, a NotAvailable one makes it NotAvailable, one still in progress keeps
+   it waiting (Pending). ``status.resolvedTemplateKind`` records the
    kind found (the original declares it but never writes it).
 4. One model cache per model source (``spec.modelSources`` when set, else the template's):
    the best compatible cache in the namespace (same ``sourceUri``, storage class unset here or
@@ -45,10 +47,14 @@ from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import merge_env, resolution_conditions
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtime.status.rules import dependency_message
 
 FINALIZER = "aim.eai.amd.com/artifactcleanup"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
 TEMPLATE_READY = "ServiceTemplateReady"
+TEMPLATE_NOT_READY = "TemplateNotReady"
+REFERENCE_NOT_FOUND = "ReferenceNotFound"
+CONFIG_VALID = "ConfigValid"
 CACHES_READY = "ModelCachesReady"
 LEGACY = GROUP_LEGACY
 
@@ -183,12 +189,14 @@ class TemplateCacheReconciler:
             where = " or ".join(
                 k.kind + (f" in namespace {request.namespace}" if k.namespaced else "") for k in kinds
             )
-            message = f"no {where} named {name!r}"
-            conditions.append(cond(TEMPLATE_READY, False, "TemplateNotFound", message))
+            # the original: every missing upstream object is ReferenceNotFound, ConfigValid=False
+            message = f"template not found: no {where} named {name!r}"
+            conditions.append(cond(TEMPLATE_READY, False, REFERENCE_NOT_FOUND, message))
+            conditions.append(cond(CONFIG_VALID, False, REFERENCE_NOT_FOUND, message))
             fields["resolvedTemplateKind"] = None
             if await request.reporter.report(request.ref, obj, conditions, fields):
                 await request.reporter.decide(
-                    request.ref, obj, "resolve-template", "TemplateNotFound", message
+                    request.ref, obj, "resolve-template", REFERENCE_NOT_FOUND, message
                 )
             return None
         template_ref, template = found
@@ -243,23 +251,10 @@ class TemplateCacheReconciler:
             conditions.append(cond(TEMPLATE_READY, True, "TemplateReady", f"template {tname} is ready"))
             sources = status.get("modelSources") or (template.get("spec") or {}).get("modelSources") or []
             return list(sources), False
-        if state == "Failed":
-            conditions.append(
-                cond(TEMPLATE_READY, False, "TemplateFailed", f"template {tname} failed: {detail}")
-            )
-        elif state == "NotAvailable":
-            conditions.append(
-                cond(TEMPLATE_READY, False, "TemplateNotAvailable", f"template {tname}: {detail}")
-            )
-        else:
-            conditions.append(
-                cond(
-                    TEMPLATE_READY,
-                    False,
-                    "TemplateNotReady",
-                    f"template {tname} is {state.lower()}: {detail}",
-                )
-            )
+        # the original's one reason for a template in any state; the state is named in the message
+        # (the status rules take Failed/Degraded/NotAvailable from it; otherwise the cache waits)
+        message = dependency_message(f"template {tname}", state, str(detail))
+        conditions.append(cond(TEMPLATE_READY, False, TEMPLATE_NOT_READY, message))
         return [], True
 
     # -- model caches ----------------------------------------------------------------------------

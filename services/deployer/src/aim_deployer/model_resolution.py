@@ -19,8 +19,10 @@ controller applies what :class:`ModelPlan` asks for.
 - A name to create held by another model → ``ModelNameConflict`` (not ``CreatingModel`` forever).
 
 A model is usable when Ready, or Degraded (some of its templates are unusable, the others may be
-fine: template selection decides); Failed → ``ModelFailed``; NotAvailable → ``ModelNotAvailable``
-(the service is Pending); Pending → ``ModelPending``; anything else → ``ModelNotReady``.
+fine: template selection decides). Otherwise ``ModelNotReady``, as in the original, whatever its
+state, which the message names (``AIMModel x is Failed: ImageNotFound: …``,
+:func:`aimcore.runtime.status.rules.dependency_message`): a Failed model makes the service Failed,
+a NotAvailable one Pending (nowhere to run it), one still coming Pending (waiting for it).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from aimcore.domain.views import (
     state_of,
 )
 from aimcore.runtime.informer import Informer
+from aimcore.runtime.status.rules import dependency_message
 
 MODEL_READY = "ModelReady"
 SERVICE_LABEL = "aim.eai.amd.com/service"
@@ -62,9 +65,6 @@ DEFAULT_BASE_IMAGE = "amdenterpriseai/aim-base:latest"
 MODEL_RESOLVED = "ModelResolved"
 MODEL_NOT_FOUND = "ModelNotFound"
 MODEL_NOT_READY = "ModelNotReady"
-MODEL_PENDING = "ModelPending"
-MODEL_FAILED = "ModelFailed"
-MODEL_NOT_AVAILABLE = "ModelNotAvailable"
 CREATING_MODEL = "CreatingModel"
 MULTIPLE_MODELS = "MultipleModelsFound"
 INVALID_IMAGE = "InvalidImageReference"
@@ -117,19 +117,12 @@ def judge(kind: KindRef, obj: Obj, how: str) -> ModelPlan:
     if state in _USABLE:
         note = f" (model is {state}: {ready_message(obj)})" if state != "Ready" else ""
         return ModelPlan(cond(MODEL_READY, True, MODEL_RESOLVED, f"{how} {what}{note}"), (kind, obj), True)
-    detail = ready_message(obj) or state
+    detail = ready_message(obj)
     cause = ready_reason(obj)
     if cause and cause not in ("Progressing", "NotReady"):  # name the model's own reason
-        detail = f"{cause}: {detail}"
-    if state == "Failed":
-        return ModelPlan(cond(MODEL_READY, False, MODEL_FAILED, f"{what} failed: {detail}"), (kind, obj))
-    if state == "NotAvailable":  # nowhere to run it (no GPU of its templates): the service waits
-        message = f"{what} is not available: {detail}"
-        return ModelPlan(cond(MODEL_READY, False, MODEL_NOT_AVAILABLE, message), (kind, obj))
-    # a model nobody has started on (no discovery yet) keeps the service Pending; one in progress
-    # makes it Starting
-    reason = MODEL_PENDING if state == "Pending" else MODEL_NOT_READY
-    return ModelPlan(cond(MODEL_READY, False, reason, f"{what} is {state.lower()}: {detail}"), (kind, obj))
+        detail = f"{cause}: {detail}" if detail else cause
+    message = dependency_message(what, state, detail)
+    return ModelPlan(cond(MODEL_READY, False, MODEL_NOT_READY, message), (kind, obj))
 
 
 def by_name(informer: Informer, group: str, namespace: str | None, name: str) -> ModelPlan:

@@ -38,6 +38,7 @@ from aimcore.domain.gpu import GPU_RESOURCE
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.views import AIM, ORIGIN_LABEL, TemplateView, is_ready, ready_message, state_of
 from aimcore.runtime.informer import Informer
+from aimcore.runtime.status.rules import dependency_message
 
 TEMPLATE_READY = "TemplateReady"
 RESOLVED = "Resolved"
@@ -126,19 +127,11 @@ def candidates(informer: Informer, group: str, namespace: str | None, model_name
 
 
 def _waiting(kind: KindRef, obj: Obj, why: str) -> TemplatePlan:
+    """``TemplateNotReady`` whatever the template's state, which the message names (the
+    original's one reason; the status rules take a Failed, Degraded or NotAvailable from it)."""
     name = obj["metadata"]["name"]
-    state = state_of(obj)
-    detail = ready_message(obj)
-    suffix = f": {detail}" if detail else ""
-    if state == "Failed":
-        reason = "TemplateFailed"
-    elif state == "NotAvailable":
-        reason = "TemplateNotAvailable"
-    else:
-        reason = TEMPLATE_NOT_READY
-    return TemplatePlan(
-        cond(TEMPLATE_READY, False, reason, f"{why} {kind.kind} {name} is {state}{suffix}"), (kind, obj)
-    )
+    message = dependency_message(f"{why} {kind.kind} {name}", state_of(obj), ready_message(obj))
+    return TemplatePlan(cond(TEMPLATE_READY, False, TEMPLATE_NOT_READY, message), (kind, obj))
 
 
 def _use(kind: KindRef, obj: Obj, why: str, **extra: Any) -> TemplatePlan:

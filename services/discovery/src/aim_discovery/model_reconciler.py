@@ -5,11 +5,14 @@ One reconcile:
 
 1. Resolve the runtime config (``RuntimeConfigReady``; a missing named config fails the model with
    ``ConfigValid=False/ReferenceNotFound`` and recovers when the config appears).
-2. Image metadata (``ImageMetadataReady``): ``spec.imageMetadata`` wins (air-gapped clusters);
-   else, unless extraction is off (``discovery.extractMetadata``, else the runtime config's
-   ``model.autoDiscovery``), the labels are read from the registry (manifest and config blob
-   only) with the model's ``imagePullSecrets`` and cached in ``status.imageMetadata``. The cache is
-   keyed by the image named in the condition's message: a new ``spec.image`` reads again.
+2. Image metadata (``ImageMetadataReady``): ``spec.imageMetadata`` wins (air-gapped clusters; it
+   is copied into ``status.imageMetadata`` as the original does); else, unless extraction is off
+   (``discovery.extractMetadata``, else the runtime config's ``model.autoDiscovery``), the labels
+   are read from the registry (manifest and config blob only) with the model's
+   ``imagePullSecrets`` and cached in ``status.imageMetadata``. The cache is keyed by the image
+   named in the condition's message: a new ``spec.image`` reads again. A named pull secret that
+   does not exist is ``ImageMetadataReady=False/SecretNotFound`` with ``ConfigValid=False`` and
+   the original's ``ReferenceNotFound`` (the model is Failed until the secret appears).
 3. Templates: one per recommended deployment (when ``createServiceTemplates`` allows) plus
    ``customTemplates``; a custom model (``spec.modelSources``) gets only custom templates, or one
    from ``custom.hardware``. They are server-side applied with an owner reference to the model (so
@@ -95,6 +98,8 @@ IMAGE_FOUND = "ImageFound"
 EXTRACTION_DISABLED = "ExtractionDisabled"
 METADATA_FROM_SPEC = "MetadataFromSpec"
 SECRET_NOT_FOUND = "SecretNotFound"
+REFERENCE_NOT_FOUND = "ReferenceNotFound"
+INVALID_SPEC = "InvalidSpec"
 INVALID_PULL_SECRET = "InvalidPullSecret"
 EXTRACTION_FAILED = "MetadataExtractionFailed"
 INVALID_IMAGE_REFERENCE = "InvalidImageReference"
@@ -282,17 +287,21 @@ class ModelReconciler:
         outcome = await self._metadata(model, auto_discovery)
         conditions.append(outcome.condition)
         if outcome.config_invalid:
+            # the original's two ConfigValid reasons: a missing upstream object (a pull secret) is
+            # ReferenceNotFound, anything else wrong in the spec InvalidSpec; the component keeps
+            # the specific reason (SecretNotFound, InvalidImageReference)
+            missing = outcome.condition.reason == SECRET_NOT_FOUND
             conditions.append(
                 ConditionReport(
                     type=CONFIG_VALID,
                     status="False",
-                    reason=outcome.condition.reason,
+                    reason=REFERENCE_NOT_FOUND if missing else INVALID_SPEC,
                     message=outcome.condition.message,
                 )
             )
         else:
             conditions.append(ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"))
-        if outcome.metadata is not None and not model.spec_metadata:
+        if outcome.metadata is not None:  # read from the registry, or given in spec.imageMetadata
             fields["imageMetadata"] = dict(outcome.metadata)
 
         planned = self.planned_templates(model, outcome.metadata, auto_discovery)

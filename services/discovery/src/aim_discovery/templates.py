@@ -77,6 +77,7 @@ DISCOVERED = "Discovered"
 
 MODEL_FOUND = "ModelFound"
 MODEL_NOT_FOUND = "ModelNotFound"
+REFERENCE_NOT_FOUND = "ReferenceNotFound"
 INLINE_SOURCES = "InlineModelSources"
 DISCOVERY_COMPLETE = "DiscoveryComplete"
 AWAITING_DISCOVERY = "AwaitingDiscovery"
@@ -162,9 +163,15 @@ class TemplateReconciler:
                 for k in model_kinds(request.ref)
             )
             message = f"Model {template.model_name!r} not found (looked for {where})"
-            conditions.append(
-                ConditionReport(type=model_cond, status="False", reason=MODEL_NOT_FOUND, message=message)
-            )
+            # the original: a missing upstream object is ReferenceNotFound with ConfigValid=False (the
+            # template fails until the model appears); the component keeps ModelNotFound
+            conditions = [c for c in conditions if c.type != CONFIG_VALID]
+            conditions += [
+                ConditionReport(type=model_cond, status="False", reason=MODEL_NOT_FOUND, message=message),
+                ConditionReport(
+                    type=CONFIG_VALID, status="False", reason="ReferenceNotFound", message=message
+                ),
+            ]
             fields[_model_field(request.ref)] = None
             await self._report(request, conditions, fields, "resolve-model", MODEL_NOT_FOUND, message)
             return None
@@ -220,7 +227,8 @@ class TemplateReconciler:
                     type=DISCOVERED,
                     status="True",
                     reason=INLINE_SOURCES,
-                    message=f"{len(sources)} model source(s) given inline; no discovery job",
+                    # the original's message first (users match on it), then ours
+                    message=f"Model sources provided in-line in spec ({len(sources)}; no discovery job)",
                 )
             )
             await self._cache(request, template, sources, fields)

@@ -38,8 +38,9 @@ vs ``pathTemplate`` (the later kaiwo name, whose failures the legacy suite repor
 
 Short names never clash with the current group's (``kubectl get aimsvc`` must stay unambiguous):
 the legacy names are kept where they are free (``aimst``, ``aimclst``, ``aimrcfg``, ``aimcrcfg``,
-``aimimg``, ``aimclimg``) and dropped where they clash (service, models, caches). The category is
-``aim-legacy`` (plus ``all``), so ``kubectl get aim`` lists only the current group.
+``aimimg``, ``aimclimg``) and dropped where they clash (service, models, caches). The categories
+are ``aim`` and ``all``, as the original's legacy CRDs had them, so a legacy user's ``kubectl get
+aim`` finds their objects (listed with the current group's).
 
 The classes live in one module per kind family, as the current group's do:
 :mod:`~aimcore.api.crds.silogen.common` (the rules, field helpers and nested types the families

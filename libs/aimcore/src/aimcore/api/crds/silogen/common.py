@@ -34,7 +34,7 @@ from aimcore.api.crds.base import (
 from aimcore.api.kinds import GROUP_LEGACY
 
 GROUP = GROUP_LEGACY
-CATEGORIES = ("aim-legacy", "all")
+CATEGORIES = ("aim", "all")  # the original legacy CRDs were in `aim` and `all`
 
 _CONDITIONS: dict[str, Any] = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
 
