@@ -72,10 +72,9 @@ async def test_categories(kube: Kube) -> None:
         crd = await kube.get(CRD, None, k.crd.crd_name)
         assert crd is not None
         categories = crd["spec"]["names"].get("categories", [])
-        if k.crd.group == "aim.eai.amd.com":
+        if k.crd.group in ("aim.eai.amd.com", "aim.silogen.ai"):
+            # the original's legacy CRDs were in `aim` and `all` too (issue 18)
             assert categories == ["aim", "all"], k.crd.kind
-        elif k.crd.group == "aim.silogen.ai":
-            assert "aim" not in categories, k.crd.kind  # `kubectl get aim` shows the current API only
 
 
 async def test_printer_columns(aim_cluster: ControlPlane, kube: Kube, namespace: str) -> None:
@@ -92,9 +91,20 @@ async def test_printer_columns(aim_cluster: ControlPlane, kube: Kube, namespace:
     header = kubectl(aim_cluster, "get", "aimsvc", "-n", namespace).splitlines()[0].split()
     assert header[:2] == ["NAME", "STATUS"]
     assert "MODEL" in header and "TEMPLATE" in header and header[-1] == "AGE"
-    # The `aim` category lists it too.
+    # The `aim` category lists it too, and a legacy user's objects with it.
+    legacy = by_kind("aim.silogen.ai", "AIMService")
+    await kube.create(
+        legacy,
+        {
+            "apiVersion": legacy.api_version,
+            "kind": legacy.kind,
+            "metadata": {"name": "old-cols", "namespace": namespace},
+            "spec": {"aimImageName": "llama"},
+        },
+    )
     listed = kubectl(aim_cluster, "get", "aim", "-n", namespace, "-o", "name")
     assert "aimservice.aim.eai.amd.com/cols" in listed
+    assert "aimservice.aim.silogen.ai/old-cols" in listed
 
 
 def _subset(small: Any, big: Any, path: str = "") -> list[str]:

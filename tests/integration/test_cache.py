@@ -30,6 +30,7 @@ LEGACY = "aim.silogen.ai"
 MODEL_CACHE = by_kind(AIM, "AIMModelCache")
 TEMPLATE_CACHE = by_kind(AIM, "AIMTemplateCache")
 TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
+PAUSED = {"aim.eai.amd.com/reconciliation-paused": "true"}
 MODEL = by_kind(AIM, "AIMModel")
 LEGACY_MODEL_CACHE = by_kind(LEGACY, "AIMModelCache")
 
@@ -332,9 +333,14 @@ async def test_a_missing_template_fails_the_template_cache(  # type: ignore[no-u
     spec = {"templateName": "nowhere", "templateScope": "Namespace"}
     await kube.create(TEMPLATE_CACHE, manifest(TEMPLATE_CACHE, "lost", namespace, spec), namespace)
     failed = await wait_status(kube, TEMPLATE_CACHE, namespace, "lost", "Failed")
+    # the original's vocabulary: every missing upstream object is ReferenceNotFound with
+    # ConfigValid=False; the message keeps the specific cause (issue 18)
     ready = condition(failed["status"], "Ready")
-    assert ready["reason"] == "TemplateNotFound"
+    assert ready["reason"] == "ReferenceNotFound"
     assert "AIMServiceTemplate in namespace" in ready["message"]
+    config = condition(failed["status"], "ConfigValid")
+    assert (config["status"], config["reason"]) == ("False", "ReferenceNotFound")
+    assert condition(failed["status"], "ServiceTemplateReady")["reason"] == "ReferenceNotFound"
 
 
 async def test_a_template_with_caching_enabled_ends_with_ready_caches(  # type: ignore[no-untyped-def]
@@ -406,3 +412,22 @@ async def test_sources_where_the_outbound_policy_refuses_fail_with_the_reason(  
         assert condition(failed["status"], "Ready")["reason"] == "AddressNotAllowed"
         assert "not allowed" in condition(failed["status"], "SourceReady")["message"]
     assert other_host.requests == []
+
+
+async def test_a_template_still_in_progress_keeps_the_template_cache_pending(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str
+) -> None:
+    """Issue 18, item 1: as in the original, a template cache waits (Pending) for a template that is
+    still in progress, and fails with one that failed (the template's state named in the message)."""
+    spec = {"modelName": "m", "modelSources": [{"sourceUri": "hf://acme/x", "modelId": "acme/x"}]}
+    await kube.create(TEMPLATE, manifest(TEMPLATE, "coming", namespace, spec, annotations=PAUSED), namespace)
+    await kube.patch_status(TEMPLATE, namespace, "coming", {"status": {"status": "Progressing"}})
+    tc = {"templateName": "coming", "templateScope": "Namespace"}
+    await kube.create(TEMPLATE_CACHE, manifest(TEMPLATE_CACHE, "waits", namespace, tc), namespace)
+    waiting = await wait_status(kube, TEMPLATE_CACHE, namespace, "waits", "Pending")
+    template = condition(waiting["status"], "ServiceTemplateReady")
+    assert (template["status"], template["reason"]) == ("False", "TemplateNotReady")
+    assert template["message"].startswith("template coming is Progressing"), template
+    await kube.patch_status(TEMPLATE, namespace, "coming", {"status": {"status": "Failed"}})
+    failed = await wait_status(kube, TEMPLATE_CACHE, namespace, "waits", "Failed")
+    assert condition(failed["status"], "Ready")["reason"] == "TemplateNotReady"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from aim_deployer.models import auto_model_name
+from aim_deployer.model_resolution import auto_model_name
 from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
 from aimcore.runtime.kube import Kube
 from tests.helpers import condition, eventually, has, manifest, status_of
@@ -269,7 +269,7 @@ async def test_service_by_image_creates_a_model_and_uses_it(deployer, kube: Kube
         kube,
         namespace,
         "by-image",
-        lambda s: condition(s, "ModelReady").get("reason") in ("CreatingModel", "ModelPending"),
+        lambda s: condition(s, "ModelReady").get("reason") in ("CreatingModel", "ModelNotReady"),
         "the model created",
     )
     models = [m for m in (await kube.list(MODEL, namespace))[0] if m["spec"]["image"] == image]
@@ -549,11 +549,15 @@ async def test_a_service_says_why_its_model_has_no_templates(deployer, kube: Kub
         cond_of("Ready", "False", "ImageNotFound", "Component ImageMetadata is not ready: manifest unknown"),
     )
     await make_service(kube, namespace, "on-no-image", {"model": {"name": "no-image"}})
+    # the original's vocabulary: ModelNotReady whatever the model's state, the state in the message;
+    # a Failed model fails the service (issue 18)
     svc = await wait_service(
-        kube, namespace, "on-no-image", has("ModelReady", "False", "ModelFailed"), "the model failed"
+        kube, namespace, "on-no-image", has("ModelReady", "False", "ModelNotReady"), "the model failed"
     )
-    assert "ImageNotFound" in condition(svc["status"], "ModelReady")["message"]
+    message = condition(svc["status"], "ModelReady")["message"]
+    assert message.startswith("AIMModel no-image is Failed: ImageNotFound"), message
     assert svc["status"]["status"] == "Failed"
+    assert condition(svc["status"], "Ready")["reason"] == "ModelNotReady"
 
 
 async def test_children_the_api_server_refuses_are_reported(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
@@ -1056,3 +1060,39 @@ async def test_legacy_service_is_deployed_the_same_way(deployer, kube: Kube, nam
     )
     assert svc["status"]["resolvedTemplate"]["name"] == "old-t"
     assert svc["status"]["resolvedImage"]["name"] == "old-llama"
+
+
+async def test_waiting_on_a_dependency_is_pending_as_in_the_original(
+    deployer, kube: Kube, namespace: str
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue 18, items 1 and 3: a model still in progress keeps a service Pending (not Starting: no
+    InferenceService exists); when every template of a model has failed, the service reports
+    ``TemplateNotReady`` and waits (Pending) — a template may still recover."""
+    await make_model(kube, namespace, "slow", state="Progressing")
+    await make_template(kube, namespace, "slow-t", "slow")
+    await make_service(kube, namespace, "waits", {"model": {"name": "slow"}})
+    waiting = await wait_service(
+        kube, namespace, "waits", has("ModelReady", "False", "ModelNotReady"), "waiting for the model"
+    )
+    assert waiting["status"]["status"] == "Pending"
+    assert condition(waiting["status"], "ModelReady")["message"].startswith("AIMModel slow is Progressing")
+    assert not (await kube.list(INFERENCE_SERVICE, namespace))[0]
+
+    await make_model(kube, namespace, "broken")
+    await make_template(kube, namespace, "broken-a", "broken", precision="fp8", state="Failed")
+    await make_template(kube, namespace, "broken-b", "broken", precision="fp16", state="Failed")
+    await make_service(kube, namespace, "may-recover", {"model": {"name": "broken"}})
+    failed_templates = await wait_service(
+        kube, namespace, "may-recover", has("TemplateReady", "False", "TemplateNotReady"), "not ready"
+    )
+    assert failed_templates["status"]["status"] == "Pending"
+    assert "all 2 templates failed" in condition(failed_templates["status"], "TemplateReady")["message"]
+    # and it does recover when one does
+    await ready(
+        kube,
+        TEMPLATE,
+        namespace,
+        "broken-a",
+        {"status": "Ready", "profile": {"metadata": {"type": "optimized"}}},
+    )
+    await wait_service(kube, namespace, "may-recover", has("TemplateReady", "True", "Resolved"), "recovered")

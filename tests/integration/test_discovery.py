@@ -201,6 +201,13 @@ async def test_bad_images_and_secrets_give_clear_conditions(  # type: ignore[no-
             "message"
         ]
     )
+    # the original's vocabulary: a missing upstream object (the pull secret) is ReferenceNotFound,
+    # with ConfigValid=False; the component keeps the specific SecretNotFound (issue 18)
+    secretless = (await kube.get(MODEL, namespace, "missing-secret"))["status"]
+    config = condition(secretless, "ConfigValid")
+    assert (config["status"], config["reason"]) == ("False", "ReferenceNotFound")
+    assert "nosuch" in config["message"]
+    assert condition(secretless, "Ready")["reason"] == "ReferenceNotFound"
     assert "gpuModel" not in json.dumps(
         condition((await kube.get(MODEL, namespace, "malformed-labels"))["status"], "Ready")
     )
@@ -261,6 +268,8 @@ async def test_named_runtime_config_missing_then_created_and_merged(  # type: ig
         }
         assert condition(status, "RuntimeConfigReady")["reason"] == "ConfigFound"
         assert condition(status, "ImageMetadataReady")["reason"] == "MetadataFromSpec"
+        # copied into status, as the original does for metadata it reads (issue 18)
+        assert status["imageMetadata"] == spec["imageMetadata"]
         assert status["status"] != "Failed"
         rc = await status_of(
             kube,
@@ -297,7 +306,10 @@ async def test_custom_model_template_ready_from_inline_sources_and_caching(  # t
     assert template["spec"]["resources"]["requests"]["cpu"] == "2"
     status = (await kube.get(TEMPLATE, namespace, template["metadata"]["name"]))["status"]
     assert status["modelSources"] == sources
-    assert condition(status, "Discovered")["reason"] == "InlineModelSources"
+    discovered = condition(status, "Discovered")
+    assert discovered["reason"] == "InlineModelSources"
+    # the original's message first, which users match on (issue 18)
+    assert discovered["message"].startswith("Model sources provided in-line in spec"), discovered
 
     # a namespaced template with caching enabled gets its AIMTemplateCache
     cached = manifest(
@@ -715,3 +727,36 @@ async def _realm_case(kube: Kube, namespace: str, servers: Servers) -> None:
     assert servers.registry_log  # the registry was asked (and challenged)
     assert servers.other_log == []
     assert PASSWORD not in json.dumps(model["status"])
+
+
+async def test_a_template_naming_a_missing_model_fails_until_it_appears(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """Issue 18, item 2: as in the original, every missing upstream object is ReferenceNotFound with
+    ConfigValid=False (the component keeps the specific ModelNotFound); it recovers by itself."""
+    model = f"later-{suffix()}"
+    sources = [{"sourceUri": "hf://acme/later", "modelId": "acme/later"}]
+    spec = {"modelName": model, "modelSources": sources}
+    await kube.create(TEMPLATE, manifest(TEMPLATE, "orphan", namespace, spec), namespace)
+    failed = await status_of(
+        kube,
+        TEMPLATE,
+        namespace,
+        "orphan",
+        has("ConfigValid", "False", "ReferenceNotFound"),
+        "ReferenceNotFound",
+    )
+    assert failed["status"]["status"] == "Failed"
+    assert condition(failed["status"], "Ready")["reason"] == "ReferenceNotFound"
+    assert condition(failed["status"], "ModelReady")["reason"] == "ModelNotFound"
+    assert model in condition(failed["status"], "ConfigValid")["message"]
+    meta = {"model": {"canonicalName": "acme/later"}}
+    body = {
+        "image": "example.invalid/acme/later:1.0",
+        "imageMetadata": meta,
+        "discovery": {"createServiceTemplates": False},
+    }
+    await kube.create(MODEL, manifest(MODEL, model, namespace, body), namespace)
+    await status_of(
+        kube, TEMPLATE, namespace, "orphan", has("ConfigValid", "True", "ConfigurationValid"), "valid"
+    )

@@ -5,7 +5,6 @@ verification on, only clients with a certificate from the CA get in."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -61,9 +60,9 @@ async def test_a_service_connects_over_tls_and_plain_text_is_refused(tls_server:
     finally:
         await nc.close()
     # the same key, but without the CA: the server's certificate is not trusted
-    await fails(replace(settings, tls_ca_file=None))
+    await fails(settings.replace(tls_ca_file=None))
     # plain text to a TLS server
-    await fails(replace(settings, url=settings.url.replace("tls://", "nats://"), tls_ca_file=None))
+    await fails(settings.replace(url=settings.url.replace("tls://", "nats://"), tls_ca_file=None))
 
 
 async def test_client_certificates_when_the_server_asks_for_them(ca: trustme.CA, tmp_path: Path) -> None:
@@ -75,8 +74,8 @@ async def test_client_certificates_when_the_server_asks_for_them(ca: trustme.CA,
         client = ca.issue_cert("aim-reader")
         client.private_key_pem.write_to_path(str(tmp_path / "client.key"))
         client.cert_chain_pems[0].write_to_path(str(tmp_path / "client.crt"))
-        with_cert = replace(
-            settings, tls_cert_file=str(tmp_path / "client.crt"), tls_key_file=str(tmp_path / "client.key")
+        with_cert = settings.replace(
+            tls_cert_file=str(tmp_path / "client.crt"), tls_key_file=str(tmp_path / "client.key")
         )
         nc = await connect_bus(with_cert, "test-reader", forever=False)
         try:
@@ -88,8 +87,8 @@ async def test_client_certificates_when_the_server_asks_for_them(ca: trustme.CA,
         other.private_key_pem.write_to_path(str(tmp_path / "other.key"))
         other.cert_chain_pems[0].write_to_path(str(tmp_path / "other.crt"))
         await fails(
-            replace(
-                settings, tls_cert_file=str(tmp_path / "other.crt"), tls_key_file=str(tmp_path / "other.key")
+            settings.replace(
+                tls_cert_file=str(tmp_path / "other.crt"), tls_key_file=str(tmp_path / "other.key")
             )
         )
     finally:

@@ -1,14 +1,17 @@
 """Per-object leases on a real nats-server: one run at a time across replicas, and no trigger lost
-while another replica holds the lease."""
+while another replica holds the lease; and the KV lease they (and the watcher's election) hold."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
 
+import pytest
 from nats.js import JetStreamContext
+from nats.js.errors import KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
 
-from aimcore.runtime.lease import ObjectLeases
+from aimcore.runtime.lease import KvLease, ObjectLeases
 from tests.helpers import eventually
 
 
@@ -88,3 +91,24 @@ async def test_a_dead_holders_lease_expires(js: JetStreamContext) -> None:
 
     await eventually(acquired, timeout=15, interval=0.2, what="the expired lease to be taken over")
     assert ran
+
+
+async def test_a_kv_lease_has_one_holder_and_never_touches_a_successors_key(js: JetStreamContext) -> None:
+    leases: KeyValue = await js.create_key_value(bucket=f"leases-{secrets.token_hex(4)}", ttl=30.0)
+    a, b = KvLease(leases, "key", b"a"), KvLease(leases, "key", b"b")
+    assert await a.take() is True
+    assert await b.take() is False  # held
+    await a.renew()
+    await a.release()
+    assert await b.take() is True  # given back: free at once
+    # a holder whose lease was taken over (after expiry, here: a stale revision) can neither renew
+    # it nor give back the successor's key (and giving back what it lost is no error)
+    a.revision = b.revision - 1 if b.revision else 1
+    with pytest.raises(KeyWrongLastSequenceError):
+        await a.renew()
+    a.revision = b.revision - 1 if b.revision else 1
+    await a.release()
+    assert (await leases.get("key")).value == b"b"
+    await b.release()
+    await b.release()  # twice: nothing to give back
+    assert await a.take() is True

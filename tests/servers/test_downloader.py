@@ -238,7 +238,7 @@ async def test_corrupted_byte_is_caught(hub: HubServer, tmp_path: Path, path: st
     with pytest.raises(DownloadError) as info:
         await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
     error = info.value
-    assert error.reason == CHECKSUM_MISMATCH and error.retryable
+    assert error.reason == CHECKSUM_MISMATCH and error.transient
     algorithm = "sha256" if path.endswith(".safetensors") else "git-sha1"
     assert path in error.message and algorithm in error.message
     assert (
@@ -366,7 +366,10 @@ async def test_stall_is_retried_from_where_it_stopped(hub: HubServer, tmp_path: 
     assert range_start(requests[1]) == 100 * KIB
 
 
-async def test_persistent_stall_raises_download_stalled(hub: HubServer, tmp_path: Path) -> None:
+async def test_persistent_stall_raises_download_stalled(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transfer_module, "RANGE_JITTER", None)  # the exact schedule: its time is asserted
     files = {"model.safetensors": blob(200 * KIB, 3)}
     repo_id = new_repo(hub, files)
     hub.stall_after(repo_id, "model.safetensors", 0, seconds=30, count=50)
@@ -374,7 +377,7 @@ async def test_persistent_stall_raises_download_stalled(hub: HubServer, tmp_path
     with pytest.raises(DownloadError) as info:
         await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), stall_timeout=0.3)
     elapsed = time.monotonic() - started
-    assert info.value.reason == DOWNLOAD_STALLED and info.value.retryable
+    assert info.value.reason == DOWNLOAD_STALLED and info.value.transient
     host = hub.endpoint.removeprefix("http://")
     assert info.value.message == f"no data for 0.3 s from {host}"
     attempts = len(resolves(hub, repo_id, "model.safetensors"))
@@ -444,7 +447,7 @@ async def test_private_repo_token_vs_missing_repo(hub: HubServer, tmp_path: Path
 
     with pytest.raises(DownloadError) as wrong:
         await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub, "hf_wrong" + secrets.token_hex(4)))
-    assert wrong.value.reason == AUTH_ERROR and not wrong.value.retryable
+    assert wrong.value.reason == AUTH_ERROR and not wrong.value.transient
 
     with pytest.raises(DownloadError) as anonymous:
         await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
@@ -499,7 +502,7 @@ async def test_stdlib_listing_equals_the_huggingface_hub_listing(
 async def test_unreachable_hub(tmp_path: Path) -> None:
     with pytest.raises(DownloadError) as info:
         await download("hf://org/model", tmp_path, env={"HF_ENDPOINT": "http://127.0.0.1:9"})
-    assert info.value.reason == "SourceUnreachable" and info.value.retryable
+    assert info.value.reason == "SourceUnreachable" and info.value.transient
 
 
 async def test_probe_size(hub: HubServer) -> None:
@@ -705,7 +708,7 @@ async def test_s3_wrong_secret_vs_missing_bucket(s3_server: S3Server, tmp_path: 
 
     with pytest.raises(DownloadError) as auth:
         await download(f"s3://{bucket}/m", tmp_path, env={**env, "AWS_SECRET_ACCESS_KEY": bad_secret})
-    assert auth.value.reason == AUTH_ERROR and not auth.value.retryable
+    assert auth.value.reason == AUTH_ERROR and not auth.value.transient
     assert bad_secret not in auth.value.message and env["AWS_SECRET_ACCESS_KEY"] not in auth.value.message
 
     with pytest.raises(DownloadError) as unknown_key:

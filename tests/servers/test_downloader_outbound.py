@@ -47,7 +47,7 @@ def site(tmp_path: Path) -> Iterator[FileServer]:
 
 def refused(error: DownloadError) -> None:
     assert error.reason == "AddressNotAllowed"
-    assert error.retryable is False
+    assert error.transient is False
     assert "not allowed" in error.message
 
 

@@ -221,7 +221,7 @@ async def test_listing_refuses_redirect_to_metadata(
     with pytest.raises(DownloadError) as info:
         await fetch.listing(http_source(evil), evil, (), expected_sha256=None, revision=None, guard=guard)
     assert info.value.reason == "SourceNotAllowed"
-    assert info.value.retryable is False
+    assert info.value.transient is False
     assert guard.calls == [f"{server.base}/", f"http://{METADATA}:80/"]
     assert server.requests == [("HEAD", "/evil.gguf")]
     assert all(host != METADATA for host, _ in dialed)
@@ -235,7 +235,7 @@ async def test_download_refuses_redirect_to_metadata(
     with pytest.raises(DownloadError) as info:
         await download_listing(listing, dest, guard=fetch.download_guard(guard), stall_timeout=5)
     assert info.value.reason == "SourceNotAllowed"
-    assert info.value.retryable is False
+    assert info.value.transient is False
     assert guard.calls == [f"{server.base}/", f"http://{METADATA}:80/"]
     assert server.requests == [("GET", "/evil.gguf")]
     assert all(host != METADATA for host, _ in dialed)
@@ -283,7 +283,7 @@ async def test_connections_judge_the_address_again_when_connecting(
         await fetch.listing(
             http_source(url), url, (), expected_sha256=None, revision=None, guard=permissive, outbound=strict
         )
-    assert (err.value.reason, err.value.retryable) == ("AddressNotAllowed", False)
+    assert (err.value.reason, err.value.transient) == ("AddressNotAllowed", False)
     assert server.requests == []
     assert await fetch.probe(http_source(url), (), permissive, outbound=POLICY.outbound) is not None
 
@@ -292,10 +292,10 @@ def test_download_guard_translates_refusals() -> None:
     check = fetch.download_guard(fetch.guard_for(Policy()))
     with pytest.raises(DownloadError) as info:
         check(f"http://{METADATA}:80/")
-    assert (info.value.reason, info.value.retryable) == ("SourceNotAllowed", False)
+    assert (info.value.reason, info.value.transient) == ("SourceNotAllowed", False)
     with pytest.raises(DownloadError) as info:
         check("http://127.0.0.1:8080/")  # loopback is private unless allow-listed
-    assert (info.value.reason, info.value.retryable) == ("SourceNotAllowed", False)
+    assert (info.value.reason, info.value.transient) == ("SourceNotAllowed", False)
     fetch.download_guard(fetch.guard_for(POLICY))("http://127.0.0.1:8080/")  # allowed: no error
 
 

@@ -193,9 +193,9 @@ def test_spec_hash_tracks_what_the_download_depends_on() -> None:
 
 
 def test_backoff_waits_the_cap_for_failures_only_a_user_can_fix() -> None:
-    assert backoff(1, "ChecksumMismatch") == 60
-    assert backoff(3, "DownloadStalled") == 240
-    assert backoff(1, "AuthError") == backoff(1, "SourceNotFound") == 3600
+    assert backoff(1, "ChecksumMismatch", jitter=None) == 60
+    assert backoff(3, "DownloadStalled", jitter=None) == 240
+    assert backoff(1, "AuthError", jitter=None) == backoff(1, "SourceNotFound", jitter=None) == 3600
 
 
 def test_describe_outcome() -> None:

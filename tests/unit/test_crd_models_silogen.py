@@ -399,7 +399,7 @@ def test_kinds() -> None:
     for kind in KINDS:
         assert kind.crd.group == "aim.silogen.ai"
         assert kind.crd.api_version == API_VERSION
-        assert kind.crd.categories == ("aim-legacy", "all")
+        assert kind.crd.categories == ("aim", "all")  # the original legacy CRDs' (issue 18)
         assert kind.crd.plural == kind.crd.kind.lower() + "s"
 
 

@@ -1,4 +1,4 @@
-"""Which services share a custom model (``aim_deployer.models``, issue 15): those whose
+"""Which services share a custom model (``aim_deployer.model_resolution``, issue 15): those whose
 ``model.custom`` and the service fields the model carries are the same, read as the API server
 stores them. Different hardware or env never share, and never compete for one name."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aim_deployer.models import custom_model_name, custom_model_spec, model_identity
+from aim_deployer.model_resolution import custom_model_name, custom_model_spec, model_identity
 from aimcore.api.kinds import by_kind
 from aimcore.domain.naming import derived_name
 

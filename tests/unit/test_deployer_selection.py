@@ -178,10 +178,11 @@ def test_none_ready_lists_up_to_three_states() -> None:
     ]
 
 
-def test_all_failed_is_template_failed() -> None:
+def test_all_failed_is_not_ready_and_the_service_waits() -> None:
+    """The original: ``TemplateNotReady``, the service Pending (a template may still recover)."""
     sel = select([tpl("a", status="Failed"), tpl("b", status="Failed")])
-    assert sel.reason == "TemplateFailed"
-    assert "a (Failed), b (Failed)" in sel.message
+    assert sel.reason == "TemplateNotReady"
+    assert "all 2 templates failed: a (Failed), b (Failed)" in sel.message
 
 
 def test_no_candidates_is_not_found() -> None:

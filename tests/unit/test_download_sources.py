@@ -35,7 +35,7 @@ from aim_cache.downloader.sources import (
     parse_source,
     validate_path,
 )
-from aim_cache.downloader.transfer import backoff, new_hasher
+from aim_cache.downloader.transfer import RANGE_RETRY, new_hasher
 
 SHA = "a" * 64
 
@@ -81,7 +81,7 @@ def test_bad_uris_are_invalid_source(uri: str) -> None:
     with pytest.raises(DownloadError) as info:
         parse_source(uri)
     assert info.value.reason == INVALID_SOURCE
-    assert info.value.retryable is False
+    assert info.value.transient is False
 
 
 def test_s3_bucket_and_prefix() -> None:
@@ -200,8 +200,8 @@ def test_split_cuts_in_order_without_tiny_tails() -> None:
 
 
 def test_backoff_grows_and_is_capped() -> None:
-    assert [backoff(a) for a in (1, 2, 3, 4)] == [0.25, 0.5, 1.0, 2.0]
-    assert backoff(20) == 8.0
+    assert [RANGE_RETRY.delay(a, jitter=None) for a in (1, 2, 3, 4)] == [0.25, 0.5, 1.0, 2.0]
+    assert RANGE_RETRY.delay(20, jitter=None) == 8.0
 
 
 def test_git_blob_hasher() -> None:
@@ -240,7 +240,7 @@ def test_redact_url_drops_secrets() -> None:
 def test_status_errors() -> None:
     url = "https://cdn.example/x?sig=secret"
     auth = fetch.status_error(403, url, had_token=True)
-    assert isinstance(auth, DownloadError) and auth.reason == AUTH_ERROR and not auth.retryable
+    assert isinstance(auth, DownloadError) and auth.reason == AUTH_ERROR and not auth.transient
     missing = fetch.status_error(404, url)
     assert isinstance(missing, DownloadError) and missing.reason == SOURCE_NOT_FOUND
     busy = fetch.status_error(503, url)
@@ -252,7 +252,7 @@ def test_status_errors() -> None:
     assert (
         stall.error.reason == DOWNLOAD_STALLED and stall.error.message == "no data for 60 s from cdn.example"
     )
-    assert stall.error.retryable
+    assert stall.error.transient
 
 
 # -- manifest and resume identity --------------------------------------------------------------

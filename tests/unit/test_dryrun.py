@@ -15,6 +15,7 @@ from aim_discovery.dryrun import (
     ANNOTATION_ATTEMPT,
     ANNOTATION_SPEC_HASH,
     ANNOTATION_TEMPLATE_NAMESPACE,
+    JOB_RETRY,
     LABEL_TEMPLATE,
     DiscoveryOutputError,
     classify_failure,
@@ -22,7 +23,6 @@ from aim_discovery.dryrun import (
     job_name,
     parse_output,
     pod_progress,
-    retry_delay,
     size_quantity,
     spec_hash,
 )
@@ -281,7 +281,7 @@ def test_job_body_does_not_alias_owner() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# retry_delay / job_state / finished_at
+# JOB_RETRY / job_state / finished_at
 # ---------------------------------------------------------------------------------------------
 
 
@@ -290,7 +290,7 @@ def test_job_body_does_not_alias_owner() -> None:
     [(-1, 0.0), (0, 0.0), (1, 60.0), (2, 120.0), (3, 240.0), (6, 1920.0), (7, 3600.0), (1000, 3600.0)],
 )
 def test_retry_delay(failed: int, delay: float) -> None:
-    assert retry_delay(failed) == delay
+    assert JOB_RETRY.delay(failed, jitter=None) == delay
 
 
 def cond(

@@ -10,6 +10,7 @@ import pytest
 
 from aimcore.domain import jobs
 from aimcore.domain.jobs import (
+    JOB_RETRY,
     REASON_AUTH_ERROR,
     REASON_IMAGE_NOT_FOUND,
     REASON_IMAGE_PULL_AUTH_FAILURE,
@@ -32,7 +33,6 @@ from aimcore.domain.jobs import (
     last_json_line,
     log_excerpt,
     redact,
-    retry_delay,
 )
 from aimcore.runtime.status.rules import REASON_STATES
 
@@ -106,7 +106,7 @@ def deadline_job(seconds: int | None) -> Obj:
 
 
 # ---------------------------------------------------------------------------------------------
-# job_state / finished_at / retry_delay
+# job_state / finished_at / JOB_RETRY
 # ---------------------------------------------------------------------------------------------
 
 
@@ -168,20 +168,7 @@ def test_finished_at(job: Obj, expected: datetime | None) -> None:
     [(-1, 0.0), (0, 0.0), (1, 60.0), (2, 120.0), (3, 240.0), (6, 1920.0), (7, 3600.0), (10**6, 3600.0)],
 )
 def test_retry_delay_defaults(failed: int, delay: float) -> None:
-    assert retry_delay(failed) == delay
-
-
-@pytest.mark.parametrize(
-    ("failed", "delay"),
-    [(0, 0.0), (1, 30.0), (2, 60.0), (3, 120.0), (5, 480.0), (6, 600.0), (50, 600.0), (10**9, 600.0)],
-)
-def test_retry_delay_custom_base_and_cap(failed: int, delay: float) -> None:
-    assert retry_delay(failed, base=30.0, cap=600.0) == delay
-
-
-def test_retry_delay_large_cap_keeps_doubling() -> None:
-    assert retry_delay(41, base=1.0, cap=1e15) == 2.0**40
-    assert retry_delay(5000, base=1.0, cap=1e300) == 1e300
+    assert JOB_RETRY.delay(failed, jitter=None) == delay
 
 
 # ---------------------------------------------------------------------------------------------

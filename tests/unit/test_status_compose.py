@@ -94,7 +94,7 @@ def test_component_conditions_drive_status_and_ready_across_reporters() -> None:
 
 def test_generation_change_updates_ready_generation_but_keeps_its_time() -> None:
     status = compose(None, report(("ModelReady", "False", "ModelNotReady")), T0)
-    assert status["status"] == "Starting"
+    assert status["status"] == "Pending"  # an upstream dependency not ready: waiting (issue 18)
     later = compose(status, report(("ModelReady", "False", "ModelNotReady"), generation=2), T1)
     ready = by_type(later)["Ready"]
     assert ready["observedGeneration"] == 2 == later["observedGeneration"]

@@ -267,3 +267,74 @@ def test_ready_keeps_its_transition_time_unless_it_flips() -> None:
     out = rules.aggregate(rule, flipped, now=T1, previous=previous)
     assert ready_of(out)["status"] == "True"
     assert ready_of(out)["lastTransitionTime"] == "2025-01-01T12:05:00Z"
+
+
+# -- parity with the original's derivation (issue 18) -------------------------------------------
+
+
+def test_an_upstream_dependency_not_ready_makes_the_object_wait() -> None:
+    """A service whose model is still in progress is Pending (not Starting), with no
+    InferenceService yet; a template cache whose template is in progress is Pending."""
+    model_progressing = rules.dependency_message("AIMModel m", "Progressing")
+    svc = aggregate(
+        "AIMService",
+        [
+            cond("ModelReady", "False", "ModelNotReady", model_progressing),
+            cond("TemplateReady", "True", "Resolved"),
+            cond("InferenceServiceReady", "False", "AwaitingModel"),
+        ],
+    )
+    assert svc["status"] == "Pending"
+    assert ready_of(svc)["reason"] == "Progressing"
+    tc = aggregate(
+        "AIMTemplateCache",
+        [
+            cond(
+                "ServiceTemplateReady",
+                "False",
+                "TemplateNotReady",
+                rules.dependency_message("t", "Progressing"),
+            )
+        ],
+    )
+    assert tc["status"] == "Pending"
+    # an upstream reason that would say "work in progress" still only waits
+    assert rules.RESOURCE.state_of(cond("ModelReady", "False", "Downloading")) is State.PENDING
+    # its own work under way: Starting
+    running = aggregate(
+        "AIMService",
+        [
+            cond("ModelReady", "True", "ModelResolved"),
+            cond("InferenceServicePodsReady", "False", "PodsStarting"),
+        ],
+    )
+    assert running["status"] == "Starting"
+
+
+def test_a_dependency_reason_takes_the_error_state_its_message_names() -> None:
+    failed = rules.dependency_message("AIMModel m", "Failed", "ImageNotFound: no such image")
+    svc = aggregate("AIMService", [cond("ModelReady", "False", "ModelNotReady", failed)])
+    assert svc["status"] == "Failed"
+    assert (ready_of(svc)["reason"], ready_of(svc)["message"]) == (
+        "ModelNotReady",
+        f"Component Model is not ready: {failed}",
+    )
+    degraded = rules.dependency_message("AIMModel m", "Degraded")
+    assert rules.SERVICE.state_of(cond("ModelReady", "False", "ModelNotReady", degraded)) is State.DEGRADED
+    # the first state named is the dependency's own: one nested in its detail does not count
+    nested = rules.dependency_message("AIMServiceTemplate t", "Progressing", "its model is Failed")
+    assert rules.SERVICE.state_of(cond("TemplateReady", "False", "TemplateNotReady", nested)) is State.PENDING
+    # no state named (several templates, all failed): the service waits (it may still recover)
+    every = "no template for this model is ready: all 2 templates failed: a (Failed), b (Failed)"
+    assert rules.SERVICE.state_of(cond("TemplateReady", "False", "TemplateNotReady", every)) is State.PENDING
+
+
+def test_a_rejected_route_degrades_the_service() -> None:
+    svc = aggregate(
+        "AIMService",
+        [
+            cond("ModelReady", "True", "ModelResolved"),
+            cond("HTTPRouteReady", "False", "HTTPRouteRejected", "no"),
+        ],
+    )
+    assert svc["status"] == "Degraded"

@@ -8,7 +8,7 @@ import pytest
 
 from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef, change_msg_id
-from aimcore.api.errors import AckAction, PermanentError, TransientError, backoff, decide
+from aimcore.api.errors import NAK_BACKOFF, AckAction, PermanentError, TransientError, decide
 from aimcore.api.kinds import KindRef
 
 AIMSVC = KindRef("aim.eai.amd.com", "v1alpha1", "AIMService", "aimservices", True)
@@ -66,4 +66,4 @@ def test_error_mapping() -> None:
     assert (nak.action, nak.delay) == (AckAction.NAK, 7)
     grows = [decide(RuntimeError("x"), n).delay for n in (1, 2, 3, 4)]
     assert grows == sorted(grows) and grows[0] < grows[-1]
-    assert backoff(100) == 60.0
+    assert NAK_BACKOFF.delay(100, jitter=None) == 60.0

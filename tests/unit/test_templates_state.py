@@ -1,5 +1,5 @@
-"""The model's templates condition (``aim_discovery.models.templates_state``, reference §2.8) and the
-template a discovery Job belongs to (``aim_discovery.templates.job_template``)."""
+"""The model's templates condition (``aim_discovery.model_reconciler.templates_state``, reference
+§2.8) and the template a discovery Job belongs to (``aim_discovery.templates.job_template``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from aim_discovery.models import (
+from aim_discovery.model_reconciler import (
     ALL_TEMPLATES_FAILED,
     ALL_TEMPLATES_READY,
     AWAITING_METADATA,

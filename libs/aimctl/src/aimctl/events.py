@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -94,11 +93,11 @@ def bus_settings(url: str) -> BusSettings:
     """How ``aimctl`` reaches the bus at ``url``: as the ``reader`` role (``AIM_NATS_ROLE`` to
     change), with ``AIM_NATS_SEED_FILE`` / ``AIM_NATS_SEED``, else the reader key ``aimctl up``
     generated in ``$AIM_HOME/nats/creds``."""
-    settings = replace(BusSettings(), url=url).as_role("reader")
+    settings = BusSettings().replace(url=url).as_role("reader")
     if not settings.seed_file and not settings.seed:
         local = Credentials(aim_home() / "nats" / "creds").seed_file(settings.role or "reader")
         if local.exists():
-            settings = replace(settings, seed_file=str(local))
+            settings = settings.replace(seed_file=str(local))
     return settings
 
 

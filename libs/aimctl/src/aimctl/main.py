@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from aim_dev import crdgen as generate
+from aim_dev import settingsdoc
 from aim_dev.local import binaries
 from aim_dev.local.gguf_sample import tiny_gguf
 from aim_dev.local.stack import SERVICES, Stack, aim_home, stop_detached
@@ -257,6 +258,19 @@ def cmd_crds(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_settings(args: argparse.Namespace) -> int:
+    page = Path(args.out)
+    if args.check:
+        if settingsdoc.stale(page):
+            print(f"{page} differs from the settings classes; run `aimctl settings docs`")
+            return 1
+        print(f"{page} matches the settings classes")
+        return 0
+    settingsdoc.write(page)
+    print(f"wrote {page}")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.suite == "download":
         from aim_dev.bench import download as bench_download  # noqa: PLC0415 - only the benchmark needs it
@@ -296,6 +310,11 @@ def parser() -> argparse.ArgumentParser:
     crds.add_argument("--check", action="store_true", help="fail if the committed YAML is stale")
     crds.add_argument("--stdout", action="store_true", help="print all CRDs instead of writing files")
     crds.set_defaults(func=cmd_crds)
+    settings = sub.add_parser("settings", help="the settings reference (docs/settings.md)")
+    settings.add_argument("action", choices=["docs"], nargs="?", default="docs")
+    settings.add_argument("--out", default=str(settingsdoc.PAGE))
+    settings.add_argument("--check", action="store_true", help="fail if the committed page is stale")
+    settings.set_defaults(func=cmd_settings)
     bench = sub.add_parser("bench", help="benchmarks; prints one JSON object on its last line")
     bench.add_argument("suite", choices=["backbone", "download", "deployer", "memory"])
     bench.add_argument("--home", help="AIM home for the stack (default: a temporary directory)")

@@ -1,171 +1,49 @@
 """The cache service. It owns template caches and model caches of both AIM API groups and
-LLMKube ``Model``s: one controller per family (:mod:`aim_cache.templatecaches`,
-:mod:`aim_cache.modelcaches`, :mod:`aim_cache.llmkube.controller`) behind one consumer, and the
+LLMKube ``Model``s: one reconciler per family (:mod:`aim_cache.templatecaches`,
+:mod:`aim_cache.modelcaches`, :mod:`aim_cache.llmkube.reconciler`) behind one consumer, and the
 downloader (:mod:`aim_cache.downloader`) that runs in download Jobs or, with no kubelet, in this
 process (:mod:`aim_cache.local`); LLMKube Models are always fetched in this process, into the
-service's model volume (:mod:`aim_cache.llmkube.runs`).
-
-Dependencies, mapped back to the objects that depend on them:
-
-- a model cache → the template caches that created or list it;
-- a template → the template caches naming it (a cluster template: in every namespace);
-- a runtime config → the caches resolving that name;
-- a PVC or download Job (owned by a model cache) and a download Pod (owned by its Job) → the
-  model cache;
-- a node → the LLMKube Models that want a GPU (``acceleratorReady``).
-"""
+service's model volume (:mod:`aim_cache.llmkube.runs`). What each dependency's change wakes is
+said in :mod:`aim_cache.dependencies`."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
 
-from aim_cache import plan
-from aim_cache.llmkube.controller import KEY_INDEX, ModelController, cache_keys, gpu_models
+from aim_cache import dependencies as deps
+from aim_cache.llmkube.reconciler import KEY_INDEX, LLMKubeModelReconciler, cache_keys
 from aim_cache.llmkube.runs import Runs
 from aim_cache.llmkube.settings import ModelSettings
 from aim_cache.local import LocalExecutor
-from aim_cache.modelcaches import ModelCacheController
+from aim_cache.modelcaches import ModelCacheReconciler
 from aim_cache.relay import ProgressRelay
-from aim_cache.settings import CacheSettings
-from aim_cache.templatecaches import (
-    TemplateCacheController,
-    model_cache_names,
-    template_names,
-)
+from aim_cache.settings import SETTINGS, CacheSettings
+from aim_cache.templatecaches import TemplateCacheReconciler, model_cache_names, template_names
 from aimcore.api.bus import subjects
-from aimcore.api.bus.messages import ChangeEvent, StatusReport
-from aimcore.api.kinds import GROUP_AIM, GROUP_LEGACY, GROUP_LLMKUBE, JOB, NODE, POD, PVC, KindRef, by_kind
-from aimcore.api.types import Obj
-from aimcore.domain.naming import label_value
-from aimcore.domain.runtimeconfig import config_name
-from aimcore.runtime.informer import Informer
-from aimcore.runtime.reconciler import (
-    Controller,
-    Mapper,
-    Request,
-    Result,
-    Target,
-    Watch,
-    kinds_of,
-    publish_requeue,
-    run_controller,
+from aimcore.api.bus.messages import StatusReport
+from aimcore.api.kinds import (
+    JOB,
+    LLMKUBE_MODEL,
+    MODEL_CACHE_KINDS,
+    NODE,
+    POD,
+    PVC,
+    RUNTIME_CONFIG_KINDS,
+    TEMPLATE_CACHE_KINDS,
+    TEMPLATE_KINDS,
+    KindRef,
+    by_kind,
 )
+from aimcore.api.types import Obj
+from aimcore.runtime.mappers import any_of, by_index, every, through_job_to_owner, to_owners
+from aimcore.runtime.reconciler import Controller, Watch, dispatch, publish_requeue, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
 
-AIM = GROUP_AIM
-LEGACY = GROUP_LEGACY
-LLMKUBE = GROUP_LLMKUBE
-TEMPLATE_INDEX = "template-name"
-MODEL_CACHE_INDEX = "model-cache"
-RUNTIME_CONFIG_INDEX = "runtime-config"
-
-
-def template_cache_kinds() -> tuple[KindRef, ...]:
-    return (by_kind(AIM, "AIMTemplateCache"), by_kind(LEGACY, "AIMTemplateCache"))
-
-
-def model_cache_kinds() -> tuple[KindRef, ...]:
-    return (by_kind(AIM, "AIMModelCache"), by_kind(LEGACY, "AIMModelCache"))
-
-
-def kinds() -> tuple[KindRef, ...]:
-    return (*template_cache_kinds(), *model_cache_kinds(), *kinds_of(LLMKUBE, "Model"))
-
-
-def _group(obj: Obj) -> str:
-    return str(obj.get("apiVersion", "")).partition("/")[0]
-
-
-def _ref_of(event: ChangeEvent) -> KindRef:
-    return by_kind(event.object.group, event.object.kind)
-
-
-def model_cache_to_template_caches(
-    event: ChangeEvent, obj: Obj | None, informer: Informer
-) -> Iterable[Target]:
-    ref = _ref_of(event)
-    tc_kind = by_kind(ref.group, "AIMTemplateCache")
-    ns = event.object.namespace
-    targets: list[Target] = []
-    creator = ((obj or {}).get("metadata", {}).get("labels") or {}).get(plan.LABEL_TEMPLATE_CACHE)
-    for tc in informer.list(tc_kind, ns):
-        name = tc["metadata"]["name"]
-        if creator and label_value(name) == creator:
-            targets.append((tc_kind, ns, name))
-    for tc in informer.by_index(MODEL_CACHE_INDEX, event.object.name):
-        if _group(tc) == ref.group and tc["metadata"].get("namespace") == ns:
-            targets.append((tc_kind, ns, tc["metadata"]["name"]))
-    return targets
-
-
-def _users(index: str) -> Mapper:
-    """A mapper to the objects whose ``index`` value is the changed object's name: of its API
-    group and, for a namespaced dependency, of its namespace (templates → template caches, runtime
-    configs → caches)."""
-
-    def mapper(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
-        ref = _ref_of(event)
-        for user in informer.by_index(index, event.object.name):
-            ns = user["metadata"].get("namespace")
-            if _group(user) == ref.group and not (ref.namespaced and ns != event.object.namespace):
-                yield by_kind(ref.group, user["kind"]), ns, user["metadata"]["name"]
-
-    return mapper
-
-
-template_to_template_caches = _users(TEMPLATE_INDEX)
-config_to_caches = _users(RUNTIME_CONFIG_INDEX)
-
-
-def child_to_owner(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
-    """A PVC or Job owned by a model cache or an LLMKube Model (its verify Jobs), or a Pod owned by
-    such a Job."""
-    if obj is None:
-        return []
-    owners = obj["metadata"].get("ownerReferences") or []
-    ns = event.object.namespace
-    for owner in owners:
-        kind = owner.get("kind")
-        group = str(owner.get("apiVersion", "")).partition("/")[0]
-        if kind == "AIMModelCache" or (kind == "Model" and group == LLMKUBE):
-            return [(by_kind(group, str(kind)), ns, str(owner.get("name")))]
-        if kind == "Job" and event.object.kind == "Pod":
-            job = informer.get(JOB, ns, str(owner.get("name")))
-            if job is not None:
-                return list(child_to_owner(event, job, informer))
-    return []
-
-
-def node_to_models(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
-    for model in gpu_models(informer):
-        meta = model["metadata"]
-        yield by_kind(LLMKUBE, "Model"), meta.get("namespace"), meta["name"]
-
-
-def _runtime_config(obj: Obj) -> Iterable[str]:
-    if obj.get("kind") not in ("AIMTemplateCache", "AIMModelCache"):
-        return []
-    return [config_name(obj.get("spec"))]
-
-
-class Cache:
-    """Dispatches each object to its family's controller."""
-
-    def __init__(
-        self, templates: TemplateCacheController, models: ModelCacheController, llmkube: ModelController
-    ) -> None:
-        self.templates = templates
-        self.models = models
-        self.llmkube = llmkube
-
-    async def reconcile(self, request: Request) -> Result | None:
-        if request.ref.kind == "AIMTemplateCache":
-            return await self.templates.reconcile(request)
-        if request.ref.kind == "AIMModelCache":
-            return await self.models.reconcile(request)
-        return await self.llmkube.reconcile(request)
+OWNERS = (*MODEL_CACHE_KINDS, LLMKUBE_MODEL)  # of PVCs and Jobs (an LLMKube Model's verify Jobs)
+model_cache_users = any_of(
+    deps.creating_template_caches, by_index(deps.MODEL_CACHE_INDEX, kinds=TEMPLATE_CACHE_KINDS)
+)
 
 
 def controller(
@@ -178,36 +56,29 @@ def controller(
     assert ctx.kube is not None, "the cache service needs a Kubernetes client (PVCs, Jobs, secrets, logs)"
 
     async def requeue(obj: Obj) -> None:
-        await publish_requeue(ctx.js, ctx.name, by_kind(LLMKUBE, "Model"), obj)
+        await publish_requeue(ctx.js, ctx.name, LLMKUBE_MODEL, obj)
 
-    llmkube = ModelController(ctx.kube, model_settings, runs, requeue)
-    cache = Cache(TemplateCacheController(ctx.kube), ModelCacheController(ctx.kube, settings, local), llmkube)
-    watches = [
-        *(Watch(k, model_cache_to_template_caches) for k in model_cache_kinds()),
-        *(
-            Watch(by_kind(g, k), template_to_template_caches)
-            for g in (AIM, LEGACY)
-            for k in ("AIMServiceTemplate", "AIMClusterServiceTemplate")
-        ),
-        *(
-            Watch(by_kind(g, k), config_to_caches)
-            for g in (AIM, LEGACY)
-            for k in ("AIMRuntimeConfig", "AIMClusterRuntimeConfig")
-        ),
-        Watch(PVC, child_to_owner),
-        Watch(JOB, child_to_owner),
-        Watch(POD, child_to_owner),
-        Watch(NODE, node_to_models),
-    ]
     return Controller(
         ctx.name,
-        kinds(),
-        cache.reconcile,
-        watches=watches,
+        (*TEMPLATE_CACHE_KINDS, *MODEL_CACHE_KINDS, LLMKUBE_MODEL),
+        dispatch(
+            (TEMPLATE_CACHE_KINDS, TemplateCacheReconciler(ctx.kube).reconcile),
+            (MODEL_CACHE_KINDS, ModelCacheReconciler(ctx.kube, settings, local).reconcile),
+            ((LLMKUBE_MODEL,), LLMKubeModelReconciler(ctx.kube, model_settings, runs, requeue).reconcile),
+        ),
+        watches=[
+            *Watch.each(MODEL_CACHE_KINDS, model_cache_users),
+            *Watch.each(TEMPLATE_KINDS, by_index(deps.TEMPLATE_INDEX)),
+            *Watch.each(RUNTIME_CONFIG_KINDS, by_index(deps.RUNTIME_CONFIG_INDEX)),
+            Watch(PVC, to_owners(*OWNERS)),
+            Watch(JOB, to_owners(*OWNERS)),
+            Watch(POD, through_job_to_owner(*OWNERS)),
+            Watch(NODE, every(LLMKUBE_MODEL, where=deps.wants_gpu)),
+        ],
         indexers={
-            TEMPLATE_INDEX: template_names,
-            MODEL_CACHE_INDEX: model_cache_names,
-            RUNTIME_CONFIG_INDEX: _runtime_config,
+            deps.TEMPLATE_INDEX: template_names,
+            deps.MODEL_CACHE_INDEX: model_cache_names,
+            deps.RUNTIME_CONFIG_INDEX: deps.runtime_config,
             KEY_INDEX: cache_keys,
         },
     )
@@ -253,4 +124,4 @@ async def main(ctx: ServiceContext) -> None:
 
 
 def run() -> None:
-    asyncio.run(run_service("cache", main, needs_kube=True))
+    asyncio.run(run_service("cache", main, needs_kube=True, concerns=SETTINGS))

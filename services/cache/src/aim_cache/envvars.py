@@ -11,6 +11,7 @@ import binascii
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from aimcore.api.errors import AimError
 from aimcore.api.kinds import SECRET, KindRef
 from aimcore.runtime.kube import Kube
 
@@ -18,10 +19,12 @@ CONFIG_MAP = KindRef("", "v1", "ConfigMap", "configmaps", True)
 SECRET_NOT_FOUND = "SecretNotFound"
 
 
-class EnvReferenceMissing(Exception):
-    """A ``valueFrom`` reference that cannot be resolved (reason ``SecretNotFound``)."""
+class EnvReferenceMissing(AimError):
+    """A ``valueFrom`` reference that cannot be resolved (reason ``SecretNotFound``): a user must
+    create it (Secrets are not watched: the cache looks again after a while)."""
 
     reason = SECRET_NOT_FOUND
+    transient = False
 
 
 def _key_ref(value_from: Mapping[str, Any]) -> tuple[KindRef, Mapping[str, Any]] | None:

@@ -1,4 +1,4 @@
-"""The model-cache controller (AIMModelCache, both API groups): one model source downloaded,
+"""The model-cache reconciler (AIMModelCache, both API groups): one model source downloaded,
 verified and kept in storage, with progress users can watch.
 
 One reconcile:
@@ -14,7 +14,7 @@ One reconcile:
    Running → ``Downloading`` with progress published by the downloader itself (rate, ETA);
    success → ``Verified`` with what was checked; failure → the downloader's reason
    (``AuthError``, ``SourceNotFound``, ``StorageFull``, ``DownloadStalled``, ``ChecksumMismatch``,
-   ``SourceUnreachable``...). Attempts back off ``60 s·2^(n-1)`` up to an hour; a failure only a
+   ``SourceUnreachable``...). Attempts back off ``60 s·2^(n-1)`` up to an hour (with jitter); a failure only a
    user can fix (credentials, a missing source) waits the full hour, so nothing storms. Deleting the
    failed Job retries at once; a change of the download-relevant spec starts again at attempt 1.
 
@@ -48,6 +48,7 @@ from aim_cache.joblog import JobLogs
 from aim_cache.local import LocalExecutor, LocalRun
 from aim_cache.memo import remember
 from aim_cache.settings import CacheSettings
+from aimcore.api.backoff import Jitter, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, JOB, POD, PVC, KindRef
 from aimcore.api.types import Obj
@@ -77,9 +78,10 @@ def cond(type_: str, ok: bool, reason: str, message: str = "") -> ConditionRepor
     return ConditionReport(type=type_, status="True" if ok else "False", reason=reason, message=message)
 
 
-def backoff(attempts: int, reason: str) -> float:
-    cap = jobs.retry_delay(64)
-    return cap if reason in NON_RETRYABLE else jobs.retry_delay(attempts)
+def backoff(attempts: int, reason: str, *, jitter: Jitter) -> float:
+    """:data:`aimcore.domain.jobs.JOB_RETRY`; a failure only a user can fix waits its cap (an hour,
+    no jitter: it is a poll for the user's change, not a retry)."""
+    return jobs.JOB_RETRY.cap if reason in NON_RETRYABLE else jobs.JOB_RETRY.delay(attempts, jitter=jitter)
 
 
 def done_progress(ref: KindRef, total: int) -> dict[str, Any]:
@@ -101,7 +103,7 @@ def describe_outcome(outcome: Mapping[str, Any]) -> str:
     return text
 
 
-class ModelCacheController:
+class ModelCacheReconciler:
     def __init__(
         self, kube: Kube, settings: CacheSettings, local: LocalExecutor | None, *, clock: Any = time.time
     ) -> None:
@@ -198,7 +200,7 @@ class ModelCacheController:
             return None
         attempt = 1
         if run is not None and run.error is not None:
-            delay = backoff(run.attempt, run.error.reason)
+            delay = backoff(run.attempt, run.error.reason, jitter=uid)
             due = (run.finished_at or 0.0) + delay
             now = self.clock()
             if now < due:
@@ -214,7 +216,7 @@ class ModelCacheController:
             conditions.append(cond(SOURCE_READY, False, exc.reason, str(exc)))
             conditions.append(cond(DOWNLOAD_READY, False, exc.reason, str(exc)))
             await self._report(request, conditions, fields, ("reject", exc.reason, str(exc)))
-            return Result(requeue_after=jobs.retry_delay(1))
+            return Result(requeue_after=jobs.JOB_RETRY.delay(1, jitter=uid))
         run = local.start(
             request.ref, obj, {**self.settings.local_env, **env}, attempt=attempt, spec_hash=digest
         )
@@ -305,7 +307,7 @@ class ModelCacheController:
             return self._sizes[uid]
         failures, when = self._probe_failures.get(uid, (0, 0.0))
         if failures:
-            wait = when + jobs.retry_delay(failures) - self.clock()
+            wait = when + jobs.JOB_RETRY.delay(failures, jitter=uid) - self.clock()
             if wait > 0:
                 return Result(requeue_after=wait)
         try:
@@ -318,7 +320,7 @@ class ModelCacheController:
             self._probe_failures[uid] = (failures, self.clock())
             conditions.append(cond(SOURCE_READY, False, reason, message))
             conditions.append(cond(DOWNLOAD_READY, False, reason, "the source could not be sized"))
-            return Result(requeue_after=backoff(failures, reason))
+            return Result(requeue_after=backoff(failures, reason, jitter=uid))
         self._probe_failures.pop(uid, None)
         remember(self._sizes, uid, size)
         conditions.append(cond(SOURCE_READY, True, "SourceResolved", f"listed: {format_bytes(size)}"))
@@ -414,7 +416,7 @@ class ModelCacheController:
             )
         finished = jobs.finished_at(latest)
         ended = finished.timestamp() if finished is not None else self.clock()
-        due = ended + backoff(attempt, reason)
+        due = ended + backoff(attempt, reason, jitter=jitter_key(request.obj))
         now = self.clock()
         if now < due:
             self._failure_conditions(conditions, reason, message, attempt, due)
@@ -470,4 +472,4 @@ def _attempt(job: Mapping[str, Any]) -> int:
         return 1
 
 
-__all__ = ["DOWNLOAD_READY", "SOURCE_READY", "STORAGE_READY", "LocalRun", "ModelCacheController"]
+__all__ = ["DOWNLOAD_READY", "SOURCE_READY", "STORAGE_READY", "LocalRun", "ModelCacheReconciler"]

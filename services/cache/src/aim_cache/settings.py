@@ -1,41 +1,39 @@
-"""The cache service's own settings, from the environment (the operator's Deployment or the embedded
-stack sets them):
-
-- ``AIM_CACHE_EXECUTOR``: ``job`` (default: PVCs and download Jobs, for real clusters) or ``local``
-  (no kubelet: the service downloads into ``AIM_CACHE_DIR`` itself);
-- ``AIM_CACHE_DIR``: the local executor's cache directory;
-- ``AIM_DOWNLOADER_NATS_URL``: the NATS URL download pods offer progress on (default: the
-  service's own ``AIM_NATS_URL``; empty disables progress from pods);
-- ``AIM_DOWNLOADER_NATS_SEED_FILE`` (or ``AIM_DOWNLOADER_NATS_SEED``): the bus role ``download``'s
-  seed, given to download Jobs; the only thing it lets a Job do is offer progress, which this service
-  checks against the object's token (:mod:`aimcore.api.bus.progress`) before relaying it;
-- ``AIM_DOWNLOAD_STALL_SECONDS`` (default 60): no data for this long is a stall;
-- ``AIM_LOCAL_DOWNLOADS`` (default 2): concurrent local downloads;
-- ``AIM_LOCAL_DOWNLOAD_ENV``: extra ``NAME=value`` pairs (comma-separated) for local downloads; the
-  service's own endpoint settings (``HF_ENDPOINT``, ``AWS_ENDPOINT_URL``, region) pass through too,
-  never its credentials. A model cache's own env wins;
-- ``AIM_OUTBOUND_ALLOWED_HOSTS`` / ``AIM_OUTBOUND_ALLOW_PRIVATE``: the operator-wide outbound address
-  policy (:mod:`aimcore.domain.outbound`), applied to every connection the service opens for a model cache
-  (listing a source to size its volume, local downloads) and passed to the download Jobs it creates,
-  whose downloader enforces it too. A model cache's env cannot change it.
+"""The cache service's own settings (beyond every service's, :data:`aimcore.runtime.settings.COMMON`):
+:class:`CacheServiceSettings` is what its environment says (the operator's Deployment or the embedded
+stack sets it), :class:`CacheSettings` what the service works with, resolved from it, the process
+settings (the bus URL and seed) and the operator-wide outbound policy
+(:class:`~aimcore.runtime.settings.outbound.OutboundSettings`), which the service applies to every
+connection it opens for a model cache and passes to the download Jobs it creates. A model cache's own
+env cannot change that policy.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
+from pydantic import AfterValidator, BeforeValidator
+
+from aim_cache.llmkube.settings import LLMKubeSettings
 from aim_cache.plan import JobBus
 from aimcore.api.bus import progress
 from aimcore.domain.outbound import OutboundPolicy
-from aimcore.runtime.settings import Settings
+from aimcore.runtime.settings import AimSettings, Settings
+from aimcore.runtime.settings.base import setting, stripped_or
+from aimcore.runtime.settings.outbound import OutboundSettings
 
-PASS_THROUGH = ("HF_ENDPOINT", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION")
+DEFAULT_CACHE_DIR = "~/.cache/aim-engine/models"
+PASS_THROUGH = ("hf_endpoint", "aws_endpoint_url", "aws_endpoint_url_s3", "aws_region", "aws_default_region")
+"""The fields of the service's own endpoint settings that local downloads get (never credentials)."""
 
 
-def _pairs(text: str) -> dict[str, str]:
-    pairs = (item.split("=", 1) for item in text.split(",") if "=" in item)
+def _pairs(value: Any) -> Any:
+    """``A=1, B=2`` → ``{"A": "1", "B": "2"}`` (items without ``=`` and empty names dropped)."""
+    if not isinstance(value, str):
+        return value
+    pairs = (item.split("=", 1) for item in value.split(",") if "=" in item)
     return {k.strip(): v.strip() for k, v in pairs if k.strip()}
 
 
@@ -43,16 +41,101 @@ def _read(path: str) -> str:
     return Path(path).read_text().strip()
 
 
-def _seed(name: str) -> str | None:
-    """``<name>_FILE`` (a mounted Secret) or ``<name>`` (the seed itself)."""
-    path = os.environ.get(f"{name}_FILE")
-    return _read(path) if path else os.environ.get(name) or None
+class CacheServiceSettings(AimSettings):
+    """How the cache service downloads models: download Jobs or in-process (local), and how the
+    Jobs report progress."""
+
+    title = "Cache service"
+
+    executor: Annotated[Literal["job", "local"], BeforeValidator(stripped_or("job", str.lower))] = setting(
+        "job",
+        env="AIM_CACHE_EXECUTOR",
+        form="job or local (any case)",
+        description="`job`: PVCs and download Jobs (real clusters); `local`: no kubelet, the service "
+        "downloads into `AIM_CACHE_DIR` itself (the embedded stack).",
+    )
+    cache_dir: Annotated[Path, AfterValidator(Path.expanduser)] = setting(
+        Path(DEFAULT_CACHE_DIR).expanduser(),
+        env="AIM_CACHE_DIR",
+        form="a path",
+        shown_default=f"`{DEFAULT_CACHE_DIR}`",
+        description="The local executor's cache directory.",
+    )
+    downloader_nats_url: str | None = setting(
+        env="AIM_DOWNLOADER_NATS_URL",
+        empty_is_value=True,
+        form="a NATS URL, or empty",
+        shown_default="the service's `AIM_NATS_URL`",
+        description="The NATS URL download pods offer progress on; empty disables progress from pods.",
+    )
+    downloader_nats_seed_file: str | None = setting(
+        env="AIM_DOWNLOADER_NATS_SEED_FILE",
+        form="a path",
+        description="The bus role `download`'s seed, a file, given to download Jobs; all it lets a "
+        "Job do is offer progress, which the service checks against the object's token before "
+        "relaying it.",
+    )
+    downloader_nats_seed: str | None = setting(
+        env="AIM_DOWNLOADER_NATS_SEED",
+        secret=True,
+        form="an NKey seed",
+        description="The seed itself, when there is no `AIM_DOWNLOADER_NATS_SEED_FILE`.",
+    )
+    stall_seconds: float = setting(
+        60.0,
+        env="AIM_DOWNLOAD_STALL_SECONDS",
+        gt=0,
+        form="seconds, a number > 0",
+        description="A download that receives no data for this long has stalled (download Jobs, "
+        "local downloads and LLMKube fetches).",
+    )
+    local_downloads: int = setting(
+        2,
+        env="AIM_LOCAL_DOWNLOADS",
+        ge=1,
+        description="Local downloads running at once.",
+    )
+    local_download_env: Annotated[dict[str, str], BeforeValidator(_pairs)] = setting(
+        {},
+        env="AIM_LOCAL_DOWNLOAD_ENV",
+        form="comma-separated NAME=value pairs",
+        description="Extra environment of local downloads (a model cache's own env wins).",
+    )
+    hf_endpoint: str | None = setting(
+        env="HF_ENDPOINT",
+        form="a URL",
+        description="Passed to local downloads (a model cache's own env wins), as the variables "
+        "below: the service's endpoint settings, never its credentials.",
+    )
+    aws_endpoint_url: str | None = setting(
+        env="AWS_ENDPOINT_URL", form="a URL", description="As `HF_ENDPOINT`."
+    )
+    aws_endpoint_url_s3: str | None = setting(
+        env="AWS_ENDPOINT_URL_S3", form="a URL", description="As `HF_ENDPOINT`."
+    )
+    aws_region: str | None = setting(env="AWS_REGION", description="As `HF_ENDPOINT`.")
+    aws_default_region: str | None = setting(env="AWS_DEFAULT_REGION", description="As `HF_ENDPOINT`.")
+
+    def local_env(self) -> dict[str, str]:
+        """The environment of local downloads: the endpoint settings passed through, then
+        ``AIM_LOCAL_DOWNLOAD_ENV``."""
+        passed = {v.names[0]: getattr(self, v.field) for v in self.variables() if v.field in PASS_THROUGH}
+        return {**{k: v for k, v in passed.items() if v}, **self.local_download_env}
+
+    def job_nats_seed(self) -> str | None:
+        """``AIM_DOWNLOADER_NATS_SEED_FILE``'s content, or ``AIM_DOWNLOADER_NATS_SEED``."""
+        path = self.downloader_nats_seed_file
+        return _read(path) if path else self.downloader_nats_seed
+
+
+SETTINGS = (OutboundSettings, CacheServiceSettings, LLMKubeSettings)
+"""Every concern the cache service reads beyond the common ones."""
 
 
 @dataclass(frozen=True)
 class CacheSettings:
     executor: str = "job"
-    cache_dir: Path = field(default_factory=lambda: Path("~/.cache/aim-engine/models").expanduser())
+    cache_dir: Path = field(default_factory=lambda: Path(DEFAULT_CACHE_DIR).expanduser())
     job_nats_url: str | None = None
     job_nats_seed: str | None = field(default=None, repr=False)
     progress_key: bytes = field(default=b"", repr=False)  # this service's token key (from its seed)
@@ -67,24 +150,19 @@ class CacheSettings:
         return JobBus(self.job_nats_url, self.job_nats_seed, self.progress_key)
 
     @classmethod
-    def from_env(cls, base: Settings) -> CacheSettings:
-        executor = os.environ.get("AIM_CACHE_EXECUTOR", "job").strip().lower() or "job"
-        if executor not in ("job", "local"):
-            raise ValueError(f"AIM_CACHE_EXECUTOR must be 'job' or 'local', not {executor!r}")
-        nats_url = os.environ.get("AIM_DOWNLOADER_NATS_URL", base.nats_url)
+    def from_env(cls, base: Settings, env: Mapping[str, str] | None = None) -> CacheSettings:
+        own = CacheServiceSettings.from_env(env)
+        nats_url = base.nats_url if own.downloader_nats_url is None else own.downloader_nats_url
         return cls(
-            executor=executor,
-            cache_dir=Path(os.environ.get("AIM_CACHE_DIR") or "~/.cache/aim-engine/models").expanduser(),
+            executor=own.executor,
+            cache_dir=own.cache_dir,
             job_nats_url=nats_url or None,
-            job_nats_seed=_seed("AIM_DOWNLOADER_NATS_SEED"),
+            job_nats_seed=own.job_nats_seed(),
             progress_key=progress.key_from_seed(
                 _read(base.bus.seed_file) if base.bus.seed_file else base.bus.seed or ""
             ),
-            stall_timeout=float(os.environ.get("AIM_DOWNLOAD_STALL_SECONDS", "60")),
-            local_downloads=int(os.environ.get("AIM_LOCAL_DOWNLOADS", "2")),
-            local_env={
-                **{k: os.environ[k] for k in PASS_THROUGH if os.environ.get(k)},
-                **_pairs(os.environ.get("AIM_LOCAL_DOWNLOAD_ENV", "")),
-            },
-            outbound=OutboundPolicy.from_env(),
+            stall_timeout=own.stall_seconds,
+            local_downloads=own.local_downloads,
+            local_env=own.local_env(),
+            outbound=OutboundPolicy.from_env(env),
         )

@@ -1,4 +1,4 @@
-"""The template-cache controller (AIMTemplateCache, both API groups): the model caches one template
+"""The template-cache reconciler (AIMTemplateCache, both API groups): the model caches one template
 needs, reused where a compatible one exists.
 
 One reconcile:
@@ -10,9 +10,11 @@ One reconcile:
 2. Runtime config (``RuntimeConfigReady``).
 3. The template (``ServiceTemplateReady``): ``templateScope`` Namespace → the AIMServiceTemplate in
    the namespace, Cluster → the AIMClusterServiceTemplate, unset → namespace first, then cluster
-   (legacy ``templateRef``: namespace first). Missing → ``TemplateNotFound`` (Failed, as the
-   original's e2e expects); a Failed template fails the cache, a NotAvailable one makes it
-   NotAvailable, one still progressing keeps it waiting. ``status.resolvedTemplateKind`` records the
+   (legacy ``templateRef``: namespace first). Missing (or of the wrong scope) → ``ReferenceNotFound``
+   and ``ConfigValid=False`` (Failed, as in the original, the message naming what was looked for).
+   A template that is not Ready → ``TemplateNotReady``, its state named in the message: a Failed
+   template fails the cache, a NotAvailable one makes it NotAvailable, one still in progress keeps
+   it waiting (Pending). ``status.resolvedTemplateKind`` records the
    kind found (the original declares it but never writes it).
 4. One model cache per model source (``spec.modelSources`` when set, else the template's):
    the best compatible cache in the namespace (same ``sourceUri``, storage class unset here or
@@ -40,15 +42,19 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain.children import owned_by, owner_reference
-from aimcore.domain.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
+from aimcore.domain.finalizers import NotReadyCleanup, add_finalizer, has_finalizer
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import merge_env, resolution_conditions
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtime.status.rules import dependency_message
 
 FINALIZER = "aim.eai.amd.com/artifactcleanup"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
 TEMPLATE_READY = "ServiceTemplateReady"
+TEMPLATE_NOT_READY = "TemplateNotReady"
+REFERENCE_NOT_FOUND = "ReferenceNotFound"
+CONFIG_VALID = "ConfigValid"
 CACHES_READY = "ModelCachesReady"
 LEGACY = GROUP_LEGACY
 
@@ -88,6 +94,18 @@ def cache_status(cache: Mapping[str, Any]) -> str:
 
 def is_ready(cache: Mapping[str, Any]) -> bool:
     return cache_status(cache) in ("Ready", "Available")
+
+
+# on delete: the model caches this template cache created that never became ready go with it
+CLEANUP = NotReadyCleanup(
+    FINALIZER,
+    "AIMModelCache",
+    plan.LABEL_TEMPLATE_CACHE,
+    ready=is_ready,
+    state=cache_status,
+    noun="model cache",
+    along="its template cache",
+)
 
 
 def best_of(caches: Iterable[Obj]) -> Obj | None:
@@ -143,14 +161,14 @@ def caches_condition(caches: Sequence[tuple[str, Mapping[str, Any] | None]]) -> 
     return cond(CACHES_READY, False, "CachesNotReady", "waiting for " + ", ".join(waiting))
 
 
-class TemplateCacheController:
+class TemplateCacheReconciler:
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
 
     async def reconcile(self, request: Request) -> Result | None:
         obj = request.obj
         if obj["metadata"].get("deletionTimestamp"):
-            await self._finalize(request)
+            await CLEANUP.finalize(self.kube, request)
             return None
         if not has_finalizer(obj, FINALIZER):
             await add_finalizer(self.kube, request.ref, obj, FINALIZER)
@@ -171,12 +189,14 @@ class TemplateCacheController:
             where = " or ".join(
                 k.kind + (f" in namespace {request.namespace}" if k.namespaced else "") for k in kinds
             )
-            message = f"no {where} named {name!r}"
-            conditions.append(cond(TEMPLATE_READY, False, "TemplateNotFound", message))
+            # the original: every missing upstream object is ReferenceNotFound, ConfigValid=False
+            message = f"template not found: no {where} named {name!r}"
+            conditions.append(cond(TEMPLATE_READY, False, REFERENCE_NOT_FOUND, message))
+            conditions.append(cond(CONFIG_VALID, False, REFERENCE_NOT_FOUND, message))
             fields["resolvedTemplateKind"] = None
             if await request.reporter.report(request.ref, obj, conditions, fields):
                 await request.reporter.decide(
-                    request.ref, obj, "resolve-template", "TemplateNotFound", message
+                    request.ref, obj, "resolve-template", REFERENCE_NOT_FOUND, message
                 )
             return None
         template_ref, template = found
@@ -231,23 +251,10 @@ class TemplateCacheController:
             conditions.append(cond(TEMPLATE_READY, True, "TemplateReady", f"template {tname} is ready"))
             sources = status.get("modelSources") or (template.get("spec") or {}).get("modelSources") or []
             return list(sources), False
-        if state == "Failed":
-            conditions.append(
-                cond(TEMPLATE_READY, False, "TemplateFailed", f"template {tname} failed: {detail}")
-            )
-        elif state == "NotAvailable":
-            conditions.append(
-                cond(TEMPLATE_READY, False, "TemplateNotAvailable", f"template {tname}: {detail}")
-            )
-        else:
-            conditions.append(
-                cond(
-                    TEMPLATE_READY,
-                    False,
-                    "TemplateNotReady",
-                    f"template {tname} is {state.lower()}: {detail}",
-                )
-            )
+        # the original's one reason for a template in any state; the state is named in the message
+        # (the status rules take Failed/Degraded/NotAvailable from it; otherwise the cache waits)
+        message = dependency_message(f"template {tname}", state, str(detail))
+        conditions.append(cond(TEMPLATE_READY, False, TEMPLATE_NOT_READY, message))
         return [], True
 
     # -- model caches ----------------------------------------------------------------------------
@@ -390,33 +397,6 @@ class TemplateCacheController:
             if claim:
                 entry["persistentVolumeClaim"] = claim
         return entry
-
-    # -- finalizer -------------------------------------------------------------------------------
-
-    async def _finalize(self, request: Request) -> None:
-        meta = request.obj["metadata"]
-        if not has_finalizer(request.obj, FINALIZER):
-            return
-        if not await namespace_terminating(self.kube, request.namespace):
-            kind = by_kind(request.ref.group, "AIMModelCache")
-            label = label_value(meta["name"])
-            created = [
-                c
-                for c in request.informer.list(kind, request.namespace)
-                if (c["metadata"].get("labels") or {}).get(plan.LABEL_TEMPLATE_CACHE) == label
-            ]
-            for cache in created:
-                if not is_ready(cache):
-                    await self.kube.delete(kind, request.namespace, cache["metadata"]["name"])
-                    await request.reporter.decide(
-                        request.ref,
-                        request.obj,
-                        "delete-model-cache",
-                        "CleanupNotReady",
-                        f"deleted model cache {cache['metadata']['name']} ({cache_status(cache)}) "
-                        "with its template cache",
-                    )
-        await remove_finalizer(self.kube, request.ref, request.obj, FINALIZER)
 
 
 def template_names(obj: Mapping[str, Any]) -> Iterable[str]:

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aim_deployer.inference import CacheMount
-from aim_deployer.models import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
+from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
+from aim_deployer.service_view import ServiceView
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
@@ -48,6 +49,9 @@ CACHE_ROOT = "/workspace/model-cache"
 TEMPLATE_CACHE_LABEL = "aim.eai.amd.com/template-cache.name"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
 RETRIED_ANNOTATION = "aim.eai.amd.com/cache-retried"
+RETRIED_UIDS_ANNOTATION = "aim.eai.amd.com/cache-retried-uids"
+"""The uids of the model caches the retry deleted: until their deletion reaches the informer they
+still look failed, and must not count as the retry having failed too."""
 
 
 @dataclass(frozen=True)
@@ -60,18 +64,6 @@ class CachePlan:
     retry_of: str | None = None  # the template cache they belong to (marked as retried)
     reference: Obj | None = None  # status.cache.templateCacheRef
     retry_attempts: int | None = None
-
-
-def mode_of(ref: KindRef, spec: Mapping[str, Any]) -> str:
-    caching = spec.get("caching")
-    if isinstance(caching, Mapping) and caching.get("mode"):
-        return str(caching["mode"])
-    flag = spec.get("cacheModel")
-    if ref.group != AIM:
-        return ALWAYS if flag else AUTO
-    if flag is None:
-        return AUTO
-    return ALWAYS if flag else NEVER
 
 
 def mount_path(model_id: str) -> str:
@@ -114,10 +106,11 @@ def find_cache(
     return found[0] if found else None
 
 
-def cache_body(ref: KindRef, service: Obj, template: tuple[KindRef, Obj]) -> tuple[KindRef, Obj]:
+def cache_body(service: ServiceView, template: tuple[KindRef, Obj]) -> tuple[KindRef, Obj]:
+    ref = service.ref
     kind = by_kind(ref.group, "AIMTemplateCache")
-    spec = service.get("spec") or {}
-    namespace = service["metadata"].get("namespace") or ""
+    spec = service.wire_spec  # env and pull secrets are copied as written
+    namespace = service.namespace or ""
     tkind, tobj = template
     tspec = tobj.get("spec") or {}
     name = tobj["metadata"]["name"]
@@ -130,12 +123,10 @@ def cache_body(ref: KindRef, service: Obj, template: tuple[KindRef, Obj]) -> tup
     if ref.group == AIM:
         body_spec["templateScope"] = "Namespace" if tkind.namespaced else "Cluster"
         body_spec["mode"] = "Shared"
-    storage = spec.get("storage") if isinstance(spec.get("storage"), Mapping) else {}
-    klass = (storage or {}).get("defaultStorageClassName")
-    if klass:
-        body_spec["storageClassName"] = klass
-    if spec.get("runtimeConfigName"):
-        body_spec["runtimeConfigName"] = spec["runtimeConfigName"]
+    if service.storage_class:
+        body_spec["storageClassName"] = service.storage_class
+    if service.runtime_config_name:
+        body_spec["runtimeConfigName"] = service.runtime_config_name
     if env:
         body_spec["env"] = env
     if spec.get("imagePullSecrets"):
@@ -144,7 +135,7 @@ def cache_body(ref: KindRef, service: Obj, template: tuple[KindRef, Obj]) -> tup
         "name": shared_cache_name(name, namespace),
         "namespace": namespace,
         "labels": {
-            SERVICE_LABEL: label_value(service["metadata"]["name"]),
+            SERVICE_LABEL: label_value(service.name),
             PART_OF_LABEL: PART_OF_VALUE,
             MANAGED_BY: MANAGER,
         },
@@ -190,7 +181,11 @@ def mounts_of(informer: Informer, group: str, tc: Mapping[str, Any]) -> tuple[Ca
     return tuple(out)
 
 
-def failed_model_caches(informer: Informer, group: str, tc: Mapping[str, Any]) -> list[str]:
+def failed_model_caches(
+    informer: Informer, group: str, tc: Mapping[str, Any], *, skip_uids: frozenset[str] = frozenset()
+) -> list[str]:
+    """The failed (or degraded) model caches of a template cache, by name; ``skip_uids``: ones
+    already deleted, whose deletion the informer has not seen yet."""
     namespace = tc["metadata"].get("namespace")
     kind = by_kind(group, "AIMModelCache")
     label = label_value(tc["metadata"]["name"])
@@ -203,9 +198,14 @@ def failed_model_caches(informer: Informer, group: str, tc: Mapping[str, Any]) -
     for mc in informer.list(kind, namespace):
         meta = mc["metadata"]
         mine = meta["name"] in listed or (meta.get("labels") or {}).get(TEMPLATE_CACHE_LABEL) == label
-        if mine and state_of(mc) in ("Failed", "Degraded"):
+        if mine and state_of(mc) in ("Failed", "Degraded") and meta.get("uid") not in skip_uids:
             out.append(meta["name"])
     return sorted(out)
+
+
+def retried_uids(tc: Mapping[str, Any]) -> frozenset[str]:
+    text = str((tc["metadata"].get("annotations") or {}).get(RETRIED_UIDS_ANNOTATION) or "")
+    return frozenset(u for u in text.split(",") if u)
 
 
 def _ready_message(obj: Mapping[str, Any]) -> str:
@@ -214,14 +214,12 @@ def _ready_message(obj: Mapping[str, Any]) -> str:
 
 def plan_cache(
     informer: Informer,
-    ref: KindRef,
-    service: Obj,
+    service: ServiceView,
     template: tuple[KindRef, Obj],
     live_mounts: Sequence[CacheMount],
 ) -> CachePlan:
-    spec = service.get("spec") or {}
-    namespace = service["metadata"].get("namespace")
-    mode = mode_of(ref, spec)
+    ref, namespace = service.ref, service.namespace
+    mode = service.caching_mode
     if mode == NEVER:
         return CachePlan(
             cond(CACHE_READY, True, "CachingDisabled", "caching.mode is Never: no cache is used")
@@ -235,7 +233,7 @@ def plan_cache(
                 return CachePlan(cond(CACHE_READY, False, "CacheLost", message), tuple(live_mounts))
             message = f"no template cache for {tname} (caching.mode Auto does not create one)"
             return CachePlan(cond(CACHE_READY, True, "NoCache", message))
-        kind, body = cache_body(ref, service, template)
+        kind, body = cache_body(service, template)
         reason = "CacheLost" if live_mounts else "CacheCreating"
         message = f"creating template cache {body['metadata']['name']} for {tname}"
         return CachePlan(
@@ -259,7 +257,7 @@ def plan_cache(
             retry_attempts=attempts if ref.group == AIM and attempts else None,
         )
     if state == "Failed":
-        failed = failed_model_caches(informer, ref.group, tc)
+        failed = failed_model_caches(informer, ref.group, tc, skip_uids=retried_uids(tc))
         listed = bool((tc.get("status") or {}).get("modelCaches"))
         if attempts == 0 and failed:
             message = f"template cache {name} failed; retrying once (deleting {', '.join(failed)})"

@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aimcore.api.errors import AimError
 from aimcore.api.kinds import INFERENCE_SERVICE, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.children import child_labels, owner_reference
@@ -107,8 +108,11 @@ _MEMORY_GI_PER_GPU = 32
 _MEMORY_LIMIT_GI_PER_GPU = 48
 
 
-class NameTooLong(ValueError):
+class NameTooLong(AimError, ValueError):
     """The namespace is too long to leave room for a usable InferenceService name."""
+
+    reason = "InvalidSpec"
+    transient = False
 
 
 def isvc_name(service: str, namespace: str) -> str:

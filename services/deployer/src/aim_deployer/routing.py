@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from aimcore.api.errors import AimError
 from aimcore.api.kinds import HTTP_ROUTE
 from aimcore.api.types import Obj
 from aimcore.domain.pathtemplate import (
@@ -71,8 +72,11 @@ _GATEWAY_MAX_FIELD = 99_999
 _GATEWAY_DURATION = re.compile(r"([0-9]{1,5}(h|m|s|ms)){1,4}")
 
 
-class RequestTimeoutError(ValueError):
+class RequestTimeoutError(AimError, ValueError):
     """``requestTimeout`` cannot be written as a Gateway API duration; the message says why."""
+
+    reason = REASON_TIMEOUT_INVALID
+    transient = False
 
 
 def gateway_duration(text: str) -> str:

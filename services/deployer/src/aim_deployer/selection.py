@@ -34,7 +34,6 @@ __all__ = [
     "OUTCOME_NOT_READY",
     "OUTCOME_OVERRIDES_NOT_MATCHED",
     "OUTCOME_SELECTED",
-    "OUTCOME_TEMPLATE_FAILED",
     "OUTCOME_UNOPTIMIZED_FILTERED",
     "REQUIRED_GPU_NOT_IN_CLUSTER",
     "SERVICE_OVERRIDES_NOT_MATCHED",
@@ -65,7 +64,6 @@ AMBIGUOUS = "Ambiguous"
 OUTCOME_SELECTED = "TemplateSelected"
 OUTCOME_NOT_FOUND = "TemplateNotFound"
 OUTCOME_NOT_READY = "TemplateNotReady"
-OUTCOME_TEMPLATE_FAILED = "TemplateFailed"
 OUTCOME_UNOPTIMIZED_FILTERED = "UnoptimizedTemplatesFiltered"
 OUTCOME_OVERRIDES_NOT_MATCHED = "ServiceOverridesNotMatched"
 OUTCOME_GPU_NOT_IN_CLUSTER = "RequiredGPUNotInCluster"
@@ -387,8 +385,10 @@ def select_template(
     if not ready:
         listed = [f"{cs[i].name} ({states[i]})" for i in ordered(range(len(cs)))]
         if all(state == "Failed" for state in states):
-            message = f"all {_plural(len(cs), 'template', 'templates')} for this model failed: "
-            return done(None, OUTCOME_TEMPLATE_FAILED, message + _listing(listed))
+            # the original: not ready, and the service waits (a template may still recover)
+            every = _plural(len(cs), "template", "templates")
+            message = f"no template for this model is ready: all {every} failed: {_listing(listed)}"
+            return done(None, OUTCOME_NOT_READY, message)
         message = f"no template for this model is ready yet: {_listing(listed)}"
         return done(None, OUTCOME_NOT_READY, message)
 

@@ -1,7 +1,7 @@
-"""The AIMService controller (both API groups): runtime config → model → template → cache →
+"""The AIMService reconciler (both API groups): runtime config → model → template → cache →
 KServe InferenceService → HTTPRoute, each step a condition, every resolved reference in status.
 
-One reconcile reads the informer cache, decides with the pure planners (:mod:`aim_deployer.models`,
+One reconcile reads the informer cache, decides with the pure planners (:mod:`aim_deployer.model_resolution`,
 :mod:`~aim_deployer.templates`, :mod:`~aim_deployer.caching`, :mod:`~aim_deployer.inference`,
 :mod:`~aim_deployer.routing`, :mod:`~aim_deployer.readiness`) and writes only what differs from
 the cluster, so a second run changes nothing. Conditions the service owns:
@@ -30,15 +30,15 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aim_deployer import caching, inference, readiness, routing
-from aim_deployer.models import (
+from aim_deployer.model_resolution import (
     CUSTOM_LABEL,
     MODEL_READY,
     SERVICE_LABEL,
     ModelPlan,
     cond,
     resolve_model,
-    service_model,
 )
+from aim_deployer.service_view import ServiceView
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
 from aimcore.api.bus.messages import ConditionReport
@@ -46,7 +46,7 @@ from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_k
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.children import differs, owner_reference
-from aimcore.domain.finalizers import add_finalizer, has_finalizer, namespace_terminating, remove_finalizer
+from aimcore.domain.finalizers import NotReadyCleanup, add_finalizer, has_finalizer
 from aimcore.domain.naming import label_value
 from aimcore.domain.pathtemplate import DEFAULT_PATH_TEMPLATE, quote_template
 from aimcore.domain.runtimeconfig import Resolved, propagated_labels, resolution_conditions
@@ -152,19 +152,23 @@ class Pass:
             self.retry_after = FORBIDDEN_RETRY
 
 
-class ServiceController:
+class ServiceReconciler:
+    """Reconciles AIMServices of both API groups (see the module docstring for the steps)."""
+
     def __init__(self, kube: Kube, settings: DeployerSettings) -> None:
         self.kube = kube
         self.settings = settings
         self.refused = RefusedBodies()  # children the API server refused for their content
 
     async def reconcile(self, request: Request) -> Result | None:
-        obj, ref = request.obj, request.ref
-        if obj["metadata"].get("deletionTimestamp"):
+        ref = request.ref
+        service = ServiceView.of(ref, request.resource, request.obj)
+        if service.deleting:
             await self._finalize(request)
             return None
-        spec = obj.get("spec") or {}
-        config, conditions = resolution_conditions(request.informer.get, ref.group, request.namespace, spec)
+        config, conditions = resolution_conditions(
+            request.informer.get, ref.group, request.namespace, service.wire_spec
+        )
         state = Pass(conditions, {})
         if config is None:
             state.conditions += [
@@ -175,12 +179,12 @@ class ServiceController:
         if ref.group == AIM:
             state.fields["resolvedRuntimeConfig"] = config.reference()
 
-        model = await self._model(request, state, config)
+        model = await self._model(request, service, state, config)
         if model is None:
             state.conditions += waiting_for("Model", "")
             return await self._report(request, state)
 
-        template = await self._template(request, state, model)
+        template = await self._template(request, service, state, model)
         if template is None:
             state.conditions += waiting_for("Template", TEMPLATE_READY)
             return await self._report(request, state)
@@ -189,21 +193,23 @@ class ServiceController:
         if isvc_name is None:
             return await self._report(request, state)
         live = request.informer.get(INFERENCE_SERVICE, request.namespace, isvc_name)
-        plan = await self._cache(request, state, template, live)
+        plan = await self._cache(request, service, state, template, live)
         if plan.wait:
             state.conditions += waiting_for("Cache", caching.CACHE_READY)
             return await self._report(request, state)
 
         chosen = Chosen(config, model, template, plan, isvc_name)
-        if await self._inference_service(request, state, chosen, live):
-            await self._release_custom_models(request, model)
-        await self._route(request, state, config, isvc_name)
+        if await self._inference_service(request, service, state, chosen, live):
+            await self._release_custom_models(request, service, model)
+        await self._route(request, service, state, config, isvc_name)
         return await self._report(request, state)
 
     # -- steps ---------------------------------------------------------------------------------
 
-    async def _model(self, request: Request, state: Pass, config: Resolved) -> tuple[KindRef, Obj] | None:
-        plan: ModelPlan = resolve_model(request.informer, request.ref, request.obj, config)
+    async def _model(
+        self, request: Request, service: ServiceView, state: Pass, config: Resolved
+    ) -> tuple[KindRef, Obj] | None:
+        plan: ModelPlan = resolve_model(request.informer, service, config)
         state.set(plan.condition)
         if plan.invalid:
             state.invalid(plan.invalid, plan.condition.message)
@@ -228,11 +234,11 @@ class ServiceController:
         return None
 
     async def _template(
-        self, request: Request, state: Pass, model: tuple[KindRef, Obj]
+        self, request: Request, service: ServiceView, state: Pass, model: tuple[KindRef, Obj]
     ) -> tuple[KindRef, Obj] | None:
         state.inventory = gpus.inventory(request.informer.list(NODE))
         cluster_gpus = set(state.inventory.models())
-        plan: TemplatePlan = resolve_template(request.informer, request.ref, request.obj, model, cluster_gpus)
+        plan: TemplatePlan = resolve_template(request.informer, service, model, cluster_gpus)
         state.set(plan.condition)
         if plan.invalid:
             state.invalid(plan.invalid, plan.condition.message)
@@ -253,7 +259,7 @@ class ServiceController:
                 )
         if plan.join is not None:
             await self._co_own(request, *plan.join)
-        if plan.selection is not None and not _same_condition(request.obj, plan.condition):
+        if plan.selection is not None and not _same_condition(service, plan.condition):
             await request.reporter.decide(
                 request.ref,
                 request.obj,
@@ -285,9 +291,14 @@ class ServiceController:
             return None
 
     async def _cache(
-        self, request: Request, state: Pass, template: tuple[KindRef, Obj], live: Obj | None
+        self,
+        request: Request,
+        service: ServiceView,
+        state: Pass,
+        template: tuple[KindRef, Obj],
+        live: Obj | None,
     ) -> caching.CachePlan:
-        plan = caching.plan_cache(request.informer, request.ref, request.obj, template, live_mounts(live))
+        plan = caching.plan_cache(request.informer, service, template, live_mounts(live))
         state.set(plan.condition)
         if plan.create is not None:
             if not has_finalizer(request.obj, FINALIZER):
@@ -311,13 +322,24 @@ class ServiceController:
             assert tc is not None
             # the one retry is recorded on the template cache itself, so no stale read of this
             # service's status can grant a second one
+            kind = by_kind(request.ref.group, "AIMModelCache")
+            uids = sorted(
+                str((mc or {}).get("metadata", {}).get("uid") or "")
+                for mc in (request.informer.get(kind, request.namespace, name) for name in plan.retry)
+            )
             await self.kube.patch(
                 by_kind(request.ref.group, "AIMTemplateCache"),
                 request.namespace,
                 tc,
-                {"metadata": {"annotations": {caching.RETRIED_ANNOTATION: "1"}}},
+                {
+                    "metadata": {
+                        "annotations": {
+                            caching.RETRIED_ANNOTATION: "1",
+                            caching.RETRIED_UIDS_ANNOTATION: ",".join(u for u in uids if u),
+                        }
+                    }
+                },
             )
-            kind = by_kind(request.ref.group, "AIMModelCache")
             for name in plan.retry:
                 await self.kube.delete(kind, request.namespace, name)
             await request.reporter.decide(
@@ -333,7 +355,7 @@ class ServiceController:
         return plan
 
     async def _inference_service(
-        self, request: Request, state: Pass, chosen: Chosen, live: Obj | None
+        self, request: Request, service: ServiceView, state: Pass, chosen: Chosen, live: Obj | None
     ) -> bool:
         """Apply the InferenceService; whether the one in the cluster is now built from ``chosen``."""
         config, model, template, plan, isvc_name = (
@@ -351,7 +373,7 @@ class ServiceController:
             template_ref=template[0],
             template=template[1],
             config_env=list(config.get("env") or []),
-            propagated_labels=propagated_labels(request.obj["metadata"].get("labels"), config),
+            propagated_labels=propagated_labels(service.labels, config),
             caches=plan.mounts,
             deployment_mode=self.settings.deployment_mode,
             node_affinity=self._affinity(template, state.inventory),
@@ -404,10 +426,10 @@ class ServiceController:
         pods_health = readiness.pods_health(pods, expected=expected)
         state.set(cond(PODS_READY, pods_health.ok, pods_health.reason, pods_health.message))
 
-    async def _route(self, request: Request, state: Pass, config: Resolved, isvc_name: str) -> None:
-        spec = request.obj.get("spec") or {}
-        own = spec.get("routing") if isinstance(spec.get("routing"), Mapping) else {}
-        own = own or {}
+    async def _route(
+        self, request: Request, service: ServiceView, state: Pass, config: Resolved, isvc_name: str
+    ) -> None:
+        own = service.wire_routing  # merged key by key with the runtime config's routing
 
         def setting(key: str, *legacy: str) -> Any:
             for k in (key, *legacy):
@@ -422,9 +444,7 @@ class ServiceController:
         enabled = bool(setting("enabled"))
         name = inference.route_name(request.name, request.namespace or "")
         existing = request.informer.get(HTTP_ROUTE, request.namespace, name)
-        had_condition = any(
-            c.get("type") == ROUTE_READY for c in (request.obj.get("status") or {}).get("conditions") or []
-        )
+        had_condition = any(c.get("type") == ROUTE_READY for c in service.conditions)
         if not enabled:
             if existing is not None:
                 await self.kube.delete(HTTP_ROUTE, request.namespace, name)
@@ -550,16 +570,17 @@ class ServiceController:
             return None
         return check.node_affinity
 
-    async def _release_custom_models(self, request: Request, model: tuple[KindRef, Obj]) -> None:
+    async def _release_custom_models(
+        self, request: Request, service: ServiceView, model: tuple[KindRef, Obj]
+    ) -> None:
         """Stop co-owning the custom models this service no longer runs: its request changed
         (new env, hardware...), or it shared a model made for a different request before custom
         models were told apart by their whole spec. Called once the InferenceService is built
         from ``model``; a model left without owners is deleted (with its templates), one still
         used by others only loses this owner reference."""
-        custom = service_model(request.ref, request.obj.get("spec") or {}).get("custom")
-        if not isinstance(custom, Mapping):
+        if service.model_custom is None:
             return
-        uid = request.obj["metadata"].get("uid")
+        uid = service.uid
         keep = model[1]["metadata"].get("uid")
         kind = by_kind(request.ref.group, "AIMModel")
         for obj in request.informer.list(kind, request.namespace):
@@ -571,7 +592,10 @@ class ServiceController:
             if (meta.get("labels") or {}).get(CUSTOM_LABEL) != "true":
                 continue
             path = f"/metadata/ownerReferences/{index}"
-            ops = [{"op": "test", "path": f"{path}/uid", "value": uid}, {"op": "remove", "path": path}]
+            ops: list[Obj] = [
+                {"op": "test", "path": f"{path}/uid", "value": uid},
+                {"op": "remove", "path": path},
+            ]
             try:
                 if len(owners) == 1:
                     await self.kube.delete(kind, request.namespace, meta["name"])
@@ -617,27 +641,20 @@ class ServiceController:
         return Result(requeue_after=state.retry_after) if state.retry_after is not None else None
 
     async def _finalize(self, request: Request) -> None:
-        if not has_finalizer(request.obj, FINALIZER):
-            return
-        if not await namespace_terminating(self.kube, request.namespace):
-            kind = by_kind(request.ref.group, "AIMTemplateCache")
-            label = label_value(request.name)
-            for tc in request.informer.list(kind, request.namespace):
-                labels = tc["metadata"].get("labels") or {}
-                if labels.get(SERVICE_LABEL) == label and state_of(tc) not in READY_STATES:
-                    await self.kube.delete(kind, request.namespace, tc["metadata"]["name"])
-                    await request.reporter.decide(
-                        request.ref,
-                        request.obj,
-                        "delete-template-cache",
-                        "CleanupNotReady",
-                        f"deleted template cache {tc['metadata']['name']} ({state_of(tc)}) with the service",
-                    )
-        await remove_finalizer(self.kube, request.ref, request.obj, FINALIZER)
+        cleanup = NotReadyCleanup(
+            FINALIZER,
+            "AIMTemplateCache",
+            SERVICE_LABEL,
+            ready=lambda tc: state_of(tc) in READY_STATES,
+            state=state_of,
+            noun="template cache",
+            along="the service",
+        )
+        await cleanup.finalize(self.kube, request)
 
 
-def _same_condition(obj: Mapping[str, Any], condition: ConditionReport) -> bool:
-    for c in (obj.get("status") or {}).get("conditions") or []:
+def _same_condition(service: ServiceView, condition: ConditionReport) -> bool:
+    for c in service.conditions:
         if c.get("type") == condition.type:
             return bool(
                 c.get("status") == condition.status

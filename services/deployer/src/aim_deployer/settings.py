@@ -1,26 +1,29 @@
-"""The deployer's own settings, from the environment (the operator's Deployment or the embedded
-stack sets them):
-
-- ``AIM_KSERVE_DEPLOYMENT_MODE``: how InferenceServices ask KServe to run them, written as the
-  ``serving.kserve.io/deploymentMode`` annotation: ``RawDeployment`` (default; KServe before 0.15)
-  or ``Standard`` (the same mode's name since KServe 0.15).
-"""
+"""The deployer's own settings (beyond every service's, :data:`aimcore.runtime.settings.COMMON`)."""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from typing import Annotated, Literal
 
-MODES = ("RawDeployment", "Standard")
+from pydantic import BeforeValidator
+
+from aimcore.runtime.settings import AimSettings
+from aimcore.runtime.settings.base import setting, stripped_or
 
 
-@dataclass(frozen=True)
-class DeployerSettings:
-    deployment_mode: str = "RawDeployment"
+class DeployerSettings(AimSettings):
+    """How the deployer asks KServe to run InferenceServices."""
 
-    @classmethod
-    def from_env(cls) -> DeployerSettings:
-        mode = os.environ.get("AIM_KSERVE_DEPLOYMENT_MODE", "").strip() or "RawDeployment"
-        if mode not in MODES:
-            raise ValueError(f"AIM_KSERVE_DEPLOYMENT_MODE must be one of {', '.join(MODES)}, not {mode!r}")
-        return cls(deployment_mode=mode)
+    title = "Deployer"
+
+    deployment_mode: Annotated[
+        Literal["RawDeployment", "Standard"], BeforeValidator(stripped_or("RawDeployment"))
+    ] = setting(
+        "RawDeployment",
+        env="AIM_KSERVE_DEPLOYMENT_MODE",
+        description="The `serving.kserve.io/deploymentMode` annotation of InferenceServices: "
+        "`RawDeployment` (KServe before 0.15) or `Standard` (the same mode's name since KServe 0.15).",
+    )
+
+
+SETTINGS = (DeployerSettings,)
+"""Every concern the deployer reads beyond the common ones."""

@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aim_deployer.models import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
+from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
 from aim_deployer.selection import (
     Candidate,
     Selection,
@@ -29,6 +29,7 @@ from aim_deployer.selection import (
     select_template,
     template_traits,
 )
+from aim_deployer.service_view import ServiceView
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
@@ -37,6 +38,7 @@ from aimcore.domain.gpu import GPU_RESOURCE
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.views import AIM, ORIGIN_LABEL, TemplateView, is_ready, ready_message, state_of
 from aimcore.runtime.informer import Informer
+from aimcore.runtime.status.rules import dependency_message
 
 TEMPLATE_READY = "TemplateReady"
 RESOLVED = "Resolved"
@@ -69,6 +71,8 @@ class TemplatePlan:
 
 
 def explicit_name(ref: KindRef, spec: Mapping[str, Any]) -> str | None:
+    """The template a stored service names, for the informer's index (which sees every service
+    as stored, parsable or not); a reconcile asks :class:`~aim_deployer.service_view.ServiceView`."""
     template = spec.get("template")
     name = template.get("name") if isinstance(template, Mapping) else None
     if not name and ref.group != AIM:
@@ -76,13 +80,9 @@ def explicit_name(ref: KindRef, spec: Mapping[str, Any]) -> str | None:
     return str(name) if name else None
 
 
-def allow_unoptimized(spec: Mapping[str, Any]) -> bool:
-    template = spec.get("template")
-    return isinstance(template, Mapping) and bool(template.get("allowUnoptimized"))
-
-
 def overrides_of(spec: Mapping[str, Any]) -> Obj | None:
-    """``spec.overrides`` with its empty values dropped; ``None`` when nothing is overridden.
+    """``spec.overrides`` with its empty values dropped; ``None`` when nothing is overridden. Read
+    as stored: the overrides are hashed into the derived template's name and copied into its spec.
     ``gpu.requests: 0`` is kept: it asks for GPU nodes without GPU resources (the original
     dropped it, and the service got the template's GPUs)."""
     raw = spec.get("overrides")
@@ -127,19 +127,11 @@ def candidates(informer: Informer, group: str, namespace: str | None, model_name
 
 
 def _waiting(kind: KindRef, obj: Obj, why: str) -> TemplatePlan:
+    """``TemplateNotReady`` whatever the template's state, which the message names (the
+    original's one reason; the status rules take a Failed, Degraded or NotAvailable from it)."""
     name = obj["metadata"]["name"]
-    state = state_of(obj)
-    detail = ready_message(obj)
-    suffix = f": {detail}" if detail else ""
-    if state == "Failed":
-        reason = "TemplateFailed"
-    elif state == "NotAvailable":
-        reason = "TemplateNotAvailable"
-    else:
-        reason = TEMPLATE_NOT_READY
-    return TemplatePlan(
-        cond(TEMPLATE_READY, False, reason, f"{why} {kind.kind} {name} is {state}{suffix}"), (kind, obj)
-    )
+    message = dependency_message(f"{why} {kind.kind} {name}", state_of(obj), ready_message(obj))
+    return TemplatePlan(cond(TEMPLATE_READY, False, TEMPLATE_NOT_READY, message), (kind, obj))
 
 
 def _use(kind: KindRef, obj: Obj, why: str, **extra: Any) -> TemplatePlan:
@@ -234,21 +226,20 @@ class Ask:
     """What one service asks of template resolution."""
 
     informer: Informer
-    ref: KindRef
-    service: Obj
+    service: ServiceView
     model_name: str
     overrides: Obj | None
 
 
 def plan_derived(ask: Ask, base: tuple[KindRef, Obj], overrides: Mapping[str, Any]) -> TemplatePlan:
-    informer, ref, service, model_name = ask.informer, ask.ref, ask.service, ask.model_name
-    namespace = service["metadata"].get("namespace")
+    informer, service, model_name = ask.informer, ask.service, ask.model_name
+    ref, namespace = service.ref, service.namespace
     kind = by_kind(ref.group, "AIMServiceTemplate")
     base_name = base[1]["metadata"]["name"]
     name = derived_template_name(base_name, overrides)
     why = f"derived from {base[0].kind} {base_name} with overrides {describe_overrides(overrides)}:"
     existing = informer.get(kind, namespace, name)
-    uid = service["metadata"].get("uid")
+    uid = service.uid
     if existing is not None and not existing["metadata"].get("deletionTimestamp"):
         owners = {o.get("uid") for o in existing["metadata"].get("ownerReferences") or []}
         plan = _use(kind, existing, why)
@@ -265,10 +256,10 @@ def plan_derived(ask: Ask, base: tuple[KindRef, Obj], overrides: Mapping[str, An
                 ORIGIN_LABEL: DERIVED,
                 MANAGED_BY: MANAGER,
                 PART_OF_LABEL: PART_OF_VALUE,
-                SERVICE_LABEL: label_value(service["metadata"]["name"]),
+                SERVICE_LABEL: label_value(service.name),
                 "aim.eai.amd.com/model": label_value(model_name),
             },
-            "ownerReferences": [owner_reference(ref, service, controller=False)],
+            "ownerReferences": [owner_reference(ref, service.obj, controller=False)],
         },
         "spec": derived_spec(ref.group, base[1], overrides, model_name),
     }
@@ -291,18 +282,16 @@ def _with_overrides(ask: Ask, base: tuple[KindRef, Obj], why: str, **extra: Any)
 
 def resolve_template(
     informer: Informer,
-    ref: KindRef,
-    service: Obj,
+    service: ServiceView,
     model: tuple[KindRef, Obj],
     cluster_gpus: Collection[str],
 ) -> TemplatePlan:
-    spec = service.get("spec") or {}
-    namespace = service["metadata"].get("namespace")
-    overrides = overrides_of(spec)
+    ref, namespace = service.ref, service.namespace
+    overrides = overrides_of(service.wire_spec)
     model_name = model[1]["metadata"]["name"]
-    ask = Ask(informer, ref, service, model_name, overrides)
+    ask = Ask(informer, service, model_name, overrides)
 
-    name = explicit_name(ref, spec)
+    name = service.template_name
     if name:
         found = find_named(informer, ref.group, namespace, name)
         if found is None:
@@ -320,9 +309,8 @@ def resolve_template(
         if found is not None:
             return _with_overrides(ask, found, "using the model's default template")
 
-    status = service.get("status") or {}
-    sticky = status.get("resolvedTemplate")
-    if isinstance(sticky, Mapping) and sticky.get("name") and sticky.get("kind"):
+    sticky = service.resolved_template
+    if sticky is not None and sticky.get("name") and sticky.get("kind"):
         kind = by_kind(ref.group, str(sticky["kind"]))
         obj = informer.get(kind, namespace if kind.namespaced else None, str(sticky["name"]))
         if (
@@ -334,7 +322,7 @@ def resolve_template(
             return _use(kind, obj, "selected")
 
     pool = candidates(informer, ref.group, namespace, model_name)
-    allow = allow_unoptimized(spec)
+    allow = service.allow_unoptimized
     selection = select_template(pool, overrides=overrides, allow_unoptimized=allow, cluster_gpus=cluster_gpus)
     if selection.chosen is not None:
         chosen = selection.chosen

@@ -9,7 +9,7 @@ This module reproduces that Job and fixes the original's gaps:
   relevant spec change or a retry never reuses a stale Job (:func:`spec_hash`, :func:`job_name`).
 - The pod runs hardened (non-root, no privilege escalation, all capabilities dropped, default
   seccomp profile), with ``backoffLimit: 0`` and a deadline; retries are the operator's, with an
-  exponential back-off (:func:`retry_delay`), and finished Jobs are deleted by the operator (no TTL).
+  exponential back-off (:data:`JOB_RETRY`), and finished Jobs are deleted by the operator (no TTL).
 - The output is parsed defensively (:func:`parse_output`): log lines around the JSON are tolerated,
   and output the CRD would reject - or a template without model sources, which would strand every
   service using it - is a clear :class:`DiscoveryOutputError`, not a half-written status.
@@ -36,6 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from aimcore.api.crds.aim import MODEL_ID_PATTERN, SOURCE_URI_PATTERN, AIMModelSource, AIMProfile
+from aimcore.api.errors import AimError
 from aimcore.domain import jobs
 from aimcore.domain.children import child_labels
 from aimcore.domain.naming import DNS_LABEL_MAX, go_json, label_value, sanitize_part
@@ -46,6 +47,7 @@ __all__ = [
     "ANNOTATION_SPEC_HASH",
     "ANNOTATION_TEMPLATE_NAMESPACE",
     "CONTAINER_NAME",
+    "JOB_RETRY",
     "LABEL_TEMPLATE",
     "DiscoveryOutputError",
     "DiscoveryResult",
@@ -54,7 +56,6 @@ __all__ = [
     "job_name",
     "parse_output",
     "pod_progress",
-    "retry_delay",
     "spec_hash",
 ]
 
@@ -229,9 +230,9 @@ def job_body(
     }
 
 
-def retry_delay(failed_attempts: int) -> float:
-    """Seconds to wait before the next attempt: 60·2^(n-1), at most an hour; 0 before any failure."""
-    return jobs.retry_delay(failed_attempts)
+JOB_RETRY = jobs.JOB_RETRY
+"""Seconds to wait before the next attempt: 60·2^(n-1), at most an hour (with jitter); 0 before any
+failure."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,12 +240,11 @@ def retry_delay(failed_attempts: int) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-class DiscoveryOutputError(ValueError):
+class DiscoveryOutputError(AimError, ValueError):
     """The discovery container's output is unusable; ``str(error)`` is a short, status-safe message."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    reason = "InvalidDiscoveryOutput"
+    transient = False
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The template controller (AIMServiceTemplate, AIMClusterServiceTemplate, both API groups): runtime
+"""The template reconciler (AIMServiceTemplate, AIMClusterServiceTemplate, both API groups): runtime
 config, model lookup, GPU availability, model sources (inline or discovered by a dry-run Job),
 profile, resolved hardware and the template's own cache.
 
@@ -19,10 +19,10 @@ One reconcile:
 
 Discovery Jobs: the Job is the record. Its name carries the relevant-spec hash and the attempt
 number, its annotations the same; a failed Job is kept until the next attempt replaces it (so its
-log can be read), and the next attempt waits ``60 s·2^(n-1)`` (at most an hour) after attempt
-``n`` failed. A spec change (new hash) starts again at attempt 1. A successful Job is deleted once
-its output is in the status. Creating a Job takes one of the cluster-wide slots
-(:mod:`aim_discovery.slots`); nothing else is serialised.
+log can be read), and the next attempt waits ``60 s·2^(n-1)`` (at most an hour; with jitter,
+between half and all of that) after attempt ``n`` failed. A spec change (new hash) starts again at
+attempt 1. A successful Job is deleted once its output is in the status. Creating a Job takes one of
+the cluster-wide slots (:mod:`aim_discovery.slots`); nothing else is serialised.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from aim_discovery.catalog import (
     model_condition,
 )
 from aim_discovery.slots import FINISHED, RUNNING, UNKNOWN, Slots
+from aimcore.api.backoff import jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import JOB, NODE, POD, KindRef, by_kind
 from aimcore.domain import gpu as gpus
@@ -76,6 +77,7 @@ DISCOVERED = "Discovered"
 
 MODEL_FOUND = "ModelFound"
 MODEL_NOT_FOUND = "ModelNotFound"
+REFERENCE_NOT_FOUND = "ReferenceNotFound"
 INLINE_SOURCES = "InlineModelSources"
 DISCOVERY_COMPLETE = "DiscoveryComplete"
 AWAITING_DISCOVERY = "AwaitingDiscovery"
@@ -113,7 +115,7 @@ def job_template(job: Mapping[str, Any]) -> tuple[KindRef, str | None, str] | No
     return ref, namespace, str(owner.get("name"))
 
 
-class TemplateController:
+class TemplateReconciler:
     def __init__(
         self,
         kube: Kube,
@@ -161,9 +163,15 @@ class TemplateController:
                 for k in model_kinds(request.ref)
             )
             message = f"Model {template.model_name!r} not found (looked for {where})"
-            conditions.append(
-                ConditionReport(type=model_cond, status="False", reason=MODEL_NOT_FOUND, message=message)
-            )
+            # the original: a missing upstream object is ReferenceNotFound with ConfigValid=False (the
+            # template fails until the model appears); the component keeps ModelNotFound
+            conditions = [c for c in conditions if c.type != CONFIG_VALID]
+            conditions += [
+                ConditionReport(type=model_cond, status="False", reason=MODEL_NOT_FOUND, message=message),
+                ConditionReport(
+                    type=CONFIG_VALID, status="False", reason="ReferenceNotFound", message=message
+                ),
+            ]
             fields[_model_field(request.ref)] = None
             await self._report(request, conditions, fields, "resolve-model", MODEL_NOT_FOUND, message)
             return None
@@ -219,7 +227,8 @@ class TemplateController:
                     type=DISCOVERED,
                     status="True",
                     reason=INLINE_SOURCES,
-                    message=f"{len(sources)} model source(s) given inline; no discovery job",
+                    # the original's message first (users match on it), then ours
+                    message=f"Model sources provided in-line in spec ({len(sources)}; no discovery job)",
                 )
             )
             await self._cache(request, template, sources, fields)
@@ -330,7 +339,8 @@ class TemplateController:
         tail = await self._log(namespace, pods, tail_lines=LOG_TAIL_LINES)
         reason, message = dryrun.classify_failure(latest, pods, tail)
         ended = jobs.finished_at(latest)
-        due = (ended.timestamp() if ended else self.clock()) + dryrun.retry_delay(attempt)
+        retry = dryrun.JOB_RETRY.delay(attempt, jitter=jitter_key(request.obj))
+        due = (ended.timestamp() if ended else self.clock()) + retry
         wait = due - self.clock()
         if wait > 0:
             note = jobs.retry_note(attempt, due)
@@ -427,7 +437,7 @@ class TemplateController:
                     ),
                 ]
                 await self._report(request, conditions, fields, "discovery", JOB_CREATE_FAILED, message)
-                return Result(requeue_after=dryrun.retry_delay(attempt))
+                return Result(requeue_after=dryrun.JOB_RETRY.delay(attempt, jitter=jitter_key(request.obj)))
             else:
                 raise
         fields["discoveryJob"] = {"name": name, "namespace": namespace, "kind": "Job"}
@@ -464,7 +474,9 @@ class TemplateController:
             ConditionReport(type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message),
         ]
         await self._report(request, conditions, fields, "discovery", JOB_CREATE_FAILED, message)
-        return Result(requeue_after=dryrun.retry_delay(attempt)) if found.forbidden else None
+        if not found.forbidden:
+            return None
+        return Result(requeue_after=dryrun.JOB_RETRY.delay(attempt, jitter=jitter_key(request.obj)))
 
     async def _read_output(  # noqa: PLR0917
         self,

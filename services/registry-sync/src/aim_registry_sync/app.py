@@ -10,28 +10,23 @@ from __future__ import annotations
 import asyncio
 import functools
 
-from aim_registry_sync.sync import AIMCLUSTERMODEL, SourceController
-from aimcore.api.kinds import KindRef
+from aim_registry_sync.settings import SETTINGS
+from aim_registry_sync.sync import AIMCLUSTERMODEL, SourceReconciler
+from aimcore.api.kinds import MODEL_SOURCE_KINDS
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
-from aimcore.runtime.reconciler import Controller, Watch, kinds_of, run_controller
+from aimcore.runtime.mappers import keep_cached
+from aimcore.runtime.reconciler import Controller, Watch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
-
-
-def kinds() -> tuple[KindRef, ...]:
-    return kinds_of("aim.eai.amd.com", "AIMClusterModelSource")
 
 
 def controller(ctx: ServiceContext) -> Controller:
     assert ctx.kube is not None, "registry-sync needs a Kubernetes client"
     # The operator-wide outbound address policy (AIM_OUTBOUND_*), read once: a bad value fails here.
     registry = functools.partial(RegistryClient, policy=OutboundPolicy.from_env())
-    sources = SourceController(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
+    sources = SourceReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
     return Controller(
-        ctx.name,
-        kinds(),
-        sources.reconcile,
-        watches=[Watch(AIMCLUSTERMODEL, lambda event, obj, informer: ())],
+        ctx.name, MODEL_SOURCE_KINDS, sources.reconcile, watches=[Watch(AIMCLUSTERMODEL, keep_cached)]
     )
 
 
@@ -40,4 +35,4 @@ async def main(ctx: ServiceContext) -> None:
 
 
 def run() -> None:
-    asyncio.run(run_service("registry-sync", main, needs_kube=True))
+    asyncio.run(run_service("registry-sync", main, needs_kube=True, concerns=SETTINGS))

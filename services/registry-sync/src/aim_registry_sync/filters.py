@@ -29,9 +29,9 @@ import semver
 
 from aim_registry_sync.versions import InvalidRange, Range, parse_version
 from aimcore.api.crds.aim import AIMClusterModelSourceSpec, ModelSourceFilter
+from aimcore.api.errors import AimError
+from aimcore.api.imageref import DOCKER_HUB, InvalidReference, check_repository, normalize_registry
 from aimcore.domain.naming import derived_name
-from aimcore.domain.oci.errors import InvalidReference
-from aimcore.domain.oci.reference import DOCKER_HUB, check_repository, normalize_registry
 
 DEFAULT_SYNC_INTERVAL = 3600.0
 MODEL_NAME_HASH_LENGTH = 6
@@ -39,8 +39,14 @@ MODEL_NAME_HASH_LENGTH = 6
 _TAG_RE = re.compile(r"^[\w][\w.-]{0,127}$")
 
 
-class InvalidFilter(ValueError):
+INVALID_FILTER = "InvalidFilter"
+
+
+class InvalidFilter(AimError, ValueError):
     """A source spec that cannot be synced as written (the message names the offending field)."""
+
+    reason = INVALID_FILTER
+    transient = False
 
 
 # ---------------------------------------------------------------------------------------------

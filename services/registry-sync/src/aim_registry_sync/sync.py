@@ -1,4 +1,4 @@
-"""The AIMClusterModelSource controller: list the registry, match the filters, create the missing
+"""The AIMClusterModelSource reconciler: list the registry, match the filters, create the missing
 AIMClusterModels (never delete), report status and a decision per sync, schedule the next sync.
 
 When a sync runs: the first time this replica sees the source, when its generation, labels or
@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aim_registry_sync.filters import (
+    INVALID_FILTER,
     SOURCE_LABEL,
     Filter,
     Image,
@@ -34,15 +35,19 @@ from aim_registry_sync.filters import (
     parse_filters,
     plan,
 )
+from aimcore.api.backoff import Backoff, Jitter, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.crds.aim import AIMClusterModelSource
+from aimcore.api.errors import AimError
 from aimcore.api.kinds import SECRET, by_kind
 from aimcore.domain.naming import label_value
 from aimcore.domain.oci import (
+    OCI_ERRORS,
     AuthFailed,
     CredentialsError,
     DockerConfig,
     ImageNotFound,
+    InvalidReference,
     OCIError,
     RegistryClient,
     RegistryUnreachable,
@@ -57,8 +62,8 @@ log = logging.getLogger(__name__)
 AIMCLUSTERMODEL = by_kind("aim.eai.amd.com", "AIMClusterModel")
 
 MIN_INTERVAL = 30.0
-BACKOFF_START = 30.0
-BACKOFF_MAX = 600.0
+FAILURE_RETRY = Backoff(base=30.0, cap=600.0)
+"""A failed sync is retried after 30 s doubling to 10 min, and never later than the next regular sync."""
 MAX_LISTED_IN_MESSAGE = 10
 
 # condition types and reasons
@@ -68,7 +73,6 @@ REGISTRY_REACHABLE = "RegistryReachable"
 LIMIT_REACHED = "MaxModelsLimitReached"
 
 SYNCED = "Synced"
-INVALID_FILTER = "InvalidFilter"
 SECRET_NOT_FOUND = "SecretNotFound"
 INVALID_PULL_SECRET = "InvalidPullSecret"
 SOME_FILTERS_FAILED = "SomeFiltersFailed"
@@ -83,21 +87,18 @@ _OCI_REASONS: dict[type[OCIError], str] = {
 }
 
 
-def oci_reason(exc: OCIError) -> str:
+def oci_reason(exc: OCIError | InvalidReference) -> str:
     for cls, reason in _OCI_REASONS.items():
         if isinstance(exc, cls):
             return reason
     return exc.reason
 
 
-class SyncFailed(Exception):
+class SyncFailed(AimError):
     """A failure of the whole sync (before any filter ran)."""
 
     def __init__(self, reason: str, message: str, *, transient: bool) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-        self.transient = transient
+        super().__init__(message, reason=reason, transient=transient)
 
 
 @dataclass(frozen=True)
@@ -173,16 +174,17 @@ def sync_interval(text: str | None) -> Interval:
     return Interval(seconds)
 
 
-def backoff(failures: int, interval: float) -> float:
-    delay = BACKOFF_START * float(2 ** max(failures - 1, 0))
-    return min(delay, BACKOFF_MAX, max(interval, MIN_INTERVAL))
+def backoff(failures: int, interval: float, *, jitter: Jitter) -> float:
+    """:data:`FAILURE_RETRY`, capped at the sync interval (at least :data:`MIN_INTERVAL`)."""
+    cap = min(FAILURE_RETRY.cap, max(interval, MIN_INTERVAL))
+    return Backoff(FAILURE_RETRY.base, cap).delay(max(failures, 1), jitter=jitter)
 
 
 async def list_filter(
     client: RegistryClient, flt: Filter, catalogs: dict[str, list[str]]
 ) -> tuple[list[Image], list[str]]:
     """The images one filter matches (and repositories skipped because their tags could not be
-    listed). Raises :class:`OCIError` when the filter as a whole cannot be evaluated."""
+    listed). Raises one of :data:`OCI_ERRORS` when the filter as a whole cannot be evaluated."""
     if not flt.wildcard:
         if flt.repository in flt.exclude:
             return [], []
@@ -205,7 +207,7 @@ async def list_filter(
     return images, skipped
 
 
-class SourceController:
+class SourceReconciler:
     """Reconciles AIMClusterModelSources. ``clock`` and ``client_factory`` are seams for tests."""
 
     def __init__(
@@ -257,7 +259,7 @@ class SourceController:
             for flt in filters:
                 try:
                     images, skipped = await list_filter(client, flt, catalogs)
-                except OCIError as exc:
+                except OCI_ERRORS as exc:
                     listing.errors.append(FilterError(flt, oci_reason(exc), str(exc), exc.transient))
                     continue
                 listing.succeeded.add(flt.index)
@@ -278,7 +280,7 @@ class SourceController:
 
         ok = not listing.errors and not outcome.errors
         failures = 0 if ok else (memo.failures + 1 if memo else 1)
-        delay = every.seconds if ok else backoff(failures, every.seconds)
+        delay = every.seconds if ok else backoff(failures, every.seconds, jitter=jitter_key(request.obj))
         self.memo[name] = _Memo(fp, now + delay, failures)
         return Result(requeue_after=delay)
 
@@ -342,7 +344,7 @@ class SourceController:
         existing: int,
     ) -> Result:
         failures = (memo.failures if memo else 0) + 1
-        delay = backoff(failures, every.seconds)
+        delay = backoff(failures, every.seconds, jitter=jitter_key(request.obj))
         self.memo[request.name] = _Memo(fp, self.clock() + delay, failures)
         registry_state = "Unknown" if failed.reason in (SECRET_NOT_FOUND, INVALID_PULL_SECRET) else "False"
         conditions = [

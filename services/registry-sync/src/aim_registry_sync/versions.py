@@ -49,13 +49,19 @@ from typing import Literal, NamedTuple
 
 import semver
 
+from aimcore.api.errors import AimError
+
 __all__ = ["Comparator", "InvalidRange", "Operator", "Range", "parse_version"]
 
 Operator = Literal["=", "!=", "<", "<=", ">", ">="]
 
 
-class InvalidRange(ValueError):
-    """A version constraint that cannot be parsed (or could never match anything)."""
+class InvalidRange(AimError, ValueError):
+    """A version constraint that cannot be parsed (or could never match anything); reported as its
+    filter's ``InvalidFilter``."""
+
+    reason = "InvalidFilter"
+    transient = False
 
 
 def parse_version(tag: str) -> semver.Version | None:

@@ -4,15 +4,13 @@ aggregation rules (:mod:`aimcore.runtime.status.rules`) in the order their sourc
 (:mod:`aim_status.ordering`), coalesces progress bursts (:mod:`aim_status.coalesce`) and publishes an
 audit record per write (:mod:`aim_status.audit`).
 
-Settings: ``AIM_STATUS_COALESCE_SECONDS`` (default 3; 0 turns coalescing off) — at most one write
-per object per this many seconds for ``progress`` reports, per replica.
+Settings: :mod:`aim_status.settings` (``AIM_STATUS_COALESCE_SECONDS``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 
 from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
@@ -21,8 +19,9 @@ from nats.js.kv import KeyValue
 from pydantic import ValidationError
 
 from aim_status.audit import Auditor
-from aim_status.coalesce import DEFAULT_WINDOW, Coalescer, StreamGuard
+from aim_status.coalesce import Coalescer, StreamGuard
 from aim_status.ordering import Ordering
+from aim_status.settings import SETTINGS, StatusSettings
 from aim_status.writer import StatusWriter
 from aimcore.api.bus import topology
 from aimcore.api.bus.messages import StatusReport
@@ -41,17 +40,6 @@ CONSUMER = ConsumerSpec(
 )
 
 
-def coalesce_window() -> float:
-    raw = os.environ.get("AIM_STATUS_COALESCE_SECONDS")
-    if not raw:
-        return DEFAULT_WINDOW
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        log.warning("AIM_STATUS_COALESCE_SECONDS=%r is not a number; using %s", raw, DEFAULT_WINDOW)
-        return DEFAULT_WINDOW
-
-
 def parse(msg: Msg) -> StatusReport:
     try:
         return StatusReport.model_validate_json(msg.data)
@@ -66,7 +54,7 @@ async def main(ctx: ServiceContext) -> None:
     writer = StatusWriter(ctx.kube, on_write=Auditor(ctx.js), mirror=await _mirror(ctx))
     coalescer = Coalescer(
         writer.apply_all,
-        coalesce_window(),
+        StatusSettings().coalesce_seconds,
         superseded=StreamGuard(ctx.js, topology.STATUS_STREAM),
     )
 
@@ -95,4 +83,4 @@ async def _mirror(ctx: ServiceContext) -> KeyValue | None:
 
 
 def run() -> None:
-    asyncio.run(run_service("status", main, needs_kube=True))
+    asyncio.run(run_service("status", main, needs_kube=True, concerns=SETTINGS))

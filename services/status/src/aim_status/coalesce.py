@@ -32,10 +32,9 @@ retried with backoff a few times.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from nats.js import JetStreamContext
@@ -44,6 +43,7 @@ from opentelemetry import context as otel_context
 from pydantic import ValidationError
 
 from aimcore.api.bus.messages import StatusReport
+from aimcore.runtime.keyedlock import KeyedLock
 from aimcore.runtime.kube import describe_error
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ class Coalescer:
         self._pending: dict[str, _Pending] = {}
         self._last_write: dict[str, float] = {}
         self._prune_at = 1024
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._locks: KeyedLock[str] = KeyedLock()
         self._timers: set[asyncio.Task[None]] = set()
 
     @property
@@ -114,7 +114,7 @@ class Coalescer:
         if self.window <= 0:
             await self._write(subject, [report])
             return
-        async with self._locked(subject):
+        async with self._locks.hold(subject):
             if not report.progress:
                 flushed = self._take(subject)
                 self.stats.flushed += len(flushed)
@@ -146,7 +146,7 @@ class Coalescer:
     async def close(self) -> None:
         """Write everything still pending (clean shutdown) and wait for trailing writes."""
         for subject in list(self._pending):
-            async with self._locked(subject):
+            async with self._locks.hold(subject):
                 pending = self._pending.pop(subject, None)
                 if pending is None:
                     continue
@@ -203,7 +203,7 @@ class Coalescer:
         delay = due - self.clock()
         if delay > 0:
             await asyncio.sleep(delay)
-        async with self._locked(subject):
+        async with self._locks.hold(subject):
             if self._pending.get(subject) is not pending:
                 return  # flushed by a non-progress report in the meantime
             del self._pending[subject]
@@ -239,20 +239,6 @@ class Coalescer:
         except Exception as exc:  # when in doubt, write: a late write beats a lost one
             log.debug("stream guard on %s failed: %s", subject, exc)
             return False
-
-    @contextlib.asynccontextmanager
-    async def _locked(self, subject: str) -> AsyncIterator[None]:
-        lock, users = self._locks.get(subject, (asyncio.Lock(), 0))
-        self._locks[subject] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[subject]
-            if users == 1:
-                del self._locks[subject]
-            else:
-                self._locks[subject] = (lock, users - 1)
 
 
 class StreamGuard:

@@ -14,11 +14,13 @@ from nats.js.kv import KeyValue
 from aim_watcher.election import Election
 from aim_watcher.kind_watch import KindWatcher
 from aim_watcher.publisher import Publisher
+from aim_watcher.settings import SETTINGS
 from aimcore.api.bus import topology
 from aimcore.api.kinds import CHILD_KINDS, CHILD_SELECTOR, NODE, KindRef, crd_kinds
 from aimcore.runtime.informer import kind_pattern, snapshot
 from aimcore.runtime.lease import holder_id
 from aimcore.runtime.service import ServiceContext, run_service
+from aimcore.runtime.settings.history import HistorySettings
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +56,7 @@ async def start_watchers(
 
 
 async def main(ctx: ServiceContext) -> None:
-    await topology.ensure_topology(ctx.js)
+    await topology.ensure_topology(ctx.js, HistorySettings().retention())
     election = Election(await ctx.js.key_value(topology.ELECTION_BUCKET), holder_id())
 
     async def lead(step_down: asyncio.Event) -> None:
@@ -75,4 +77,4 @@ async def main(ctx: ServiceContext) -> None:
 
 
 def run() -> None:
-    asyncio.run(run_service("watcher", main, needs_kube=True))
+    asyncio.run(run_service("watcher", main, needs_kube=True, concerns=SETTINGS))

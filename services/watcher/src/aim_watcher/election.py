@@ -5,7 +5,8 @@ The leader holds a key in a KV bucket with a short TTL, taken with compare-and-s
 every few seconds. A standby polls for the key to disappear. A leader that cannot renew (NATS
 unreachable, or the key taken after a pause) steps down at once: its watches are cancelled
 before the TTL lets another replica take over, and the mirror's compare-and-set guards the short
-overlap where an old leader may still be writing.
+overlap where an old leader may still be writing. The key is a :class:`aimcore.runtime.lease.KvLease`,
+the same lease the services take per object.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from nats.errors import Error as NatsError
 from nats.js.errors import KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
+from aimcore.runtime.lease import KvLease
+
 log = logging.getLogger(__name__)
 
 LEADER_KEY = "watcher"
@@ -30,7 +33,7 @@ class Election:
         self, kv: KeyValue, identity: str, *, renew_every: float = 3.0, poll_every: float = 1.0
     ) -> None:
         self.kv = kv
-        self.identity = identity.encode()
+        self.lease = KvLease(kv, LEADER_KEY, identity.encode())
         self.renew_every = renew_every
         self.poll_every = poll_every
         self.terms = 0
@@ -40,8 +43,7 @@ class Election:
     ) -> None:
         """Alternate between standby and leading until ``stop``; ``lead(step_down)`` runs each term."""
         while not stop.is_set():
-            rev = await self._try_acquire()
-            if rev is None:
+            if not await self._try_acquire():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.poll_every)
                 continue
@@ -49,7 +51,7 @@ class Election:
             log.info("elected leader (term %d)", self.terms)
             step_down = asyncio.Event()
             leading = asyncio.create_task(lead(step_down))
-            renewing = asyncio.create_task(self._renew(rev, stop, step_down))
+            renewing = asyncio.create_task(self._renew(stop, step_down))
             await asyncio.wait({leading, renewing}, return_when=asyncio.FIRST_COMPLETED)
             step_down.set()
             for task in (leading, renewing):
@@ -57,25 +59,23 @@ class Election:
                     await task
             log.info("leadership ended (term %d)", self.terms)
 
-    async def _try_acquire(self) -> int | None:
+    async def _try_acquire(self) -> bool:
         try:
-            return await self.kv.create(LEADER_KEY, self.identity)
-        except KeyWrongLastSequenceError:
-            return None
+            return await self.lease.take()
         except (NatsError, TimeoutError) as exc:
             log.warning("election: NATS unavailable (%r)", exc)
-            return None
+            return False
 
-    async def _renew(self, rev: int, stop: asyncio.Event, step_down: asyncio.Event) -> None:
+    async def _renew(self, stop: asyncio.Event, step_down: asyncio.Event) -> None:
         while not stop.is_set() and not step_down.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.renew_every)
             if stop.is_set():
                 with contextlib.suppress(Exception):
-                    await self.kv.delete(LEADER_KEY, last=rev)  # hand over at once
+                    await self.lease.release()  # hand over at once
                 return
             try:
-                rev = await self.kv.update(LEADER_KEY, self.identity, last=rev)
+                await self.lease.renew()
             except (KeyWrongLastSequenceError, NatsError, TimeoutError) as exc:
                 log.warning("election: could not renew leadership (%r); stepping down", exc)
                 return

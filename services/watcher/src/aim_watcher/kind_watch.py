@@ -14,13 +14,16 @@ from dataclasses import dataclass
 from functools import partial
 
 from aim_watcher.publisher import Publisher
+from aimcore.api.backoff import Backoff
 from aimcore.api.bus.messages import ChangeType
-from aimcore.api.errors import backoff
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.runtime.kube import ApiException, Gone, Kube, describe_error
 
 log = logging.getLogger(__name__)
+
+WATCH_RETRY = Backoff(base=1.0, cap=60.0)
+"""A list or watch that failed (API server down, a network error): relist after 1 s doubling to 60 s."""
 
 ObjKey = tuple[str | None, str]
 
@@ -139,7 +142,7 @@ class KindWatcher:
                 log.info("%s: resourceVersion expired; relisting", self.ref.short)
             except (ApiException, OSError, TimeoutError, ValueError) as exc:
                 failures += 1
-                delay = backoff(failures, base=1.0, cap=60.0)
+                delay = WATCH_RETRY.delay(failures)
                 if isinstance(exc, ApiException) and exc.status == 404:
                     # The kind is not served (e.g. KServe not installed): check again now and then.
                     if failures == 1:

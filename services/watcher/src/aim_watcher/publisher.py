@@ -24,10 +24,11 @@ from opentelemetry import trace
 
 from aimcore.api.bus import mirror, subjects
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
-from aimcore.api.errors import TransientError, backoff
+from aimcore.api.errors import TransientError
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.runtime import tracing
+from aimcore.runtime.consumer import BUS_RETRY
 from aimcore.runtime.resourceversion import rv_int
 
 log = logging.getLogger(__name__)
@@ -145,6 +146,6 @@ class Publisher:
                 await op()
                 return
             except (NatsError, TimeoutError, OSError, TransientError) as exc:
-                delay = backoff(attempt, base=0.2, cap=5.0)
+                delay = BUS_RETRY.delay(attempt)
                 log.warning("%s failed (%r); retrying in %.1fs", what, exc, delay)
                 await asyncio.sleep(delay)

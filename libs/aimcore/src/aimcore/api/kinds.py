@@ -107,3 +107,21 @@ def by_kind(group: str, kind: str) -> KindRef:
         return _BY_KIND[(group, kind)]
     except KeyError:
         raise KeyError(f"unknown kind {kind}.{group}") from None
+
+
+def twins(*kinds: str) -> tuple[KindRef, ...]:
+    """The kinds of these names in the current group, then their legacy twins (the names a group
+    does not serve are skipped: the legacy group's ``AIMImage`` has no current twin)."""
+    return tuple(_BY_KIND[(g, k)] for g in (GROUP_AIM, GROUP_LEGACY) for k in kinds if (g, k) in _BY_KIND)
+
+
+# The kind families, declared once: each lists the current group's kinds, then their legacy twins
+# (the order the services watch them in). Generation-1 images are models of the legacy group.
+MODEL_KINDS = twins("AIMImage", "AIMClusterImage", "AIMModel", "AIMClusterModel")
+TEMPLATE_KINDS = twins("AIMServiceTemplate", "AIMClusterServiceTemplate")
+RUNTIME_CONFIG_KINDS = twins("AIMRuntimeConfig", "AIMClusterRuntimeConfig")
+SERVICE_KINDS = twins("AIMService")
+TEMPLATE_CACHE_KINDS = twins("AIMTemplateCache")
+MODEL_CACHE_KINDS = twins("AIMModelCache")
+MODEL_SOURCE_KINDS = twins("AIMClusterModelSource")
+LLMKUBE_MODEL = _BY_KIND[(GROUP_LLMKUBE, "Model")]

@@ -16,7 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from aimcore.api.backoff import Backoff
+
 __all__ = [
+    "JOB_RETRY",
     "REASON_AUTH_ERROR",
     "REASON_IMAGE_NOT_FOUND",
     "REASON_IMAGE_PULL_AUTH_FAILURE",
@@ -42,7 +45,6 @@ __all__ = [
     "pod_problem",
     "pod_progress",
     "redact",
-    "retry_delay",
 ]
 
 # -- condition reasons (all known to aimcore.runtime.status.rules.REASON_STATES) -------------------------
@@ -159,13 +161,10 @@ def finished_at(job: Mapping[str, Any]) -> datetime | None:
     return None
 
 
-def retry_delay(failed_attempts: int, *, base: float = 60.0, cap: float = 3600.0) -> float:
-    """Seconds to wait before the next attempt: ``base``·2^(n-1), at most ``cap``; 0 before any
-    failure."""
-    if failed_attempts <= 0:
-        return 0.0
-    exponent = min(failed_attempts - 1, 1000)  # far past any cap; keeps ``**`` from overflowing
-    return min(base * 2.0**exponent, cap)
+JOB_RETRY = Backoff(base=60.0, cap=3600.0)
+"""A failed Job's next attempt waits 60 s doubling to an hour (0 before any failure). The delay of an
+object's attempt is computed again on every reconcile from when the Job ended, so callers key the
+jitter by the object (``jitter=uid``): the next attempt's time in its status stays put."""
 
 
 # ---------------------------------------------------------------------------------------------

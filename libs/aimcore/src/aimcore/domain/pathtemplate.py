@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aimcore.api.errors import AimError
 from aimcore.domain.naming import DNS_LABEL_MAX
 
 __all__ = [
@@ -37,8 +38,11 @@ MAX_PATH = 200
 DEFAULT_PATH_TEMPLATE = "/{.metadata.namespace}/{.metadata.uid}"
 
 
-class PathTemplateError(ValueError):
+class PathTemplateError(AimError, ValueError):
     """The path template cannot be rendered for this service; the message says why."""
+
+    reason = "PathTemplateInvalid"
+    transient = False
 
 
 # --- JSONPath subset ---------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.errors import AimError
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 
@@ -72,8 +73,12 @@ def config_kinds(group: str) -> ConfigKinds:
     return ConfigKinds(by_kind(group, "AIMRuntimeConfig"), by_kind(group, "AIMClusterRuntimeConfig"))
 
 
-class ConfigNotFound(Exception):
-    """An explicitly named runtime config exists in neither scope."""
+class ConfigNotFound(AimError):
+    """An explicitly named runtime config exists in neither scope (it clears by itself when the
+    config is created: the services watch the config kinds, nothing is retried)."""
+
+    reason = CONFIG_NOT_FOUND
+    transient = False
 
     def __init__(self, name: str, namespace: str | None) -> None:
         if namespace:

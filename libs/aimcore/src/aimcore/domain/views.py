@@ -14,7 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aimcore.api.kinds import GROUP_AIM, GROUP_LEGACY, KindRef, by_kind
+from aimcore.api.kinds import (
+    GROUP_AIM,
+    GROUP_LEGACY,
+    MODEL_KINDS,
+    RUNTIME_CONFIG_KINDS,
+    TEMPLATE_KINDS,
+    KindRef,
+    by_kind,
+)
 from aimcore.api.types import Obj
 
 AIM = GROUP_AIM
@@ -23,38 +31,18 @@ LEGACY = GROUP_LEGACY
 MODEL_LABEL = "aim.eai.amd.com/model"
 ORIGIN_LABEL = "aim.eai.amd.com/origin"
 AUTO_GENERATED = "auto-generated"
-MODEL_KINDS = {
-    (AIM, "AIMModel"),
-    (AIM, "AIMClusterModel"),
-    (LEGACY, "AIMImage"),
-    (LEGACY, "AIMClusterImage"),
-    (LEGACY, "AIMModel"),
-    (LEGACY, "AIMClusterModel"),
-}
-TEMPLATE_KINDS = {
-    (AIM, "AIMServiceTemplate"),
-    (AIM, "AIMClusterServiceTemplate"),
-    (LEGACY, "AIMServiceTemplate"),
-    (LEGACY, "AIMClusterServiceTemplate"),
-}
-RUNTIME_CONFIG_KINDS = {
-    (AIM, "AIMRuntimeConfig"),
-    (AIM, "AIMClusterRuntimeConfig"),
-    (LEGACY, "AIMRuntimeConfig"),
-    (LEGACY, "AIMClusterRuntimeConfig"),
-}
 
 
 def is_model(ref: KindRef) -> bool:
-    return (ref.group, ref.kind) in MODEL_KINDS
+    return ref in MODEL_KINDS
 
 
 def is_template(ref: KindRef) -> bool:
-    return (ref.group, ref.kind) in TEMPLATE_KINDS
+    return ref in TEMPLATE_KINDS
 
 
 def is_runtime_config(ref: KindRef) -> bool:
-    return (ref.group, ref.kind) in RUNTIME_CONFIG_KINDS
+    return ref in RUNTIME_CONFIG_KINDS
 
 
 def model_kinds(template: KindRef) -> list[KindRef]:

@@ -25,15 +25,21 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from opentelemetry import trace
 
+from aimcore.api.backoff import Backoff
 from aimcore.api.bus.topology import ConsumerSpec, ensure_consumer
-from aimcore.api.errors import AckAction, PermanentError, backoff, decide
+from aimcore.api.errors import AckAction, decide, is_permanent
 from aimcore.runtime import tracing
+from aimcore.runtime.keyedlock import KeyedLock
 from aimcore.runtime.kube import describe_error
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aimcore.runtime")
 
 Handler = Callable[[Msg], Awaitable[None]]
+
+BUS_RETRY = Backoff(base=0.2, cap=5.0)
+"""A bus that is down, restarting or busy (binding a consumer, fetching, writing the mirror): 0.2 s
+doubling to 5 s, with jitter so the replicas that lost the bus together do not come back together."""
 
 
 @dataclass
@@ -71,7 +77,7 @@ class Consumer:
         self.batch = batch
         self.sem = asyncio.Semaphore(concurrency)
         self.stats = ConsumerStats()
-        self._subject_locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._subject_locks: KeyedLock[str] = KeyedLock()
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def _bind(self, stop: asyncio.Event) -> JetStreamContext.PullSubscription | None:
@@ -84,7 +90,7 @@ class Consumer:
                 return await self.js.pull_subscribe_bind(self.spec.durable, stream=self.spec.stream)
             except (NatsError, TimeoutError) as exc:
                 attempt += 1
-                delay = backoff(attempt, base=0.2, cap=5.0)
+                delay = BUS_RETRY.delay(attempt)
                 log.warning(
                     "%s: cannot bind its consumer (%r); retrying in %.1fs", self.spec.durable, exc, delay
                 )
@@ -109,7 +115,7 @@ class Consumer:
                 except NatsError as exc:  # e.g. 503 while JetStream restarts, or the consumer recreated
                     failures += 1
                     self.stats.bus_errors += 1
-                    delay = backoff(failures, base=0.2, cap=5.0)
+                    delay = BUS_RETRY.delay(failures)
                     log.warning("%s: fetch failed (%r); re-binding in %.1fs", self.spec.durable, exc, delay)
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), delay)
@@ -145,17 +151,10 @@ class Consumer:
                 self.stats.handed_back += 1
 
     async def _handle(self, msg: Msg) -> None:
-        lock, users = self._subject_locks.get(msg.subject, (asyncio.Lock(), 0))
-        self._subject_locks[msg.subject] = (lock, users + 1)
         try:
-            async with lock:
+            async with self._subject_locks.hold(msg.subject):
                 await self._process(msg)
         finally:
-            lock, users = self._subject_locks[msg.subject]
-            if users == 1:
-                del self._subject_locks[msg.subject]
-            else:
-                self._subject_locks[msg.subject] = (lock, users - 1)
             self.sem.release()
 
     async def _process(self, msg: Msg) -> None:
@@ -168,20 +167,22 @@ class Consumer:
             keepalive = asyncio.create_task(self._keep_alive(msg))
             try:
                 await self.handler(msg)
-            except PermanentError as exc:
-                error = exc
-                self.stats.permanent += 1
-                log.warning("%s: permanent failure on %s: %s", self.spec.durable, msg.subject, exc.message)
             except Exception as exc:
                 error = exc
-                span.record_exception(exc)
-                log.warning(
-                    "%s: attempt %d on %s failed: %s",
-                    self.spec.durable,
-                    attempt,
-                    msg.subject,
-                    describe_error(exc),
-                )
+                if is_permanent(exc):
+                    self.stats.permanent += 1
+                    log.warning(
+                        "%s: permanent failure on %s: %s", self.spec.durable, msg.subject, exc.message
+                    )
+                else:
+                    span.record_exception(exc)
+                    log.warning(
+                        "%s: attempt %d on %s failed: %s",
+                        self.spec.durable,
+                        attempt,
+                        msg.subject,
+                        describe_error(exc),
+                    )
             finally:
                 keepalive.cancel()
         self.stats.handled += 1

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
@@ -18,8 +17,10 @@ import aiohttp
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from aimcore.api.errors import AimError
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
+from aimcore.runtime.settings.process import ProxySettings
 
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -30,8 +31,10 @@ JSON_PATCH = "application/json-patch+json"
 __all__ = ["APPLY_PATCH", "MERGE_PATCH", "ApiException", "Gone", "Kube", "connect"]
 
 
-class Gone(Exception):
-    """The watch's resourceVersion is too old (HTTP 410): re-list."""
+class Gone(AimError):
+    """The watch's resourceVersion is too old (HTTP 410): re-list (the watcher does, at once)."""
+
+    transient = True
 
 
 async def connect(kubeconfig: str | None = None) -> client.ApiClient:
@@ -51,7 +54,6 @@ async def connect(kubeconfig: str | None = None) -> client.ApiClient:
 
 
 STALE_CONNECTION_RETRIES = 3
-PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 
 
 def _without_env_lookups(api: client.ApiClient) -> None:
@@ -59,7 +61,7 @@ def _without_env_lookups(api: client.ApiClient) -> None:
     request look up proxy variables and parse ``~/.netrc`` in a worker thread (a tenth of the
     status service's CPU under load). The API server is reached directly unless a proxy variable
     is set (a kubeconfig ``proxy-url`` is passed per request and keeps working either way)."""
-    if any(os.environ.get(v) for v in PROXY_VARIABLES):
+    if ProxySettings().proxy:
         return
     rest = api.rest_client
     session: aiohttp.ClientSession = rest.pool_manager

@@ -12,6 +12,10 @@ during its run is reconciled from fresh state.
 The loser re-tries the lease once *after* setting the mark, which closes the race where the holder
 checked for a mark just before it was set: either the holder sees the mark, or the loser finds the
 lease free and runs itself.
+
+The lease itself (:class:`KvLease`: a key taken with compare-and-set, renewed and given back
+conditioned on its revision, expiring with the bucket's TTL) is also the watcher replicas' leader
+election (``aim_watcher.election``): one key, held for as long as a replica leads.
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from nats.js.errors import KeyDeletedError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import APIError, KeyDeletedError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 log = logging.getLogger(__name__)
 
 Work = Callable[[], Awaitable[None]]
+
+# JetStream's error codes for a write whose expected last sequence did not match
+WRONG_LAST_SEQUENCE = (10071, 10164)
 
 
 def holder_id() -> str:
@@ -42,6 +49,47 @@ class LeaseStats:
     runs: int = 0
     reruns: int = 0
     contended: int = 0
+
+
+class KvLease:
+    """One key of a KV bucket held by one holder at a time.
+
+    Taken with ``create`` (only one create of a key succeeds), renewed with an ``update``
+    conditioned on the revision this holder last wrote, given back with a ``delete`` conditioned
+    the same way, so a holder never renews or deletes a lease that expired and was taken by
+    another. The bucket's TTL expires the key of a holder that died."""
+
+    def __init__(self, kv: KeyValue, key: str, holder: bytes) -> None:
+        self.kv = kv
+        self.key = key
+        self.holder = holder
+        self.revision: int | None = None  # of this holder's last write, while it holds the key
+
+    async def take(self) -> bool:
+        """Take the key; False if someone holds it."""
+        try:
+            self.revision = await self.kv.create(self.key, self.holder)
+        except KeyWrongLastSequenceError:
+            return False
+        return True
+
+    async def renew(self) -> None:
+        """Write the key again (restarting its TTL). Raises ``KeyWrongLastSequenceError`` if the
+        lease was lost meanwhile (expired, and perhaps taken by another holder)."""
+        self.revision = await self.kv.update(self.key, self.holder, last=self.revision)
+
+    async def release(self) -> None:
+        """Give the key back, unless it is no longer this holder's (then there is nothing to do)."""
+        if self.revision is None:
+            return
+        revision, self.revision = self.revision, None
+        try:
+            await self.kv.delete(self.key, last=revision)
+        except APIError as exc:
+            # nats-py's delete does not translate a failed condition into KeyWrongLastSequenceError
+            # as update does: the server's "wrong last sequence" arrives as a plain API error
+            if exc.err_code not in WRONG_LAST_SEQUENCE:
+                raise
 
 
 class ObjectLeases:
@@ -68,53 +116,37 @@ class ObjectLeases:
         """Run ``work`` while holding the object's lease, re-running it for triggers that arrived
         meanwhile. Returns False if another replica holds the lease (the trigger is handed to it)."""
         key = self.key(object_key)
-        rev = await self._acquire(key)
-        if rev is None:
+        lease = KvLease(self.leases, key, self.holder)
+        if not await lease.take():
             self.stats.contended += 1
             await self.dirty.put(key, b"1")
-            rev = await self._acquire(key)
-            if rev is None:
+            if not await lease.take():
                 return False
             await self._clear_dirty(key)
         while True:
-            renewing = asyncio.create_task(self._renew(key, rev))
+            renewing = asyncio.create_task(self._renew(lease))
             try:
                 self.stats.runs += 1
                 await work()
             finally:
                 renewing.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    rev = await renewing
-                await self._release(key, rev)
+                    await renewing
+                await lease.release()
             if not await self._is_dirty(key):
                 return True
-            next_rev = await self._acquire(key)
-            if next_rev is None:
+            if not await lease.take():
                 return True  # another replica took it; it will see the mark
-            rev = next_rev
             await self._clear_dirty(key)
             self.stats.reruns += 1
 
-    async def _acquire(self, key: str) -> int | None:
-        try:
-            return await self.leases.create(key, self.holder)
-        except KeyWrongLastSequenceError:
-            return None
-
-    async def _renew(self, key: str, rev: int) -> int:
+    async def _renew(self, lease: KvLease) -> None:
         try:
             while True:
                 await asyncio.sleep(self.renew_every)
-                rev = await self.leases.update(key, self.holder, last=rev)
-        except asyncio.CancelledError:
-            return rev
+                await lease.renew()
         except KeyWrongLastSequenceError:
-            log.warning("lease %s was lost while working (expired or taken)", key)
-            return rev
-
-    async def _release(self, key: str, rev: int) -> None:
-        with contextlib.suppress(KeyWrongLastSequenceError, KeyNotFoundError):
-            await self.leases.delete(key, last=rev)
+            log.warning("lease %s was lost while working (expired or taken)", lease.key)
 
     async def _is_dirty(self, key: str) -> bool:
         try:

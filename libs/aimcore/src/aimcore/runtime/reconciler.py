@@ -42,13 +42,12 @@ from aimcore.runtime import tracing
 from aimcore.runtime.consumer import Consumer
 from aimcore.runtime.informer import Indexer, Informer
 from aimcore.runtime.lease import ObjectLeases
+from aimcore.runtime.mappers import Mapper
 from aimcore.runtime.report import Reporter
 from aimcore.runtime.service import ServiceContext
 from aimcore.runtime.status.compose import is_paused
 
 log = logging.getLogger(__name__)
-
-Target = tuple[KindRef, str | None, str]
 
 FAILED = "Failed"
 
@@ -118,15 +117,35 @@ class Request:
 
 
 Reconcile = Callable[[Request], Awaitable[Result | None]]
-Mapper = Callable[[ChangeEvent, Obj | None, Informer], Iterable[Target]]
 
 
 @dataclass(frozen=True)
 class Watch:
-    """A dependency: changes of ``kind`` enqueue the primaries ``mapper`` returns."""
+    """A dependency: changes of ``kind`` enqueue the primaries ``mapper`` returns (the verbs that
+    build mappers are in :mod:`aimcore.runtime.mappers`)."""
 
     kind: KindRef
     mapper: Mapper
+
+    @classmethod
+    def each(cls, kinds: Iterable[KindRef], mapper: Mapper) -> list[Watch]:
+        """The same mapping for each kind of a family (``Watch.each(TEMPLATE_KINDS, ...)``)."""
+        return [cls(kind, mapper) for kind in kinds]
+
+
+def dispatch(*routes: tuple[Iterable[KindRef], Reconcile]) -> Reconcile:
+    """The reconcile of a controller of several kind families: each object goes to its family's
+    reconcile (``dispatch((MODEL_KINDS, models.reconcile), (TEMPLATE_KINDS, ...))``)."""
+    table = {kind: reconcile for kinds, reconcile in routes for kind in kinds}
+
+    async def reconcile(request: Request) -> Result | None:
+        route = table.get(request.ref)
+        if route is None:
+            log.error("no reconcile for %s %s", request.ref.short, request.name)
+            return None
+        return await route(request)
+
+    return reconcile
 
 
 @dataclass
@@ -228,6 +247,8 @@ class Runtime:
         informer: Informer,
         leases: ObjectLeases,
         reporter: Reporter,
+        *,
+        journal: str | None = None,
     ) -> None:
         self.js = js
         self.controller = controller
@@ -241,7 +262,7 @@ class Runtime:
         self.own_writes = OwnWrites()
         self._publishing: set[asyncio.Task[Any]] = set()
         self.reconciled = 0
-        self.journal = Journal(os.environ.get("AIM_RECONCILE_JOURNAL"))
+        self.journal = Journal(journal)
 
     async def handle(self, msg: Msg) -> None:
         event = ChangeEvent.model_validate_json(msg.data)
@@ -377,16 +398,13 @@ async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime
         informer,
         ObjectLeases(leases_kv, dirty_kv, controller.service),
         Reporter(ctx.js, ctx.name),
+        journal=ctx.settings.reconcile_journal,
     )
     try:
         await Consumer(ctx.js, event_consumer(controller), runtime.handle).run(ctx.stop)
     finally:
         await informer.stop()
     return runtime
-
-
-def kinds_of(group: str, *names: str) -> tuple[KindRef, ...]:
-    return tuple(by_kind(group, n) for n in names)
 
 
 async def validate_only(request: Request) -> Result | None:

@@ -1,6 +1,6 @@
-"""The process shell every service runs in: logging, tracing, a NATS connection that reconnects
-forever (as the service's own bus role, :mod:`aimcore.runtime.bus`), an optional Kubernetes client,
-and clean shutdown on SIGTERM/SIGINT."""
+"""The process shell every service runs in: settings validated before anything else, logging,
+tracing, a NATS connection that reconnects forever (as the service's own bus role,
+:mod:`aimcore.runtime.bus`), an optional Kubernetes client, and clean shutdown on SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable, Coroutine
+import sys
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ from nats.js import JetStreamContext
 from aimcore.runtime import tracing
 from aimcore.runtime.bus import connect_bus
 from aimcore.runtime.kube import Kube, connect
-from aimcore.runtime.settings import Settings
+from aimcore.runtime.settings import COMMON, AimSettings, Settings, SettingsError, TracingSettings
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +44,40 @@ def configure_logging(level: str) -> None:
     )
 
 
-async def run_service(name: str, main: Main, *, needs_kube: bool, settings: Settings | None = None) -> None:
-    """Connect, run ``main`` until a signal arrives or it returns, then clean up."""
-    settings = settings or Settings()
+EXIT_BAD_SETTINGS = 2
+
+
+def load_settings(program: str, concerns: Sequence[type[AimSettings]] = ()) -> Settings:
+    """Every setting the service reads (the process, the bus, tracing, proxies and ``concerns``),
+    read and validated now; a bad value ends the process with one line on stderr naming the
+    variable, the problem and the accepted form, and exit code 2. The concerns are read again
+    where they are used (the environment does not change, so neither do they)."""
+    try:
+        settings = Settings()  # the process and the bus
+        for concern in dict.fromkeys((*COMMON, *concerns)):
+            concern()  # validated now; read again where used
+    except SettingsError as exc:
+        sys.stderr.write(f"{program}: invalid setting {exc}\n")
+        sys.stderr.flush()
+        raise SystemExit(EXIT_BAD_SETTINGS) from None
+    return settings
+
+
+async def run_service(
+    name: str,
+    main: Main,
+    *,
+    needs_kube: bool,
+    settings: Settings | None = None,
+    concerns: Sequence[type[AimSettings]] = (),
+) -> None:
+    """Read the settings (``concerns``: the service's own, beyond every service's; see
+    :func:`load_settings`), connect, run ``main`` until a signal arrives or it returns, then clean
+    up."""
+    loaded = load_settings(f"aim-{name}", concerns)
+    settings = settings or loaded
     configure_logging(settings.log_level)
-    tracing.setup(f"aim-{name}")
+    tracing.setup(f"aim-{name}", TracingSettings())
     nc = await connect_bus(settings.bus.as_role(name), f"aim-{name}")
     kube = Kube(await connect(settings.kubeconfig), field_manager=f"aim-{name}") if needs_kube else None
     ctx = ServiceContext(name, settings, nc, nc.jetstream(), kube)

@@ -4,13 +4,14 @@ a tracer provider configured from the standard ``OTEL_*`` environment variables.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 
 from opentelemetry import context, propagate, trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+
+from aimcore.runtime.settings.process import TracingSettings
 
 
 def inject(headers: dict[str, str] | None = None) -> dict[str, str]:
@@ -24,13 +25,14 @@ def extract(headers: Mapping[str, str] | None) -> context.Context:
     return propagate.extract(dict(headers or {}))
 
 
-def setup(service_name: str) -> TracerProvider:
+def setup(service_name: str, settings: TracingSettings | None = None) -> TracerProvider:
     """Install a tracer provider. ``OTEL_TRACES_EXPORTER`` picks ``console``, ``otlp`` or ``none``
     (default ``none``: spans are created and propagated but not exported)."""
+    settings = settings or TracingSettings()
     provider = TracerProvider(
-        resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service_name)})
+        resource=Resource.create({"service.name": settings.service_name or service_name})
     )
-    exporter = _exporter(os.environ.get("OTEL_TRACES_EXPORTER", "none"))
+    exporter = _exporter(settings.traces_exporter)
     if exporter is not None:
         provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)

@@ -6,9 +6,13 @@ exactly one JSON object the cache service reads from the pod log:
 ``{"result": "error", "reason": "<condition reason>", "message": "..."}``. Exit codes: 0 success,
 1 failure, 2 usage error, 143 stopped by SIGTERM/SIGINT (partial data kept for the next attempt).
 
+The environment is two things: the Job's settings (:mod:`aim_cache.downloader.settings`), and the
+model cache's own env (the user's: tokens, endpoints), handed to the sources as it is.
+
 Every connection applies the outbound address policy of ``AIM_OUTBOUND_ALLOWED_HOSTS`` and
 ``AIM_OUTBOUND_ALLOW_PRIVATE`` (strict when unset; the cache service sets both on the download Jobs
-it creates, to its own policy); a refused connection ends with reason ``AddressNotAllowed``.
+it creates, to its own policy); a refused connection ends with reason ``AddressNotAllowed``. A bad
+setting is a usage error naming the variable.
 
 With ``--object GROUP/VERSION/KIND/NAMESPACE/NAME``, ``AIM_NATS_URL`` and ``AIM_PROGRESS_TOKEN`` set,
 progress is offered on NATS as the bus role ``download`` (``AIM_NATS_SEED``; at most one offer every
@@ -34,8 +38,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from aim_cache.downloader.errors import DOWNLOAD_FAILED, DownloadError, redact_url
 from aim_cache.downloader.progress import Progress, RateMeter, summary
 from aim_cache.downloader.run import download
+from aim_cache.downloader.settings import DownloadJobSettings
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.domain.units import format_bytes, format_duration, format_rate
+from aimcore.runtime.settings import SettingsError
 
 if TYPE_CHECKING:
     # aimcore's message models cost ~0.2 s to import: only when progress is published (--object).
@@ -131,11 +137,11 @@ class Publisher:
         self._task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def connect(cls, env: Mapping[str, str], obj: ObjectRef, uid: str | None) -> Publisher | None:
+    async def connect(cls, job: DownloadJobSettings, obj: ObjectRef, uid: str | None) -> Publisher | None:
         from aimcore.api.bus import progress  # noqa: PLC0415 - only when publishing
-        from aimcore.runtime.bus import BusSettings, connect_bus  # noqa: PLC0415
+        from aimcore.runtime.bus import connect_bus  # noqa: PLC0415
 
-        token = env.get("AIM_PROGRESS_TOKEN", "")
+        token = job.progress_token or ""
         try:
             subject = progress.subject(obj)
         except KeyError:
@@ -148,15 +154,7 @@ class Publisher:
         async def quiet(*_: Any) -> None:
             return None
 
-        settings = BusSettings(
-            url=env["AIM_NATS_URL"],
-            role=env.get("AIM_NATS_ROLE") or "download",
-            seed_file=env.get("AIM_NATS_SEED_FILE") or None,
-            seed=env.get("AIM_NATS_SEED") or None,
-            tls_ca_file=env.get("AIM_NATS_TLS_CA_FILE") or None,
-            tls_cert_file=None,
-            tls_key_file=None,
-        )
+        settings = job.bus()
         try:
             # One quick try now (nats-py retries an initial connect forever with unlimited
             # reconnects); once connected, reconnect for as long as the download runs.
@@ -243,7 +241,11 @@ class _Progress:
             self.publisher.offer(p, self.meter, now)
 
 
-async def run(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[dict[str, Any], int]:
+async def run(
+    args: argparse.Namespace, env: Mapping[str, str], job: DownloadJobSettings, policy: OutboundPolicy
+) -> tuple[dict[str, Any], int]:
+    """Download with the Job's settings ``job`` and ``policy``; ``env`` is the model cache's env
+    (the user's), for the sources."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
@@ -259,11 +261,9 @@ async def run(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[dict[st
     publisher: Publisher | None = None
     started = time.monotonic()
     try:
-        nats_url = env.get("AIM_NATS_URL")
-        if obj is not None and nats_url:
-            publisher = await Publisher.connect(env, obj, args.uid)
+        if obj is not None and job.nats_url:
+            publisher = await Publisher.connect(job, obj, args.uid)
         consumer = _Progress(publisher)
-        policy = OutboundPolicy.from_env(env)
         log.info("downloading %s into %s", _display(args.source), args.dest)
         manifest = await download(
             args.source,
@@ -338,12 +338,15 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             parse_object(args.object)
         except ValueError as e:
             build_parser().error(f"--object: {e}")
+    # The process environment is the model cache's env (the user's, not configuration: the sources
+    # read their tokens and endpoints from it) plus the Job's settings, read through their classes.
     environment = os.environ if env is None else env
     try:
-        OutboundPolicy.from_env(environment)
-    except ValueError as e:
-        build_parser().error(str(e))
-    result, code = asyncio.run(run(args, environment))
+        job = DownloadJobSettings.from_env(environment)
+        policy = OutboundPolicy.from_env(environment)
+    except SettingsError as e:
+        build_parser().error(f"invalid setting {e}")
+    result, code = asyncio.run(run(args, environment, job, policy))
     emit_result(result)
     sys.exit(code)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
+from aimcore.api.errors import AimError
+
 AUTH_ERROR = "AuthError"
 SOURCE_NOT_FOUND = "SourceNotFound"
 STORAGE_FULL = "StorageFull"
@@ -20,14 +22,19 @@ ADDRESS_NOT_ALLOWED = "AddressNotAllowed"  # the outbound address policy refused
 PERMANENT_REASONS = frozenset({AUTH_ERROR, SOURCE_NOT_FOUND, INVALID_SOURCE, ADDRESS_NOT_ALLOWED})
 
 
-class DownloadError(Exception):
-    """A failed download: ``reason`` is a condition reason, ``message`` is safe to show anywhere."""
+class DownloadError(AimError):
+    """A failed download: ``reason`` is a condition reason, ``message`` is safe to show anywhere;
+    ``transient`` (a later attempt may succeed) defaults to the reason not being one of
+    :data:`PERMANENT_REASONS`."""
 
-    def __init__(self, reason: str, message: str, *, retryable: bool | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-        self.retryable = reason not in PERMANENT_REASONS if retryable is None else retryable
+    reason = DOWNLOAD_FAILED
+
+    def __init__(self, reason: str, message: str, *, transient: bool | None = None) -> None:
+        super().__init__(
+            message,
+            reason=reason,
+            transient=reason not in PERMANENT_REASONS if transient is None else transient,
+        )
 
     def __str__(self) -> str:
         return f"{self.reason}: {self.message}"

@@ -31,6 +31,7 @@ from aim_cache.downloader.errors import (
     host_of,
     redact_url,
 )
+from aimcore.api.errors import AimError
 from aimcore.domain.outbound import OutboundPolicy, OutboundRefused
 from aimcore.domain.outbound.connect import http_connection
 
@@ -56,12 +57,17 @@ def make_ssl_context(verify: bool | str = True) -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-class Transient(Exception):
-    """A failure worth retrying (dropped connection, stall, 5xx); ``error`` is what to raise when
-    the attempts run out."""
+class Transient(AimError):
+    """A failure worth retrying at once, in this process (dropped connection, stall, 5xx): the
+    transfer retries the range with its backoff (or ``retry_after``); ``error`` is what to raise when
+    the attempts run out (a :class:`DownloadError`, whose own ``transient`` says whether a later
+    attempt of the whole download may help). A :class:`DownloadError` raised unwrapped is not
+    retried in the process."""
+
+    transient = True
 
     def __init__(self, error: DownloadError, retry_after: float | None = None) -> None:
-        super().__init__(error.message)
+        super().__init__(error.message, reason=error.reason)
         self.error = error
         self.retry_after = retry_after
 
@@ -79,7 +85,7 @@ class Opened:
 
 def refused(error: OutboundRefused) -> DownloadError:
     """The download reason of a connection the outbound policy refused (not retried)."""
-    return DownloadError(ADDRESS_NOT_ALLOWED, error.message, retryable=False)
+    return DownloadError(ADDRESS_NOT_ALLOWED, error.message, transient=False)
 
 
 class Connections:
@@ -179,8 +185,8 @@ def open_url(
     range_header: str | None = None,
 ) -> Opened:
     """Send the request, follow redirects, and return the final response with its headers read.
-    Raises :class:`Transient` for retryable failures and :class:`DownloadError` otherwise; the
-    caller checks the status (anything not a redirect is returned)."""
+    Raises :class:`Transient` for failures worth retrying at once and :class:`DownloadError`
+    otherwise; the caller checks the status (anything not a redirect is returned)."""
     current = url
     current_headers = dict(headers)
     for _ in range(MAX_REDIRECTS + 1):
@@ -276,7 +282,8 @@ def status_error(status: int, url: str, *, had_token: bool = False) -> DownloadE
 def transient(
     error: BaseException, url: str, stall_timeout: float | None = None
 ) -> Transient | DownloadError:
-    """A retryable failure from a socket error while talking to ``url``'s host."""
+    """The failure a socket error while talking to ``url``'s host is: :class:`Transient` (retried
+    at once), or a :class:`DownloadError` for a certificate that is not trusted."""
     host = host_of(url)
     if isinstance(error, TimeoutError | socket.timeout):
         seconds = f"{stall_timeout:g} s" if stall_timeout is not None else "the timeout"

@@ -26,6 +26,7 @@ import http.client
 import logging
 import mmap
 import os
+import random
 import re
 import shutil
 import ssl
@@ -50,6 +51,8 @@ from aim_cache.downloader.errors import (
 from aim_cache.downloader.fetch import idle
 from aim_cache.downloader.ranges import RangeSet, split
 from aim_cache.downloader.sources import Digest, RemoteFile
+from aimcore.api.backoff import Backoff, Jitter
+from aimcore.api.errors import AimError
 from aimcore.domain.outbound import OutboundPolicy
 
 log = logging.getLogger("aim_cache.downloader")
@@ -91,9 +94,11 @@ WRITEBACK_SECONDS = 0.25
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
 
 
-def backoff(attempt: int) -> float:
-    """0.25 s, 0.5 s, 1 s, 2 s ... capped at 8 s."""
-    return float(min(8.0, 0.25 * 2 ** max(0, attempt - 1)))
+RANGE_RETRY = Backoff(base=0.25, cap=8.0)
+"""A byte range that failed without progress is fetched again after 0.25 s, 0.5 s, 1 s ... at most
+8 s (with jitter, so the workers of one download do not hit the server together)."""
+RANGE_JITTER: Jitter = random.random
+"""Where that jitter comes from (a test timing the retries sets ``None``: the exact schedule)."""
 
 
 def new_hasher(algorithm: str, size: int) -> Any:
@@ -159,11 +164,12 @@ class _Slot:
     buf: mmap.mmap
 
 
-class _Failed(Exception):
-    """An attempt ended at ``pos`` (bytes before it are written) because of ``error``."""
+class _Failed(AimError):
+    """An attempt ended at ``pos`` (bytes before it are written) because of ``error`` (whose reason
+    and transient it carries)."""
 
     def __init__(self, pos: int, error: fetch.Transient | DownloadError) -> None:
-        super().__init__(str(error))
+        super().__init__(str(error), reason=error.reason, transient=error.transient)
         self.pos = pos
         self.error = error
 
@@ -471,7 +477,11 @@ class Transfer:
             total += 1
             if attempts >= MAX_ATTEMPTS or total >= MAX_TOTAL_ATTEMPTS:
                 raise error.error
-            delay = error.retry_after if error.retry_after is not None else backoff(attempts)
+            delay = (
+                error.retry_after
+                if error.retry_after is not None
+                else RANGE_RETRY.delay(attempts, jitter=RANGE_JITTER)
+            )
             log.warning(
                 "%s: %s; retrying from byte %d in %.2gs (attempt %d of %d)",
                 job.remote.path,

@@ -56,7 +56,7 @@ def download_guard(guard: Guard) -> Guard:
         try:
             guard(url)
         except SourceError as exc:
-            raise DownloadError(exc.reason, exc.message, retryable=False) from None
+            raise DownloadError(exc.reason, exc.message, transient=False) from None
         except SourceUnreachable as exc:
             raise DownloadError(SOURCE_UNREACHABLE, str(exc)) from None
 

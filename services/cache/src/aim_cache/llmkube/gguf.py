@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from aimcore.api.errors import AimError
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.domain.outbound.connect import http_connection
 
@@ -121,8 +122,9 @@ _TYPE_AND_COUNT = struct.Struct("<IQ")
 _COUNTS = struct.Struct("<QQ")
 
 
-class GGUFError(ValueError):
+class GGUFError(AimError, ValueError):
     """Not a GGUF file, an unsupported version, a truncated or absurd header, or a failed fetch.
+    Never reported: the header is best-effort metadata (no reason of its own).
 
     ``status`` is the HTTP status when a remote read failed on one (401, 403, 404, ...)."""
 

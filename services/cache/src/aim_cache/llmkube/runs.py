@@ -194,10 +194,10 @@ class Runs:
                     await asyncio.to_thread(write_sidecar, dest, Recorded(fp, time.time()))
         except DownloadError as exc:
             if exc.reason == ADDRESS_NOT_ALLOWED:  # refused at connect time: this path's reason
-                exc = DownloadError(SOURCE_NOT_ALLOWED, exc.message, retryable=False)
+                exc = DownloadError(SOURCE_NOT_ALLOWED, exc.message, transient=False)
             run.error = exc
         except SourceError as exc:  # a redirect to a refused address
-            run.error = DownloadError(exc.reason, exc.message, retryable=False)
+            run.error = DownloadError(exc.reason, exc.message, transient=False)
         except SourceUnreachable as exc:
             run.error = DownloadError(SOURCE_UNREACHABLE, str(exc))
         except asyncio.CancelledError:

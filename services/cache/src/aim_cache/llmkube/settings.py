@@ -1,54 +1,99 @@
-"""Settings of the LLMKube ``Model`` controller, from the cache service's environment.
-
-- ``AIM_LLMKUBE_CACHE_DIR``: where models are staged, one directory per cache key (default:
-  ``$AIM_CACHE_DIR/_llmkube``: no namespace can be named so, so it never meets a model cache's
-  ``<namespace>/<name>`` directory). On a real cluster mount a persistent volume here (the operator's own
-  model volume, as LLMKube's controller mounts ``<release>-model-cache``).
-- ``AIM_LLMKUBE_ALLOWED_ROOTS``: colon- or comma-separated directories local sources (``file://``,
-  absolute paths) must resolve under. Empty (the default) disables local sources.
-- ``AIM_LLMKUBE_ALLOWED_HOSTS``: comma-separated hosts fetched without the address check, added to
-  the operator-wide ``AIM_OUTBOUND_ALLOWED_HOSTS`` for this path only.
-- ``AIM_LLMKUBE_ALLOW_PRIVATE``: ``true`` lets remote sources resolve to loopback, private and
-  CGNAT addresses (in-cluster mirrors); when set (``true`` or ``false``) it overrides the
-  operator-wide ``AIM_OUTBOUND_ALLOW_PRIVATE`` for this path. Link-local and cloud metadata
-  addresses stay refused unless the host is explicitly allow-listed (see ``docs/deploy.md``,
-  "Outbound address policy").
-- ``AIM_LLMKUBE_REVALIDATE_SECONDS`` (default 3600): how often a Ready model's source is probed.
-- ``AIM_LLMKUBE_RETRY_SECONDS`` (default 30) and ``AIM_LLMKUBE_RETRY_MAX_SECONDS`` (default 900):
-  the first retry after a failed fetch, doubling per attempt up to the maximum; a failure only a
-  user can fix (missing source, wrong credentials, a checksum mismatch) waits the maximum at once.
-- ``AIM_LLMKUBE_DOWNLOADS`` (default 2): fetches running at once in this replica.
-- ``AIM_LLMKUBE_VERIFY_IMAGE`` (default ``aim-cache:0.1.0``, the cache service's image): the image of
-  the Jobs that read ``pvc://`` sources in place (it must carry ``aim-model-inspect``).
-"""
+"""Settings of the LLMKube ``Model`` controller, from the cache service's environment:
+:class:`LLMKubeSettings` is what the environment says, :class:`ModelSettings` what the controller
+works with (the staging directory resolved against ``AIM_CACHE_DIR``, the source policy against the
+operator-wide outbound policy). On a real cluster mount a persistent volume at the staging
+directory (the operator's own model volume, as LLMKube's controller mounts
+``<release>-model-cache``)."""
 
 from __future__ import annotations
 
-import os
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator, BeforeValidator
 
 from aim_cache.llmkube.sources import Policy
 from aimcore.domain.outbound import OutboundPolicy
-from aimcore.domain.outbound.policy import split_hosts
+from aimcore.runtime.settings import AimSettings
+from aimcore.runtime.settings.base import lenient_flag, setting, split_commas, split_commas_or_colons
 
 DEFAULT_VERIFY_IMAGE = "aim-cache:0.1.0"
 
 
-def _list(text: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in re.split(r"[,:]", text) if item.strip())
+class LLMKubeSettings(AimSettings):
+    """LLMKube `Model`s (cache service): where models are staged, which sources may be fetched,
+    how often they are revalidated and retried (see [llmkube.md](llmkube.md))."""
 
+    title = "LLMKube models"
 
-def _flag(text: str | None) -> bool:
-    return (text or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _positive(name: str, default: float) -> float:
-    value = float(os.environ.get(name) or default)
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, not {value}")
-    return value
+    cache_dir: Path | None = setting(
+        env="AIM_LLMKUBE_CACHE_DIR",
+        form="a path",
+        shown_default="`$AIM_CACHE_DIR/_llmkube`",
+        description="Where models are staged, one directory per cache key (`_llmkube`: no namespace "
+        "can be named so, so it never meets a model cache's `<namespace>/<name>` directory).",
+    )
+    allowed_roots: Annotated[tuple[str, ...], BeforeValidator(split_commas_or_colons)] = setting(
+        (),
+        env="AIM_LLMKUBE_ALLOWED_ROOTS",
+        form="directories separated by colons or commas",
+        shown_default="unset: no local sources",
+        description="Directories local sources (`file://`, absolute paths) must resolve under.",
+    )
+    allowed_hosts: Annotated[tuple[str, ...], BeforeValidator(split_commas)] = setting(
+        (),
+        env="AIM_LLMKUBE_ALLOWED_HOSTS",
+        form="comma-separated host names or addresses",
+        description="Hosts fetched without the address check, added to `AIM_OUTBOUND_ALLOWED_HOSTS` "
+        "for this path only.",
+    )
+    allow_private: Annotated[bool | None, BeforeValidator(lenient_flag)] = setting(
+        env="AIM_LLMKUBE_ALLOW_PRIVATE",
+        form="true (also 1, yes, on); any other value is false",
+        shown_default="unset: `AIM_OUTBOUND_ALLOW_PRIVATE`",
+        description="Lets remote sources resolve to loopback, private and CGNAT addresses "
+        "(in-cluster mirrors); when set (true or false) it overrides `AIM_OUTBOUND_ALLOW_PRIVATE` "
+        "for this path. Link-local and cloud metadata addresses stay refused unless the host is "
+        "allow-listed.",
+    )
+    revalidate_seconds: float = setting(
+        3600.0,
+        env="AIM_LLMKUBE_REVALIDATE_SECONDS",
+        gt=0,
+        form="seconds, a number > 0",
+        description="How often a Ready model's source is probed.",
+    )
+    retry_seconds: float = setting(
+        30.0,
+        env="AIM_LLMKUBE_RETRY_SECONDS",
+        gt=0,
+        form="seconds, a number > 0",
+        description="The first retry after a failed fetch, doubling per attempt up to "
+        "`AIM_LLMKUBE_RETRY_MAX_SECONDS`.",
+    )
+    retry_max_seconds: float = setting(
+        900.0,
+        env="AIM_LLMKUBE_RETRY_MAX_SECONDS",
+        gt=0,
+        form="seconds, a number > 0",
+        description="The longest wait between fetch attempts; a failure only a user can fix (missing "
+        "source, wrong credentials, a checksum mismatch) waits this long at once.",
+    )
+    downloads: Annotated[int, AfterValidator(lambda v: max(1, v))] = setting(
+        2,
+        env="AIM_LLMKUBE_DOWNLOADS",
+        form="a whole number (less than 1 counts as 1)",
+        description="Fetches running at once in this replica.",
+    )
+    verify_image: str = setting(
+        DEFAULT_VERIFY_IMAGE,
+        env="AIM_LLMKUBE_VERIFY_IMAGE",
+        form="an image reference",
+        description="The image of the Jobs that read `pvc://` sources in place (it must carry "
+        "`aim-model-inspect`; by default the cache service's image).",
+    )
 
 
 @dataclass(frozen=True)
@@ -62,20 +107,20 @@ class ModelSettings:
     verify_image: str = DEFAULT_VERIFY_IMAGE
 
     @classmethod
-    def from_env(cls, cache_dir: Path) -> ModelSettings:
-        base = OutboundPolicy.from_env()
-        hosts = split_hosts(os.environ.get("AIM_LLMKUBE_ALLOWED_HOSTS", ""))
-        private = (os.environ.get("AIM_LLMKUBE_ALLOW_PRIVATE") or "").strip()
+    def from_env(cls, cache_dir: Path, env: Mapping[str, str] | None = None) -> ModelSettings:
+        """The controller's settings; ``cache_dir`` is the cache service's (``AIM_CACHE_DIR``)."""
+        own = LLMKubeSettings.from_env(env)
+        base = OutboundPolicy.from_env(env)
         return cls(
-            cache_dir=Path(os.environ.get("AIM_LLMKUBE_CACHE_DIR") or cache_dir / "_llmkube").expanduser(),
+            cache_dir=(own.cache_dir or cache_dir / "_llmkube").expanduser(),
             policy=Policy(
-                allowed_roots=_list(os.environ.get("AIM_LLMKUBE_ALLOWED_ROOTS", "")),
-                allowed_hosts=base.allowed_hosts | frozenset(hosts),
-                allow_private=_flag(private) if private else base.allow_private,
+                allowed_roots=own.allowed_roots,
+                allowed_hosts=base.allowed_hosts | frozenset(own.allowed_hosts),
+                allow_private=base.allow_private if own.allow_private is None else own.allow_private,
             ),
-            revalidate_seconds=_positive("AIM_LLMKUBE_REVALIDATE_SECONDS", 3600.0),
-            retry_seconds=_positive("AIM_LLMKUBE_RETRY_SECONDS", 30.0),
-            retry_max_seconds=_positive("AIM_LLMKUBE_RETRY_MAX_SECONDS", 900.0),
-            downloads=max(1, int(os.environ.get("AIM_LLMKUBE_DOWNLOADS") or 2)),
-            verify_image=os.environ.get("AIM_LLMKUBE_VERIFY_IMAGE") or DEFAULT_VERIFY_IMAGE,
+            revalidate_seconds=own.revalidate_seconds,
+            retry_seconds=own.retry_seconds,
+            retry_max_seconds=own.retry_max_seconds,
+            downloads=own.downloads,
+            verify_image=own.verify_image,
         )

@@ -30,6 +30,7 @@ from typing import Any, Final, Literal
 from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
 
 from aim_cache.downloader.errors import redact_url
+from aimcore.api.errors import AimError
 from aimcore.domain.outbound import (
     OutboundPolicy,
     OutboundRefused,
@@ -55,17 +56,21 @@ _MAX_NAME = 200
 Reason = Literal["InvalidSource", "SourceNotAllowed", "InvalidFileSet"]
 
 
-class SourceError(ValueError):
+class SourceError(AimError, ValueError):
     """A permanent problem with the source: fix the spec (or the policy), retrying will not help."""
 
+    reason: Reason = INVALID_SOURCE
+    transient = False
+
     def __init__(self, reason: Reason, message: str) -> None:
-        super().__init__(message)
-        self.reason: Reason = reason
-        self.message = message
+        super().__init__(message, reason=reason)
 
 
-class SourceUnreachable(Exception):
+class SourceUnreachable(AimError):
     """A transient problem (the host does not resolve right now): retry later."""
+
+    reason = "SourceUnreachable"
+    transient = True
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""What a Model's status says, as a pure function of what the controller observed.
+"""What a Model's status says, as a pure function of what the reconciler observed.
 
-The controller (:mod:`aim_cache.llmkube.controller`) gathers observations (is a complete copy on
+The reconciler (:mod:`aim_cache.llmkube.reconciler`) gathers observations (is a complete copy on
 disk, is a fetch running or waiting to retry, what did the last probe of the upstream say, can any
 node run it); :func:`compose` turns them into LLMKube's vocabulary: ``phase``
 (Pending|Downloading|Copying|Ready|Failed), the ``Available``/``Progressing``/``Degraded``/

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from nats import errors as nats_errors
 from nats.js import JetStreamContext
@@ -47,18 +46,14 @@ GIB = 1 << 30
 STREAM_IN_USE = 10058
 
 
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    return float(raw) if raw else default
-
-
 @dataclass(frozen=True)
 class Retention:
-    """History kept for audit and replay; ``AIM_HISTORY_MAX_AGE`` (seconds) and
-    ``AIM_HISTORY_MAX_BYTES`` override the defaults (7 days, 1 GiB per stream)."""
+    """History kept for audit and replay (the watcher's ``AIM_HISTORY_MAX_AGE`` and
+    ``AIM_HISTORY_MAX_BYTES``, :class:`aimcore.runtime.settings.history.HistorySettings`, override
+    the defaults: 7 days, 1 GiB per stream)."""
 
-    max_age: float = field(default_factory=lambda: _env_float("AIM_HISTORY_MAX_AGE", 7 * DAY))
-    max_bytes: int = field(default_factory=lambda: int(_env_float("AIM_HISTORY_MAX_BYTES", GIB)))
+    max_age: float = 7 * DAY
+    max_bytes: int = GIB
     duplicate_window: float = 120.0
 
 

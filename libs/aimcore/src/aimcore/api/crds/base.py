@@ -25,6 +25,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self, cast
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
 
+from aimcore.api.imageref import InvalidReference, parse_reference
 from aimcore.api.quantities import amount, check_amount
 
 # ---------------------------------------------------------------------------------------------
@@ -114,10 +115,6 @@ IMAGE_PATTERN = r"^\S+$"
 
 
 def _image_reference(value: str) -> str:
-    # Imported here: aimcore.domain.oci's package imports the CRD models.
-    from aimcore.domain.oci.errors import InvalidReference  # noqa: PLC0415
-    from aimcore.domain.oci.reference import parse_reference  # noqa: PLC0415
-
     try:
         parse_reference(value)
     except InvalidReference as exc:
@@ -127,7 +124,7 @@ def _image_reference(value: str) -> str:
 
 ImageReference = Annotated[str, AfterValidator(_image_reference)]
 """A container image reference, parsed as the registry client and the kubelet will read it
-(:func:`aimcore.domain.oci.reference.parse_reference`); use with ``Field(pattern=IMAGE_PATTERN)`` so the
+(:func:`aimcore.api.imageref.parse_reference`); use with ``Field(pattern=IMAGE_PATTERN)`` so the
 API server refuses whitespace at apply time."""
 
 DURATION_PATTERN = r"^\+?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$"

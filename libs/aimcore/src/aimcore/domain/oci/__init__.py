@@ -6,6 +6,13 @@ distribution API (manifest + config only, catalog, tags) and AIM label parsing.
         metadata = await registry.image_metadata("ghcr.io/silogen/aim-llama:0.7.0")
 """
 
+from aimcore.api.imageref import (
+    ImageReference,
+    InvalidReference,
+    normalize_registry,
+    parse_reference,
+    parse_repository,
+)
 from aimcore.domain.oci.auth import (
     Challenge,
     Credentials,
@@ -24,22 +31,22 @@ from aimcore.domain.oci.client import (
     select_platform,
 )
 from aimcore.domain.oci.errors import (
+    OCI_ERRORS,
     AddressNotAllowed,
     AuthFailed,
     CredentialsError,
     ImageNotFound,
     InsecureTokenRealm,
-    InvalidReference,
     LabelError,
     OCIError,
     RegistryError,
     RegistryUnreachable,
 )
 from aimcore.domain.oci.labels import image_metadata
-from aimcore.domain.oci.reference import ImageReference, normalize_registry, parse_reference, parse_repository
 
 __all__ = [
     "DEFAULT_PLATFORM",
+    "OCI_ERRORS",
     "AddressNotAllowed",
     "AuthFailed",
     "Challenge",

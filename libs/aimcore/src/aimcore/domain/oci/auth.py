@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aimcore.domain.oci.errors import CredentialsError, InvalidReference
-from aimcore.domain.oci.reference import DOCKER_HUB, DOCKER_HUB_ALIASES, normalize_registry
+from aimcore.api.imageref import DOCKER_HUB, DOCKER_HUB_ALIASES, InvalidReference, normalize_registry
+from aimcore.domain.oci.errors import CredentialsError
 
 DOCKERCONFIGJSON_TYPE = "kubernetes.io/dockerconfigjson"
 DOCKERCFG_TYPE = "kubernetes.io/dockercfg"

@@ -24,15 +24,14 @@ What discovery and registry-sync need and nothing more:
   HTTP gets nothing: :class:`InsecureTokenRealm`); the ``Authorization`` header never follows a
   redirect to another origin (scheme, host or port).
 
-Every failure is one of :mod:`aimcore.domain.oci.errors`: :class:`ImageNotFound`, :class:`AuthFailed`,
-:class:`RegistryUnreachable`, :class:`InvalidReference`, :class:`RegistryError`,
-:class:`AddressNotAllowed`, :class:`InsecureTokenRealm` (and :class:`LabelError` from the label
-parser). Messages never contain credentials.
+Every failure is one of :data:`aimcore.domain.oci.errors.OCI_ERRORS`: :class:`ImageNotFound`,
+:class:`AuthFailed`, :class:`RegistryUnreachable`, :class:`RegistryError`, :class:`AddressNotAllowed`,
+:class:`InsecureTokenRealm` (and :class:`LabelError` from the label parser), or the API layer's
+:class:`aimcore.api.imageref.InvalidReference`. Messages never contain credentials.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
@@ -49,6 +48,14 @@ from typing import Any
 import aiohttp
 
 from aimcore.api.crds.aim import ImageMetadata
+from aimcore.api.imageref import (
+    ImageReference,
+    InvalidReference,
+    api_host,
+    is_loopback,
+    normalize_registry,
+    parse_reference,
+)
 from aimcore.domain.oci import labels as aim_labels
 from aimcore.domain.oci.auth import Challenge, Credentials, DockerConfig, parse_www_authenticate
 from aimcore.domain.oci.errors import (
@@ -56,20 +63,13 @@ from aimcore.domain.oci.errors import (
     AuthFailed,
     ImageNotFound,
     InsecureTokenRealm,
-    InvalidReference,
     OCIError,
     RegistryError,
     RegistryUnreachable,
 )
-from aimcore.domain.oci.reference import (
-    ImageReference,
-    api_host,
-    is_loopback,
-    normalize_registry,
-    parse_reference,
-)
 from aimcore.domain.outbound import OutboundPolicy, OutboundRefused, check_url, normalize_host
 from aimcore.domain.outbound.resolver import connector
+from aimcore.runtime.keyedlock import KeyedLock
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -216,7 +216,7 @@ class RegistryClient:
         self._basic_hosts: set[str] = set()
         self._bearer: dict[str, Challenge] = {}
         self._tokens: dict[tuple[str, str], tuple[str, float]] = {}
-        self._token_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._token_locks: KeyedLock[tuple[str, str]] = KeyedLock()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -575,8 +575,7 @@ class RegistryClient:
             "bearer", {k: v for k, v in challenge.params.items() if k != "scope"}
         )
         key = (registry, scope)
-        lock = self._token_locks.setdefault(key, asyncio.Lock())
-        async with lock:
+        async with self._token_locks.hold(key):
             cached = self._tokens.get(key)
             if cached and cached[1] > time.monotonic():
                 return f"Bearer {cached[0]}"

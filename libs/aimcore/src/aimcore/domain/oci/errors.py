@@ -1,25 +1,24 @@
-"""The errors of the OCI client, each with the condition ``reason`` a service reports for it.
+"""The errors of the OCI client, each with the condition ``reason`` a service reports for it and
+whether retrying may help (``transient``), as every :class:`aimcore.api.errors.AimError`.
 
 Messages never contain credentials or the contents of a pull secret.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Final
+
+from aimcore.api.errors import AimError
+from aimcore.api.imageref import InvalidReference
 
 
-class OCIError(Exception):
-    """Base of every error raised by :mod:`aimcore.domain.oci`."""
+class OCIError(AimError):
+    """Base of the registry client's errors. An image reference that cannot be parsed raises
+    :class:`aimcore.api.imageref.InvalidReference` (the API layer's parser, which the CRD models
+    validate with): catch :data:`OCI_ERRORS` for everything the client raises."""
 
-    reason: ClassVar[str] = "RegistryError"
-    transient: ClassVar[bool] = False
-    """Whether retrying later (without changing the input) may help."""
-
-
-class InvalidReference(OCIError, ValueError):
-    """An image reference (or registry / repository name) that cannot be parsed."""
-
-    reason = "InvalidImageReference"
+    reason = "RegistryError"
+    transient = False
 
 
 class CredentialsError(OCIError, ValueError):
@@ -78,3 +77,7 @@ class InsecureTokenRealm(OCIError):
     sent there (they would cross the network in the clear to a host they do not belong to)."""
 
     reason = "InsecureTokenRealm"
+
+
+OCI_ERRORS: Final = (OCIError, InvalidReference)
+"""Everything the registry client raises on purpose, for ``except OCI_ERRORS as exc``."""

@@ -5,8 +5,6 @@ See ``docs/deploy.md`` ("Outbound address policy")."""
 
 from aimcore.domain.outbound.policy import (
     ADDRESS_NOT_ALLOWED,
-    ALLOW_PRIVATE_ENV,
-    ALLOWED_HOSTS_ENV,
     POLICY_ENV,
     OutboundPolicy,
     OutboundRefused,
@@ -18,6 +16,7 @@ from aimcore.domain.outbound.policy import (
     parse_address,
     refusal_in,
 )
+from aimcore.runtime.settings.outbound import ALLOW_PRIVATE_ENV, ALLOWED_HOSTS_ENV
 
 __all__ = [
     "ADDRESS_NOT_ALLOWED",

@@ -31,19 +31,19 @@ connection hooks that resolve, judge and then connect to exactly the judged addr
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
+from aimcore.api.errors import AimError
+from aimcore.runtime.settings.outbound import ALLOW_PRIVATE_ENV, ALLOWED_HOSTS_ENV, OutboundSettings
+
 ADDRESS_NOT_ALLOWED: Final = "AddressNotAllowed"
 """The condition reason of a refused connection (the user must change the spec or the operator
 its outbound settings: retrying does not help)."""
 
-ALLOWED_HOSTS_ENV: Final = "AIM_OUTBOUND_ALLOWED_HOSTS"
-ALLOW_PRIVATE_ENV: Final = "AIM_OUTBOUND_ALLOW_PRIVATE"
 POLICY_ENV: Final = (ALLOWED_HOSTS_ENV, ALLOW_PRIVATE_ENV)
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -89,26 +89,29 @@ PRIVATE: Final[tuple[tuple[_Net, str], ...]] = (
 )
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _V4_COMPATIBLE = ipaddress.IPv6Network("::/96")
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
 
 
-class OutboundRefused(Exception):
+class OutboundRefused(AimError):
     """A connection the outbound policy refuses. Deliberately not an ``OSError``: transport error
     handlers must not mistake it for a network hiccup and retry it. The message names the host, the
     address and why, never a URL's path or query (which may carry signatures)."""
 
-    reason: Final = ADDRESS_NOT_ALLOWED
+    reason = ADDRESS_NOT_ALLOWED
+    transient = False
 
     def __init__(self, message: str, *, host: str, address: str | None = None) -> None:
         super().__init__(message)
-        self.message = message
         self.host = host
         self.address = address
 
 
-class UnresolvedHost(OSError):
-    """The host does not resolve (now): a transient failure, like any other DNS error."""
+class UnresolvedHost(AimError, OSError):
+    """The host does not resolve (now): a transient failure, like any other DNS error (an
+    ``OSError``, so transport error handlers treat it as one; callers report their own
+    "unreachable" reason for it)."""
+
+    reason = "SourceUnreachable"
+    transient = True
 
 
 @dataclass(frozen=True)
@@ -127,14 +130,14 @@ class OutboundPolicy:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OutboundPolicy:
-        """The operator-wide policy: ``AIM_OUTBOUND_ALLOWED_HOSTS`` (comma-separated) and
-        ``AIM_OUTBOUND_ALLOW_PRIVATE`` (true/false), from ``env`` (default: the process
-        environment). Both unset: the strict default."""
-        source = os.environ if env is None else env
-        return cls(
-            allowed_hosts=frozenset(split_hosts(source.get(ALLOWED_HOSTS_ENV, ""))),
-            allow_private=parse_flag(source.get(ALLOW_PRIVATE_ENV), ALLOW_PRIVATE_ENV) or False,
-        )
+        """The operator-wide policy (:class:`~aimcore.runtime.settings.outbound.OutboundSettings`:
+        ``AIM_OUTBOUND_ALLOWED_HOSTS`` and ``AIM_OUTBOUND_ALLOW_PRIVATE``), from ``env`` (default:
+        the process environment). Both unset: the strict default."""
+        return cls.of(OutboundSettings.from_env(env))
+
+    @classmethod
+    def of(cls, settings: OutboundSettings) -> OutboundPolicy:
+        return cls(allowed_hosts=frozenset(settings.allowed_hosts), allow_private=settings.allow_private)
 
     def allows_host(self, host: str) -> bool:
         """Whether ``host`` is allow-listed (it then skips every address check)."""
@@ -147,22 +150,6 @@ class OutboundPolicy:
             ALLOWED_HOSTS_ENV: ",".join(sorted(self.allowed_hosts)),
             ALLOW_PRIVATE_ENV: "true" if self.allow_private else "false",
         }
-
-
-def split_hosts(text: str) -> list[str]:
-    return [h.strip() for h in text.split(",") if h.strip()]
-
-
-def parse_flag(text: str | None, name: str) -> bool | None:
-    """``true``/``false`` (also 1/0, yes/no, on/off); None when unset or empty."""
-    value = (text or "").strip().lower()
-    if not value:
-        return None
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ValueError(f"{name} must be true or false, not {text!r}")
 
 
 # -- names and addresses ----------------------------------------------------------------------

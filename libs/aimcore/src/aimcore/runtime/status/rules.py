@@ -21,15 +21,24 @@ reason and message, so the state is read from the **reason**:
    a. the kind's own table (:attr:`Rule.reasons`), then the shared :data:`REASON_STATES`
       (``InvalidSpec``/``ReferenceNotFound``/``AuthError``/``ImageNotFound``/``AddressNotAllowed``/... and
       ``<Child>CreateRejected``/``<Child>CreateForbidden``, a child the API server refused → Failed,
-      ``ModelNotReady``/``Downloading``/... → Progressing, ``PodsStarting`` → Starting,
+      ``Downloading``/... → Progressing, ``PodsStarting`` → Starting,
       ``PodsPending``/``FailedScheduling``/... → Pending, ``CacheLost``/``ImagePullBackOff`` →
       Degraded, ``GPUNotAvailable``/``VRAMNotAvailable`` → NotAvailable);
    b. suffixes: ``…NotAvailable`` → NotAvailable; ``…Degraded`` and ``…Error`` (infrastructure:
       ``FetchError``, ``InternalError``, ``InfrastructureError``) → Degraded; ``…Failed``/``…Failure``
       → Failed;
-   c. anything else → Pending for an *upstream* component (something the object waits for but does
+   c. a dependency reason (:data:`DEPENDENCY_REASONS`: ``ModelNotReady``, ``TemplateNotReady``, the
+      original's one reason for a dependency in any state) takes the state its message names
+      (:func:`dependency_message`) when that is an error state;
+   d. anything else → Pending for an *upstream* component (something the object waits for but does
       not make: model, template, runtime config, GPU) and Progressing for a *downstream* one
       (something the object makes or drives: InferenceService, pods, caches, jobs).
+   e. As in the original, an upstream component that is not in an error state always makes the
+      object wait: Pending, whatever its reason says (a model still Progressing keeps a service
+      Pending, not Starting; only its own work under way makes it Starting). The reasons
+      the services report for waiting are listed (:data:`WAITING_REASONS`), as are those only ever
+      reported where no state is read (:data:`UNREAD_REASONS`): a test keeps every reason a
+      service reports known to these tables.
    A reporter that wants a specific state therefore picks a reason from these tables; unknown
    reasons degrade gracefully to "waiting" (Pending/Progressing), never to Failed.
 
@@ -78,6 +87,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -192,6 +202,9 @@ REASON_STATES: Mapping[str, State] = {
     "CacheLost": State.DEGRADED,
     "PathTemplateInvalid": State.DEGRADED,
     "RequestTimeoutInvalid": State.DEGRADED,
+    # the Gateway refused the route: the service runs, unreachable through it, until the user fixes
+    # it (the original never surfaced a rejection: its route stayed HTTPRoutePending)
+    "HTTPRouteRejected": State.DEGRADED,
     "CrashLoopBackOff": State.DEGRADED,
     "PvcLost": State.DEGRADED,
     "JobEvicted": State.DEGRADED,
@@ -213,8 +226,6 @@ REASON_STATES: Mapping[str, State] = {
     "WaitingForDownloadSlot": State.PENDING,
     # work in progress
     "PodsStarting": State.STARTING,
-    "ModelNotReady": State.PROGRESSING,
-    "TemplateNotReady": State.PROGRESSING,
     "CacheNotReady": State.PROGRESSING,
     "CacheCreating": State.PROGRESSING,
     "CreatingRuntime": State.PROGRESSING,
@@ -229,6 +240,71 @@ REASON_STATES: Mapping[str, State] = {
     "WaitingForMetrics": State.PROGRESSING,
     "HTTPRoutePending": State.PROGRESSING,
 }
+
+# Reasons the services report while waiting (for something upstream, or on work under way
+# downstream). Listed so that the rules know every reason a service reports
+# (tests/unit/test_status_reasons.py), and left to the direction default: Pending on an upstream
+# component, Progressing on a downstream one.
+WAITING_REASONS: frozenset[str] = frozenset(
+    {
+        "AwaitingDiscovery",  # discovery: Discovered, until the Job has run
+        "AwaitingInferenceService",  # deployer: InferenceServicePodsReady before the InferenceService
+        "CacheRetrying",  # deployer: CacheReady while a failed template cache is retried once
+        "CachesNotReady",  # cache: ModelCachesReady of a template cache
+        "ConfigNotFound",  # RuntimeConfigReady: a named runtime config, until it is created
+        "CreatingDerivedTemplate",  # deployer: TemplateReady while a template with overrides is made
+        "DiscoveryLogUnavailable",  # discovery: DiscoveryJobReady, the log of a finished Job not readable yet
+        "HTTPRouteCreating",  # deployer: HTTPRouteReady
+        "ModelNotFound",  # TemplateReady/ModelReady: the named model does not exist (yet)
+        # deployer: TemplateReady, no template for the model (yet); a named one that does not
+        # exist is ConfigValid=False/ReferenceNotFound besides
+        "TemplateNotFound",
+        "ModelPending",  # deployer: ModelReady of a model nobody has started on
+        "RuntimeNotReady",  # deployer: InferenceServiceReady while the model server starts
+        "ServiceOverridesNotMatched",  # deployer: TemplateReady, until a template with overrides exists
+        "WaitingForPods",  # deployer: InferenceServicePodsReady before any predictor pod
+    }
+)
+
+# Reasons reported only where the rules read no state: framework conditions and Ready (ConfigValid
+# of runtime configs and model sources, the runtime's own verdicts), conditions that are not
+# components (MaxModelsLimitReached), or an error's own reason its callers report under another
+# (RegistryUnreachable, InvalidImageLabels). Listed for the same test; on a component they would
+# get the direction default.
+UNREAD_REASONS: frozenset[str] = frozenset(
+    {
+        "InvalidConfig",  # runtime configs: ConfigValid/Ready
+        "InvalidFilter",  # model sources: ConfigValid/Ready
+        "ObjectTooLarge",  # the runtime: ConfigValid/Ready
+        "Reconciling",  # the runtime: Ready, once a spec is valid again
+        "WithinLimit",  # model sources: MaxModelsLimitReached=False
+        # the registry client (registry-sync reports it on RegistryReachable; discovery as RegistryError)
+        "RegistryUnreachable",
+        "InvalidImageLabels",  # the label parser (discovery reports MetadataExtractionFailed)
+        "InvalidSetting",  # settings: a service with a bad setting exits at start, reporting nothing
+    }
+)
+
+
+# A dependency that is not Ready, whatever its state (the original's vocabulary: one reason, the
+# state its own): the reporter names the dependency's state in the message, written with
+# :func:`dependency_message`, and only an error state (Failed, Degraded, NotAvailable) is taken from
+# it; otherwise the dependency's direction decides (an upstream one makes the object wait: Pending).
+DEPENDENCY_REASONS: frozenset[str] = frozenset({"ModelNotReady", "TemplateNotReady"})
+_NAMED_STATE = re.compile(r"\bis (" + "|".join(s.value for s in State) + r")\b")
+
+
+def dependency_message(what: str, state: str, detail: str = "") -> str:
+    """``<what> is <state>[: detail]``: the message of a :data:`DEPENDENCY_REASONS` condition (``what``
+    names the dependency, e.g. ``AIMModel llama``)."""
+    return f"{what} is {state}" + (f": {detail}" if detail else "")
+
+
+def dependency_state(message: str) -> State | None:
+    """The error state a dependency message names first, if any."""
+    found = _NAMED_STATE.search(message)
+    state = State(found.group(1)) if found else None
+    return state if state in ERROR_STATES else None
 
 
 def _by_suffix(reason: str) -> State | None:
@@ -279,16 +355,23 @@ class Rule:
         if condition.get("status") == "True":
             return State.READY
         reason = str(condition.get("reason") or "")
-        state = self.reasons.get(reason) or REASON_STATES.get(reason) or _by_suffix(reason)
-        if state is not None:
-            return state
-        return State.PENDING if condition.get("type") in self.upstream else State.PROGRESSING
+        if reason in DEPENDENCY_REASONS:
+            state = dependency_state(str(condition.get("message") or ""))
+        else:
+            state = self.reasons.get(reason) or REASON_STATES.get(reason) or _by_suffix(reason)
+        upstream = condition.get("type") in self.upstream
+        if state is None or (upstream and state not in ERROR_STATES):
+            # the original: a dependency that is not ready makes the object wait (Pending); only
+            # its own work under way makes it Progressing (a service: Starting)
+            return State.PENDING if upstream else State.PROGRESSING
+        return state
 
 
 RESOURCE = Rule()
 # A template cache names one template: its absence is a failure of the cache (the original's e2e
-# ``fails-if-*``), where a service waits for templates that may still be derived.
-TEMPLATE_CACHE = Rule(reasons={"TemplateNotFound": State.FAILED})
+# ``fails-if-*``; reported as ReferenceNotFound with ConfigValid=False), where a service waits for
+# templates that may still be derived.
+TEMPLATE_CACHE = Rule()
 # A service whose cache failed its one retry runs without it: degraded, not failed (seed 000,
 # ``status.cache.retryAttempts``).
 # The steps after a blocked one report ``Awaiting<step>``: as far along as the blocker at most, so

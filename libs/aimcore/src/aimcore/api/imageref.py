@@ -8,6 +8,10 @@ gets ``library/``. ``index.docker.io`` and ``registry-1.docker.io`` are spelled 
 Stricter than that grammar where it would let a mistake through to a Pod: whitespace anywhere
 (a trailing newline from a YAML block scalar included) is an error rather than trimmed, and a
 registry port must be 1-65535.
+
+Part of the API layer: the CRD models validate their image fields with it
+(:data:`aimcore.api.crds.base.ImageReference`), as the registry client
+(:mod:`aimcore.domain.oci`) and the kubelet will read them.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, replace
 
-from aimcore.domain.oci.errors import InvalidReference
+from aimcore.api.errors import AimError
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"
@@ -35,6 +39,14 @@ _PATH_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
 _TAG_RE = re.compile(r"^[\w][\w.-]{0,127}$")
 _DIGEST_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}$")
 _SHA256_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+class InvalidReference(AimError, ValueError):
+    """An image reference (or registry / repository name) that cannot be parsed; the message says
+    why. Only a new spec helps."""
+
+    reason = "InvalidImageReference"
+    transient = False
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from aimcore.domain.oci import InvalidReference, parse_reference, parse_repository
-from aimcore.domain.oci.reference import is_loopback, normalize_registry
+from aimcore.api.errors import AimError
+from aimcore.api.imageref import (
+    InvalidReference,
+    is_loopback,
+    normalize_registry,
+    parse_reference,
+    parse_repository,
+)
+from aimcore.domain import oci
+from aimcore.domain.oci import OCI_ERRORS
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -99,6 +107,15 @@ def test_invalid(text: str) -> None:
 def test_invalid_reference_is_a_value_error_with_the_input() -> None:
     with pytest.raises(ValueError, match="Silogen"):
         parse_reference("ghcr.io/Silogen/aim")
+
+
+def test_invalid_reference_has_the_root_and_is_what_the_registry_client_raises() -> None:
+    with pytest.raises(InvalidReference) as info:
+        parse_reference("ghcr.io/a/b..c")
+    assert isinstance(info.value, AimError)
+    assert (info.value.reason, info.value.transient) == ("InvalidImageReference", False)
+    assert isinstance(info.value, OCI_ERRORS)  # the services catch the client's errors with this
+    assert oci.InvalidReference is InvalidReference and oci.parse_reference is parse_reference
 
 
 def test_parse_repository_and_normalize_registry() -> None:

@@ -1,15 +1,18 @@
-"""The model controller (AIMModel, AIMClusterModel; legacy AIMImage, AIMClusterImage, AIMModel,
+"""The model reconciler (AIMModel, AIMClusterModel; legacy AIMImage, AIMClusterImage, AIMModel,
 AIMClusterModel): runtime config, image metadata, templates, and a status aggregated from them.
 
 One reconcile:
 
 1. Resolve the runtime config (``RuntimeConfigReady``; a missing named config fails the model with
    ``ConfigValid=False/ReferenceNotFound`` and recovers when the config appears).
-2. Image metadata (``ImageMetadataReady``): ``spec.imageMetadata`` wins (air-gapped clusters);
-   else, unless extraction is off (``discovery.extractMetadata``, else the runtime config's
-   ``model.autoDiscovery``), the labels are read from the registry (manifest and config blob
-   only) with the model's ``imagePullSecrets`` and cached in ``status.imageMetadata``. The cache is
-   keyed by the image named in the condition's message: a new ``spec.image`` reads again.
+2. Image metadata (``ImageMetadataReady``): ``spec.imageMetadata`` wins (air-gapped clusters; it
+   is copied into ``status.imageMetadata`` as the original does); else, unless extraction is off
+   (``discovery.extractMetadata``, else the runtime config's ``model.autoDiscovery``), the labels
+   are read from the registry (manifest and config blob only) with the model's
+   ``imagePullSecrets`` and cached in ``status.imageMetadata``. The cache is keyed by the image
+   named in the condition's message: a new ``spec.image`` reads again. A named pull secret that
+   does not exist is ``ImageMetadataReady=False/SecretNotFound`` with ``ConfigValid=False`` and
+   the original's ``ReferenceNotFound`` (the model is Failed until the secret appears).
 3. Templates: one per recommended deployment (when ``createServiceTemplates`` allows) plus
    ``customTemplates``; a custom model (``spec.modelSources``) gets only custom templates, or one
    from ``custom.hardware``. They are server-side applied with an owner reference to the model (so
@@ -46,10 +49,13 @@ from aim_discovery.catalog import (
     template_kind,
     templates_condition,
 )
+from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.errors import AimError
 from aimcore.api.kinds import SECRET, KindRef
 from aimcore.domain.children import differs, owned_by
 from aimcore.domain.oci import (
+    OCI_ERRORS,
     AddressNotAllowed,
     AuthFailed,
     CredentialsError,
@@ -92,6 +98,8 @@ IMAGE_FOUND = "ImageFound"
 EXTRACTION_DISABLED = "ExtractionDisabled"
 METADATA_FROM_SPEC = "MetadataFromSpec"
 SECRET_NOT_FOUND = "SecretNotFound"
+REFERENCE_NOT_FOUND = "ReferenceNotFound"
+INVALID_SPEC = "InvalidSpec"
 INVALID_PULL_SECRET = "InvalidPullSecret"
 EXTRACTION_FAILED = "MetadataExtractionFailed"
 INVALID_IMAGE_REFERENCE = "InvalidImageReference"
@@ -99,8 +107,9 @@ IMAGE_NOT_FOUND = "ImageNotFound"
 AUTH_FAILED = "ImagePullAuthFailure"
 REGISTRY_ERROR = "RegistryError"
 
-BACKOFF_START = 30.0
-BACKOFF_MAX = 600.0
+METADATA_RETRY = Backoff(base=30.0, cap=600.0)
+"""A transient metadata failure (registry, credentials, a forbidden template write): 30 s doubling to
+10 min, counted per model while its image stays the same."""
 
 # Template-state aggregation reasons (reference §2.8).
 ALL_TEMPLATES_READY = "AllTemplatesReady"
@@ -223,7 +232,7 @@ def _refused_state(
     return "False", reason, f"{what}: {details}"
 
 
-def _oci_reason(exc: OCIError) -> tuple[str, bool]:
+def _oci_reason(exc: OCIError | InvalidReference) -> tuple[str, bool]:
     """Reason and whether to retry."""
     if isinstance(exc, InvalidReference):
         return INVALID_IMAGE_REFERENCE, False
@@ -242,7 +251,7 @@ def _oci_reason(exc: OCIError) -> tuple[str, bool]:
     return REGISTRY_ERROR, exc.transient
 
 
-class ModelController:
+class ModelReconciler:
     def __init__(
         self,
         kube: Kube,
@@ -278,17 +287,21 @@ class ModelController:
         outcome = await self._metadata(model, auto_discovery)
         conditions.append(outcome.condition)
         if outcome.config_invalid:
+            # the original's two ConfigValid reasons: a missing upstream object (a pull secret) is
+            # ReferenceNotFound, anything else wrong in the spec InvalidSpec; the component keeps
+            # the specific reason (SecretNotFound, InvalidImageReference)
+            missing = outcome.condition.reason == SECRET_NOT_FOUND
             conditions.append(
                 ConditionReport(
                     type=CONFIG_VALID,
                     status="False",
-                    reason=outcome.condition.reason,
+                    reason=REFERENCE_NOT_FOUND if missing else INVALID_SPEC,
                     message=outcome.condition.message,
                 )
             )
         else:
             conditions.append(ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"))
-        if outcome.metadata is not None and not model.spec_metadata:
+        if outcome.metadata is not None:  # read from the registry, or given in spec.imageMetadata
             fields["imageMetadata"] = dict(outcome.metadata)
 
         planned = self.planned_templates(model, outcome.metadata, auto_discovery)
@@ -398,7 +411,7 @@ class ModelController:
                 failed=True,
                 config_invalid=True,
             )
-        except OCIError as exc:
+        except OCI_ERRORS as exc:
             reason, retry = _oci_reason(exc)
             return Metadata(
                 ConditionReport(type=IMAGE_METADATA_READY, status="False", reason=reason, message=str(exc)),
@@ -534,7 +547,7 @@ class ModelController:
         image, count = self.failures.get(uid, (model.image, 0))
         count = count + 1 if image == model.image else 1
         self.failures[uid] = (model.image, count)
-        return Result(requeue_after=min(BACKOFF_START * 2 ** (count - 1), BACKOFF_MAX))
+        return Result(requeue_after=METADATA_RETRY.delay(count, jitter=jitter_key(model.obj)))
 
 
 def _none_expected(model: ModelView, outcome: Metadata, auto_discovery: bool | None) -> str:
@@ -563,8 +576,11 @@ def _metadata_failure(model: ModelView, outcome: Metadata, auto_discovery: bool 
     return f"{outcome.condition.reason}: {outcome.condition.message}"
 
 
-class _SecretMissing(Exception):
-    pass
+class _SecretMissing(AimError):
+    """A named imagePullSecret does not exist (Secrets are not watched: retried with the backoff)."""
+
+    reason = SECRET_NOT_FOUND
+    transient = True
 
 
 def _read_message(image: str, has_name: bool) -> str:

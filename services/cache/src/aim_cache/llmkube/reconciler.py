@@ -1,4 +1,4 @@
-"""The LLMKube ``Model`` controller (``inference.llmkube.dev/v1alpha1``), run by the cache service.
+"""The LLMKube ``Model`` reconciler (``inference.llmkube.dev/v1alpha1``), run by the cache service.
 
 One reconcile, level-triggered (every step reads what is, none remembers what it did):
 
@@ -56,6 +56,7 @@ from aim_cache.llmkube.sources import (
     parse_source,
 )
 from aim_cache.memo import remember
+from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.kinds import GROUP_LLMKUBE, JOB, NODE, POD, PVC, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain import jobs
@@ -116,12 +117,7 @@ def cache_keys(obj: Obj) -> Iterable[str]:
         return []
 
 
-def gpu_models(informer: Informer) -> Iterable[Obj]:
-    """The Models whose ``acceleratorReady`` depends on the nodes."""
-    return (m for m in informer.list(MODEL, None) if hardware.gpu_wanted(m.get("spec") or {}))
-
-
-class ModelController:
+class LLMKubeModelReconciler:
     def __init__(
         self, kube: Kube, settings: ModelSettings, runs: Runs, requeue: Requeue, *, clock: Any = time.time
     ) -> None:
@@ -173,7 +169,7 @@ class ModelController:
         except SourceUnreachable as exc:
             n, _ = self._policy_failures.get(uid, (0, 0.0))
             remember(self._policy_failures, uid, (n + 1, self.clock()))
-            delay = self._backoff(n + 1, "SourceUnreachable")
+            delay = self._backoff(n + 1, "SourceUnreachable", obj)
             obs = _with(base, failure=state.Failure("SourceUnreachable", str(exc), delay))
             await self._report(request, obs, ("fetch-failed", "SourceUnreachable", str(exc)))
             return Result(requeue_after=delay)
@@ -300,7 +296,7 @@ class ModelController:
                 latest, pods, outcome.get("_log"), what="verify", container=verify.CONTAINER
             )
         attempt = verify.attempt_of(latest)
-        due = _finished(latest, now) + self._backoff(attempt, reason)
+        due = _finished(latest, now) + self._backoff(attempt, reason, request.obj)
         if now >= due:
             return await self._new_round(
                 request, obs, source, claim_uid, digest, verify.round_of(latest) + 1, attempt + 1, known
@@ -417,7 +413,7 @@ class ModelController:
             await self._report(request, obs)
             return Result(requeue_after=PROGRESS_SECONDS)
         if run is not None and mine and run.error is not None and run.finished_at is not None:
-            delay = self._backoff(run.attempt, _reason(run.error.reason))
+            delay = self._backoff(run.attempt, _reason(run.error.reason), request.obj)
             due = run.finished_at + delay
             if now < due and run.finished_at > last - 1:
                 failure = state.Failure(
@@ -488,7 +484,7 @@ class ModelController:
                     "DownloadFailed", "the fetch completed but the staged files are missing"
                 )
             reason = _reason(error.reason)
-            delay = self._backoff(run.attempt, reason)
+            delay = self._backoff(run.attempt, reason, request.obj)
             due = run.finished_at + delay
             if now < due:
                 failure = state.Failure(reason, error.message, due - now)
@@ -508,11 +504,15 @@ class ModelController:
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _backoff(self, attempt: int, reason: str) -> float:
+    def _backoff(self, attempt: int, reason: str, obj: Obj) -> float:
+        """``AIM_LLMKUBE_RETRY_SECONDS`` doubling to ``..._RETRY_MAX_SECONDS`` (jitter keyed by the
+        Model, so a deadline recomputed from a recorded failure stays put); a failure only a user can
+        fix waits the maximum."""
         top = self.settings.retry_max_seconds
         if reason in USER_FIXES:
             return top
-        return float(min(top, self.settings.retry_seconds * 2 ** max(0, attempt - 1)))
+        schedule = Backoff(base=self.settings.retry_seconds, cap=top)
+        return schedule.delay(max(attempt, 1), jitter=jitter_key(obj))
 
     def _local_header(self, path: str) -> dict[str, Any] | None:
         try:

@@ -19,8 +19,10 @@ controller applies what :class:`ModelPlan` asks for.
 - A name to create held by another model → ``ModelNameConflict`` (not ``CreatingModel`` forever).
 
 A model is usable when Ready, or Degraded (some of its templates are unusable, the others may be
-fine: template selection decides); Failed → ``ModelFailed``; NotAvailable → ``ModelNotAvailable``
-(the service is Pending); Pending → ``ModelPending``; anything else → ``ModelNotReady``.
+fine: template selection decides). Otherwise ``ModelNotReady``, as in the original, whatever its
+state, which the message names (``AIMModel x is Failed: ImageNotFound: …``,
+:func:`aimcore.runtime.status.rules.dependency_message`): a Failed model makes the service Failed,
+a NotAvailable one Pending (nowhere to run it), one still coming Pending (waiting for it).
 """
 
 from __future__ import annotations
@@ -31,25 +33,27 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from aim_deployer.service_view import ServiceView
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.crds.registry import resource_class
+from aimcore.api.imageref import InvalidReference, parse_reference
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain.children import owner_reference
 from aimcore.domain.naming import derived_name, label_value
-from aimcore.domain.oci.errors import InvalidReference
-from aimcore.domain.oci.reference import parse_reference
 from aimcore.domain.runtimeconfig import Resolved
 from aimcore.domain.views import (
     AIM,
     AUTO_GENERATED,
     ORIGIN_LABEL,
+    ModelView,
     model_kinds,
     ready_message,
     ready_reason,
     state_of,
 )
 from aimcore.runtime.informer import Informer
+from aimcore.runtime.status.rules import dependency_message
 
 MODEL_READY = "ModelReady"
 SERVICE_LABEL = "aim.eai.amd.com/service"
@@ -61,9 +65,6 @@ DEFAULT_BASE_IMAGE = "amdenterpriseai/aim-base:latest"
 MODEL_RESOLVED = "ModelResolved"
 MODEL_NOT_FOUND = "ModelNotFound"
 MODEL_NOT_READY = "ModelNotReady"
-MODEL_PENDING = "ModelPending"
-MODEL_FAILED = "ModelFailed"
-MODEL_NOT_AVAILABLE = "ModelNotAvailable"
 CREATING_MODEL = "CreatingModel"
 MULTIPLE_MODELS = "MultipleModelsFound"
 INVALID_IMAGE = "InvalidImageReference"
@@ -90,8 +91,9 @@ class ModelPlan:
 
 
 def service_model(ref: KindRef, spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``spec.model`` in one spelling: ``{name|image|custom}`` (legacy ``ref`` and ``aimImageName``
-    become ``name``)."""
+    """``spec.model`` of a stored service in one spelling: ``{name|image|custom}`` (legacy ``ref``
+    and ``aimImageName`` become ``name``). For the informer's index, which sees every service as
+    stored, parsable or not; a reconcile asks :class:`~aim_deployer.service_view.ServiceView`."""
     model = spec.get("model")
     model = model if isinstance(model, Mapping) else {}
     if ref.group != AIM:
@@ -115,19 +117,12 @@ def judge(kind: KindRef, obj: Obj, how: str) -> ModelPlan:
     if state in _USABLE:
         note = f" (model is {state}: {ready_message(obj)})" if state != "Ready" else ""
         return ModelPlan(cond(MODEL_READY, True, MODEL_RESOLVED, f"{how} {what}{note}"), (kind, obj), True)
-    detail = ready_message(obj) or state
+    detail = ready_message(obj)
     cause = ready_reason(obj)
     if cause and cause not in ("Progressing", "NotReady"):  # name the model's own reason
-        detail = f"{cause}: {detail}"
-    if state == "Failed":
-        return ModelPlan(cond(MODEL_READY, False, MODEL_FAILED, f"{what} failed: {detail}"), (kind, obj))
-    if state == "NotAvailable":  # nowhere to run it (no GPU of its templates): the service waits
-        message = f"{what} is not available: {detail}"
-        return ModelPlan(cond(MODEL_READY, False, MODEL_NOT_AVAILABLE, message), (kind, obj))
-    # a model nobody has started on (no discovery yet) keeps the service Pending; one in progress
-    # makes it Starting
-    reason = MODEL_PENDING if state == "Pending" else MODEL_NOT_READY
-    return ModelPlan(cond(MODEL_READY, False, reason, f"{what} is {state.lower()}: {detail}"), (kind, obj))
+        detail = f"{cause}: {detail}" if detail else cause
+    message = dependency_message(what, state, detail)
+    return ModelPlan(cond(MODEL_READY, False, MODEL_NOT_READY, message), (kind, obj))
 
 
 def by_name(informer: Informer, group: str, namespace: str | None, name: str) -> ModelPlan:
@@ -205,7 +200,7 @@ def by_image(  # noqa: PLR0917 - one call site, every argument named there
     matches: list[tuple[KindRef, Obj]] = []
     for kind in _lookup_kinds(group):
         for obj in informer.list(kind, namespace if kind.namespaced else None):
-            if (obj.get("spec") or {}).get("image") == image and not obj["metadata"].get("deletionTimestamp"):
+            if ModelView(kind, obj).image == image and not obj["metadata"].get("deletionTimestamp"):
                 matches.append((kind, obj))
     if sticky:  # the model resolved before, while it stays Ready (reference §2.1)
         for kind, obj in matches:
@@ -336,27 +331,22 @@ def name_taken(
     return ModelPlan(cond(MODEL_READY, False, MODEL_NAME_CONFLICT, message))
 
 
-def by_custom(
-    informer: Informer,
-    ref: KindRef,
-    service: Obj,
-    custom: Mapping[str, Any],
-) -> ModelPlan:
-    group = ref.group
-    namespace = service["metadata"].get("namespace")
-    kind = by_kind(group, "AIMModel")
-    spec = custom_model_spec(service.get("spec") or {}, custom)
+def by_custom(informer: Informer, service: ServiceView) -> ModelPlan:
+    namespace = service.namespace
+    kind = by_kind(service.ref.group, "AIMModel")
+    # made of the stored spec, as the informer's index computes the same name from it
+    spec = custom_model_spec(service.wire_spec, service.wire_custom)
     identity = model_identity(kind, spec)
     key = source_key(spec["modelSources"])
-    uid = service["metadata"].get("uid")
+    uid = service.uid
     matches = []
     for obj in informer.list(kind, namespace):
-        ospec = obj.get("spec") or {}
+        found = ModelView(kind, obj)
         if obj["metadata"].get("deletionTimestamp"):
             continue
-        if ospec.get("image") != spec["image"] or source_key(ospec.get("modelSources") or []) != key:
+        if found.image != spec["image"] or source_key(found.model_sources) != key:
             continue  # (cheap checks first)
-        if model_identity(kind, ospec) == identity:
+        if model_identity(kind, found.spec) == identity:
             matches.append(obj)
     if matches:
         # one this service already co-owns first (a model made under an older naming and one
@@ -370,13 +360,13 @@ def by_custom(
     taken = name_taken(informer, kind, namespace, name, "the custom model this service asks for")
     if taken is not None:
         return taken
-    labels = _labels({CUSTOM_LABEL: "true", SERVICE_LABEL: label_value(service["metadata"]["name"])})
+    labels = _labels({CUSTOM_LABEL: "true", SERVICE_LABEL: label_value(service.name)})
     meta: Obj = {
         "name": name,
         "namespace": namespace,
         "labels": labels,
         # not the controller: several services may share the model, each one an owner
-        "ownerReferences": [owner_reference(ref, service, controller=False)],
+        "ownerReferences": [owner_reference(service.ref, service.obj, controller=False)],
     }
     body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": spec}
     message = f"creating custom AIMModel {name} ({', '.join(u for _, u, _ in key)})"
@@ -387,26 +377,21 @@ def _owner_uids(obj: Mapping[str, Any]) -> set[Any]:
     return {o.get("uid") for o in (obj.get("metadata") or {}).get("ownerReferences") or []}
 
 
-def resolve_model(informer: Informer, ref: KindRef, service: Obj, config: Resolved | None) -> ModelPlan:
-    spec = service.get("spec") or {}
-    namespace = service["metadata"].get("namespace")
-    model = service_model(ref, spec)
-    status = service.get("status") or {}
-    sticky = status.get("resolvedModel") if ref.group == AIM else status.get("resolvedImage")
-    if model.get("name"):
-        return by_name(informer, ref.group, namespace, str(model["name"]))
-    if model.get("image"):
+def resolve_model(informer: Informer, service: ServiceView, config: Resolved | None) -> ModelPlan:
+    group, namespace = service.ref.group, service.namespace
+    if service.model_name:
+        return by_name(informer, group, namespace, service.model_name)
+    if service.model_image:
         return by_image(
             informer=informer,
-            group=ref.group,
+            group=group,
             namespace=namespace,
-            image=str(model["image"]),
-            service_spec=spec,
+            image=service.model_image,
+            service_spec=service.wire_spec,
             config=config,
-            sticky=sticky if isinstance(sticky, Mapping) else None,
+            sticky=service.resolved_model,
         )
-    custom = model.get("custom")
-    if isinstance(custom, Mapping):
-        return by_custom(informer, ref, service, custom)
+    if service.model_custom is not None:
+        return by_custom(informer, service)
     message = "spec.model must set exactly one of name, image or custom"
     return ModelPlan(cond(MODEL_READY, False, "InvalidSpec", message), invalid="InvalidSpec")

@@ -1,0 +1,134 @@
+"""What every service reads, whatever it does: where the Kubernetes API is, the operator's namespace,
+the watcher's resync period, the log level, an optional reconcile journal; tracing (OpenTelemetry's
+own variables) and whether a proxy is configured."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+from aimcore.runtime.settings.base import AimSettings, setting
+from aimcore.runtime.settings.bus import BusSettings
+
+LOG_LEVELS = tuple(logging.getLevelNamesMapping())
+
+
+def _log_level(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    level = value.strip().upper() or "INFO"
+    if level not in LOG_LEVELS:
+        raise ValueError("not a log level")
+    return level
+
+
+class ProcessSettings(AimSettings):
+    """The process: the Kubernetes API, the operator's namespace, resync, logging, diagnostics."""
+
+    title = "Process"
+
+    kubeconfig: str | None = setting(
+        env=("AIM_KUBECONFIG", "KUBECONFIG"),
+        description="The kubeconfig file of the Kubernetes API. Unset in a cluster: the pod's "
+        "service account is used (outside a cluster, the default kubeconfig).",
+        form="a path",
+        shown_default="unset: in-cluster service account",
+    )
+    system_namespace: str = setting(
+        "aim-system",
+        env="AIM_SYSTEM_NAMESPACE",
+        description="The operator's namespace: cluster-scoped objects' pull secrets, discovery Jobs "
+        "and templates of cluster-scoped models live here.",
+    )
+    resync_seconds: float = setting(
+        600.0,
+        env="AIM_RESYNC_SECONDS",
+        gt=0,
+        form="seconds, a number > 0",
+        description="How often the watcher lists every watched kind again and republishes what "
+        "changed (a safety net for missed events).",
+    )
+    log_level: Annotated[str, BeforeValidator(_log_level)] = setting(
+        "INFO",
+        env="AIM_LOG_LEVEL",
+        form="DEBUG, INFO, WARNING, ERROR or CRITICAL (any case)",
+        description="The level of the service's log.",
+    )
+    reconcile_journal: str | None = setting(
+        env="AIM_RECONCILE_JOURNAL",
+        form="a path",
+        description="Diagnostics: append one JSON line per reconcile (object, process id, monotonic "
+        "start and end) to this file. The scaling tests use it to prove no two replicas "
+        "reconcile an object at once.",
+    )
+
+
+class TracingSettings(AimSettings):
+    """Tracing: spans are always created and propagated across NATS; these standard OpenTelemetry
+    variables choose where they go. The OTLP exporter reads its own `OTEL_EXPORTER_OTLP_*`
+    variables (endpoint, headers...)."""
+
+    title = "Tracing (OpenTelemetry)"
+
+    service_name: str | None = setting(
+        env="OTEL_SERVICE_NAME",
+        shown_default="`aim-<service>`",
+        description="The service name spans are reported under.",
+    )
+    traces_exporter: str = setting(
+        "none",
+        env="OTEL_TRACES_EXPORTER",
+        form="console, otlp or none",
+        description="`console`: one JSON span per line in the log; `otlp`: OTLP over HTTP "
+        "(needs `opentelemetry-exporter-otlp-proto-http`); anything else: not exported.",
+    )
+
+
+class ProxySettings(AimSettings):
+    """Proxies of the Kubernetes client."""
+
+    title = "Proxy"
+
+    proxy: str | None = setting(
+        env=("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"),
+        secret=True,
+        form="a proxy URL",
+        description="When one is set, the Kubernetes client honours the proxy variables (and "
+        "`NO_PROXY`, `~/.netrc`) as aiohttp does; when none is, it connects directly and skips "
+        "those look-ups on every request. A kubeconfig's `proxy-url` works either way.",
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every service reads at start-up: its process settings and its bus settings."""
+
+    process: ProcessSettings = field(default_factory=ProcessSettings)
+    bus: BusSettings = field(default_factory=BusSettings)
+
+    @property
+    def kubeconfig(self) -> str | None:
+        return self.process.kubeconfig
+
+    @property
+    def system_namespace(self) -> str:
+        return self.process.system_namespace
+
+    @property
+    def resync_seconds(self) -> float:
+        return self.process.resync_seconds
+
+    @property
+    def log_level(self) -> str:
+        return self.process.log_level
+
+    @property
+    def reconcile_journal(self) -> str | None:
+        return self.process.reconcile_journal
+
+    @property
+    def nats_url(self) -> str:
+        return self.bus.url

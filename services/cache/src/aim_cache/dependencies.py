@@ -1,0 +1,57 @@
+"""What wakes the cache service's objects: the informer indexes of the names they refer to, and the
+parts of its dependency mapping that are the cache service's own (the general ones are the
+runtime's verbs, :mod:`aimcore.runtime.mappers`; :mod:`aim_cache.app` puts them together).
+
+- a model cache wakes the template caches that created it (:func:`creating_template_caches`) or
+  list it;
+- a template wakes the template caches naming it (a cluster template: in every namespace);
+- a runtime config wakes the caches resolving that name;
+- a PVC or download Job wakes the model cache (or LLMKube Model) owning it, a download Pod the
+  owner of its Job;
+- a Node wakes the LLMKube Models that want a GPU (:func:`wants_gpu`: ``acceleratorReady``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from aim_cache import plan
+from aim_cache.llmkube import hardware
+from aimcore.api.bus.messages import ChangeEvent
+from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.types import Obj
+from aimcore.domain.naming import label_value
+from aimcore.domain.runtimeconfig import config_name
+from aimcore.runtime.informer import Informer
+from aimcore.runtime.mappers import Target
+
+TEMPLATE_INDEX = "template-name"
+MODEL_CACHE_INDEX = "model-cache"
+RUNTIME_CONFIG_INDEX = "runtime-config"
+
+
+def runtime_config(obj: Obj) -> Iterable[str]:
+    """Index: the runtime config a template or model cache resolves."""
+    if obj.get("kind") not in ("AIMTemplateCache", "AIMModelCache"):
+        return []
+    return [config_name(obj.get("spec"))]
+
+
+def creating_template_caches(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
+    """The template caches of a model cache's namespace and group whose name its creator label
+    carries."""
+    creator = (((obj or {}).get("metadata") or {}).get("labels") or {}).get(plan.LABEL_TEMPLATE_CACHE)
+    if not creator:
+        return []
+    kind = by_kind(event.object.group, "AIMTemplateCache")
+    ns = event.object.namespace
+    return [
+        (kind, ns, tc["metadata"]["name"])
+        for tc in informer.list(kind, ns)
+        if label_value(tc["metadata"]["name"]) == creator
+    ]
+
+
+def wants_gpu(kind: KindRef, model: Obj) -> bool:
+    """An LLMKube Model whose ``acceleratorReady`` depends on the nodes."""
+    return hardware.gpu_wanted(model.get("spec") or {})

@@ -1,0 +1,109 @@
+"""What wakes discovery's objects: the informer indexes of the names they refer to, and the parts
+of its dependency mapping that are discovery's own (the general ones are the runtime's verbs,
+:mod:`aimcore.runtime.mappers`; :mod:`aim_discovery.app` puts them together).
+
+- a template wakes the model it belongs to (its owner) or names (:func:`named_model`; the model's
+  status aggregates its templates);
+- a model wakes the templates naming it (namespace templates of a cluster model too);
+- a runtime config wakes the models and templates resolving that name (a namespace config only in
+  its namespace), and a cluster config the namespace configs of its name
+  (:func:`namespace_configs_named_alike`: their status says what they merge over);
+- a Node change that touches ``amd.com/`` labels or resources (:class:`GpuChanges`) wakes every
+  template needing a GPU (:func:`needs_gpu`);
+- a discovery Job, or its Pod, wakes the template that runs it (:func:`job_template_of`);
+- a template's AIMTemplateCache wakes that template (``status.resolvedCache`` names its uid).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from aim_discovery.templates import job_template
+from aimcore.api.bus.messages import ChangeEvent, ChangeType
+from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.types import Obj
+from aimcore.domain import gpu as gpus
+from aimcore.domain.runtimeconfig import config_name
+from aimcore.domain.views import TemplateView, model_kinds
+from aimcore.runtime.informer import Informer
+from aimcore.runtime.mappers import Mapper, Target, changed
+
+MODEL_NAME_INDEX = "model-name"
+RUNTIME_CONFIG_INDEX = "runtime-config"
+
+
+# -- indexes ---------------------------------------------------------------------------------------
+
+
+def model_name(obj: Obj) -> Iterable[str]:
+    spec = obj.get("spec") or {}
+    name = spec.get("modelName") or spec.get("aimImageName")
+    return [str(name)] if name else []
+
+
+def runtime_config(obj: Obj) -> Iterable[str]:
+    return [config_name(obj.get("spec"))]
+
+
+# -- mappers ---------------------------------------------------------------------------------------
+
+
+def named_model(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
+    """The model a template names, of the template's scope, if it exists."""
+    if obj is None:
+        return []
+    ref = changed(event)
+    name = TemplateView(ref, obj).model_name
+    targets: list[Target] = []
+    for kind in model_kinds(ref):
+        ns = event.object.namespace if kind.namespaced else None
+        if kind.namespaced == ref.namespaced and informer.get(kind, ns, name) is not None:
+            targets.append((kind, ns, name))
+    return targets
+
+
+def namespace_configs_named_alike(
+    event: ChangeEvent, obj: Obj | None, informer: Informer
+) -> Iterable[Target]:
+    """A cluster config's namespace configs of the same name (they say whether they merge over it)."""
+    ref = changed(event)
+    if ref.namespaced:
+        return []
+    namespaced = by_kind(ref.group, "AIMRuntimeConfig")
+    return [
+        (namespaced, config["metadata"].get("namespace"), event.object.name)
+        for config in informer.list(namespaced)
+        if config["metadata"]["name"] == event.object.name
+    ]
+
+
+def job_template_of(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
+    """The template a discovery Job runs for."""
+    found = job_template(obj) if obj is not None else None
+    return [found] if found else []
+
+
+def needs_gpu(kind: KindRef, template: Obj) -> bool:
+    return TemplateView(kind, template).gpu.required
+
+
+class GpuChanges:
+    """Passes on to ``then`` only the Node changes that matter to GPU availability (``amd.com/``
+    labels and resources; not heartbeats)."""
+
+    def __init__(self, then: Mapper) -> None:
+        self.then = then
+        self.seen: dict[str, dict[str, str]] = {}
+
+    def __call__(self, event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
+        fingerprint = gpus.gpu_fingerprint(obj) if obj is not None else {}
+        previous = self.seen.get(event.object.name)
+        if event.change is ChangeType.DELETED:
+            self.seen.pop(event.object.name, None)
+        else:
+            self.seen[event.object.name] = fingerprint
+        if previous == fingerprint and event.change is not ChangeType.DELETED:
+            return []
+        if previous is None and not fingerprint and event.change is not ChangeType.ADDED:
+            return []  # first sight of a node without GPUs (a resync): nothing to re-check
+        return self.then(event, obj, informer)
