@@ -368,11 +368,12 @@ async def test_component_conditions_drive_status_and_ready(  # type: ignore[no-u
     async with audit_of(nats_client, TEMPLATE_CACHE, namespace, "tc") as audit:
         # The template is not found: a template cache fails (the original's e2e "fails-if-*"),
         # Ready=False explained by the component.
-        await report(("ServiceTemplateReady", "False", "TemplateNotFound", "template llama-mi300x not found"))
+        # (What the cache service reports: a missing upstream object is ReferenceNotFound.)
+        await report(("ServiceTemplateReady", "False", "ReferenceNotFound", "template llama-mi300x not found"))
         pending = await status_is("Failed")
         assert pending.get("conditions"), pending
         ready = ready_of(pending)
-        assert (ready["status"], ready["reason"]) == ("False", "TemplateNotFound")
+        assert (ready["status"], ready["reason"]) == ("False", "ReferenceNotFound")
         assert ready["message"] == "Component ServiceTemplate is not ready: template llama-mi300x not found"
         assert ready["observedGeneration"] == pending["observedGeneration"] == 1
 
