@@ -139,17 +139,9 @@ async def test_pod_log_single_container_and_previous(
     kubelet.set_log(namespace, "solo", "only", "crashed\n", previous=True)
     assert await kube.pod_log(namespace, "solo") == "current\n"  # the only container is the default
     assert kubelet.requests[-1].container == "only"
-    text = await kube.api.call_api(  # kube.pod_log has no `previous`; the fake honours it
-        f"/api/v1/namespaces/{namespace}/pods/solo/log",
-        "GET",
-        query_params=[("previous", "true")],
-        header_params={"Accept": "*/*"},
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _return_http_data_only=True,
-    )
-    async with text:
-        assert await text.text() == "crashed\n"
+    # kube.pod_log has no `previous`; the fake honours it
+    text = await kube.text(f"/api/v1/namespaces/{namespace}/pods/solo/log", query=[("previous", "true")])
+    assert text == "crashed\n"
     assert kubelet.requests[-1].query == {"previous": "true"}
 
 

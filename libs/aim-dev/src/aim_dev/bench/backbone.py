@@ -64,14 +64,7 @@ def manifest(name: str, namespace: str, *, paused: bool = False) -> dict[str, An
 
 async def request_counts(kube: Kube) -> Counts:
     """apiserver_request_total summed by (verb, resource)."""
-    text = await kube.api.call_api(
-        "/metrics",
-        "GET",
-        header_params={"Accept": "text/plain"},
-        auth_settings=["BearerToken"],
-        response_types_map={200: "str"},
-        _return_http_data_only=True,
-    )
+    text = await kube.text("/metrics")
     counts: Counts = {}
     for line in str(text).splitlines():
         m = _METRIC.match(line)

@@ -1,9 +1,11 @@
-"""A small generic Kubernetes client on top of kubernetes-asyncio's ``ApiClient``.
+"""A small generic Kubernetes client on kubernetes-asyncio's configuration and REST layer.
 
 The generated per-group APIs differ between core, CRD and third-party kinds and pick the wrong
-patch content type for dict bodies; here every call is built from a :class:`~aimcore.api.kinds.KindRef`
-(one code path for all kinds) with the content type stated explicitly. Watches are read line by
-line so bookmarks, ``410 Gone`` and inactivity are handled by the caller (the watcher), not hidden.
+patch content type for dict bodies (and importing them costs ~100 MB per process,
+:mod:`aimcore.runtime.kubeclient`); here every call is built from a
+:class:`~aimcore.api.kinds.KindRef` (one code path for all kinds) with the content type stated
+explicitly, and bodies are plain JSON. Watches are read line by line so bookmarks, ``410 Gone``
+and inactivity are handled by the caller (the watcher), not hidden.
 """
 
 from __future__ import annotations
@@ -14,12 +16,11 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
 import aiohttp
-from kubernetes_asyncio import client, config
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
+from aimcore.runtime.kubeclient import ApiException, Configuration, Transport, config
 from aimcore.runtime.settings.process import ProxySettings
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -37,9 +38,9 @@ class Gone(AimError):
     transient = True
 
 
-async def connect(kubeconfig: str | None = None) -> client.ApiClient:
-    """An API client from a kubeconfig file, or the in-cluster service account."""
-    cfg = client.Configuration()
+async def connect(kubeconfig: str | None = None) -> Transport:
+    """A connection to the API server from a kubeconfig file, or the in-cluster service account."""
+    cfg = Configuration()
     if kubeconfig:
         await config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
     else:
@@ -48,7 +49,7 @@ async def connect(kubeconfig: str | None = None) -> client.ApiClient:
         except config.ConfigException:
             await config.load_kube_config(client_configuration=cfg)
     cfg.connection_pool_maxsize = 64
-    api = client.ApiClient(configuration=cfg)
+    api = Transport(cfg)
     _without_env_lookups(api)
     return api
 
@@ -56,25 +57,22 @@ async def connect(kubeconfig: str | None = None) -> client.ApiClient:
 STALE_CONNECTION_RETRIES = 3
 
 
-def _without_env_lookups(api: client.ApiClient) -> None:
+def _without_env_lookups(api: Transport) -> None:
     """kubernetes-asyncio opens its aiohttp session with ``trust_env=True``, which makes every
     request look up proxy variables and parse ``~/.netrc`` in a worker thread (a tenth of the
     status service's CPU under load). The API server is reached directly unless a proxy variable
     is set (a kubeconfig ``proxy-url`` is passed per request and keeps working either way)."""
     if ProxySettings().proxy:
         return
-    rest = api.rest_client
-    session: aiohttp.ClientSession = rest.pool_manager
-    rest.pool_manager = aiohttp.ClientSession(
-        connector=session.connector, trust_env=False, read_bufsize=2**21
-    )
+    session = api.session
+    api.session = aiohttp.ClientSession(connector=session.connector, trust_env=False, read_bufsize=2**21)
     session.detach()  # the connector now belongs to the new session
 
 
 class Kube:
     """Typed-by-KindRef CRUD, status patch, server-side apply, list and watch."""
 
-    def __init__(self, api: client.ApiClient, field_manager: str = "aim-operator") -> None:
+    def __init__(self, api: Transport, field_manager: str = "aim-operator") -> None:
         self.api = api
         self.field_manager = field_manager
 
@@ -93,18 +91,15 @@ class Kube:
     ) -> Obj:
         for attempt in range(1, STALE_CONNECTION_RETRIES + 1):
             try:
-                result = await self.api.call_api(
-                    path,
+                response = await self.api.request(
                     method,
-                    query_params=query or [],
-                    header_params={"Accept": JSON, "Content-Type": content_type},
+                    path,
+                    query=query,
+                    headers={"Accept": JSON, "Content-Type": content_type},
                     body=body,
-                    response_types_map={200: "object", 201: "object", 202: "object"},
-                    auth_settings=["BearerToken"],
-                    _return_http_data_only=True,
-                    _request_timeout=timeout,
+                    timeout=timeout,
                 )
-                return cast(Obj, result)
+                return cast(Obj, json.loads(response.data)) if response.data else {}
             except aiohttp.ClientOSError as exc:
                 # A pooled keep-alive connection the server closed (an API server restart): the
                 # request could not be written, so the server never saw it and sending it again
@@ -164,21 +159,7 @@ class Kube:
         ]
         if label_selector:
             query.append(("labelSelector", label_selector))
-        try:
-            resp = await self.api.call_api(
-                ref.path(namespace),
-                "GET",
-                query_params=query,
-                header_params={"Accept": JSON},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=timeout_seconds + 30,
-            )
-        except ApiException as exc:
-            if exc.status == 410:
-                raise Gone(str(exc)) from exc
-            raise
+        resp = await self._stream("GET", ref.path(namespace), query, JSON, timeout_seconds + 30)
         async with resp:
             while True:
                 line = await resp.content.readline()
@@ -217,25 +198,34 @@ class Kube:
             query.append(("tailLines", tail_lines))
         if limit_bytes is not None:
             query.append(("limitBytes", limit_bytes))
-        resp = await self.api.call_api(
-            f"/api/v1/namespaces/{namespace}/pods/{name}/log",
-            "GET",
-            query_params=query,
-            header_params={"Accept": "text/plain, */*"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=timeout,
-        )
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/log"
+        return await self.text(path, query=query, timeout=timeout)
+
+    async def text(self, path: str, *, query: Sequence[tuple[str, Any]] = (), timeout: float = 60.0) -> str:
+        """A plain-text resource (a pod's log, the API server's ``/metrics``), read raw."""
+        resp = await self._stream("GET", path, [*query], "text/plain, */*", timeout)
         async with resp:
             data: bytes = await resp.read()
-            text = data.decode(resp.charset or "utf-8", errors="replace")
-            if not 200 <= resp.status <= 299:
-                exc = ApiException(status=resp.status, reason=resp.reason)
-                exc.body = text  # type: ignore[assignment]  # str, as the client stores bodies
-                exc.headers = resp.headers
-                raise exc
-        return text
+            return data.decode(resp.charset or "utf-8", errors="replace")
+
+    async def _stream(
+        self, method: str, path: str, query: Sequence[tuple[str, Any]], accept: str, timeout: float
+    ) -> aiohttp.ClientResponse:
+        """The response unread, once its status says it succeeded (:class:`Gone` on 410,
+        :class:`ApiException` with the server's message on any other error)."""
+        resp: aiohttp.ClientResponse = await self.api.request(
+            method, path, query=[*query], headers={"Accept": accept}, timeout=timeout, preload=False
+        )
+        if 200 <= resp.status <= 299:
+            return resp
+        async with resp:
+            body = (await resp.read()).decode(resp.charset or "utf-8", errors="replace")
+        exc = ApiException(status=resp.status, reason=resp.reason)
+        exc.body = body  # type: ignore[assignment]  # str, as the client stores bodies
+        exc.headers = resp.headers
+        if resp.status == 410:
+            raise Gone(describe_error(exc)) from exc
+        raise exc
 
     # -- writes --------------------------------------------------------------------------------
 
