@@ -369,7 +369,9 @@ async def test_component_conditions_drive_status_and_ready(  # type: ignore[no-u
         # The template is not found: a template cache fails (the original's e2e "fails-if-*"),
         # Ready=False explained by the component.
         # (What the cache service reports: a missing upstream object is ReferenceNotFound.)
-        await report(("ServiceTemplateReady", "False", "ReferenceNotFound", "template llama-mi300x not found"))
+        await report(
+            ("ServiceTemplateReady", "False", "ReferenceNotFound", "template llama-mi300x not found")
+        )
         pending = await status_is("Failed")
         assert pending.get("conditions"), pending
         ready = ready_of(pending)
