@@ -359,12 +359,17 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
             ("cache", "get", "namespaces"),
             ("cache", "get", "aimclusterruntimeconfigs.aim.eai.amd.com"),
             ("registry-sync", "create", "aimclustermodels.aim.eai.amd.com"),
+            ("status", "create", "events"),
+            ("status", "patch", "events"),
         ]
         no = [
             ("watcher", "create", "aimservices.aim.eai.amd.com"),
             ("watcher", "get", "secrets"),
             ("status", "patch", "aimservices.aim.eai.amd.com"),
             ("status", "list", "aimservices.aim.eai.amd.com"),
+            ("status", "delete", "events"),
+            ("status", "list", "events"),
+            *((svc, "create", "events") for svc in SERVICES if svc != "status"),
             ("deployer", "list", "inferenceservices.serving.kserve.io"),
             ("deployer", "patch", "scaledobjects.keda.sh"),
             ("deployer", "delete", "inferenceservices.serving.kserve.io"),

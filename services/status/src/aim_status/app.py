@@ -1,8 +1,9 @@
 """The status service: the only writer of ``.status`` (DESIGN §3). It consumes status reports from
 every service through one durable consumer shared by its replicas, applies them with the kinds'
 aggregation rules (:mod:`aimcore.runtime.status.rules`) in the order their sources published them
-(:mod:`aim_status.ordering`), coalesces progress bursts (:mod:`aim_status.coalesce`) and publishes an
-audit record per write (:mod:`aim_status.audit`).
+(:mod:`aim_status.ordering`), coalesces progress bursts (:mod:`aim_status.coalesce`), publishes an
+audit record per write (:mod:`aim_status.audit`) and records a Kubernetes Event per condition
+transition (:mod:`aim_status.events`, written best effort by :mod:`aim_status.recorder`).
 
 Settings: :mod:`aim_status.settings` (``AIM_STATUS_COALESCE_SECONDS``).
 """
@@ -10,6 +11,7 @@ Settings: :mod:`aim_status.settings` (``AIM_STATUS_COALESCE_SECONDS``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from nats.aio.msg import Msg
@@ -21,8 +23,9 @@ from pydantic import ValidationError
 from aim_status.audit import Auditor
 from aim_status.coalesce import Coalescer, StreamGuard
 from aim_status.ordering import Ordering
+from aim_status.recorder import EventRecorder
 from aim_status.settings import SETTINGS, StatusSettings
-from aim_status.writer import StatusWriter
+from aim_status.writer import StatusWriter, Written
 from aimcore.api.bus import topology
 from aimcore.api.bus.messages import StatusReport
 from aimcore.api.bus.topology import ConsumerSpec
@@ -51,7 +54,14 @@ async def main(ctx: ServiceContext) -> None:
     assert ctx.kube is not None
     if not await topology.wait_for_stream(ctx.js, topology.STATUS_STREAM, ctx.stop):
         return
-    writer = StatusWriter(ctx.kube, on_write=Auditor(ctx.js), mirror=await _mirror(ctx))
+    auditor = Auditor(ctx.js)
+    events = EventRecorder(ctx.kube)
+
+    async def on_write(written: Written) -> None:
+        events.record(written)  # queued: never waits for the API server
+        await auditor(written)
+
+    writer = StatusWriter(ctx.kube, on_write=on_write, mirror=await _mirror(ctx))
     coalescer = Coalescer(
         writer.apply_all,
         StatusSettings().coalesce_seconds,
@@ -67,10 +77,15 @@ async def main(ctx: ServiceContext) -> None:
             return  # newer reports from its source say everything it says
         await coalescer.submit(msg.subject, report, seq)
 
+    event_writer = asyncio.create_task(events.run(), name="events")
     try:
         await Consumer(ctx.js, CONSUMER, handle).run(ctx.stop)
     finally:
         await coalescer.close()
+        await events.close()
+        event_writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await event_writer
 
 
 async def _mirror(ctx: ServiceContext) -> KeyValue | None:

@@ -55,6 +55,8 @@ SECRET = KindRef("", "v1", "Secret", "secrets", True)
 NAMESPACE = KindRef("", "v1", "Namespace", "namespaces", False)
 JOB = KindRef("batch", "v1", "Job", "jobs", True)
 BUILTIN_KINDS = (POD, PVC, NODE, SECRET, NAMESPACE, JOB)
+# Written (never read) by the status service: core/v1 Events on condition transitions.
+EVENT = KindRef("", "v1", "Event", "events", True)
 
 # Every child object the operator creates carries this label; the watcher selects children by it,
 # so it never mirrors the rest of the cluster's Pods, Jobs or PVCs.
