@@ -13,7 +13,7 @@ from nats.js import JetStreamContext
 
 from aim_dev.local.cluster import ControlPlane
 from aim_dev.local.natsserver import NatsServer
-from aim_dev.local.processes import ManagedProcess
+from aim_dev.local.processes import ManagedProcess, free_port
 from aim_dev.local.stack import service_module
 from aim_dev.testing.plugin import LocalServers, assert_no_violations, install_all_crds
 from aimcore.api.bus import topology
@@ -32,12 +32,18 @@ class Services:
         self.replicas: dict[str, tuple[str, int]] = {}
         self.killed: set[str] = set()
         self.service_env: dict[str, dict[str, str]] = {}
+        self.health_ports: dict[str, int] = {}  # label -> port of /healthz, /readyz, /metrics
 
     def start(self, name: str, replica: int = 0, env: dict[str, str] | None = None) -> ManagedProcess:
         if env is not None:
             self.service_env[name] = env
+        label = name if replica == 0 else f"{name}-{replica}"
+        # each replica its own health and metrics port (kept across restarts), on loopback
+        port = self.health_ports.setdefault(label, free_port())
         env = {
             **self.servers.nats.service_env(name),  # the service's own bus role and key
+            "AIM_HEALTH_PORT": str(port),
+            "AIM_HEALTH_ADDRESS": "127.0.0.1",
             "AIM_KUBECONFIG": self.servers.kubeconfig,
             "AIM_RESYNC_SECONDS": "600",
             "PYTHONUNBUFFERED": "1",
@@ -48,7 +54,6 @@ class Services:
             **self.env,
             **self.service_env.get(name, {}),
         }
-        label = name if replica == 0 else f"{name}-{replica}"
         argv = [sys.executable, "-m", service_module(name)]
         proc = ManagedProcess(label, argv, self.log_dir, env).start()
         self.procs[label] = proc
