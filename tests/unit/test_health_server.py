@@ -57,7 +57,9 @@ async def test_metrics_expose_the_consumers_counters(server: tuple[HealthServer,
     async def handler(msg: Any) -> None:
         return None
 
-    consumer = Consumer(cast(Any, None), ConsumerSpec(durable="aim-unit", stream="S", filter_subjects=["s.>"]), handler)
+    consumer = Consumer(
+        cast(Any, None), ConsumerSpec(durable="aim-unit", stream="S", filter_subjects=["s.>"]), handler
+    )
     metrics.CONSUMERS.track(consumer)
     consumer.stats.handled, consumer.stats.acked, consumer.stats.permanent = 3, 2, 1
     status, text = await get(srv, "/metrics")
