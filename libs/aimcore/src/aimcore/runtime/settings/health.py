@@ -11,7 +11,7 @@ DEFAULT_PORT = 8080
 
 class HealthSettings(AimSettings):
     """Health and metrics: every service serves `/healthz`, `/readyz` and `/metrics` on one port
-    (see [deploy.md](deploy.md#health-and-metrics))."""
+    (see [operations.md](operations.md#health-and-metrics))."""
 
     title = "Health and metrics"
 
