@@ -8,6 +8,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 from nats.js import JetStreamContext
 
@@ -76,6 +77,20 @@ class Services:
     def assert_alive(self) -> None:
         for label, proc in self.procs.items():
             assert label in self.killed or proc.alive(), f"{label} died:\n{proc.log_tail()}"
+
+
+async def health_get(services: Services, label: str, path: str) -> tuple[int, str]:
+    """(status, body) of ``path`` (``/healthz``, ``/readyz``, ``/metrics``) on a replica's health
+    port; (0, the error) when nothing answers."""
+    url = f"http://127.0.0.1:{services.health_ports[label]}{path}"
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session,
+            session.get(url) as resp,
+        ):
+            return resp.status, await resp.text()
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return 0, repr(exc)
 
 
 async def consumers_ready(js: JetStreamContext, services: Services) -> None:

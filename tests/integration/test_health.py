@@ -8,35 +8,20 @@ from __future__ import annotations
 import re
 import statistics
 import time
-from collections.abc import AsyncIterator
-
-import aiohttp
-import pytest
 
 from aim_dev.testing.plugin import LocalServers
 from aimcore.api.kinds import by_kind
 from aimcore.runtime.kube import Kube
 from tests.helpers import eventually, manifest
-from tests.integration.conftest import Services
+from tests.integration.conftest import Services, health_get
 
 AIM = "aim.eai.amd.com"
 MODEL = by_kind(AIM, "AIMModel")
 SERVICE = by_kind(AIM, "AIMService")
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
-        yield session
-
-
-async def get(http: aiohttp.ClientSession, services: Services, label: str, path: str) -> tuple[int, str]:
-    """(status, body) of ``path`` on the replica's health port; (0, error) if nothing answers."""
-    try:
-        async with http.get(f"http://127.0.0.1:{services.health_ports[label]}{path}") as resp:
-            return resp.status, await resp.text()
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        return 0, repr(exc)
+async def get(services: Services, label: str, path: str) -> tuple[int, str]:
+    return await health_get(services, label, path)
 
 
 def sample(text: str, name: str, **labels: str) -> float:
@@ -54,18 +39,18 @@ def sample(text: str, name: str, **labels: str) -> float:
 
 
 async def test_probes_and_metrics_of_the_running_services(
-    running: Services, http: aiohttp.ClientSession, kube: Kube, namespace: str
+    running: Services, kube: Kube, namespace: str
 ) -> None:
     for label in ("watcher", "status", "deployer"):
-        assert await get(http, running, label, "/healthz") == (200, "ok\n")
+        assert await get(running, label, "/healthz") == (200, "ok\n")
 
         async def ready(label: str = label) -> bool:
-            return await get(http, running, label, "/readyz") == (200, "ready\n")
+            return await get(running, label, "/readyz") == (200, "ready\n")
 
         await eventually(ready, timeout=60, what=f"{label} ready")
 
     async def metrics(label: str) -> str:
-        status, text = await get(http, running, label, "/metrics")
+        status, text = await get(running, label, "/metrics")
         assert status == 200, text
         return text
 
@@ -104,7 +89,7 @@ async def test_probes_and_metrics_of_the_running_services(
     took = []
     for _ in range(100):
         started = time.perf_counter()
-        status, _ = await get(http, running, "deployer", "/metrics")
+        status, _ = await get(running, "deployer", "/metrics")
         took.append(time.perf_counter() - started)
         assert status == 200
     print(
@@ -113,7 +98,7 @@ async def test_probes_and_metrics_of_the_running_services(
     )
 
 
-async def test_readiness_follows_nats(private_stack: LocalServers, http: aiohttp.ClientSession) -> None:
+async def test_readiness_follows_nats(private_stack: LocalServers) -> None:
     bus = private_stack.nats
     bus.stop()  # the services start while NATS is not there yet
     services = Services(private_stack, private_stack.workdir / "logs")
@@ -123,7 +108,7 @@ async def test_readiness_follows_nats(private_stack: LocalServers, http: aiohttp
 
         async def answers(label: str, path: str, status: int, words: str) -> bool:
             services.assert_alive()
-            got, text = await get(http, services, label, path)
+            got, text = await get(services, label, path)
             return got == status and words in text
 
         # alive, and not ready: NATS cannot be reached yet
@@ -143,7 +128,7 @@ async def test_readiness_follows_nats(private_stack: LocalServers, http: aiohttp
                 timeout=30,
                 what=f"{label} not ready without NATS",
             )
-        assert (await get(http, services, "deployer", "/healthz"))[0] == 200  # alive all along
+        assert (await get(services, "deployer", "/healthz"))[0] == 200  # alive all along
         bus.restart()
         await eventually(lambda: answers("deployer", "/readyz", 200, "ready"), timeout=60, what="ready again")
     finally:
