@@ -8,12 +8,13 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 from nats.js import JetStreamContext
 
 from aim_dev.local.cluster import ControlPlane
 from aim_dev.local.natsserver import NatsServer
-from aim_dev.local.processes import ManagedProcess
+from aim_dev.local.processes import ManagedProcess, free_port
 from aim_dev.local.stack import service_module
 from aim_dev.testing.plugin import LocalServers, assert_no_violations, install_all_crds
 from aimcore.api.bus import topology
@@ -32,12 +33,18 @@ class Services:
         self.replicas: dict[str, tuple[str, int]] = {}
         self.killed: set[str] = set()
         self.service_env: dict[str, dict[str, str]] = {}
+        self.health_ports: dict[str, int] = {}  # label -> port of /healthz, /readyz, /metrics
 
     def start(self, name: str, replica: int = 0, env: dict[str, str] | None = None) -> ManagedProcess:
         if env is not None:
             self.service_env[name] = env
+        label = name if replica == 0 else f"{name}-{replica}"
+        # each replica its own health and metrics port (kept across restarts), on loopback
+        port = self.health_ports.setdefault(label, free_port())
         env = {
             **self.servers.nats.service_env(name),  # the service's own bus role and key
+            "AIM_HEALTH_PORT": str(port),
+            "AIM_HEALTH_ADDRESS": "127.0.0.1",
             "AIM_KUBECONFIG": self.servers.kubeconfig,
             "AIM_RESYNC_SECONDS": "600",
             "PYTHONUNBUFFERED": "1",
@@ -48,7 +55,6 @@ class Services:
             **self.env,
             **self.service_env.get(name, {}),
         }
-        label = name if replica == 0 else f"{name}-{replica}"
         argv = [sys.executable, "-m", service_module(name)]
         proc = ManagedProcess(label, argv, self.log_dir, env).start()
         self.procs[label] = proc
@@ -71,6 +77,20 @@ class Services:
     def assert_alive(self) -> None:
         for label, proc in self.procs.items():
             assert label in self.killed or proc.alive(), f"{label} died:\n{proc.log_tail()}"
+
+
+async def health_get(services: Services, label: str, path: str) -> tuple[int, str]:
+    """(status, body) of ``path`` (``/healthz``, ``/readyz``, ``/metrics``) on a replica's health
+    port; (0, the error) when nothing answers."""
+    url = f"http://127.0.0.1:{services.health_ports[label]}{path}"
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session,
+            session.get(url) as resp,
+        ):
+            return resp.status, await resp.text()
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return 0, repr(exc)
 
 
 async def consumers_ready(js: JetStreamContext, services: Services) -> None:

@@ -31,7 +31,7 @@ from aimcore.runtime.bus import BusSettings, connect_bus
 from aimcore.runtime.kube import Kube, connect
 from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, manifest, status_of
-from tests.integration.conftest import Services
+from tests.integration.conftest import Services, health_get
 
 AIM = "aim.eai.amd.com"
 MODEL_CACHE = by_kind(AIM, "AIMModelCache")
@@ -205,6 +205,9 @@ async def test_pvc_job_progress_and_verdict(cluster: Cluster, hub_server: HubSer
     assert moving["status"]["progress"]["displayEta"]
     # the relay handles offers in order: the forged one (97 %) came first and never became a report
     assert await relayed_percentages(cluster.servers, MODEL_CACHE, ns, "weights") == [49]
+    # the relayed offer's bytes are counted on the cache service's /metrics, the forged one's not
+    status, text = await health_get(cluster.services, "cache", "/metrics")
+    assert status == 200 and 'aim_download_bytes_total{via="job"} 2048.0' in text, text[-2000:]
 
     # the kubelet's part: the volume binds, the pod runs and prints its verdict, then succeeds
     await kube.patch_status(PVC, ns, pvc["metadata"]["name"], {"status": {"phase": "Bound"}})

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aim_cache.download_metrics import DownloadMeter
 from aim_cache.downloader import (
     DOWNLOAD_FAILED,
     DownloadError,
@@ -37,6 +38,7 @@ from aimcore.api.types import Obj
 from aimcore.domain.outbound import OutboundPolicy
 
 log = logging.getLogger(__name__)
+DOWNLOADS = DownloadMeter("local")
 
 Publish = Callable[[StatusReport], Coroutine[Any, Any, None]]
 Wake = Callable[[KindRef, Obj], Awaitable[None]]
@@ -122,6 +124,7 @@ class LocalExecutor:
             nonlocal last_sent
             now = time.monotonic()
             run.meter.add(now, progress.downloaded_bytes)
+            DOWNLOADS.observe(run.uid, progress.downloaded_bytes)
             run.summary = summary(progress, run.meter, now=now)
             if progress.phase != "done" and now - last_sent < PROGRESS_INTERVAL:
                 return

@@ -11,6 +11,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 
+from aim_cache.download_metrics import DownloadMeter
 from aimcore.api.bus import progress, subjects
 from aimcore.api.bus.auth import PROGRESS_PREFIX
 from aimcore.api.errors import PermanentError
@@ -27,6 +28,7 @@ class ProgressRelay:
         self.nc, self.js, self.key = nc, js, key
         self.relayed = 0
         self.rejected = 0
+        self.meter = DownloadMeter("job")
         self._sub: Subscription | None = None
 
     async def start(self) -> None:
@@ -47,6 +49,7 @@ class ProgressRelay:
             # at debug after the first: a misbehaving Job must not flood the log
             log.log(logging.WARNING if self.rejected == 1 else logging.DEBUG, "%s", exc.message)
             return
+        self.meter.observe_fields(report.uid or report.object.display, report.fields)
         ref = by_kind(report.object.group, report.object.kind)
         subject = subjects.status_subject(ref, report.object.namespace, report.object.name)
         try:

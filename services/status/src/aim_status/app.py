@@ -31,6 +31,7 @@ from aimcore.api.bus.messages import StatusReport
 from aimcore.api.bus.topology import ConsumerSpec
 from aimcore.api.errors import PermanentError
 from aimcore.runtime.consumer import Consumer
+from aimcore.runtime.probes import READINESS
 from aimcore.runtime.service import ServiceContext, run_service
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ def parse(msg: Msg) -> StatusReport:
 
 async def main(ctx: ServiceContext) -> None:
     assert ctx.kube is not None
+    READINESS.waiting(f"consumer {CONSUMER.durable}", f"waiting for the {topology.STATUS_STREAM} stream")
     if not await topology.wait_for_stream(ctx.js, topology.STATUS_STREAM, ctx.stop):
         return
     auditor = Auditor(ctx.js)

@@ -7,7 +7,10 @@ The first read is from the NATS object mirror when there is one (the reporter ha
 object there, so it is almost always current): the patch is conditional on its resourceVersion, so
 a stale copy costs a 409 and a read from the API server, never a lost update. Concluding that
 nothing changes is only trusted from the API server (a stale copy could hide a needed write). Under
-a burst this takes one API request per status write instead of two."""
+a burst this takes one API request per status write instead of two.
+
+Metrics: ``aim_status_writes_total``, ``aim_status_conflicts_total`` and ``aim_status_noops_total``
+by kind (see ``docs/deploy.md``)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from nats.errors import Error as NatsError
 from nats.js.errors import KeyDeletedError, KeyNotFoundError
 from nats.js.kv import KeyValue
 from opentelemetry import trace
+from prometheus_client import Counter
 
 from aimcore.api.bus import mirror, subjects
 from aimcore.api.bus.messages import ObjectRef, StatusReport
@@ -28,6 +32,7 @@ from aimcore.api.errors import PermanentError, TransientError
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime.metrics import REGISTRY
 from aimcore.runtime.status.compose import compose_all, is_paused, status_patch
 
 log = logging.getLogger(__name__)
@@ -35,6 +40,22 @@ tracer = trace.get_tracer("aim.status")
 
 
 MAX_CONFLICTS = 5
+
+WRITES = Counter(
+    "aim_status_writes_total", "Status patches the API server accepted.", ["group", "kind"], registry=REGISTRY
+)
+CONFLICTS = Counter(
+    "aim_status_conflicts_total",
+    "Status patches refused with 409 Conflict (the object changed meanwhile; recomputed and retried).",
+    ["group", "kind"],
+    registry=REGISTRY,
+)
+NOOPS = Counter(
+    "aim_status_noops_total",
+    "Status reports that changed nothing (no write sent).",
+    ["group", "kind"],
+    registry=REGISTRY,
+)
 
 
 @dataclass(frozen=True)
@@ -100,17 +121,20 @@ class StatusWriter:
                     return False  # a new object under the same name: the reports are about the old one
                 if patch is None:
                     self.noops += 1
+                    NOOPS.labels(ref.group, ref.kind).inc()
                     return False
                 try:
                     result = await self.kube.patch_status(ref, ns, name, patch)
                 except ApiException as exc:
                     if exc.status == 409:
                         self.conflicts += 1
+                        CONFLICTS.labels(ref.group, ref.kind).inc()
                         continue  # someone else wrote in between: recompute on fresh state
                     if exc.status == 404:
                         return False
                     raise
                 self.writes += 1
+                WRITES.labels(ref.group, ref.kind).inc()
                 if self.on_write is not None:
                     old = obj.get("status") or {}
                     await self.on_write(

@@ -1,7 +1,10 @@
 """The watcher: the only process that watches the Kubernetes API. It declares the NATS topology
 (it owns the streams and buckets), wins the leader election among watcher replicas, then runs one
 list/watch loop per kind: every kind of the three API groups, the children the services create
-(selected by label), and Nodes."""
+(selected by label), and Nodes.
+
+Readiness (``/readyz``): the topology declared, and, while leading, every kind listed once (a
+standby is ready: it is the hot spare). ``aim_watcher_leader`` is 1 while this replica leads."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import logging
 from collections.abc import Sequence
 
 from nats.js.kv import KeyValue
+from prometheus_client import Gauge
 
 from aim_watcher.election import Election
 from aim_watcher.kind_watch import KindWatcher
@@ -19,10 +23,23 @@ from aimcore.api.bus import topology
 from aimcore.api.kinds import CHILD_KINDS, CHILD_SELECTOR, NODE, KindRef, crd_kinds
 from aimcore.runtime.informer import kind_pattern, snapshot
 from aimcore.runtime.lease import holder_id
+from aimcore.runtime.metrics import REGISTRY
+from aimcore.runtime.probes import READINESS
 from aimcore.runtime.service import ServiceContext, run_service
 from aimcore.runtime.settings.history import HistorySettings
 
 log = logging.getLogger(__name__)
+
+LEADER = Gauge("aim_watcher_leader", "1 while this watcher replica is the leader, else 0.", registry=REGISTRY)
+WATCHES = "watches"
+
+
+def unsynced(watchers: Sequence[KindWatcher]) -> str | None:
+    """The readiness of a leader's watches: which kinds have not been listed yet."""
+    waiting = [w.ref.short for w in watchers if not w.synced.is_set()]
+    if not waiting:
+        return None
+    return f"{len(waiting)} of {len(watchers)} kinds not listed yet ({', '.join(waiting[:3])}...)"
 
 
 async def mirrored(kv: KeyValue, ref: KindRef) -> list[dict[str, object]]:
@@ -56,11 +73,23 @@ async def start_watchers(
 
 
 async def main(ctx: ServiceContext) -> None:
+    READINESS.waiting("topology", "declaring the streams and buckets")
     await topology.ensure_topology(ctx.js, HistorySettings().retention())
+    READINESS.remove("topology")
     election = Election(await ctx.js.key_value(topology.ELECTION_BUCKET), holder_id())
 
     async def lead(step_down: asyncio.Event) -> None:
+        LEADER.set(1)
+        READINESS.waiting(WATCHES, "starting the watches")
+        try:
+            await watch(step_down)
+        finally:
+            LEADER.set(0)
+            READINESS.remove(WATCHES)
+
+    async def watch(step_down: asyncio.Event) -> None:
         watchers = await start_watchers(ctx, watched())
+        READINESS.add(WATCHES, lambda: unsynced(watchers))
         log.info("watching %d kinds", len(watchers))
         either = asyncio.Event()
 

@@ -29,7 +29,7 @@ from aim_dev import crdinstall as crd_install
 from aim_dev.crdgen import all_kinds, crd_for
 from aim_dev.local.cluster import ControlPlane
 from aim_dev.local.natsserver import NatsServer
-from aim_dev.local.processes import ManagedProcess
+from aim_dev.local.processes import ManagedProcess, free_port
 from aim_dev.standins import stand_in_crds
 from aimcore.api.bus import topology
 from aimcore.api.kinds import NAMESPACE
@@ -77,6 +77,8 @@ class Stack:
     cluster: ControlPlane | None = None
     nats: NatsServer | None = None
     supervisor: ManagedProcess | None = None
+    # each service's /healthz, /readyz and /metrics port (its log's first lines name it too)
+    health_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def kubeconfig(self) -> Path:
@@ -149,6 +151,9 @@ class Stack:
             "AIM_KUBECONFIG": str(self.kubeconfig),
             "AIM_SYSTEM_NAMESPACE": self.system_namespace,
             "PYTHONUNBUFFERED": "1",
+            # each service its own health and metrics port, on loopback
+            "AIM_HEALTH_PORT": str(self.health_ports.setdefault(name, free_port())),
+            "AIM_HEALTH_ADDRESS": "127.0.0.1",
             # Everything here is local: registries, model sources and LLMKube Models may be servers
             # on this machine. The outbound policy's default stays strict; this stack allow-lists
             # loopback by name (link-local and metadata addresses stay refused).

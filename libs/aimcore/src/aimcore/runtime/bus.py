@@ -1,6 +1,7 @@
 """Every client of the bus connects here: with its role's NKey, its role's inbox prefix, TLS when
 configured, and quiet reconnect logging (one line when the bus goes away and one when it is back,
-instead of nats-py's traceback per attempt). The settings (``AIM_NATS_*``) are
+instead of nats-py's traceback per attempt), and permission violations the server reports counted
+(``aim_nats_permission_violations_total``). The settings (``AIM_NATS_*``) are
 :class:`~aimcore.runtime.settings.bus.BusSettings`.
 """
 
@@ -14,6 +15,7 @@ import nats
 from nats.aio.client import Client as NatsClient
 
 from aimcore.api.bus.auth import inbox_prefix
+from aimcore.runtime import metrics
 from aimcore.runtime.settings.bus import DEFAULT_URL, BusSettings
 
 __all__ = ["DEFAULT_URL", "BusSettings", "OutageLog", "connect_bus"]
@@ -32,6 +34,8 @@ class OutageLog:
         self.client: NatsClient | None = None  # set once connected: a deliberate close is no outage
 
     async def error(self, exc: Exception) -> None:
+        if metrics.is_permission_violation(exc):  # a publish or subscription refused: counted
+            metrics.REFUSED_PUBLISHES.inc()
         level = logging.WARNING if self.errors == 0 else logging.DEBUG
         self.errors += 1
         log.log(level, "%s: NATS connection problem: %s", self.name, _describe(exc))

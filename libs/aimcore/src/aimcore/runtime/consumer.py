@@ -8,6 +8,9 @@ work that runs longer than half the ack wait sends in-progress acks so it is not
 A stopping consumer hands back what it holds but has not started (a nak without delay, so another
 replica gets it now rather than after the ack wait), including messages the server delivered after
 the last fetch gave up waiting, and lets the work in progress finish.
+
+Each consumer is a readiness check (``consumer <durable>``: bound or not, :mod:`aimcore.runtime.probes`)
+and its counters and lag are metrics (:mod:`aimcore.runtime.metrics`).
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from opentelemetry import trace
 from aimcore.api.backoff import Backoff
 from aimcore.api.bus.topology import ConsumerSpec, ensure_consumer
 from aimcore.api.errors import AckAction, decide, is_permanent
-from aimcore.runtime import tracing
+from aimcore.runtime import metrics, tracing
 from aimcore.runtime.keyedlock import KeyedLock
 from aimcore.runtime.kube import describe_error
+from aimcore.runtime.probes import READINESS
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aimcore.runtime")
@@ -77,6 +81,9 @@ class Consumer:
         self.batch = batch
         self.sem = asyncio.Semaphore(concurrency)
         self.stats = ConsumerStats()
+        self.bound = False
+        self.stopped = False
+        self.lag: tuple[int, int] | None = None  # (pending, ack pending), sampled when scraped
         self._subject_locks: KeyedLock[str] = KeyedLock()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -98,10 +105,28 @@ class Consumer:
                     await asyncio.wait_for(stop.wait(), delay)
         return None
 
+    @property
+    def check_name(self) -> str:
+        return f"consumer {self.spec.durable}"
+
+    def readiness(self) -> str | None:
+        if self.stopped:
+            return "stopped"
+        return None if self.bound else "not bound"
+
     async def run(self, stop: asyncio.Event) -> None:
+        READINESS.add(self.check_name, self.readiness)
+        metrics.CONSUMERS.track(self)
+        try:
+            await self._run(stop)
+        finally:
+            self.bound, self.stopped = False, True
+
+    async def _run(self, stop: asyncio.Event) -> None:
         psub = await self._bind(stop)
         if psub is None:
             return
+        self.bound = True
         failures = 0
         try:
             while not stop.is_set():
@@ -115,6 +140,7 @@ class Consumer:
                 except NatsError as exc:  # e.g. 503 while JetStream restarts, or the consumer recreated
                     failures += 1
                     self.stats.bus_errors += 1
+                    self.bound = False
                     delay = BUS_RETRY.delay(failures)
                     log.warning("%s: fetch failed (%r); re-binding in %.1fs", self.spec.durable, exc, delay)
                     with contextlib.suppress(TimeoutError):
@@ -124,6 +150,7 @@ class Consumer:
                     psub = await self._bind(stop)
                     if psub is None:
                         return
+                    self.bound = True
                     continue
                 for i, msg in enumerate(msgs):
                     await self.sem.acquire()

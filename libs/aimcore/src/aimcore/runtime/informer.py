@@ -26,6 +26,7 @@ from aimcore.api.bus import subjects
 from aimcore.api.errors import TransientError
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
+from aimcore.runtime.probes import READINESS
 from aimcore.runtime.resourceversion import rv_int
 
 log = logging.getLogger(__name__)
@@ -131,7 +132,11 @@ class Informer:
                 self._store(key, obj)
         self.synced.set()
 
+    def readiness(self) -> str | None:
+        return None if self.synced.is_set() else f"loading {len(self.kinds)} kinds from the mirror"
+
     async def stop(self) -> None:
+        READINESS.waiting("informer", "stopped")
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from nats.js.errors import APIError, KeyDeletedError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
+from aimcore.runtime import metrics
+
 log = logging.getLogger(__name__)
 
 Work = Callable[[], Awaitable[None]]
@@ -119,12 +121,14 @@ class ObjectLeases:
         lease = KvLease(self.leases, key, self.holder)
         if not await lease.take():
             self.stats.contended += 1
+            metrics.LEASES_CONTENDED.inc()
             await self.dirty.put(key, b"1")
             if not await lease.take():
                 return False
             await self._clear_dirty(key)
         while True:
             renewing = asyncio.create_task(self._renew(lease))
+            metrics.LEASES_HELD.inc()
             try:
                 self.stats.runs += 1
                 await work()
@@ -132,13 +136,17 @@ class ObjectLeases:
                 renewing.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await renewing
-                await lease.release()
+                try:
+                    await lease.release()
+                finally:
+                    metrics.LEASES_HELD.dec()
             if not await self._is_dirty(key):
                 return True
             if not await lease.take():
                 return True  # another replica took it; it will see the mark
             await self._clear_dirty(key)
             self.stats.reruns += 1
+            metrics.LEASE_RERUNS.inc()
 
     async def _renew(self, lease: KvLease) -> None:
         try:

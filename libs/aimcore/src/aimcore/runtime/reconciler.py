@@ -38,11 +38,12 @@ from aimcore.api.crds.base import Resource
 from aimcore.api.crds.validation import INVALID_SPEC, describe, parse
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
-from aimcore.runtime import tracing
+from aimcore.runtime import metrics, tracing
 from aimcore.runtime.consumer import Consumer
 from aimcore.runtime.informer import Indexer, Informer
 from aimcore.runtime.lease import ObjectLeases
 from aimcore.runtime.mappers import Mapper
+from aimcore.runtime.probes import READINESS
 from aimcore.runtime.report import Reporter
 from aimcore.runtime.service import ServiceContext
 from aimcore.runtime.status.compose import is_paused
@@ -318,8 +319,13 @@ class Runtime:
             started = time.monotonic_ns()
             try:
                 await self._reconcile(ref, obj)
+            except Exception:
+                metrics.RECONCILE_ERRORS.labels(ref.group, ref.kind).inc()
+                raise
             finally:
-                self.journal.record(key, started, time.monotonic_ns())
+                ended = time.monotonic_ns()
+                metrics.RECONCILE_SECONDS.labels(ref.group, ref.kind).observe((ended - started) / 1e9)
+                self.journal.record(key, started, ended)
             if fingerprint is not None:
                 self._reconciled[key] = fingerprint
 
@@ -386,6 +392,9 @@ async def publish_requeue(
 
 async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime | None:
     """Run ``controller`` until the service stops."""
+    consumer = event_consumer(controller)
+    # not ready until the consumer itself says so (it replaces this check when it runs)
+    READINESS.waiting(f"consumer {consumer.durable}", f"waiting for the {topology.EVENTS_STREAM} stream")
     if not await topology.wait_for_stream(ctx.js, topology.EVENTS_STREAM, ctx.stop):
         return None
     kinds = list(dict.fromkeys([*controller.kinds, *(w.kind for w in controller.watches)]))
@@ -401,7 +410,7 @@ async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime
         journal=ctx.settings.reconcile_journal,
     )
     try:
-        await Consumer(ctx.js, event_consumer(controller), runtime.handle).run(ctx.stop)
+        await Consumer(ctx.js, consumer, runtime.handle).run(ctx.stop)
     finally:
         await informer.stop()
     return runtime

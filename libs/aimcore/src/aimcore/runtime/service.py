@@ -1,6 +1,8 @@
 """The process shell every service runs in: settings validated before anything else, logging,
-tracing, a NATS connection that reconnects forever (as the service's own bus role,
-:mod:`aimcore.runtime.bus`), an optional Kubernetes client, and clean shutdown on SIGTERM/SIGINT."""
+tracing, the health and metrics server (:mod:`aimcore.runtime.health`, started before anything
+can be slow, so ``/healthz`` answers while NATS is still unreachable), a NATS connection that
+reconnects forever (as the service's own bus role, :mod:`aimcore.runtime.bus`), an optional
+Kubernetes client, and clean shutdown on SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
@@ -16,10 +18,18 @@ from typing import Any
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
-from aimcore.runtime import tracing
+from aimcore.runtime import health, metrics, tracing
 from aimcore.runtime.bus import connect_bus
 from aimcore.runtime.kube import Kube, connect
-from aimcore.runtime.settings import COMMON, AimSettings, Settings, SettingsError, TracingSettings
+from aimcore.runtime.probes import READINESS
+from aimcore.runtime.settings import (
+    COMMON,
+    AimSettings,
+    HealthSettings,
+    Settings,
+    SettingsError,
+    TracingSettings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +88,11 @@ async def run_service(
     settings = settings or loaded
     configure_logging(settings.log_level)
     tracing.setup(f"aim-{name}", TracingSettings())
+    server = await health.serve(f"aim-{name}", HealthSettings())
+    READINESS.waiting("nats", "connecting")
     nc = await connect_bus(settings.bus.as_role(name), f"aim-{name}")
+    READINESS.add("nats", lambda: None if nc.is_connected else "not connected")
+    metrics.NATS_CONNECTED.set_function(lambda: 1.0 if nc.is_connected else 0.0)
     kube = Kube(await connect(settings.kubeconfig), field_manager=f"aim-{name}") if needs_kube else None
     ctx = ServiceContext(name, settings, nc, nc.jetstream(), kube)
     loop = asyncio.get_running_loop()
@@ -101,4 +115,6 @@ async def run_service(
             await kube.close()
         with contextlib.suppress(Exception):
             await nc.drain()
+        if server is not None:
+            await server.stop()
         log.info("aim-%s stopped", name)

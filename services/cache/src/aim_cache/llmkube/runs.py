@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from aim_cache.download_metrics import DownloadMeter
 from aim_cache.downloader import (
     ADDRESS_NOT_ALLOWED,
     DOWNLOAD_FAILED,
@@ -41,6 +42,7 @@ from aim_cache.llmkube.sources import SOURCE_NOT_ALLOWED, Source, SourceError, S
 from aimcore.domain.outbound import OutboundPolicy
 
 log = logging.getLogger(__name__)
+DOWNLOADS = DownloadMeter("llmkube")
 
 SIDECAR = ".aim-source.json"
 Wake = Callable[[str], Awaitable[None]]
@@ -162,6 +164,7 @@ class Runs:
         def on_progress(progress: Progress) -> None:
             now = time.monotonic()
             run.meter.add(now, progress.downloaded_bytes)
+            DOWNLOADS.observe(run.key, progress.downloaded_bytes)
             run.summary = summary(progress, run.meter, now=now)
 
         try:

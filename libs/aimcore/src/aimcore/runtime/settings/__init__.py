@@ -1,6 +1,6 @@
 """The operator's configuration, one pydantic-settings class per concern (:mod:`.base` says how
 they read the environment). The concerns of the runtime library live here: the process and its
-bus (every service), tracing and proxies (every service), history retention (the watcher,
+bus (every service), tracing, proxies and health (every service), history retention (the watcher,
 :mod:`.history`) and the outbound address policy (:mod:`.outbound`). Each service's own
 concerns are in its ``settings`` module, whose ``SETTINGS`` names every concern beyond
 :data:`COMMON` that the service reads (validated at start-up, listed in ``docs/settings.md``)."""
@@ -9,15 +9,23 @@ from __future__ import annotations
 
 from aimcore.runtime.settings.base import AimSettings, SettingsError, Variable
 from aimcore.runtime.settings.bus import BusSettings
+from aimcore.runtime.settings.health import HealthSettings
 from aimcore.runtime.settings.process import ProcessSettings, ProxySettings, Settings, TracingSettings
 
-COMMON: tuple[type[AimSettings], ...] = (ProcessSettings, BusSettings, TracingSettings, ProxySettings)
+COMMON: tuple[type[AimSettings], ...] = (
+    ProcessSettings,
+    BusSettings,
+    TracingSettings,
+    ProxySettings,
+    HealthSettings,
+)
 """The concerns every service reads (:func:`aimcore.runtime.service.run_service` loads them)."""
 
 __all__ = [
     "COMMON",
     "AimSettings",
     "BusSettings",
+    "HealthSettings",
     "ProcessSettings",
     "ProxySettings",
     "Settings",

@@ -1,0 +1,165 @@
+"""The process's Prometheus metrics (served on ``/metrics`` by :mod:`aimcore.runtime.health`).
+
+Every metric of the runtime library is declared here, on one registry (:data:`REGISTRY`) that the
+services add their own to (the status service's writes, the cache service's download bytes, the
+watcher's leader flag). The consumers' counters are not copied: they stay the in-memory
+:class:`~aimcore.runtime.consumer.ConsumerStats` and are read when scraped; the consumers' lag
+(``num_pending`` from the consumer's info) is sampled once per scrape, one request per consumer.
+``docs/deploy.md`` ("Health and metrics") lists every metric with its labels and meaning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from aimcore.runtime.consumer import Consumer
+
+REGISTRY = CollectorRegistry()
+ProcessCollector(registry=REGISTRY)
+PlatformCollector(registry=REGISTRY)
+GCCollector(registry=REGISTRY)
+
+RECONCILE_SECONDS = Histogram(
+    "aim_reconcile_duration_seconds",
+    "Time one reconcile of an object took (validation, the controller's reconcile, its writes).",
+    ["group", "kind"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+    registry=REGISTRY,
+)
+RECONCILE_ERRORS = Counter(
+    "aim_reconcile_errors_total",
+    "Reconciles that ended in an error (retried through a nak, or given up if permanent).",
+    ["group", "kind"],
+    registry=REGISTRY,
+)
+LEASES_HELD = Gauge(
+    "aim_leases_held",
+    "Object leases this replica holds now (one per object being reconciled).",
+    registry=REGISTRY,
+)
+LEASES_CONTENDED = Counter(
+    "aim_lease_contended_total",
+    "Reconciles handed to the replica already holding the object's lease (a dirty mark set).",
+    registry=REGISTRY,
+)
+LEASE_RERUNS = Counter(
+    "aim_lease_reruns_total",
+    "Reconciles run again by a lease holder for a trigger that arrived during its run.",
+    registry=REGISTRY,
+)
+REFUSED_PUBLISHES = Counter(
+    "aim_nats_permission_violations_total",
+    "Operations the NATS server refused for this client's permissions ('Permissions Violation').",
+    registry=REGISTRY,
+)
+NATS_CONNECTED = Gauge("aim_nats_connected", "1 while connected to NATS, else 0.", registry=REGISTRY)
+LOOP_STALLS = Counter(
+    "aim_event_loop_stalls_total",
+    "Times the event loop went longer than AIM_HEALTH_STALL_SECONDS without its heartbeat.",
+    registry=REGISTRY,
+)
+
+CONSUMER_COUNTERS = (
+    ("handled", "Messages the consumer's handler finished (with or without an error)."),
+    ("acked", "Messages acknowledged (done, or failed permanently)."),
+    ("naked", "Messages negatively acknowledged to be redelivered later (a transient failure)."),
+    ("terminated", "Messages whose handler failed permanently: acknowledged, not retried."),
+    ("handed_back", "Messages a stopping consumer gave back unstarted (a nak without delay)."),
+    ("bus_errors", "Failed fetches (the bus down or restarting); the consumer re-binds."),
+)
+LAG_TIMEOUT = 1.0
+"""Seconds one consumer-info request may take while scraping; a slower bus leaves the lag out."""
+
+
+def _field(name: str) -> str:
+    return "permanent" if name == "terminated" else name
+
+
+class ConsumerCollector(Collector):
+    """The counters and last sampled lag of every consumer this process runs, by durable name."""
+
+    def __init__(self) -> None:
+        self.consumers: weakref.WeakSet[Consumer] = weakref.WeakSet()
+
+    def track(self, consumer: Consumer) -> None:
+        self.consumers.add(consumer)
+
+    def collect(self) -> Iterator[Metric]:
+        consumers = sorted(self.consumers, key=lambda c: c.spec.durable)
+        for name, doc in CONSUMER_COUNTERS:
+            family = CounterMetricFamily(f"aim_consumer_{name}", doc, labels=["consumer"])
+            totals: dict[str, int] = {}
+            for c in consumers:
+                totals[c.spec.durable] = totals.get(c.spec.durable, 0) + getattr(c.stats, _field(name))
+            for durable, value in totals.items():
+                family.add_metric([durable], value)
+            yield family
+        pending = GaugeMetricFamily(
+            "aim_consumer_pending_messages",
+            "Messages in the stream not yet delivered to the consumer (its lag), sampled when scraped.",
+            labels=["consumer"],
+        )
+        ack_pending = GaugeMetricFamily(
+            "aim_consumer_ack_pending_messages",
+            "Messages delivered to the consumer and not acknowledged yet, sampled when scraped.",
+            labels=["consumer"],
+        )
+        bound = GaugeMetricFamily(
+            "aim_consumer_bound", "1 while the consumer is bound to its durable, else 0.", labels=["consumer"]
+        )
+        for c in consumers:
+            bound.add_metric([c.spec.durable], 1.0 if c.bound else 0.0)
+            if c.lag is not None:
+                pending.add_metric([c.spec.durable], c.lag[0])
+                ack_pending.add_metric([c.spec.durable], c.lag[1])
+        yield pending
+        yield ack_pending
+        yield bound
+
+    async def sample_lag(self) -> None:
+        """Ask the server for each bound consumer's pending counts (concurrently, each bounded by
+        :data:`LAG_TIMEOUT`); a consumer whose answer does not come loses its stale figure."""
+
+        async def one(c: Consumer) -> None:
+            c.lag = None
+            if not c.bound:
+                return
+            with contextlib.suppress(Exception):
+                info = await asyncio.wait_for(c.js.consumer_info(c.spec.stream, c.spec.durable), LAG_TIMEOUT)
+                c.lag = (info.num_pending or 0, info.num_ack_pending or 0)
+
+        await asyncio.gather(*(one(c) for c in list(self.consumers)))
+
+
+CONSUMERS = ConsumerCollector()
+REGISTRY.register(CONSUMERS)
+
+
+async def exposition() -> bytes:
+    """The text of ``/metrics``: the consumers' lag sampled now, then every metric."""
+    await CONSUMERS.sample_lag()
+    return generate_latest(REGISTRY)
+
+
+def is_permission_violation(error: BaseException) -> bool:
+    """Whether an error nats-py hands its error callback is the server refusing a publish or a
+    subscription for the client's permissions."""
+    return "permissions violation" in str(error).lower()
