@@ -21,7 +21,7 @@ from aimcore.api.kinds import KindRef, by_kind
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.report import Reporter
 from tests.helpers import eventually, kubectl, manifest
-from tests.integration.conftest import Services
+from tests.integration.conftest import Services, health_get
 
 TEMPLATE_CACHE = by_kind("aim.eai.amd.com", "AIMTemplateCache")
 CLUSTER_RUNTIME_CONFIG = by_kind("aim.eai.amd.com", "AIMClusterRuntimeConfig")
@@ -177,6 +177,17 @@ async def test_a_flapping_condition_makes_few_events_with_counts(  # type: ignor
     assert max(e["count"] for e in found) > 1
     repeated = next(e for e in found if e["count"] > 1)
     assert repeated["lastTimestamp"] >= repeated["firstTimestamp"]
+    # what the spam filter held back is counted on the status service's /metrics
+    status, metrics = await health_get(without_cache, "status", "/metrics")
+    assert status == 200
+    assert _sample(metrics, 'aim_events_total{outcome="filtered"}') > 0
+    assert _sample(metrics, 'aim_events_total{outcome="created"}') >= len(found)
+
+
+def _sample(metrics: str, name: str) -> float:
+    return next(
+        (float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith(name + " ")), 0.0
+    )
 
 
 async def test_cluster_scoped_objects_have_their_events_in_default(  # type: ignore[no-untyped-def]

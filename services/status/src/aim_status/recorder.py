@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from prometheus_client import Counter
+
 from aim_status.events import (
     Aggregates,
     EventSpec,
@@ -37,6 +39,7 @@ from aim_status.events import (
 from aim_status.writer import Written
 from aimcore.api.kinds import EVENT
 from aimcore.runtime.kube import ApiException, Kube, describe_error
+from aimcore.runtime.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,15 @@ class RecorderStats:
     filtered: int = 0  # dropped by the spam filter
     dropped: int = 0  # dropped because the queue was full
     failed: int = 0  # writes the API server refused or that did not reach it
+
+
+EVENTS = Counter(
+    "aim_events_total",
+    "Kubernetes Events by outcome: created, patched (a count increment), filtered (the spam "
+    "filter), dropped (the queue was full), failed (refused or not delivered).",
+    ["outcome"],
+    registry=REGISTRY,
+)
 
 
 class EventRecorder:
@@ -71,6 +83,10 @@ class EventRecorder:
         self._failing = False
         self._warned_full = False
 
+    def _count(self, outcome: str) -> None:
+        setattr(self.stats, outcome, getattr(self.stats, outcome) + 1)
+        EVENTS.labels(outcome).inc()
+
     def record(self, written: Written) -> None:
         """Queue the Events of one status write; never blocks, never raises."""
         try:
@@ -91,7 +107,7 @@ class EventRecorder:
             try:
                 self._queue.put_nowait(spec)
             except asyncio.QueueFull:
-                self.stats.dropped += 1
+                self._count("dropped")
                 if not self._warned_full:
                     self._warned_full = True
                     log.warning("event queue full (%d): dropping Events", self._queue.maxsize)
@@ -112,7 +128,7 @@ class EventRecorder:
     async def write(self, spec: EventSpec) -> None:
         now = self.clock()
         if not self.spam.allow(spec.involved.uid or spec.involved.name, now):
-            self.stats.filtered += 1
+            self._count("filtered")
             return
         try:
             seen = self.aggregates.lookup(spec.key, now)
@@ -121,7 +137,7 @@ class EventRecorder:
             name = event_name(spec, now)
             await self.kube.create(EVENT, event_body(spec, name, now, self.instance), spec.namespace)
             self.aggregates.remember(spec.key, Seen(name, spec.namespace, 1, now))
-            self.stats.created += 1
+            self._count("created")
             self._succeeded()
         except Exception as exc:
             self._failed(spec, exc)
@@ -136,7 +152,7 @@ class EventRecorder:
                 return False
             raise
         self.aggregates.remember(spec.key, Seen(seen.name, seen.namespace, seen.count + 1, now))
-        self.stats.patched += 1
+        self._count("patched")
         self._succeeded()
         return True
 
@@ -146,7 +162,7 @@ class EventRecorder:
             log.info("Events are written again (%d failed so far)", self.stats.failed)
 
     def _failed(self, spec: EventSpec, exc: BaseException) -> None:
-        self.stats.failed += 1
+        self._count("failed")
         what = f"{spec.type} {spec.reason} Event for {spec.involved.kind} {spec.involved.name}"
         if self._failing:
             log.debug("%s not written: %s", what, describe_error(exc))

@@ -12,18 +12,30 @@ Hub-compatible server with the cache service's local executor), then measures:
   (paused AIMServices, which the operator leaves alone) in the same run, and the API writes the
   operator spent per service.
 
+The burst is also compared with the irreducible work, in the same run:
+
+- ``cpu_ms_per_service``: CPU time (user + system, from ``/proc``) of every operator process and
+  nats-server during the burst, divided by the number of services;
+- ``ratio_vs_minimal_writer``: a minimal client issues exactly the requests the operator needs per
+  service (create the AIMService, create its InferenceService — the body the deployer made for an
+  earlier service — and merge-patch its status with the status the operator wrote for it), at the
+  burst's concurrency; the ratio is its time over the operator's burst time.
+
 Human-readable lines go to stderr; the last line on stdout is one JSON object with the keys
-``overhead_p50_ms``, ``overhead_p99_ms`` and ``ratio_vs_raw_create``.
+``overhead_p50_ms``, ``overhead_p99_ms``, ``cpu_ms_per_service``, ``ratio_vs_minimal_writer`` and
+``ratio_vs_raw_create``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
+import os
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +51,7 @@ from aim_dev.bench.backbone import (
     stamped,
 )
 from aim_dev.local.hub import HubServer, add_repo
+from aim_dev.local.stack import Stack
 from aimcore.api.kinds import GROUP_AIM, INFERENCE_SERVICE, by_kind
 from aimcore.runtime.kube import Kube, connect
 from aimcore.runtime.status.compose import PAUSE_ANNOTATION
@@ -164,8 +177,71 @@ class Seen:
                 await task
 
 
-async def measure(kubeconfig: str, hub: HubServer, singles: int, bulk: int) -> dict[str, Any]:
-    kube = Kube(await connect(kubeconfig), field_manager="aim-bench")
+CONCURRENCY = 32  # create_all's, the minimal writer's too
+
+
+def operator_pids(stack: Stack) -> dict[str, int]:
+    """The six services and nats-server."""
+    pids = {name: proc.pid for name, proc in stack.services.items() if proc.pid is not None}
+    if stack.nats is not None and stack.nats.process is not None and stack.nats.process.pid is not None:
+        pids["nats-server"] = stack.nats.process.pid
+    return pids
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def cpu_of(pids: Mapping[str, int]) -> dict[str, float]:
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
+async def minimal_writer(kube: Kube, template: str, names: list[str]) -> float:
+    """Seconds the requests the operator needs take for ``names``, issued directly: the AIMService
+    (paused, so the operator leaves it alone), its InferenceService (the deployer's body for
+    ``template``) and the status the operator wrote for ``template``."""
+    isvc = await kube.get(INFERENCE_SERVICE, NS, template)
+    done = await kube.get(AIMSVC, NS, template)
+    if isvc is None or done is None:
+        raise RuntimeError(f"no InferenceService or AIMService {template} to copy")
+    status = done.get("status") or {}
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(name: str) -> None:
+        async with gate:
+            created = await kube.create(AIMSVC, service(name, paused=True))
+            body = copy.deepcopy(isvc)
+            body["metadata"] = {
+                "name": name,
+                "namespace": NS,
+                "labels": isvc["metadata"].get("labels") or {},
+                "annotations": isvc["metadata"].get("annotations") or {},
+                "ownerReferences": [
+                    {
+                        "apiVersion": AIMSVC.api_version,
+                        "kind": AIMSVC.kind,
+                        "name": name,
+                        "uid": created["metadata"]["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            }
+            body.pop("status", None)
+            await kube.create(INFERENCE_SERVICE, body)
+            await kube.patch_status(AIMSVC, NS, name, {"status": status})
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(n) for n in names))
+    return time.perf_counter() - started
+
+
+async def measure(stack: Stack, hub: HubServer, singles: int, bulk: int) -> dict[str, Any]:
+    kube = Kube(await connect(str(stack.kubeconfig)), field_manager="aim-bench")
+    pids = operator_pids(stack)
     try:
         await prepare(kube, hub)
         seen = Seen(kube)
@@ -195,12 +271,19 @@ async def measure(kubeconfig: str, hub: HubServer, singles: int, bulk: int) -> d
         # 3. the same number deployed: InferenceService created and status written
         names = [f"bulk-{i:04d}" for i in range(bulk)]
         before = await request_counts(kube)
+        cpu_before = cpu_of(pids)
         started = time.perf_counter()
         await create_all_services(kube, names)
         await seen.until(names, timeout=900, status=True)
         bulk_seconds = time.perf_counter() - started
+        cpu = {n: t - cpu_before[n] for n, t in cpu_of(pids).items()}
         after = await request_counts(kube)
         await seen.stop()
+        say("CPU during the burst: " + ", ".join(f"{n} {t:.2f} s" for n, t in sorted(cpu.items())))
+
+        # 4. the same requests from a minimal client
+        minimal_seconds = await minimal_writer(kube, "single-0000", [f"minimal-{i:04d}" for i in range(bulk)])
+        say(f"the minimal writer's {3 * bulk} requests took {minimal_seconds:.2f} s")
         writes = api_writes(after, before)
         served = sorted(((v, k) for k, v in delta(after, before).items() if v >= bulk / 10), reverse=True)
         say(
@@ -215,6 +298,10 @@ async def measure(kubeconfig: str, hub: HubServer, singles: int, bulk: int) -> d
     return {
         "overhead_p50_ms": round(p50, 1),
         "overhead_p99_ms": round(p99, 1),
+        "cpu_ms_per_service": round(sum(cpu.values()) * 1000 / bulk, 2),
+        "cpu_seconds": {n: round(t, 2) for n, t in sorted(cpu.items())},
+        "ratio_vs_minimal_writer": round(minimal_seconds / bulk_seconds, 3),
+        "minimal_writer_seconds": round(minimal_seconds, 2),
         "ratio_vs_raw_create": round(plain_seconds / bulk_seconds, 3),
         "bulk_services": bulk,
         "bulk_seconds": round(bulk_seconds, 2),
@@ -234,7 +321,7 @@ def main(home: str | None, singles: int, bulk: int) -> int:
         hub = HubServer(Path(tmp)).start()
         try:
             with embedded_stack(Path(home) if home else None) as stack:
-                figures = asyncio.run(measure(str(stack.kubeconfig), hub, singles, bulk))
+                figures = asyncio.run(measure(stack, hub, singles, bulk))
         finally:
             hub.stop()
     print(json.dumps(stamped(figures)))
