@@ -17,7 +17,7 @@ from nats.js import JetStreamContext
 from aim_dev.local.registry import Registry
 from aim_dev.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
 from aim_dev.testing.oci import push_image
-from aimcore.api.kinds import JOB, NAMESPACE, POD, SECRET, by_kind
+from aimcore.api.kinds import JOB, NAMESPACE, NODE, POD, SECRET, by_kind
 from aimcore.domain.naming import derived_name
 from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
@@ -372,6 +372,43 @@ async def test_gpu_template_ready_when_a_node_has_the_gpu_and_not_available_when
         "NotAvailable once the node is gone",
     )
     assert "MI325X" in condition(gone["status"], "GPUReady")["message"]
+
+
+async def test_a_node_that_does_not_say_how_many_gpus_it_has_is_not_counted_as_one(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """Issue 18 item 7: nodes labelled only with the device id and VRAM (no count label, no device plugin
+    resources; the original's CI cluster is like that) counted as one GPU each, so a 2 x MI300X template was
+    NotAvailable. As in the original, a node whose labels name the model now satisfies any count, and the
+    condition says the count could not be checked."""
+    spec = {"image": "example.invalid/aim-count:1.0", "imageMetadata": {"model": {"canonicalName": "acme/n"}}}
+    await kube.create(MODEL, manifest(MODEL, "count", namespace, spec), namespace)
+    sources = [{"modelId": "acme/n-1b", "sourceUri": "hf://acme/n-1b", "size": "1Gi"}]
+    body = {"modelName": "count", "gpu": {"model": "MI300X", "requests": 2}, "modelSources": sources}
+    await kube.create(TEMPLATE, manifest(TEMPLATE, "two", namespace, body), namespace)
+    await status_of(
+        kube, TEMPLATE, namespace, "two", lambda s: s.get("status") == "NotAvailable", "no node yet"
+    )
+
+    node = f"ci-mi300x-{suffix()}"
+    labels = {"amd.com/gpu.device-id": "74a1", "amd.com/gpu.vram": "192G"}
+    await kube.create(
+        NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": labels}}
+    )
+    try:
+        ready = await status_of(
+            kube,
+            TEMPLATE,
+            namespace,
+            "two",
+            lambda s: s.get("status") == "Ready",
+            "Ready on the uncounted node",
+        )
+        gpu_ready = condition(ready["status"], "GPUReady")
+        assert (gpu_ready["status"], gpu_ready["reason"]) == ("True", "GPUAvailable"), gpu_ready
+        assert "2 GPUs per node could not be checked" in gpu_ready["message"], gpu_ready["message"]
+    finally:
+        await kube.delete(NODE, None, node)
 
 
 async def _discovery_pod(kube: Kube, namespace: str, template: str) -> tuple[dict[str, Any], dict[str, Any]]:
