@@ -695,6 +695,62 @@ async def test_selection_outcomes_have_their_own_reasons(deployer, kube: Kube, n
         await kube.delete(NODE, None, node)
 
 
+async def test_a_template_written_the_released_way_gives_its_hardware_to_the_service(  # type: ignore[no-untyped-def]
+    deployer, kube: Kube, namespace: str
+) -> None:
+    """Issue 18 item 6: a template whose GPU and CPU are given as ``spec.hardware`` (the released original's
+    spelling) had them pruned, so the service ran without its GPUs. The template's status is written here
+    as discovery would before it has run (no GPU facts in the profile, no resolvedHardware), so the
+    InferenceService's resources can only come from the template's spec."""
+    await make_model(kube, namespace, "rel")
+    spec = {
+        "modelName": "rel",
+        "metric": "latency",
+        "precision": "fp8",
+        "hardware": {"gpu": {"model": "MI325X", "requests": 2}, "cpu": {"requests": "6"}},
+    }
+    await kube.create(TEMPLATE, manifest(TEMPLATE, "rel-t", namespace, spec), namespace)
+    profile = {"metadata": {"type": "optimized", "metric": "latency", "precision": "fp8"}}
+    await ready(kube, TEMPLATE, namespace, "rel-t", {"status": "Ready", "profile": profile})
+
+    await make_model(kube, namespace, "rel-cpu")
+    cpu_spec = {"modelName": "rel-cpu", "hardware": {"cpu": {"requests": "2", "limits": "4"}}}
+    await kube.create(TEMPLATE, manifest(TEMPLATE, "rel-cpu-t", namespace, cpu_spec), namespace)
+    await ready(kube, TEMPLATE, namespace, "rel-cpu-t", {"status": "Ready", "profile": profile})
+
+    # the GPU is required: selection waits for a node that has it
+    await make_service(kube, namespace, "rel-svc", {"model": {"name": "rel"}})
+    waiting = await wait_service(
+        kube, namespace, "rel-svc", has("TemplateReady", "False", "RequiredGPUNotInCluster"), "no MI325X yet"
+    )
+    assert "MI325X" in condition(waiting["status"], "TemplateReady")["message"]
+    node = f"mi325x-{uid()}"
+    await kube.create(
+        NODE,
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": node, "labels": {"amd.com/gpu.device-id": "74a5"}},
+        },
+    )
+    try:
+        isvc = await isvc_of(kube, namespace, "rel-svc")
+        resources = container(isvc)["resources"]
+        assert resources["limits"]["amd.com/gpu"] == "2" and resources["requests"]["amd.com/gpu"] == "2"
+        assert resources["requests"]["cpu"] == "6", resources  # hardware.cpu over the 4-per-GPU default
+        terms = isvc["spec"]["predictor"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"]
+        assert "74a5" in terms[0]["matchExpressions"][0]["values"]
+    finally:
+        await kube.delete(NODE, None, node)
+
+    await make_service(kube, namespace, "rel-cpu-svc", {"model": {"name": "rel-cpu"}})
+    isvc = await isvc_of(kube, namespace, "rel-cpu-svc")
+    assert container(isvc)["resources"] == {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}}
+    assert "affinity" not in isvc["spec"]["predictor"]
+
+
 async def test_overrides_create_a_derived_template(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
     await make_model(kube, namespace, "o")
     await make_template(kube, namespace, "o-lat", "o", metric="latency", precision="fp8")

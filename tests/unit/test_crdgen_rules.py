@@ -1,6 +1,6 @@
-"""A field's own CEL rule must not drop the rules of the type it refers to: before, ``model is
-immutable`` replaced the service's ``exactly one of name, image, or custom`` (and ``gpu is
-immutable`` ``model and minVram are mutually exclusive``), so the generated CRDs lacked them."""
+"""A field's own CEL rule must not drop the rules of the type it refers to: before, ``hardware``'s
+``hardware is immutable`` replaced ``at least one of gpu or cpu`` (and ``model is immutable`` the
+service's ``exactly one of name, image, or custom``), so the generated CRDs lacked them."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ def _spec(kind: type[Resource]) -> dict[str, Any]:
 def test_a_fields_rule_adds_to_its_types_rules() -> None:
     for kind in (aim.AIMServiceTemplate, aim.AIMClusterServiceTemplate):
         spec = _spec(kind)
+        assert aim.TEMPLATE_HARDWARE_GPU_RULE in _rules(spec)
+        assert _rules(spec["properties"]["hardware"]) == ["has(self.gpu) || has(self.cpu)", "self == oldSelf"]
         gpu = spec["properties"]["gpu"]
         assert _rules(gpu) == ["!(has(self.model) && has(self.minVram))", "self == oldSelf"]
     model = _spec(aim.AIMService)["properties"]["model"]

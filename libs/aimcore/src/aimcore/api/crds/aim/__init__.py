@@ -126,6 +126,8 @@ from aimcore.api.crds.aim.sources import (
     ModelSourceFilter,
 )
 from aimcore.api.crds.aim.templates import (
+    TEMPLATE_HARDWARE_GPU_MESSAGE,
+    TEMPLATE_HARDWARE_GPU_RULE,
     AIMClusterServiceTemplate,
     AIMClusterServiceTemplateSpec,
     AIMDiscoveryProfileMetadata,
@@ -171,6 +173,8 @@ __all__ = [
     "SERVICE_MODEL_ONE_OF_MESSAGE",
     "SERVICE_MODEL_ONE_OF_RULE",
     "SOURCE_URI_PATTERN",
+    "TEMPLATE_HARDWARE_GPU_MESSAGE",
+    "TEMPLATE_HARDWARE_GPU_RULE",
     "AIMCachingMode",
     "AIMClusterModel",
     "AIMClusterModelSource",
