@@ -792,6 +792,48 @@ async def test_overrides_create_a_derived_template(deployer, kube: Kube, namespa
     assert env_of(isvc)["AIM_METRIC"] == "throughput"
 
 
+async def test_overrides_written_the_released_way_are_honoured(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    """The released original's service overrides spell the GPU ``overrides.hardware.gpu`` and add
+    ``hardware.cpu``; pruned, the service ran on its template's hardware. Both spellings now name the same
+    derived template, the CPU reaches the InferenceService, and two disagreeing spellings are InvalidSpec."""
+    await make_model(kube, namespace, "ho")
+    await make_template(kube, namespace, "ho-t", "ho", metric="latency", precision="fp8")
+    overrides = {"hardware": {"gpu": {"requests": 2}, "cpu": {"requests": "5", "limits": "7"}}}
+    await make_service(kube, namespace, "ho-svc", {"model": {"name": "ho"}, "overrides": overrides})
+    await wait_service(
+        kube,
+        namespace,
+        "ho-svc",
+        lambda s: (
+            condition(s, "TemplateReady").get("reason") in ("CreatingDerivedTemplate", "TemplateNotReady")
+        ),
+        "derived",
+    )
+    derived = [
+        t for t in (await kube.list(TEMPLATE, namespace))[0] if t["metadata"]["name"].startswith("ho-t-ovr-")
+    ]
+    assert len(derived) == 1, [t["metadata"]["name"] for t in derived]
+    name = derived[0]["metadata"]["name"]
+    assert name.startswith("ho-t-ovr-2gpu-"), name  # the seed spelling's name: overrides.gpu.requests 2
+    assert derived[0]["spec"]["gpu"]["requests"] == 2 and "hardware" not in derived[0]["spec"]
+    profile = {"metadata": {"type": "optimized", "metric": "latency", "precision": "fp8"}}
+    await ready(kube, TEMPLATE, namespace, name, {"status": "Ready", "profile": profile})
+    await wait_service(kube, namespace, "ho-svc", has("TemplateReady", "True", "Resolved"), "uses derived")
+    resources = container(await isvc_of(kube, namespace, "ho-svc"))["resources"]
+    assert resources["requests"]["amd.com/gpu"] == "2" and resources["limits"]["amd.com/gpu"] == "2"
+    assert (resources["requests"]["cpu"], resources["limits"]["cpu"]) == ("5", "7"), resources
+
+    both = {"gpu": {"requests": 1}, "hardware": {"gpu": {"requests": 2}}}
+    await make_service(kube, namespace, "ho-both", {"model": {"name": "ho"}, "overrides": both})
+    refused = await wait_service(
+        kube, namespace, "ho-both", has("ConfigValid", "False", "InvalidSpec"), "both spellings differ"
+    )
+    assert (
+        "hardware.gpu and gpu are both set but differ"
+        in condition(refused["status"], "ConfigValid")["message"]
+    )
+
+
 # -- caching ------------------------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from aim_deployer import inference
 from aim_deployer.inference import Inputs
-from aim_deployer.templates import derived_spec
+from aim_deployer.templates import derived_spec, derived_template_name, overrides_of
 from aim_discovery.templates import hardware_summary, resolved_hardware
 from aimcore.api import hardware
 from aimcore.api.crds import aim
@@ -267,3 +267,66 @@ def test_resolved_hardware_and_summary(
     assert hardware_summary(out) == summary
     # a valid AIMHardwareRequirements (at least one of gpu or cpu, a CPU request)
     aim.AIMServiceTemplateStatus.model_validate({"resolvedHardware": out, "hardwareSummary": summary})
+
+
+# -- a service's overrides in the released shape ---------------------------------------------------------
+
+
+def _service(**spec: Any) -> Obj:
+    return {
+        "apiVersion": f"{AIM}/v1alpha1",
+        "kind": "AIMService",
+        "metadata": {"name": "s", "namespace": "ns"},
+        "spec": {"model": {"name": "m"}, **spec},
+    }
+
+
+def test_released_gpu_overrides_name_and_build_the_same_derived_template() -> None:
+    released = overrides_of({"overrides": {"metric": "latency", "hardware": {"gpu": GPU}}})
+    seed = overrides_of({"overrides": {"metric": "latency", "gpu": GPU}})
+    assert released == seed == {"metric": "latency", "gpu": GPU}
+    assert released is not None and seed is not None
+    assert derived_template_name("base", released) == derived_template_name("base", seed)
+    base = {"spec": {"modelName": "m", "gpu": {"model": "MI300X", "requests": 1}}}
+    assert derived_spec(AIM, base, released, "m")["gpu"] == GPU
+    # a CPU-only hardware override is no template override (the CPU goes to the InferenceService)
+    assert overrides_of({"overrides": {"hardware": {"cpu": CPU}}}) is None
+
+
+def test_released_cpu_override_is_the_services_cpu_below_its_resources() -> None:
+    assert hardware.service_resources({"overrides": {"hardware": {"cpu": CPU}}}) == {
+        "requests": {"cpu": "2"},
+        "limits": {"cpu": "4"},
+    }
+    spec = {"resources": {"requests": {"cpu": "8", "memory": "1Gi"}}, "overrides": {"hardware": {"cpu": CPU}}}
+    assert hardware.service_resources(spec) == {
+        "requests": {"cpu": "8", "memory": "1Gi"},
+        "limits": {"cpu": "4"},
+    }
+    assert hardware.service_resources({"resources": {"limits": {"memory": "2Gi"}}}) == {
+        "limits": {"memory": "2Gi"}
+    }
+    tpl = template({"gpu": GPU, "resources": {"requests": {"cpu": "16"}}})
+    inputs = _inputs(tpl)
+    inputs.service["spec"] = {"overrides": {"hardware": {"cpu": {"requests": "3", "limits": "6"}}}}
+    resources = inference.container_resources(inputs)
+    assert (resources["requests"]["cpu"], resources["limits"]["cpu"]) == ("3", "6")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        ({"gpu": GPU, "hardware": {"gpu": {"model": "MI325X", "requests": 2}}}, "both set but differ"),
+        ({"hardware": {"gpu": {"minVram": "128Gi"}}}, "hardware.gpu.minVram cannot be overridden"),
+    ],
+)
+def test_disagreeing_or_unusable_released_overrides_are_an_invalid_spec(overrides: Obj, says: str) -> None:
+    with pytest.raises(ValidationError, match=says):
+        aim.AIMService.model_validate(_service(overrides=overrides))
+    aim.AIMService.model_validate(_service(overrides={"gpu": GPU, "hardware": {"gpu": GPU, "cpu": CPU}}))
+    schema = aim.AIMServiceOverrides.model_json_schema(by_alias=True)
+    assert "hardware" in schema["properties"]
+    extra = aim.AIMServiceOverrides.model_config.get("json_schema_extra")
+    assert isinstance(extra, dict)
+    rules = [rule["rule"] for rule in extra["x-kubernetes-validations"]]
+    assert hardware.HARDWARE_GPU_RULE in rules and aim.OVERRIDE_HARDWARE_MIN_VRAM_RULE in rules

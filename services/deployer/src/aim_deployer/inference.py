@@ -23,7 +23,8 @@ Rules and where they differ from the original:
   the released spelling ``hardware.gpu.requests``, legacy ``gpuSelector.count``), else 0. Defaults
   for n GPUs: requests ``cpu=4n``, ``memory=32n Gi``; limits ``memory=48n Gi``; no CPU limit. Then
   model < template < service ``spec.resources`` override per resource name (requests and limits
-  separately; a template's ``hardware.cpu`` counts as its ``resources`` CPU). The GPU
+  separately; a template's ``hardware.cpu`` counts as its ``resources`` CPU, and a service's
+  ``overrides.hardware.cpu`` as the service's where its ``resources`` give no CPU). The GPU
   resource is filled in last: a GPU quantity set on only one side is mirrored to the other
   (Kubernetes requires request == limit for extended resources), and when neither side sets it and
   n > 0 both become n. Integer quantities are written as strings (what the API server returns).
@@ -46,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aimcore.api import hardware
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import INFERENCE_SERVICE, KindRef
 from aimcore.api.types import Obj
@@ -308,7 +310,7 @@ def container_resources(inputs: Inputs) -> Obj:
     for resources in (
         _spec(inputs.model).get("resources"),
         template.resources,
-        _spec(inputs.service).get("resources"),
+        hardware.service_resources(_spec(inputs.service)),
     ):
         _overlay(merged, resources)
 

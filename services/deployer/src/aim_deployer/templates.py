@@ -85,12 +85,14 @@ def overrides_of(spec: Mapping[str, Any]) -> Obj | None:
     """``spec.overrides`` with its empty values dropped; ``None`` when nothing is overridden. Read
     as stored: the overrides are hashed into the derived template's name and copied into its spec.
     ``gpu.requests: 0`` is kept: it asks for GPU nodes without GPU resources (the original
-    dropped it, and the service got the template's GPUs)."""
+    dropped it, and the service got the template's GPUs). The released original's
+    ``hardware.gpu`` is read as ``gpu`` (:func:`aimcore.api.hardware.seed_overrides`; its
+    ``hardware.cpu`` goes to the InferenceService, not into a derived template)."""
     raw = spec.get("overrides")
     if not isinstance(raw, Mapping):
         return None
     out: Obj = {}
-    for key, value in raw.items():
+    for key, value in hardware.seed_overrides(raw).items():
         if isinstance(value, Mapping):
             inner = {k: v for k, v in value.items() if v is not None and v != ""}
             if inner:

@@ -20,6 +20,11 @@ The equivalence:
   (``"1"`` and ``"1000m"`` agree); checked by the model's validator only (CEL cannot compare two
   quantities on every API server version).
 
+The same holds for an AIMService's ``spec.overrides`` (the seed's ``gpu``, the released
+``hardware {gpu, cpu}``): :func:`seed_overrides` reads the GPU of either, and a CPU given there is
+the template-level CPU of the service's InferenceService (:func:`service_resources`, below the
+service's own ``spec.resources``, as the original's derived template's CPU is).
+
 Pure: wire-form dicts in, values out.
 """
 
@@ -34,15 +39,25 @@ from aimcore.api.types import Obj
 
 __all__ = [
     "DEFAULT_GPU_RESOURCE",
+    "HARDWARE_GPU_MESSAGE",
+    "HARDWARE_GPU_RULE",
     "conflicts",
     "effective_cpu",
     "effective_gpu",
     "effective_resources",
     "gpu_field",
+    "seed_overrides",
     "seed_shape",
+    "service_resources",
 ]
 
 DEFAULT_GPU_RESOURCE = "amd.com/gpu"
+
+HARDWARE_GPU_RULE = (
+    "!has(self.gpu) || !has(self.hardware) || !has(self.hardware.gpu) || self.hardware.gpu == self.gpu"
+)
+"""The CEL rule of an object with both spellings (a template's spec, a service's overrides)."""
+HARDWARE_GPU_MESSAGE = "hardware.gpu and gpu must be equal when both are set"
 _SIDES = ("requests", "limits")
 
 
@@ -149,3 +164,21 @@ def seed_shape(spec: Mapping[str, Any]) -> Obj:
     if resources is not None:
         out["resources"] = resources
     return out
+
+
+def seed_overrides(overrides: Mapping[str, Any]) -> Obj:
+    """A service's ``spec.overrides`` in the seed's spelling: ``hardware.gpu`` becomes ``gpu``
+    (unless ``gpu`` is given too; the two must agree) and ``hardware`` is dropped (its CPU is read
+    by :func:`service_resources`), so both spellings name and build the same derived template."""
+    out: Obj = {k: copy.deepcopy(v) for k, v in overrides.items() if k != "hardware"}
+    gpu = effective_gpu(overrides)
+    if gpu is not None:
+        out["gpu"] = copy.deepcopy(dict(gpu))
+    return out
+
+
+def service_resources(spec: Mapping[str, Any]) -> Obj | None:
+    """An AIMService's ``spec.resources`` with the CPU of ``spec.overrides.hardware.cpu`` filled in
+    where it gives none (the service's own resources win, as they win over a template's)."""
+    overrides = _mapping(spec.get("overrides"))
+    return effective_resources({"resources": spec.get("resources"), "hardware": overrides.get("hardware")})

@@ -91,6 +91,8 @@ from aimcore.api.crds.aim.runtimeconfigs import (
     AIMRuntimeConfigStatus,
 )
 from aimcore.api.crds.aim.services import (
+    OVERRIDE_HARDWARE_MIN_VRAM_MESSAGE,
+    OVERRIDE_HARDWARE_MIN_VRAM_RULE,
     OVERRIDE_MIN_VRAM_MESSAGE,
     OVERRIDE_MIN_VRAM_RULE,
     REPLICA_BOUNDS_MESSAGE,
@@ -166,6 +168,8 @@ __all__ = [
     "HARDWARE_ONE_OF_RULE",
     "KINDS",
     "MODEL_ID_PATTERN",
+    "OVERRIDE_HARDWARE_MIN_VRAM_MESSAGE",
+    "OVERRIDE_HARDWARE_MIN_VRAM_RULE",
     "OVERRIDE_MIN_VRAM_MESSAGE",
     "OVERRIDE_MIN_VRAM_RULE",
     "REPLICA_BOUNDS_MESSAGE",

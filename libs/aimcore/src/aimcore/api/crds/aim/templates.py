@@ -40,6 +40,7 @@ from aimcore.api.crds.base import (
     immutable,
     k8s_config,
 )
+from aimcore.api.hardware import HARDWARE_GPU_MESSAGE, HARDWARE_GPU_RULE
 from aimcore.api.hardware import conflicts as hardware_conflicts
 
 # ---------------------------------------------------------------------------------------------
@@ -54,10 +55,8 @@ AIMProfilePrecision = Literal[AIMPrecision.BF16, AIMPrecision.FP16, AIMPrecision
 # CEL rules (those without ``oldSelf`` are also enforced by the model validators below)
 # ---------------------------------------------------------------------------------------------
 
-TEMPLATE_HARDWARE_GPU_RULE = (
-    "!has(self.gpu) || !has(self.hardware) || !has(self.hardware.gpu) || self.hardware.gpu == self.gpu"
-)
-TEMPLATE_HARDWARE_GPU_MESSAGE = "hardware.gpu and gpu must be equal when both are set"
+TEMPLATE_HARDWARE_GPU_RULE = HARDWARE_GPU_RULE
+TEMPLATE_HARDWARE_GPU_MESSAGE = HARDWARE_GPU_MESSAGE
 
 
 # ---------------------------------------------------------------------------------------------
