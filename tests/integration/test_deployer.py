@@ -695,6 +695,62 @@ async def test_selection_outcomes_have_their_own_reasons(deployer, kube: Kube, n
         await kube.delete(NODE, None, node)
 
 
+async def test_a_template_written_the_released_way_gives_its_hardware_to_the_service(  # type: ignore[no-untyped-def]
+    deployer, kube: Kube, namespace: str
+) -> None:
+    """Issue 18 item 6: a template whose GPU and CPU are given as ``spec.hardware`` (the released original's
+    spelling) had them pruned, so the service ran without its GPUs. The template's status is written here
+    as discovery would before it has run (no GPU facts in the profile, no resolvedHardware), so the
+    InferenceService's resources can only come from the template's spec."""
+    await make_model(kube, namespace, "rel")
+    spec = {
+        "modelName": "rel",
+        "metric": "latency",
+        "precision": "fp8",
+        "hardware": {"gpu": {"model": "MI325X", "requests": 2}, "cpu": {"requests": "6"}},
+    }
+    await kube.create(TEMPLATE, manifest(TEMPLATE, "rel-t", namespace, spec), namespace)
+    profile = {"metadata": {"type": "optimized", "metric": "latency", "precision": "fp8"}}
+    await ready(kube, TEMPLATE, namespace, "rel-t", {"status": "Ready", "profile": profile})
+
+    await make_model(kube, namespace, "rel-cpu")
+    cpu_spec = {"modelName": "rel-cpu", "hardware": {"cpu": {"requests": "2", "limits": "4"}}}
+    await kube.create(TEMPLATE, manifest(TEMPLATE, "rel-cpu-t", namespace, cpu_spec), namespace)
+    await ready(kube, TEMPLATE, namespace, "rel-cpu-t", {"status": "Ready", "profile": profile})
+
+    # the GPU is required: selection waits for a node that has it
+    await make_service(kube, namespace, "rel-svc", {"model": {"name": "rel"}})
+    waiting = await wait_service(
+        kube, namespace, "rel-svc", has("TemplateReady", "False", "RequiredGPUNotInCluster"), "no MI325X yet"
+    )
+    assert "MI325X" in condition(waiting["status"], "TemplateReady")["message"]
+    node = f"mi325x-{uid()}"
+    await kube.create(
+        NODE,
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": node, "labels": {"amd.com/gpu.device-id": "74a5"}},
+        },
+    )
+    try:
+        isvc = await isvc_of(kube, namespace, "rel-svc")
+        resources = container(isvc)["resources"]
+        assert resources["limits"]["amd.com/gpu"] == "2" and resources["requests"]["amd.com/gpu"] == "2"
+        assert resources["requests"]["cpu"] == "6", resources  # hardware.cpu over the 4-per-GPU default
+        terms = isvc["spec"]["predictor"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"]
+        assert "74a5" in terms[0]["matchExpressions"][0]["values"]
+    finally:
+        await kube.delete(NODE, None, node)
+
+    await make_service(kube, namespace, "rel-cpu-svc", {"model": {"name": "rel-cpu"}})
+    isvc = await isvc_of(kube, namespace, "rel-cpu-svc")
+    assert container(isvc)["resources"] == {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}}
+    assert "affinity" not in isvc["spec"]["predictor"]
+
+
 async def test_overrides_create_a_derived_template(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
     await make_model(kube, namespace, "o")
     await make_template(kube, namespace, "o-lat", "o", metric="latency", precision="fp8")
@@ -734,6 +790,48 @@ async def test_overrides_create_a_derived_template(deployer, kube: Kube, namespa
     assert svc["status"]["resolvedTemplate"]["name"] == name
     isvc = await isvc_of(kube, namespace, "thr")
     assert env_of(isvc)["AIM_METRIC"] == "throughput"
+
+
+async def test_overrides_written_the_released_way_are_honoured(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    """The released original's service overrides spell the GPU ``overrides.hardware.gpu`` and add
+    ``hardware.cpu``; pruned, the service ran on its template's hardware. Both spellings now name the same
+    derived template, the CPU reaches the InferenceService, and two disagreeing spellings are InvalidSpec."""
+    await make_model(kube, namespace, "ho")
+    await make_template(kube, namespace, "ho-t", "ho", metric="latency", precision="fp8")
+    overrides = {"hardware": {"gpu": {"requests": 2}, "cpu": {"requests": "5", "limits": "7"}}}
+    await make_service(kube, namespace, "ho-svc", {"model": {"name": "ho"}, "overrides": overrides})
+    await wait_service(
+        kube,
+        namespace,
+        "ho-svc",
+        lambda s: (
+            condition(s, "TemplateReady").get("reason") in ("CreatingDerivedTemplate", "TemplateNotReady")
+        ),
+        "derived",
+    )
+    derived = [
+        t for t in (await kube.list(TEMPLATE, namespace))[0] if t["metadata"]["name"].startswith("ho-t-ovr-")
+    ]
+    assert len(derived) == 1, [t["metadata"]["name"] for t in derived]
+    name = derived[0]["metadata"]["name"]
+    assert name.startswith("ho-t-ovr-2gpu-"), name  # the seed spelling's name: overrides.gpu.requests 2
+    assert derived[0]["spec"]["gpu"]["requests"] == 2 and "hardware" not in derived[0]["spec"]
+    profile = {"metadata": {"type": "optimized", "metric": "latency", "precision": "fp8"}}
+    await ready(kube, TEMPLATE, namespace, name, {"status": "Ready", "profile": profile})
+    await wait_service(kube, namespace, "ho-svc", has("TemplateReady", "True", "Resolved"), "uses derived")
+    resources = container(await isvc_of(kube, namespace, "ho-svc"))["resources"]
+    assert resources["requests"]["amd.com/gpu"] == "2" and resources["limits"]["amd.com/gpu"] == "2"
+    assert (resources["requests"]["cpu"], resources["limits"]["cpu"]) == ("5", "7"), resources
+
+    both = {"gpu": {"requests": 1}, "hardware": {"gpu": {"requests": 2}}}
+    await make_service(kube, namespace, "ho-both", {"model": {"name": "ho"}, "overrides": both})
+    refused = await wait_service(
+        kube, namespace, "ho-both", has("ConfigValid", "False", "InvalidSpec"), "both spellings differ"
+    )
+    assert (
+        "hardware.gpu and gpu are both set but differ"
+        in condition(refused["status"], "ConfigValid")["message"]
+    )
 
 
 # -- caching ------------------------------------------------------------------------------------

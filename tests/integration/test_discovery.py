@@ -17,7 +17,7 @@ from nats.js import JetStreamContext
 from aim_dev.local.registry import Registry
 from aim_dev.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
 from aim_dev.testing.oci import push_image
-from aimcore.api.kinds import JOB, NAMESPACE, POD, SECRET, by_kind
+from aimcore.api.kinds import JOB, NAMESPACE, NODE, POD, SECRET, by_kind
 from aimcore.domain.naming import derived_name
 from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
@@ -28,7 +28,9 @@ from tests.oci_servers import PASSWORD, Servers, registry_servers
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
 MODEL = by_kind(AIM, "AIMModel")
+CLUSTER_MODEL = by_kind(AIM, "AIMClusterModel")
 TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
+CLUSTER_TEMPLATE = by_kind(AIM, "AIMClusterServiceTemplate")
 TEMPLATE_CACHE = by_kind(AIM, "AIMTemplateCache")
 RUNTIME_CONFIG = by_kind(AIM, "AIMRuntimeConfig")
 CLUSTER_RUNTIME_CONFIG = by_kind(AIM, "AIMClusterRuntimeConfig")
@@ -372,6 +374,157 @@ async def test_gpu_template_ready_when_a_node_has_the_gpu_and_not_available_when
         "NotAvailable once the node is gone",
     )
     assert "MI325X" in condition(gone["status"], "GPUReady")["message"]
+
+
+async def test_templates_written_the_released_way_keep_their_hardware(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """Issue 18 item 6: the released original (v0.2) spells a template's hardware ``spec.hardware {gpu,
+    cpu}``. That field was pruned, so a template applied from its documentation asking for an MI300X came
+    out Ready as a CPU template (``GPUReady=True/NoGPURequired``). Both spellings now mean the same, both
+    set and different is ``InvalidSpec``, and every template says what it runs on."""
+    spec = {"image": "example.invalid/aim-hw:1.0", "imageMetadata": {"model": {"canonicalName": "acme/hw"}}}
+    await kube.create(MODEL, manifest(MODEL, "hw", namespace, spec), namespace)
+    sources = [{"modelId": "acme/hw-1b", "sourceUri": "hf://acme/hw-1b", "size": "1Gi"}]
+
+    def template(name: str, **fields: Any) -> dict[str, Any]:
+        return manifest(TEMPLATE, name, namespace, {"modelName": "hw", **fields})
+
+    # the GPU given only as spec.hardware.gpu, on a cluster without MI300X nodes
+    mi300x = {"model": "MI300X", "requests": 1}
+    await kube.create(
+        TEMPLATE, template("released", hardware={"gpu": mi300x}, modelSources=sources), namespace
+    )
+    missing = await status_of(
+        kube, TEMPLATE, namespace, "released", lambda s: s.get("status") == "NotAvailable", "NotAvailable"
+    )
+    status = missing["status"]
+    gpu_ready = condition(status, "GPUReady")
+    assert (gpu_ready["status"], gpu_ready["reason"]) == ("False", "GPUNotAvailable"), gpu_ready
+    assert "MI300X" in gpu_ready["message"]
+    assert status["hardwareSummary"] == "1 x MI300X"
+    assert status["resolvedHardware"]["gpu"] == {**mi300x, "resourceName": "amd.com/gpu"}
+
+    # CPU-only templates, in either spelling or saying nothing about CPU, say so too
+    cpu = {"requests": "2", "limits": "4"}
+    await kube.create(
+        TEMPLATE, template("cpu-released", hardware={"cpu": cpu}, modelSources=sources), namespace
+    )
+    resources = {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}}
+    await kube.create(TEMPLATE, template("cpu-seed", resources=resources, modelSources=sources), namespace)
+    await kube.create(TEMPLATE, template("cpu-bare", modelSources=sources), namespace)
+    for name, resolved in (
+        ("cpu-released", {"cpu": cpu}),
+        ("cpu-seed", {"cpu": cpu}),
+        ("cpu-bare", {"gpu": {"requests": 0, "resourceName": "amd.com/gpu"}}),
+    ):
+        ready = await status_of(
+            kube, TEMPLATE, namespace, name, lambda s: s.get("status") == "Ready", f"{name} Ready"
+        )
+        assert condition(ready["status"], "GPUReady")["reason"] == "NoGPURequired"
+        assert ready["status"]["resolvedHardware"] == resolved, name
+        assert ready["status"]["hardwareSummary"] == "CPU", name
+
+    # both spellings, disagreeing: the spec is wrong, said once, not guessed at
+    both = template(
+        "both", gpu=mi300x, hardware={"gpu": {"model": "MI325X", "requests": 1}}, modelSources=sources
+    )
+    await kube.create(TEMPLATE, both, namespace)
+    refused = await status_of(
+        kube, TEMPLATE, namespace, "both", has("ConfigValid", "False", "InvalidSpec"), "InvalidSpec"
+    )
+    assert refused["status"]["status"] == "Failed"
+    message = condition(refused["status"], "ConfigValid")["message"]
+    assert "hardware.gpu and gpu are both set but differ" in message and "'MI325X' vs 'MI300X'" in message
+
+    # the cluster-scoped kind reads it too
+    name = f"hw-{suffix()}"
+    await kube.create(CLUSTER_MODEL, manifest(CLUSTER_MODEL, name, None, spec))
+    cluster = manifest(
+        CLUSTER_TEMPLATE,
+        name,
+        None,
+        {"modelName": name, "hardware": {"gpu": mi300x}, "modelSources": sources},
+    )
+    await kube.create(CLUSTER_TEMPLATE, cluster)
+    try:
+        found = await status_of(
+            kube,
+            CLUSTER_TEMPLATE,
+            None,
+            name,
+            has("GPUReady", "False", "GPUNotAvailable"),
+            "cluster template",
+        )
+        assert found["status"]["hardwareSummary"] == "1 x MI300X"
+    finally:
+        await kube.delete(CLUSTER_TEMPLATE, None, name)
+        await kube.delete(CLUSTER_MODEL, None, name)
+
+    # an MI300X node appears: the template is Ready on it, and a released template that needs discovery
+    # asks the discovery Job for its GPU
+    await kube.create(
+        TEMPLATE, template("released-job", hardware={"gpu": {"model": "MI300X", "requests": 2}}), namespace
+    )
+    node = f"mi300x-{suffix()}"
+    labels = {"amd.com/gpu.device-id": "74a1", "amd.com/gpu.device-id.74a1": "8"}
+    await kube.create(
+        NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": labels}}
+    )
+    try:
+        ready = await status_of(
+            kube, TEMPLATE, namespace, "released", lambda s: s.get("status") == "Ready", "Ready on the node"
+        )
+        assert condition(ready["status"], "GPUReady")["reason"] == "GPUAvailable"
+
+        async def job() -> dict[str, Any] | None:
+            items, _ = await kube.list(JOB, namespace, label_selector="aim.eai.amd.com/template=released-job")
+            return items[0] if items else None
+
+        found_job = await eventually(job, timeout=45, what="the discovery Job of released-job")
+        (container,) = found_job["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e.get("value") for e in container.get("env") or []}
+        assert (env.get("AIM_GPU_MODEL"), env.get("AIM_GPU_COUNT")) == ("MI300X", "2"), env
+    finally:
+        await kube.delete(NODE, None, node)
+
+
+async def test_a_node_that_does_not_say_how_many_gpus_it_has_is_not_counted_as_one(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """Issue 18 item 7: nodes labelled only with the device id and VRAM (no count label, no device plugin
+    resources; the original's CI cluster is like that) counted as one GPU each, so a 2 x MI300X template was
+    NotAvailable. As in the original, a node whose labels name the model now satisfies any count, and the
+    condition says the count could not be checked."""
+    spec = {"image": "example.invalid/aim-count:1.0", "imageMetadata": {"model": {"canonicalName": "acme/n"}}}
+    await kube.create(MODEL, manifest(MODEL, "count", namespace, spec), namespace)
+    sources = [{"modelId": "acme/n-1b", "sourceUri": "hf://acme/n-1b", "size": "1Gi"}]
+    body = {"modelName": "count", "gpu": {"model": "MI300X", "requests": 2}, "modelSources": sources}
+    await kube.create(TEMPLATE, manifest(TEMPLATE, "two", namespace, body), namespace)
+    await status_of(
+        kube, TEMPLATE, namespace, "two", lambda s: s.get("status") == "NotAvailable", "no node yet"
+    )
+
+    node = f"ci-mi300x-{suffix()}"
+    labels = {"amd.com/gpu.device-id": "74a1", "amd.com/gpu.vram": "192G"}
+    await kube.create(
+        NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": labels}}
+    )
+    try:
+        ready = await status_of(
+            kube,
+            TEMPLATE,
+            namespace,
+            "two",
+            lambda s: s.get("status") == "Ready",
+            "Ready on the uncounted node",
+        )
+        gpu_ready = condition(ready["status"], "GPUReady")
+        assert (gpu_ready["status"], gpu_ready["reason"]) == ("True", "GPUAvailable"), gpu_ready
+        assert "2 GPUs per node could not be checked" in gpu_ready["message"], gpu_ready["message"]
+        assert ready["status"]["hardwareSummary"] == "2 x MI300X"
+    finally:
+        await kube.delete(NODE, None, node)
 
 
 async def _discovery_pod(kube: Kube, namespace: str, template: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -338,12 +338,18 @@ def test_node_vram(labels: dict[str, str], expected: int | None) -> None:
         ({"amd.com/gpu.device-id": "74a1"}, {"amd.com/gpu": "0"}, {"amd.com/gpu": "8"}, 0),
         ({"amd.com/gpu.device-id": "74a1"}, {"cpu": "4"}, {"amd.com/gpu": "8"}, 8),
         ({"amd.com/gpu.device-id": "74a1"}, {"amd.com/gpu": "bad"}, {"amd.com/gpu": "8"}, 8),
-        ({"amd.com/gpu.device-id": "74a1"}, None, None, 1),
-        ({"amd.com/gpu.family": "MI300X"}, None, None, 1),
+        # nothing says how many: unknown, not 1 (issue 18 item 7)
+        ({"amd.com/gpu.device-id": "74a1"}, None, None, None),
+        ({"amd.com/gpu.device-id": "74a1", "amd.com/gpu.vram": "192G"}, None, None, None),
+        ({"amd.com/gpu.family": "MI300X"}, None, None, None),
+        ({"amd.com/gpu.device-id.74a1": "x"}, None, None, None),
     ],
 )
 def test_node_count(
-    labels: dict[str, str], allocatable: dict[str, Any] | None, capacity: dict[str, Any] | None, expected: int
+    labels: dict[str, str],
+    allocatable: dict[str, Any] | None,
+    capacity: dict[str, Any] | None,
+    expected: int | None,
 ) -> None:
     gpu = node_gpus(node("n", labels, allocatable, capacity))
     assert gpu is not None and gpu.count == expected
@@ -566,6 +572,65 @@ def test_check_any_gpu(inv: Inventory, requests: int, available: bool, message: 
         None,
     )
     assert check.message.startswith(message)
+
+
+# Nodes as the original's CI cluster has them: labels name the GPU, nothing says how many (no count label,
+# no device plugin resources). The original checks only the model, so a node like this satisfies any count.
+UNCOUNTED = inventory(
+    [
+        node("ci-a", {"amd.com/gpu.device-id": "74a1", "amd.com/gpu.vram": "192G"}),
+        node("ci-b", {"amd.com/gpu.device-id": "74a1"}),
+    ]
+)
+COULD_NOT_CHECK = (
+    "no count label and no amd.com/gpu allocatable or capacity, so 2 GPUs per node could not be checked"
+)
+
+
+def test_unknown_gpu_count_satisfies_any_count_and_the_message_says_it_was_not_checked() -> None:
+    check = check_gpu(model="MI300X", requests=2, min_vram=None, inventory=UNCOUNTED)
+    assert (check.available, check.reason, check.model) == (True, REASON_GPU_AVAILABLE, "MI300X")
+    assert (
+        check.message
+        == f"GPU MI300X is available on 2 nodes (GPU count unknown on 2 nodes: {COULD_NOT_CHECK})"
+    )
+    assert check.node_affinity == ids_affinity(*MI300X_IDS)
+    # one GPU is implied by a label naming the model: nothing was left unchecked
+    one = check_gpu(model="MI300X", requests=1, min_vram=None, inventory=UNCOUNTED)
+    assert (
+        one.available and one.message == "GPU MI300X is available on 2 nodes (GPU count unknown on 2 nodes)"
+    )
+
+
+def test_unknown_gpu_count_next_to_known_counts() -> None:
+    small = gpu_node("small", "74a1", count=1)
+    big = gpu_node("big", "74a1", count=8)
+    uncounted = node("ci", {"amd.com/gpu.device-id": "74a1"})
+    # the known nodes are too small: only the uncounted one may fit, unchecked
+    mixed = check_gpu(model="MI300X", requests=2, min_vram=None, inventory=inventory([small, uncounted]))
+    assert mixed.available and mixed.reason == REASON_GPU_AVAILABLE
+    assert mixed.message.endswith(f"(up to 1 per node; GPU count unknown on 1 node: {COULD_NOT_CHECK})")
+    # a known node has enough: the count was checked
+    checked = check_gpu(model="MI300X", requests=2, min_vram=None, inventory=inventory([big, uncounted]))
+    assert (
+        checked.message
+        == "GPU MI300X is available on 2 nodes (up to 8 per node; GPU count unknown on 1 node)"
+    )
+    # known counts alone still refuse too many
+    refused = check_gpu(model="MI300X", requests=2, min_vram=None, inventory=inventory([small]))
+    assert not refused.available and refused.reason == REASON_GPU_NOT_AVAILABLE
+
+
+def test_unknown_gpu_count_with_min_vram_or_any_gpu() -> None:
+    vram = check_gpu(model=None, requests=2, min_vram="190G", inventory=UNCOUNTED)
+    assert (vram.available, vram.reason, vram.model) == (True, REASON_VRAM_AVAILABLE, "MI300X")
+    assert vram.message == (
+        "GPUs with at least 190G VRAM are available on 2 nodes: MI300X (2 nodes); "
+        f"GPU count unknown on 2 nodes: {COULD_NOT_CHECK}"
+    )
+    anything = check_gpu(model=None, requests=2, min_vram=None, inventory=UNCOUNTED)
+    assert (anything.available, anything.reason) == (True, REASON_GPU_AVAILABLE)
+    assert anything.message.endswith(f"MI300X (2 nodes); GPU count unknown on 2 nodes: {COULD_NOT_CHECK}")
 
 
 # --- presentation and change detection -----------------------------------------------------------------

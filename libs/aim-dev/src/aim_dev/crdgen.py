@@ -48,13 +48,26 @@ class SchemaError(ValueError):
     """The model produced a schema the converter cannot express structurally."""
 
 
+_RULES = "x-kubernetes-validations"
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over``'s keywords on ``base``'s, except CEL rules, which add up: a field's own rule
+    (``hardware is immutable``) must not drop its type's (``at least one of gpu or cpu``)."""
+    merged = {**base, **over}
+    rules = list(base.get(_RULES, []))
+    rules += [rule for rule in over.get(_RULES, []) if rule not in rules]
+    if rules:
+        merged[_RULES] = rules
+    return merged
+
+
 def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     ref = node.get("$ref")
     if ref is None:
         return node
     target = defs[ref.rsplit("/", 1)[-1]]
-    merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-    return merged
+    return _merge(target, {k: v for k, v in node.items() if k != "$ref"})
 
 
 def _strip_null(node: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +80,7 @@ def _strip_null(node: dict[str, Any]) -> dict[str, Any]:
         return node
     rest = {k: v for k, v in node.items() if k != "anyOf"}
     if len(real) == 1:
-        return {**real[0], **rest}
+        return _merge(real[0], rest)
     return {**rest, "anyOf": real}
 
 

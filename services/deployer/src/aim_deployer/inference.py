@@ -19,10 +19,12 @@ Rules and where they differ from the original:
   producing duplicate names; here every name appears once.
 * **Resources** (seed "Resource Resolution"): the GPU count is the template's
   ``status.resolvedHardware.gpu.requests`` (discovery's answer, even 0), else
-  ``status.profile.metadata.gpuCount`` (``gpu_count`` accepted), else the spec (``gpu.requests`` /
-  legacy ``gpuSelector.count``), else 0. Defaults for n GPUs: requests ``cpu=4n``,
-  ``memory=32n Gi``; limits ``memory=48n Gi``; no CPU limit. Then model < template < service
-  ``spec.resources`` override per resource name (requests and limits separately). The GPU
+  ``status.profile.metadata.gpuCount`` (``gpu_count`` accepted), else the spec (``gpu.requests``,
+  the released spelling ``hardware.gpu.requests``, legacy ``gpuSelector.count``), else 0. Defaults
+  for n GPUs: requests ``cpu=4n``, ``memory=32n Gi``; limits ``memory=48n Gi``; no CPU limit. Then
+  model < template < service ``spec.resources`` override per resource name (requests and limits
+  separately; a template's ``hardware.cpu`` counts as its ``resources`` CPU, and a service's
+  ``overrides.hardware.cpu`` as the service's where its ``resources`` give no CPU). The GPU
   resource is filled in last: a GPU quantity set on only one side is mirrored to the other
   (Kubernetes requires request == limit for extended resources), and when neither side sets it and
   n > 0 both become n. Integer quantities are written as strings (what the API server returns).
@@ -45,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aimcore.api import hardware
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import INFERENCE_SERVICE, KindRef
 from aimcore.api.types import Obj
@@ -298,13 +301,18 @@ def container_resources(inputs: Inputs) -> Obj:
     """The inference container's ``resources`` (see the module docstring): GPU-scaled defaults,
     then model < template < service ``spec.resources``, then the GPU quantities filled in."""
     n = gpu_count(inputs.template_ref, inputs.template)
-    gpu = TemplateView(inputs.template_ref, inputs.template).gpu.resource_name or GPU_RESOURCE
+    template = TemplateView(inputs.template_ref, inputs.template)
+    gpu = template.gpu.resource_name or GPU_RESOURCE
     merged: dict[str, Obj] = {"requests": {}, "limits": {}}
     if n > 0:
         merged["requests"].update({"cpu": str(_CPU_PER_GPU * n), "memory": f"{_MEMORY_GI_PER_GPU * n}Gi"})
         merged["limits"]["memory"] = f"{_MEMORY_LIMIT_GI_PER_GPU * n}Gi"
-    for source in (inputs.model, inputs.template, inputs.service):
-        _overlay(merged, _spec(source).get("resources"))
+    for resources in (
+        _spec(inputs.model).get("resources"),
+        template.resources,
+        hardware.service_resources(_spec(inputs.service)),
+    ):
+        _overlay(merged, resources)
 
     requests, limits = merged["requests"], merged["limits"]
     if gpu in requests and gpu not in limits:

@@ -30,6 +30,7 @@ from aim_deployer.selection import (
     template_traits,
 )
 from aim_deployer.service_view import ServiceView
+from aimcore.api import hardware
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
@@ -84,12 +85,14 @@ def overrides_of(spec: Mapping[str, Any]) -> Obj | None:
     """``spec.overrides`` with its empty values dropped; ``None`` when nothing is overridden. Read
     as stored: the overrides are hashed into the derived template's name and copied into its spec.
     ``gpu.requests: 0`` is kept: it asks for GPU nodes without GPU resources (the original
-    dropped it, and the service got the template's GPUs)."""
+    dropped it, and the service got the template's GPUs). The released original's
+    ``hardware.gpu`` is read as ``gpu`` (:func:`aimcore.api.hardware.seed_overrides`; its
+    ``hardware.cpu`` goes to the InferenceService, not into a derived template)."""
     raw = spec.get("overrides")
     if not isinstance(raw, Mapping):
         return None
     out: Obj = {}
-    for key, value in raw.items():
+    for key, value in hardware.seed_overrides(raw).items():
         if isinstance(value, Mapping):
             inner = {k: v for k, v in value.items() if v is not None and v != ""}
             if inner:
@@ -190,9 +193,13 @@ def _resource(overrides: Mapping[str, Any]) -> str | None:
 
 
 def derived_spec(group: str, base: Mapping[str, Any], overrides: Mapping[str, Any], model_name: str) -> Obj:
-    """The base template's spec with the overrides applied (a discovered profile id no longer fits)."""
+    """The base template's spec with the overrides applied (a discovered profile id no longer fits).
+    A base written with the released ``spec.hardware`` is copied in the seed's spelling (``gpu``,
+    ``resources``), so the overridden GPU cannot disagree with a ``hardware.gpu`` left behind."""
     spec: Obj = {
-        k: v for k, v in (base.get("spec") or {}).items() if k not in ("profileId", "type", "caching")
+        k: v
+        for k, v in hardware.seed_shape(base.get("spec") or {}).items()
+        if k not in ("profileId", "type", "caching")
     }
     for key in ("metric", "precision"):
         if overrides.get(key):

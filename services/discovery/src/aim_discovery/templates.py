@@ -132,8 +132,12 @@ class TemplateReconciler:
 
     async def reconcile(self, request: Request) -> Result | None:
         template = TemplateView(request.ref, request.obj)
+        requirement = template.gpu
         conditions: list[ConditionReport] = []
-        fields: dict[str, Any] = {}
+        # what the spec asks for, until discovery says otherwise (every template has it, CPU-only too)
+        fields: dict[str, Any] = {
+            "resolvedHardware": resolved_hardware(template, requirement.model, requirement.requests)
+        }
         try:
             config = resolve(request.informer.get, request.ref.group, template.namespace, template.spec)
         except ConfigNotFound as exc:
@@ -146,7 +150,7 @@ class TemplateReconciler:
                     type=CONFIG_VALID, status="False", reason="ReferenceNotFound", message=message
                 ),
             ]
-            await self._report(request, conditions, {}, "reject", CONFIG_NOT_FOUND, message)
+            await self._report(request, conditions, fields, "reject", CONFIG_NOT_FOUND, message)
             return None
         reason, message = config.condition_reason()
         conditions.append(
@@ -187,7 +191,6 @@ class TemplateReconciler:
         )
         fields[_model_field(request.ref)] = resolved_reference(model_ref, model_obj)
 
-        requirement = template.gpu
         inventory = gpus.inventory(request.informer.list(NODE))
         try:
             check = gpus.check_gpu(
@@ -197,7 +200,7 @@ class TemplateReconciler:
                 inventory=inventory,
             )
         except ValueError as exc:  # an unparsable minVram: the spec is wrong, not the cluster
-            message = f"spec.gpu: {exc}"
+            message = f"{template.gpu_field}: {exc}"
             conditions = [c for c in conditions if c.type != CONFIG_VALID]
             conditions += [
                 ConditionReport(type=CONFIG_VALID, status="False", reason="InvalidSpec", message=message),
@@ -213,7 +216,6 @@ class TemplateReconciler:
                 message=check.message,
             )
         )
-        fields["resolvedHardware"] = _hardware(requirement, requirement.model, requirement.requests)
         if check.required and not check.available:
             await self._report(request, conditions, fields, "gpu", check.reason, check.message)
             return None
@@ -516,8 +518,8 @@ class TemplateReconciler:
         requirement = template.gpu
         fields["modelSources"] = result.model_sources
         fields["profile"] = result.profile
-        fields["resolvedHardware"] = _hardware(
-            requirement, result.gpu_model or requirement.model, result.gpu_count
+        fields["resolvedHardware"] = resolved_hardware(
+            template, result.gpu_model or requirement.model, result.gpu_count
         )
         message = f"Discovery Job {job_name} found {len(result.model_sources)} model source(s)"
         conditions += [
@@ -702,6 +704,8 @@ class TemplateReconciler:
         message: str,
         **details: Any,
     ) -> None:
+        if isinstance(fields.get("resolvedHardware"), Mapping):
+            fields["hardwareSummary"] = hardware_summary(fields["resolvedHardware"])
         kept = {k: v for k, v in fields.items() if has_status_field(request.ref.group, request.ref.kind, k)}
         if await request.reporter.report(request.ref, request.obj, conditions, kept):
             await request.reporter.decide(request.ref, request.obj, action, reason, message, **details)
@@ -723,8 +727,11 @@ def _condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | Non
     return next((c for c in status.get("conditions") or [] if c.get("type") == type_), None)
 
 
-def _hardware(requirement: GPURequirement, model: str | None, requests: int | None) -> dict[str, Any] | None:
-    """``status.resolvedHardware``: the GPU the template runs on (discovery output over spec)."""
+def resolved_hardware(template: TemplateView, model: str | None, requests: int | None) -> dict[str, Any]:
+    """``status.resolvedHardware``, for every template: the GPU it runs on (discovery's output over
+    the spec; ``requests: 0`` when it needs none) and its CPU when the spec gives one (from
+    ``spec.resources`` or ``spec.hardware.cpu``; a limit alone is also the request, as in a Pod)."""
+    requirement = template.gpu
     gpu: dict[str, Any] = {"resourceName": requirement.resource_name}
     if requests is not None:
         gpu["requests"] = requests
@@ -732,9 +739,26 @@ def _hardware(requirement: GPURequirement, model: str | None, requests: int | No
         gpu["model"] = model
     elif requirement.min_vram is not None:
         gpu["minVram"] = requirement.min_vram
-    if not requirement.required and not model and not requests:
-        return None
-    return {"gpu": gpu}
+    resolved: dict[str, Any] = {}
+    if requirement.required or model or requests:
+        resolved["gpu"] = gpu
+    cpu = template.cpu
+    if cpu is not None:
+        resolved["cpu"] = {"requests": cpu.get("requests", cpu.get("limits")), **cpu}
+    if not resolved:  # CPU-only, nothing said about CPU: no GPU is the one thing known
+        resolved["gpu"] = {"requests": 0, "resourceName": requirement.resource_name}
+    return resolved
+
+
+def hardware_summary(resolved: Mapping[str, Any]) -> str:
+    """``status.hardwareSummary`` from ``status.resolvedHardware``: ``2 x MI300X``, ``MI300X`` (no
+    GPU resources), ``2 x GPU`` (any model) or ``CPU``."""
+    gpu = resolved.get("gpu")
+    gpu = gpu if isinstance(gpu, Mapping) else {}
+    requests = gpu.get("requests")
+    return gpus.hardware_summary(
+        str(gpu.get("model") or "") or None, requests if isinstance(requests, int) else None
+    )
 
 
 def _spec_profile(template: TemplateView, requirement: GPURequirement) -> dict[str, Any]:

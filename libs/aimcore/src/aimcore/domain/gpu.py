@@ -22,7 +22,9 @@ What it reads from a Node (``metadata.labels`` and ``status``):
   back to the table. Note the labeller reports what the driver sees (an MI300X is typically ``191G``).
 * **GPU count**: the count-encoded device-id labels of the ids that map to the node's model (for a
   family-only node, the count-encoded family labels), else ``status.allocatable["amd.com/gpu"]``, else
-  ``status.capacity["amd.com/gpu"]`` (the first one present is taken, even ``0``), else 1.
+  ``status.capacity["amd.com/gpu"]`` (the first one present is taken, even ``0``), else *unknown*
+  (``None``): a node labelled only with ``amd.com/gpu.device-id``/``vram`` (no device plugin
+  reporting, as on the original's own CI cluster) has GPUs of that model but says not how many.
 
 Model-name rule (:func:`normalize_model`): upper-case, ``_`` becomes ``-``, split on ``-``, whitespace,
 ``/`` and ``:``, skip ``AMD``, ``INSTINCT``, ``RADEON`` and ``PRO``, and take the first token that is
@@ -43,7 +45,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
@@ -260,14 +262,20 @@ def _model_for_id(device_id: str) -> str:
 
 @dataclass(frozen=True)
 class NodeGPU:
-    """The AMD GPUs of one Node: its model, what identifies it, VRAM per GPU (bytes) and GPU count."""
+    """The AMD GPUs of one Node: its model, what identifies it, VRAM per GPU (bytes) and GPU count
+    (``None``: unknown, no label or resource says)."""
 
     name: str
     model: str
     device_ids: frozenset[str]
     families: frozenset[str]
     vram: int | None
-    count: int
+    count: int | None
+
+    def has(self, wanted: int) -> bool:
+        """Whether the node can hold ``wanted`` GPUs; an unknown count is given the benefit of the
+        doubt (the original checks only that a node's labels name the model)."""
+        return self.count is None or self.count >= wanted
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -344,8 +352,6 @@ def node_gpus(node: Mapping[str, Any]) -> NodeGPU | None:
         return None
     if count is None:
         count = _resource_count(node)
-    if count is None:
-        count = 1
 
     vram: int | None = None
     for text in _plain(labels, VRAM_LABEL) + [s for s, _ in _encoded(labels, VRAM_LABEL)]:
@@ -446,7 +452,9 @@ def check_gpu(
       lenient VRAM string (``192GB``); a bad value raises :class:`ValueError`; ``0`` means no constraint.
     * Only ``requests > 0``: any AMD GPU node with that many GPUs; no model, no affinity.
 
-    Too few GPUs on every candidate node is :data:`REASON_GPU_NOT_AVAILABLE` in all cases.
+    Too few GPUs on every candidate node is :data:`REASON_GPU_NOT_AVAILABLE` in all cases. A node whose
+    GPU count is unknown (:class:`NodeGPU`) has as many as requested, as in the original, which only
+    checks that a node's labels name the model; the message then says the count could not be checked.
     """
     wanted = requests or 0
     name = normalize_model(model) if model and model.strip() else None
@@ -462,11 +470,11 @@ def check_gpu(
                 f"available: {inv.describe()}" if inv.nodes else inv.describe()
             )
             return GPUCheck(True, False, REASON_GPU_NOT_AVAILABLE, message, name, affinity)
-        most = max(node.count for node in nodes)
-        if wanted > most:
+        if not any(node.has(wanted) for node in nodes):
+            most = _most(nodes)
             message = f"GPU {name} is on {_nodes(len(nodes))} but at most {most} per node; {wanted} requested"
             return GPUCheck(True, False, REASON_GPU_NOT_AVAILABLE, message, name, affinity)
-        message = f"GPU {name} is available on {_nodes(len(nodes))} (up to {most} per node)"
+        message = f"GPU {name} is available on {_nodes(len(nodes))}{_count_note(nodes, wanted, most=True)}"
         return GPUCheck(True, True, REASON_GPU_AVAILABLE, message, name, affinity)
 
     minimum = _parse_min_vram(min_vram) if min_vram is not None and str(min_vram).strip() else 0
@@ -478,9 +486,9 @@ def check_gpu(
                 f"available: {_describe_vram(inv)}" if inv.nodes else inv.describe()
             )
             return GPUCheck(True, False, REASON_VRAM_NOT_AVAILABLE, message)
-        fitting = [node for node in big if node.count >= wanted]
+        fitting = [node for node in big if node.has(wanted)]
         if not fitting:
-            most = max(node.count for node in big)
+            most = _most(big)
             message = (
                 f"GPUs with at least {shown} VRAM are on {_nodes(len(big))} but at most {most} per node; "
                 f"{wanted} requested"
@@ -488,18 +496,48 @@ def check_gpu(
             return GPUCheck(True, False, REASON_GPU_NOT_AVAILABLE, message)
         fit = Inventory(tuple(fitting))
         best = min(fitting, key=lambda node: (node.vram or 0, node.model)).model
-        message = f"GPUs with at least {shown} VRAM are available on {_nodes(len(fitting))}: {fit.describe()}"
+        message = (
+            f"GPUs with at least {shown} VRAM are available on {_nodes(len(fitting))}: {fit.describe()}"
+            + _count_note(fitting, wanted, most=False)
+        )
         affinity = _affinity(fit.models(), fitting, inv)
         return GPUCheck(True, True, REASON_VRAM_AVAILABLE, message, best, affinity)
 
     if not inv.nodes:
         return GPUCheck(True, False, REASON_GPU_NOT_AVAILABLE, inv.describe())
-    most = max(node.count for node in inv.nodes)
-    if wanted > most:
+    if not any(node.has(wanted) for node in inv.nodes):
+        most = _most(inv.nodes)
         message = f"AMD GPUs are on {_nodes(len(inv.nodes))} but at most {most} per node; {wanted} requested"
         return GPUCheck(True, False, REASON_GPU_NOT_AVAILABLE, message)
-    message = f"AMD GPUs are available on {_nodes(len(inv.nodes))}: {inv.describe()}"
+    message = f"AMD GPUs are available on {_nodes(len(inv.nodes))}: {inv.describe()}" + _count_note(
+        inv.nodes, wanted, most=False
+    )
     return GPUCheck(True, True, REASON_GPU_AVAILABLE, message)
+
+
+def _most(nodes: Iterable[NodeGPU]) -> int:
+    """The largest known GPU count of ``nodes`` (0 when none is known)."""
+    return max((node.count for node in nodes if node.count is not None), default=0)
+
+
+def _count_note(nodes: Sequence[NodeGPU], wanted: int, *, most: bool) -> str:
+    """What an available check adds about GPU counts: ``(up to 8 per node)`` when ``most``, and the
+    nodes whose count is unknown, saying that ``wanted`` could not be checked when no node with a
+    known count has that many; in parentheses when ``most``, else after ``; ``."""
+    known = [node.count for node in nodes if node.count is not None]
+    unknown = len(nodes) - len(known)
+    parts = [f"up to {max(known)} per node"] if most and known else []
+    if unknown:
+        note = f"GPU count unknown on {_nodes(unknown)}"
+        if wanted > 1 and not any(count >= wanted for count in known):
+            note += (
+                f": no count label and no {GPU_RESOURCE} allocatable or capacity, "
+                f"so {wanted} GPUs per node could not be checked"
+            )
+        parts.append(note)
+    if not parts:
+        return ""
+    return f" ({'; '.join(parts)})" if most else f"; {'; '.join(parts)}"
 
 
 def _describe_vram(inv: Inventory) -> str:

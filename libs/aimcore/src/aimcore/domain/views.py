@@ -4,8 +4,10 @@ The current group (``aim.eai.amd.com``) and the legacy one (``aim.silogen.ai``, 
 images and generation 2 models) spell the same ideas differently: ``spec.modelName`` vs
 ``spec.aimImageName``, ``spec.gpu {requests, model, minVram}`` vs ``spec.gpuSelector {count, model}``,
 ``spec.customTemplates`` vs ``spec.custom.templates``, ``discovery.extractMetadata`` vs
-``discovery.enabled``. The discovery service and the deployer work through these views and never
-look at the spelling themselves. Pure: wire-form dicts in, values out.
+``discovery.enabled``; and a current-group template may give its hardware the seed's way
+(``spec.gpu``, CPU in ``spec.resources``) or the released original's (``spec.hardware {gpu, cpu}``,
+:mod:`aimcore.api.hardware`). The discovery service and the deployer work through these views and
+never look at the spelling themselves. Pure: wire-form dicts in, values out.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aimcore.api import hardware
 from aimcore.api.kinds import (
     GROUP_AIM,
     GROUP_LEGACY,
@@ -181,9 +184,10 @@ class TemplateView(ObjectView):
 
     @property
     def gpu(self) -> GPURequirement:
+        """The GPU the template needs: ``spec.gpu`` or ``spec.hardware.gpu`` (legacy: ``gpuSelector``)."""
         if self.ref.group == AIM:
-            gpu = self.spec.get("gpu")
-            if not isinstance(gpu, Mapping):
+            gpu = hardware.effective_gpu(self.spec)
+            if gpu is None:
                 return GPURequirement()
             return GPURequirement(
                 model=gpu.get("model") or None,
@@ -195,6 +199,21 @@ class TemplateView(ObjectView):
         if not isinstance(selector, Mapping):
             return GPURequirement()
         return GPURequirement(model=selector.get("model") or None, requests=selector.get("count"))
+
+    @property
+    def gpu_field(self) -> str:
+        """Where the GPU requirement is written: ``spec.gpu``, ``spec.hardware.gpu`` or ``gpuSelector``."""
+        return hardware.gpu_field(self.spec) if self.ref.group == AIM else "spec.gpuSelector"
+
+    @property
+    def cpu(self) -> Obj | None:
+        """The template's CPU ``{requests, limits}`` from ``spec.resources`` or ``spec.hardware.cpu``."""
+        return hardware.effective_cpu(self.spec)
+
+    @property
+    def resources(self) -> Obj | None:
+        """``spec.resources`` with the CPU of ``spec.hardware.cpu`` filled in (what a service gets)."""
+        return hardware.effective_resources(self.spec)
 
     @property
     def inline_sources(self) -> list[Obj]:

@@ -91,6 +91,8 @@ from aimcore.api.crds.aim.runtimeconfigs import (
     AIMRuntimeConfigStatus,
 )
 from aimcore.api.crds.aim.services import (
+    OVERRIDE_HARDWARE_MIN_VRAM_MESSAGE,
+    OVERRIDE_HARDWARE_MIN_VRAM_RULE,
     OVERRIDE_MIN_VRAM_MESSAGE,
     OVERRIDE_MIN_VRAM_RULE,
     REPLICA_BOUNDS_MESSAGE,
@@ -126,6 +128,8 @@ from aimcore.api.crds.aim.sources import (
     ModelSourceFilter,
 )
 from aimcore.api.crds.aim.templates import (
+    TEMPLATE_HARDWARE_GPU_MESSAGE,
+    TEMPLATE_HARDWARE_GPU_RULE,
     AIMClusterServiceTemplate,
     AIMClusterServiceTemplateSpec,
     AIMDiscoveryProfileMetadata,
@@ -164,6 +168,8 @@ __all__ = [
     "HARDWARE_ONE_OF_RULE",
     "KINDS",
     "MODEL_ID_PATTERN",
+    "OVERRIDE_HARDWARE_MIN_VRAM_MESSAGE",
+    "OVERRIDE_HARDWARE_MIN_VRAM_RULE",
     "OVERRIDE_MIN_VRAM_MESSAGE",
     "OVERRIDE_MIN_VRAM_RULE",
     "REPLICA_BOUNDS_MESSAGE",
@@ -171,6 +177,8 @@ __all__ = [
     "SERVICE_MODEL_ONE_OF_MESSAGE",
     "SERVICE_MODEL_ONE_OF_RULE",
     "SOURCE_URI_PATTERN",
+    "TEMPLATE_HARDWARE_GPU_MESSAGE",
+    "TEMPLATE_HARDWARE_GPU_RULE",
     "AIMCachingMode",
     "AIMClusterModel",
     "AIMClusterModelSource",

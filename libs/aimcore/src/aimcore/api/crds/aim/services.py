@@ -40,6 +40,8 @@ from aimcore.api.crds.base import (
     immutable,
     k8s_config,
 )
+from aimcore.api.hardware import HARDWARE_GPU_MESSAGE, HARDWARE_GPU_RULE
+from aimcore.api.hardware import conflicts as hardware_conflicts
 
 # ---------------------------------------------------------------------------------------------
 # Enums
@@ -106,6 +108,13 @@ REPLICA_BOUNDS_MESSAGE = "minReplicas must not be greater than maxReplicas"
 OVERRIDE_MIN_VRAM_RULE = "!has(self.gpu) || !has(self.gpu.minVram)"
 OVERRIDE_MIN_VRAM_MESSAGE = (
     "gpu.minVram cannot be overridden (the deployer would ignore it): choose the GPU with gpu.model"
+)
+OVERRIDE_HARDWARE_MIN_VRAM_RULE = (
+    "!has(self.hardware) || !has(self.hardware.gpu) || !has(self.hardware.gpu.minVram)"
+)
+OVERRIDE_HARDWARE_MIN_VRAM_MESSAGE = (
+    "hardware.gpu.minVram cannot be overridden (the deployer would ignore it): choose the GPU with "
+    "hardware.gpu.model"
 )
 
 
@@ -228,12 +237,36 @@ class AIMServiceOverrides(AIMRuntimeParameters):
     from the referenced AIMServiceTemplate.
     """
 
-    model_config = k8s_config(cel((OVERRIDE_MIN_VRAM_RULE, OVERRIDE_MIN_VRAM_MESSAGE)))
+    model_config = k8s_config(
+        cel(
+            (OVERRIDE_MIN_VRAM_RULE, OVERRIDE_MIN_VRAM_MESSAGE),
+            (OVERRIDE_HARDWARE_MIN_VRAM_RULE, OVERRIDE_HARDWARE_MIN_VRAM_MESSAGE),
+            (HARDWARE_GPU_RULE, HARDWARE_GPU_MESSAGE),
+        )
+    )
+
+    hardware: AIMHardwareRequirements | None = Field(
+        default=None,
+        json_schema_extra=immutable("hardware is immutable"),
+        description=(
+            "Hardware overrides the GPU and CPU requirements for each replica, as the released AIM "
+            "Engine API (v0.2) spells them.\n"
+            "hardware.gpu is equivalent to gpu (when both are set they must be equal); hardware.cpu "
+            "is the CPU of the template, below the service's resources.\n"
+            "This field is immutable after creation."
+        ),
+    )
 
     @model_validator(mode="after")
     def _check_no_min_vram(self) -> Self:
         if self.gpu is not None and self.gpu.min_vram is not None:
             raise ValueError(OVERRIDE_MIN_VRAM_MESSAGE)
+        hardware_gpu = self.hardware.gpu if self.hardware is not None else None
+        if hardware_gpu is not None and hardware_gpu.min_vram is not None:
+            raise ValueError(OVERRIDE_HARDWARE_MIN_VRAM_MESSAGE)
+        found = hardware_conflicts(self.wire())
+        if found:
+            raise ValueError("; ".join(found))
         return self
 
 

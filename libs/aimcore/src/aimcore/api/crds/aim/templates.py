@@ -6,9 +6,9 @@ sources); its status carries the profile and hardware that discovery resolved fo
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from aimcore.api.crds.aim.common import (
     _DOWNLOAD_ENV_DESCRIPTION,
@@ -36,8 +36,12 @@ from aimcore.api.crds.base import (
     PrinterColumn,
     Resource,
     ResourceRequirements,
+    cel,
     immutable,
+    k8s_config,
 )
+from aimcore.api.hardware import HARDWARE_GPU_MESSAGE, HARDWARE_GPU_RULE
+from aimcore.api.hardware import conflicts as hardware_conflicts
 
 # ---------------------------------------------------------------------------------------------
 # Enums
@@ -48,6 +52,14 @@ AIMProfilePrecision = Literal[AIMPrecision.BF16, AIMPrecision.FP16, AIMPrecision
 
 
 # ---------------------------------------------------------------------------------------------
+# CEL rules (those without ``oldSelf`` are also enforced by the model validators below)
+# ---------------------------------------------------------------------------------------------
+
+TEMPLATE_HARDWARE_GPU_RULE = HARDWARE_GPU_RULE
+TEMPLATE_HARDWARE_GPU_MESSAGE = HARDWARE_GPU_MESSAGE
+
+
+# ---------------------------------------------------------------------------------------------
 # AIMServiceTemplate / AIMClusterServiceTemplate
 # ---------------------------------------------------------------------------------------------
 
@@ -55,7 +67,12 @@ AIMProfilePrecision = Literal[AIMPrecision.BF16, AIMPrecision.FP16, AIMPrecision
 class AIMServiceTemplateSpecCommon(AIMRuntimeParameters, RuntimeConfigRef):
     """AIMServiceTemplateSpecCommon holds the spec fields shared by AIMServiceTemplate and
     AIMClusterServiceTemplate.
+
+    ``hardware`` is the original's released (v0.2) spelling of ``gpu`` and the CPU part of
+    ``resources``; both spellings are served and mean the same (:mod:`aimcore.api.hardware`).
     """
+
+    model_config = k8s_config(cel((TEMPLATE_HARDWARE_GPU_RULE, TEMPLATE_HARDWARE_GPU_MESSAGE)))
 
     model_name: str = Field(
         min_length=1,
@@ -125,6 +142,24 @@ class AIMServiceTemplateSpecCommon(AIMRuntimeParameters, RuntimeConfigRef):
             "When nil, the type is determined by discovery. When set, overrides discovery."
         ),
     )
+    hardware: AIMHardwareRequirements | None = Field(
+        default=None,
+        json_schema_extra=immutable("hardware is immutable"),
+        description=(
+            "Hardware specifies GPU and CPU requirements for each replica, as the released AIM "
+            "Engine API (v0.2) spells them.\n"
+            "hardware.gpu is equivalent to gpu, and hardware.cpu to the cpu requests/limits of "
+            "resources; when both spellings are set they must agree.\n"
+            "This field is immutable after creation."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check_hardware_agrees(self) -> Self:
+        found = hardware_conflicts(self.wire())
+        if found:
+            raise ValueError("; ".join(found))
+        return self
 
 
 class AIMTemplateCachingConfig(K8sModel):
@@ -287,6 +322,14 @@ class AIMServiceTemplateStatus(_ResolutionStatus):
             "Resolution order: discovery output > spec values > defaults."
         ),
     )
+    hardware_summary: str | None = Field(
+        default=None,
+        description=(
+            "HardwareSummary is a human-readable display string for the hardware requirements.\n"
+            'Format: "{count} x {model}" for GPU (e.g., "2 x MI300X") or "CPU" for CPU-only.\n'
+            "This is a computed field for display purposes only."
+        ),
+    )
     status: AIMResourceStatusValue = Field(
         default=AIMStatus.PENDING,
         description=(
@@ -321,8 +364,7 @@ class AIMServiceTemplateStatus(_ResolutionStatus):
 _TEMPLATE_COLUMNS = (
     PrinterColumn("Model", ".spec.modelName"),
     STATUS,
-    PrinterColumn("GPU", ".status.resolvedHardware.gpu.model"),
-    PrinterColumn("GPUs", ".status.resolvedHardware.gpu.requests", type="integer"),
+    PrinterColumn("Hardware", ".status.hardwareSummary"),  # "2 x MI300X", "CPU": the original's column
     PrinterColumn("Metric", ".status.profile.metadata.metric"),
     PrinterColumn("Precision", ".status.profile.metadata.precision"),
 )
