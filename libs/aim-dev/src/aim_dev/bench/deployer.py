@@ -203,7 +203,8 @@ async def minimal_writer(kube: Kube, template: str, names: list[str]) -> float:
     """Seconds the requests the operator needs take for ``names``, issued directly: the AIMService
     (paused, so the operator leaves it alone), its InferenceService (the deployer's body for
     ``template``) and the status the operator wrote for ``template``."""
-    isvc = await kube.get(INFERENCE_SERVICE, NS, template)
+    isvcs, _ = await kube.list(INFERENCE_SERVICE, NS)
+    isvc = next((i for i in isvcs if Seen._owner(INFERENCE_SERVICE, i) == template), None)
     done = await kube.get(AIMSVC, NS, template)
     if isvc is None or done is None:
         raise RuntimeError(f"no InferenceService or AIMService {template} to copy")
