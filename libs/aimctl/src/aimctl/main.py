@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from aim_dev import crdgen as generate
-from aim_dev import settingsdoc
+from aim_dev import rbacdoc, settingsdoc
 from aim_dev.local import binaries
 from aim_dev.local.gguf_sample import tiny_gguf
 from aim_dev.local.stack import SERVICES, Stack, aim_home, stop_detached
@@ -289,6 +289,19 @@ def cmd_settings(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rbac(args: argparse.Namespace) -> int:
+    page = Path(args.out)
+    if args.check:
+        if rbacdoc.stale(page):
+            print(f"{page}'s permission tables differ from deploy/; run `aimctl rbac docs`")
+            return 1
+        print(f"{page}'s permission tables match deploy/")
+        return 0
+    rbacdoc.write(page)
+    print(f"wrote the permission tables of {page}")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.suite == "download":
         from aim_dev.bench import download as bench_download  # noqa: PLC0415 - only the benchmark needs it
@@ -338,6 +351,11 @@ def parser() -> argparse.ArgumentParser:
     settings.add_argument("action", choices=["docs"], nargs="?", default="docs")
     settings.add_argument("--out", default=str(settingsdoc.PAGE))
     settings.add_argument("--check", action="store_true", help="fail if the committed page is stale")
+    rbac = sub.add_parser("rbac", help="the permission tables of docs/deploy.md, from deploy/")
+    rbac.add_argument("action", choices=["docs"], nargs="?", default="docs")
+    rbac.add_argument("--out", default=str(rbacdoc.PAGE))
+    rbac.add_argument("--check", action="store_true", help="fail if the committed tables are stale")
+    rbac.set_defaults(func=cmd_rbac)
     settings.set_defaults(func=cmd_settings)
     bench = sub.add_parser("bench", help="benchmarks; prints one JSON object on its last line")
     bench.add_argument("suite", choices=["backbone", "download", "deployer", "memory"])
