@@ -78,7 +78,7 @@ fi
 
 # A current kustomize (5.x) for deploy/ (components, `resources:` directories, `patches:`,
 # replacements), which the kustomize v2.0.3 embedded in kubectl 1.20 cannot render. Bookworm has no
-# kustomize package; trixie's is a static Go binary whose only dependency (libc6 >= 2.34) bookworm
+# kustomize package; trixie's is a Go binary whose only dependency (libc6 >= 2.34) bookworm
 # meets. Fetched with apt-get from a private apt state in a temporary directory (the system's
 # sources and package database stay as they are), unpacked into the cache.
 if [ ! -x "$CACHE/kustomize" ]; then
