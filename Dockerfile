@@ -47,6 +47,9 @@ ENV PATH=/app/.venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     AIM_SERVICE=${SERVICE}
 WORKDIR /app
+# The cache service's model directory (docker-compose.yml mounts a volume here; a new volume takes
+# this directory's owner), writable by the service's user on an otherwise read-only root.
+RUN mkdir -p /models && chown 65532:65532 /models
 # Non-root (the "nonroot" uid of distroless images); the Deployments also run with a read-only root.
 USER 65532:65532
 CMD ["sh", "-c", "exec aim-${AIM_SERVICE}"]

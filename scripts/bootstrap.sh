@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the local control plane and the tests need, once per machine.
 #
-# - Debian packages: etcd-server, kubernetes-client (kubectl), docker-registry, golang-go, build tools.
+# - Debian packages: etcd-server, kubernetes-client (kubectl), docker-registry, golang-go, build tools;
+#   kustomize 5.x from Debian trixie's package (unpacked into $AIM_BIN_CACHE) for deploy/.
 # - kube-apiserver, kube-controller-manager, kubelet and kube-scheduler, built in one `make` from
 #   Debian's `kubernetes` source package (1.20.2) with the vendored reflect2 replaced by 1.0.2
 #   (DESIGN §6), and the static `pause` binary from the same tree, cached in $AIM_BIN_CACHE. A cache
@@ -72,6 +73,26 @@ if [ ! -x "$CACHE/kubectl" ]; then
   tmp=$(mktemp -d)
   (cd "$tmp" && apt-get download -qq kubernetes-client >/dev/null && dpkg-deb -x kubernetes-client_*.deb x)
   cp "$tmp/x/usr/bin/kubectl" "$CACHE/kubectl"
+  rm -rf "$tmp"
+fi
+
+# A current kustomize (5.x) for deploy/ (components, `resources:` directories, `patches:`,
+# replacements), which the kustomize v2.0.3 embedded in kubectl 1.20 cannot render. Bookworm has no
+# kustomize package; trixie's is a Go binary whose only dependency (libc6 >= 2.34) bookworm
+# meets. Fetched with apt-get from a private apt state in a temporary directory (the system's
+# sources and package database stay as they are), unpacked into the cache.
+if [ ! -x "$CACHE/kustomize" ]; then
+  log "unpacking Debian trixie's kustomize"
+  tmp=$(mktemp -d)
+  mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial"
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" \
+    > "$tmp/sources.list"
+  apt_tmp=(-o "Dir::Etc::sourcelist=$tmp/sources.list" -o "Dir::Etc::sourceparts=-"
+           -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache" -o "Dir::State::status=/dev/null"
+           -o "APT::Sandbox::User=root")
+  apt-get "${apt_tmp[@]}" update -qq
+  (cd "$tmp" && apt-get "${apt_tmp[@]}" download -qq kustomize >/dev/null && dpkg-deb -x kustomize_*.deb x)
+  cp "$tmp/x/usr/bin/kustomize" "$CACHE/.kustomize.new" && mv -f "$CACHE/.kustomize.new" "$CACHE/kustomize"
   rm -rf "$tmp"
 fi
 

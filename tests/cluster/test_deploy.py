@@ -1,7 +1,9 @@
-"""The deployment manifests: deploy/base renders with the kustomize embedded in kubectl 1.20 and a
-server-side dry run accepts every object; the rendered workloads are locked down and the RBAC is least
-privilege (checked statically and with ``kubectl auth can-i`` against the real API server); the dev
-overlay renders; the compose file and the Dockerfile agree with the services' console scripts."""
+"""The deployment manifests: every kustomization under deploy/ renders with a current kustomize in its
+current forms, and a server-side dry run accepts deploy/install; the rendered workloads are locked down
+(probes on the `health` port) and the RBAC is least privilege (checked statically and with ``kubectl
+auth can-i`` against the real API server); the user roles aggregate into Kubernetes' own; the
+overlays and components (KEDA, PDB, ServiceMonitor) render what they promise; the compose file and
+the Dockerfile agree with the services' console scripts."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from aim_dev.local import binaries
 from aim_dev.local.cluster import ControlPlane
 from aimcore.api.kinds import NAMESPACE
 from aimcore.runtime.kube import ApiException, Kube
@@ -22,9 +25,14 @@ from aimctl import bus as cli_bus
 from tests import helpers
 
 REPO = Path(__file__).resolve().parents[2]
-BASE = REPO / "deploy" / "base"
-DEV = REPO / "deploy" / "overlays" / "dev"
-LOCAL_NODE = REPO / "deploy" / "overlays" / "local-node"
+DEPLOY = REPO / "deploy"
+BASE = DEPLOY / "base"
+CRDS = DEPLOY / "crds"
+INSTALL = DEPLOY / "install"
+DEV = DEPLOY / "overlays" / "dev"
+LOCAL_NODE = DEPLOY / "overlays" / "local-node"
+PRODUCTION = DEPLOY / "overlays" / "production"
+COMPONENTS = DEPLOY / "components"
 SYSTEM_NS = "aim-system"
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
 AIM_GROUPS = ("aim.eai.amd.com", "aim.silogen.ai", "inference.llmkube.dev")
@@ -38,7 +46,7 @@ def run_kubectl(*args: str, kubeconfig: Path | None = None, check: bool = True) 
 
 
 def render(path: Path) -> list[Obj]:
-    return [d for d in yaml.safe_load_all(run_kubectl("kustomize", str(path))) if d]
+    return [d for d in yaml.safe_load_all(binaries.kustomize_build(path)) if d]
 
 
 def of_kind(objs: list[Obj], kind: str) -> dict[str, Obj]:
@@ -77,7 +85,8 @@ def test_base_renders_every_object(base: list[Obj]) -> None:
     assert names["StatefulSet"] == {"aim-nats"}
     assert "aim-nats" in names["Service"]
     assert names["Namespace"] == {SYSTEM_NS}
-    assert len(names["CustomResourceDefinition"]) == len(list((REPO / "deploy" / "crds").glob("*_*.yaml")))
+    assert "CustomResourceDefinition" not in names  # deploy/crds: uninstalling the operator keeps them
+    assert names["Service"] == {"aim-nats", "aim-nats-headless", "aim-metrics"}
     assert names["HorizontalPodAutoscaler"] == {"aim-deployer", "aim-status"}
     assert names["NetworkPolicy"] == {"aim-nats", "aim-services"}
     assert names["Role"] == names["RoleBinding"] == {"aim-registry-sync"}
@@ -89,6 +98,17 @@ def test_base_renders_every_object(base: list[Obj]) -> None:
         in ("Deployment", "ServiceAccount", "StatefulSet", "Service", "NetworkPolicy", "ConfigMap")
     ]
     assert all(o["metadata"]["namespace"] == SYSTEM_NS for o in namespaced)
+
+
+def test_install_is_the_crds_and_the_operator(base: list[Obj]) -> None:
+    """deploy/install = deploy/crds (every CRD, the user roles) + deploy/base, nothing else."""
+    crds = render(CRDS)
+    kinds = {o["kind"] for o in crds}
+    assert kinds == {"CustomResourceDefinition", "ClusterRole"}
+    assert len(of_kind(crds, "CustomResourceDefinition")) == len(list(CRDS.glob("*_*.yaml")))
+    assert set(of_kind(crds, "ClusterRole")) == {"aim-admin", "aim-editor", "aim-viewer"}
+    key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
+    assert sorted(map(key, render(INSTALL))) == sorted(map(key, crds + base))
 
 
 def test_deployments_are_locked_down(base: list[Obj]) -> None:
@@ -115,9 +135,25 @@ def test_deployments_are_locked_down(base: list[Obj]) -> None:
             env = {e["name"] for e in c["env"]}
             assert {"AIM_NATS_URL", "AIM_SYSTEM_NAMESPACE", "OTEL_TRACES_EXPORTER"} <= env, name
             assert "AIM_KUBECONFIG" not in env, name  # in-cluster: the service account
+            assert c["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"}], name
+            port = {e["name"]: e.get("value") for e in c["env"]}["AIM_HEALTH_PORT"]
+            assert port == "8080", name
+            for probe, path in (
+                ("livenessProbe", "/healthz"),
+                ("readinessProbe", "/readyz"),
+                ("startupProbe", "/healthz"),
+            ):
+                assert c[probe]["httpGet"] == {"path": path, "port": "health"}, (name, probe)
     replicas = {n: d["spec"]["replicas"] for n, d in of_kind(base, "Deployment").items()}
-    assert replicas.pop("aim-watcher") == 1  # the single list/watch client of the API server
-    assert all(r == 2 for r in replicas.values()), replicas
+    # two of each; the watcher's second replica is a hot standby (one leader, elected in NATS)
+    assert replicas == {f"aim-{s}": 2 for s in SERVICES}, replicas
+    assert of_kind(base, "Deployment")["aim-watcher"]["spec"]["strategy"]["rollingUpdate"] == {
+        "maxUnavailable": 0,
+        "maxSurge": 1,
+    }
+    metrics = of_kind(base, "Service")["aim-metrics"]["spec"]
+    assert metrics["clusterIP"] == "None"
+    assert metrics["ports"] == [{"name": "metrics", "port": 8080, "targetPort": "health", "protocol": "TCP"}]
 
 
 def test_nats_statefulset(base: list[Obj]) -> None:
@@ -205,17 +241,34 @@ def test_hpas_use_an_api_every_server_serves(base: list[Obj]) -> None:
         assert hpa["spec"]["minReplicas"] <= deployments[name]["spec"]["replicas"]
 
 
-def test_kustomizations_stay_within_kustomize_2_0_3() -> None:
-    """kubectl 1.20 embeds kustomize v2.0.3: no directories in `resources:`, no `labels:`,
-    `patches:`, `replicas:` or inline patches."""
-    for path in (BASE / "kustomization.yaml", DEV / "kustomization.yaml", LOCAL_NODE / "kustomization.yaml"):
+def kustomizations() -> list[Path]:
+    return sorted(DEPLOY.rglob("kustomization.yaml"))
+
+
+def test_kustomizations_use_current_forms() -> None:
+    """`resources:` (never `bases:`), `patches:` (never patchesStrategicMerge/patchesJson6902),
+    no `vars:` or `commonLabels:`; every kustomization under deploy/ renders."""
+    deprecated = {"bases", "patchesStrategicMerge", "patchesJson6902", "vars", "commonLabels"}
+    found = kustomizations()
+    assert {p.parent.relative_to(DEPLOY).as_posix() for p in found} >= {
+        "base",
+        "crds",
+        "install",
+        "overlays/dev",
+        "overlays/local-node",
+        "overlays/production",
+        "components/keda",
+        "components/pdb",
+        "components/service-monitor",
+    }
+    for path in found:
         k = yaml.safe_load(path.read_text())
-        assert not {"labels", "patches", "replicas", "components"} & set(k), path
-        for entry in k.get("resources", []):
-            assert (path.parent / entry).is_file(), (path, entry)
-        for entry in k.get("patchesStrategicMerge", []):
-            assert "\n" not in entry and (path.parent / entry).is_file(), (path, entry)
-    assert yaml.safe_load((BASE / "kustomization.yaml").read_text())["bases"] == ["../crds"]
+        assert not deprecated & set(k), (path, deprecated & set(k))
+        if path.parent.parent == COMPONENTS:
+            assert k["kind"] == "Component", path
+        else:
+            assert k["kind"] == "Kustomization", path
+            assert render(path.parent), path
 
 
 def test_dev_overlay_renders(base: list[Obj]) -> None:
@@ -226,6 +279,8 @@ def test_dev_overlay_renders(base: list[Obj]) -> None:
     for name, dep in of_kind(dev, "Deployment").items():
         assert [c["image"] for c in containers(dep)] == [f"{name}:dev"]
         assert dep["spec"]["replicas"] == 1
+        if name == "aim-cache":  # the verify Jobs run the cache's own image
+            assert verify_image(dep) == "aim-cache:dev"
     for hpa in of_kind(dev, "HorizontalPodAutoscaler").values():
         assert hpa["spec"]["minReplicas"] == 1
 
@@ -234,7 +289,9 @@ LOCAL_NODE_ENV = {
     "AIM_NATS_URL": "nats://127.0.0.1:4222",
     "AIM_DOWNLOADER_NATS_URL": "nats://10.244.76.1:4222",
     "AIM_OUTBOUND_ALLOWED_HOSTS": "127.0.0.1,10.244.76.1",
+    "AIM_HEALTH_PORT": "",
 }
+LOCAL_NODE_PORTS = {s: 18081 + i for i, s in enumerate(SERVICES)}
 
 
 def without_local_node_settings(obj: Obj) -> tuple[Obj, dict[str, str]]:
@@ -242,20 +299,30 @@ def without_local_node_settings(obj: Obj) -> tuple[Obj, dict[str, str]]:
     obj = copy.deepcopy(obj)
     found: dict[str, str] = {}
     if obj["kind"] in ("Deployment", "StatefulSet"):
+        if obj["kind"] == "Deployment":
+            found["replicas"] = str(obj["spec"].pop("replicas"))
         pod = obj["spec"]["template"]["spec"]
         found["hostNetwork"] = str(pod.pop("hostNetwork", False))
         for c in pod["containers"]:
             found[f"image:{c['name']}"] = c.pop("image")
+            if obj["kind"] == "Deployment":
+                (port,) = c.pop("ports")
+                found["health"] = f"{port['name']}:{port['containerPort']}"
             for e in c.get("env", []):
                 if e["name"] in LOCAL_NODE_ENV:
                     found[e["name"]] = e.get("value", "")
             c["env"] = [e for e in c.get("env", []) if e["name"] not in LOCAL_NODE_ENV]
+    if obj["kind"] == "HorizontalPodAutoscaler":
+        found["minReplicas"] = str(obj["spec"].pop("minReplicas"))
     return obj, found
 
 
-def test_local_node_overlay_changes_only_images_host_networking_and_addresses(base: list[Obj]) -> None:
+def test_local_node_overlay_changes_only_images_host_networking_addresses_and_ports(
+    base: list[Obj],
+) -> None:
     """What the node tier and `aimctl up --node` run is deploy/base: the overlay may set image
-    names, host networking and addresses (docs/node.md), and nothing else."""
+    names, host networking, addresses and, because a host-network pod's port is the node's, one
+    health port per service with one replica (docs/node.md), and nothing else."""
     local = {(o["kind"], o["metadata"]["name"]): o for o in render(LOCAL_NODE)}
     assert set(local) == {(o["kind"], o["metadata"]["name"]) for o in base}
     for original in base:
@@ -266,13 +333,126 @@ def test_local_node_overlay_changes_only_images_host_networking_and_addresses(ba
             assert settings == {"hostNetwork": "True", "image:nats": "localhost/aim/nats:local"}
         elif key[0] == "Deployment":
             service = key[1].removeprefix("aim-")
-            expected = {"hostNetwork": "True", f"image:{service}": f"aim-{service}:0.1.0"}
+            port = LOCAL_NODE_PORTS[service]
+            expected = {
+                "hostNetwork": "True",
+                f"image:{service}": f"aim-{service}:0.1.0",
+                "replicas": "1",
+                "health": f"health:{port}",
+                "AIM_HEALTH_PORT": str(port),
+            }
             expected["AIM_NATS_URL"] = LOCAL_NODE_ENV["AIM_NATS_URL"]
             if service in ("discovery", "registry-sync", "cache"):
                 expected["AIM_OUTBOUND_ALLOWED_HOSTS"] = LOCAL_NODE_ENV["AIM_OUTBOUND_ALLOWED_HOSTS"]
             if service == "cache":
                 expected["AIM_DOWNLOADER_NATS_URL"] = LOCAL_NODE_ENV["AIM_DOWNLOADER_NATS_URL"]
             assert settings == expected, key
+        elif key[0] == "HorizontalPodAutoscaler":
+            assert settings == {"minReplicas": "1"}, key
+    ports = [
+        p for o in local.values() if o["kind"] == "Deployment" for c in containers(o) for p in c["ports"]
+    ]
+    assert len({p["containerPort"] for p in ports}) == len(SERVICES)  # no two pods on one node port
+
+
+def test_keda_component_scales_on_the_real_consumers_lag() -> None:
+    """The KEDA component replaces the CPU HPAs with `nats-jetstream` ScaledObjects on the
+    durable consumers the services really bind (their names derived from the code)."""
+    from aim_status.app import CONSUMER as STATUS_CONSUMER  # noqa: PLC0415
+    from aimcore.api.bus import topology  # noqa: PLC0415
+    from aimcore.runtime.reconciler import Controller, event_consumer  # noqa: PLC0415
+
+    async def nothing(_obj: Obj) -> None:
+        return None
+
+    consumers = {
+        svc: event_consumer(Controller(svc, (), nothing)) for svc in ("deployer", "discovery", "cache")
+    }
+    expected = {f"aim-{svc}": (c.stream, c.durable) for svc, c in consumers.items()}
+    expected["aim-status"] = (STATUS_CONSUMER.stream, STATUS_CONSUMER.durable)
+    assert expected["aim-deployer"] == (topology.EVENTS_STREAM, "aim-deployer")
+    rendered = render(PRODUCTION)
+    assert "HorizontalPodAutoscaler" not in {o["kind"] for o in rendered}  # KEDA makes its own
+    scaled = of_kind(rendered, "ScaledObject")
+    assert set(scaled) == set(expected)
+    deployments = of_kind(rendered, "Deployment")
+    for name, so in scaled.items():
+        assert so["apiVersion"] == "keda.sh/v1alpha1"
+        assert so["metadata"]["namespace"] == SYSTEM_NS
+        assert so["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+        assert so["spec"]["minReplicaCount"] == deployments[name]["spec"]["replicas"] == 2
+        assert so["spec"]["maxReplicaCount"] >= so["spec"]["minReplicaCount"]
+        (trigger,) = so["spec"]["triggers"]
+        assert trigger["type"] == "nats-jetstream"
+        meta = trigger["metadata"]
+        assert (meta["stream"], meta["consumer"]) == expected[name], name
+        assert meta["natsServerMonitoringEndpoint"] == "aim-nats.aim-system.svc.cluster.local:8222"
+        assert meta["account"] == "$G" and int(meta["lagThreshold"]) > 0
+    # the scaler reaches NATS's monitoring port, which the Service publishes
+    assert {"name": "monitor", "port": 8222, "targetPort": "monitor"} in of_kind(rendered, "Service")[
+        "aim-nats"
+    ]["spec"]["ports"]
+    (rule,) = of_kind(rendered, "NetworkPolicy")["aim-nats-monitor"]["spec"]["ingress"]
+    assert rule["ports"] == [{"port": 8222, "protocol": "TCP"}]
+    # without the component, the HPAs stay
+    assert set(of_kind(render(BASE), "HorizontalPodAutoscaler")) == {"aim-deployer", "aim-status"}
+
+
+def test_pdb_and_service_monitor_components() -> None:
+    rendered = render(PRODUCTION)
+    pdbs = of_kind(rendered, "PodDisruptionBudget")
+    assert set(pdbs) == {f"aim-{s}" for s in SERVICES}
+    for name, pdb in pdbs.items():
+        assert pdb["apiVersion"] == "policy/v1"
+        assert pdb["spec"]["maxUnavailable"] == 1
+        labels = of_kind(rendered, "Deployment")[name]["spec"]["template"]["metadata"]["labels"]
+        assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    (monitor,) = of_kind(rendered, "ServiceMonitor").values()
+    metrics = of_kind(rendered, "Service")["aim-metrics"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= metrics["metadata"]["labels"].items()
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == [p["name"] for p in metrics["spec"]["ports"]]
+    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+    (rule,) = of_kind(rendered, "NetworkPolicy")["aim-metrics"]["spec"]["ingress"]
+    assert rule["ports"] == [{"port": 8080, "protocol": "TCP"}]
+
+
+def verify_image(cache: Obj) -> str:
+    """What AIM_LLMKUBE_VERIFY_IMAGE is in the cache's pods (its value, or the annotation it reads)."""
+    (c,) = containers(cache)
+    (env,) = [e for e in c["env"] if e["name"] == "AIM_LLMKUBE_VERIFY_IMAGE"]
+    if "value" in env:
+        return str(env["value"])
+    path = env["valueFrom"]["fieldRef"]["fieldPath"]
+    m = re.fullmatch(r"metadata\.annotations\['([^']+)'\]", path)
+    assert m, path
+    return str(cache["spec"]["template"]["metadata"]["annotations"][m.group(1)])
+
+
+def test_an_overlay_that_changes_the_cache_image_changes_the_verify_image(tmp_path: Path) -> None:
+    """The LLMKube verify Jobs run the cache's own image: an overlay's `images:` moves both."""
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (tmp_path / "deploy").symlink_to(DEPLOY)  # kustomize takes relative paths only
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": ["../deploy/base"],
+                "images": [
+                    {"name": "aim-cache", "newName": "registry.example.com/aim/aim-cache", "newTag": "2.0"}
+                ],
+            }
+        )
+    )
+    rendered = render(overlay)
+    deployments = of_kind(rendered, "Deployment")
+    (cache,) = containers(deployments["aim-cache"])
+    assert cache["image"] == "registry.example.com/aim/aim-cache:2.0"
+    assert verify_image(deployments["aim-cache"]) == cache["image"]
+    # nothing else moved (OTEL_SERVICE_NAME=aim-cache reads like an image name, and stays)
+    (before,) = containers(of_kind(render(BASE), "Deployment")["aim-cache"])
+    assert cache["env"] == before["env"]
 
 
 # -- against the real API server -----------------------------------------------------------------
@@ -287,18 +467,15 @@ async def ensure_namespace(kube: Kube, name: str) -> None:
 
 
 @pytest.mark.cluster
-async def test_server_dry_run_accepts_the_base(
+async def test_server_dry_run_accepts_the_install(
     aim_cluster: ControlPlane, kube: Kube, base: list[Obj]
 ) -> None:
     await ensure_namespace(kube, SYSTEM_NS)  # a dry-run Namespace does not exist for the objects in it
-    out = run_kubectl(
-        "apply",
-        "--dry-run=server",
-        "--validate=false",
-        "-k",
-        str(BASE),
-        kubeconfig=aim_cluster.kubeconfig_path,
+    done = binaries.apply_kustomization(
+        INSTALL, "--dry-run=server", "--validate=false", kubeconfig=aim_cluster.kubeconfig_path
     )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     lines = out.splitlines()
     assert all(line.endswith("(server dry run)") for line in lines), out
     listed = {line.split()[0] for line in lines}
@@ -309,7 +486,8 @@ async def test_server_dry_run_accepts_the_base(
         assert f"clusterrolebinding.rbac.authorization.k8s.io/aim-{svc}" in listed, out
     assert "statefulset.apps/aim-nats" in listed, out
     assert "service/aim-nats" in listed, out
-    assert len(listed) == len(base)
+    assert "clusterrole.rbac.authorization.k8s.io/aim-viewer" in listed, out
+    assert len(listed) == len(render(INSTALL))
 
 
 def can_i(cp: ControlPlane, svc: str, verb: str, resource: str, *extra: str) -> bool:
@@ -404,6 +582,70 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
         assert not can_i(aim_cluster, "registry-sync", "get", "secrets", "-n", "default")
     finally:
         run_kubectl("delete", "-f", rbac, "--ignore-not-found", kubeconfig=aim_cluster.kubeconfig_path)
+
+
+def can_user(cp: ControlPlane, user: str, verb: str, resource: str, namespace: str, *extra: str) -> bool:
+    out = run_kubectl(
+        "auth",
+        "can-i",
+        verb,
+        resource,
+        f"--as={user}",
+        "-n",
+        namespace,
+        *extra,
+        kubeconfig=cp.kubeconfig_path,
+        check=False,
+    )
+    return out.strip() == "yes"
+
+
+@pytest.mark.cluster
+async def test_user_roles_aggregate_into_view_edit_and_admin(
+    aim_cluster: ControlPlane, kube: Kube, namespace: str
+) -> None:
+    """A user bound to Kubernetes' own `view` in a namespace lists AIMServices there (the aim-viewer
+    rules aggregated into `view` by the controller manager) and may not create them; `edit` may."""
+    roles = str(CRDS / "aim-user-roles.yaml")
+    # before the roles: `view` knows nothing of the AIM kinds
+    for user, role in (("viewer-user", "view"), ("editor-user", "edit")):
+        run_kubectl(
+            "create",
+            "rolebinding",
+            f"{user}-{role}",
+            f"--clusterrole={role}",
+            f"--user={user}",
+            "-n",
+            namespace,
+            kubeconfig=aim_cluster.kubeconfig_path,
+        )
+    resource = "aimservices.aim.eai.amd.com"
+    assert not can_user(aim_cluster, "viewer-user", "list", resource, namespace)
+    run_kubectl("apply", "-f", roles, kubeconfig=aim_cluster.kubeconfig_path)
+    try:
+
+        async def aggregated() -> bool:
+            return can_user(aim_cluster, "viewer-user", "list", resource, namespace)
+
+        await helpers.eventually(aggregated, timeout=30, interval=0.5, what="aim-viewer aggregated into view")
+        for group_resource in (
+            "aimservices.aim.silogen.ai",
+            "models.inference.llmkube.dev",
+            "aimmodels.aim.eai.amd.com",
+        ):
+            assert can_user(aim_cluster, "viewer-user", "get", group_resource, namespace), group_resource
+        assert not can_user(aim_cluster, "viewer-user", "create", resource, namespace)
+        assert not can_user(aim_cluster, "viewer-user", "delete", resource, namespace)
+        assert not can_user(aim_cluster, "viewer-user", "list", resource, "default")  # only where bound
+
+        async def editor() -> bool:
+            return can_user(aim_cluster, "editor-user", "create", resource, namespace)
+
+        await helpers.eventually(editor, timeout=30, interval=0.5, what="aim-editor aggregated into edit")
+        assert not can_user(aim_cluster, "editor-user", "patch", resource, namespace, "--subresource=status")
+        assert can_user(aim_cluster, "editor-user", "get", resource, namespace, "--subresource=status")
+    finally:
+        run_kubectl("delete", "-f", roles, "--ignore-not-found", kubeconfig=aim_cluster.kubeconfig_path)
 
 
 # -- compose file and image ----------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The watcher as a highly available pair, and across an API server restart, on servers of the
-test's own: one replica leads (the other stands by), killing the leader hands over, and the
-watcher resumes after the API server comes back."""
+test's own: one replica leads (the other stands by, and does not watch or publish), killing the
+leader hands over, and the watcher resumes after the API server comes back."""
 
 from __future__ import annotations
 
@@ -56,6 +56,15 @@ async def test_standby_takes_over_and_api_restart_is_survived(private_stack: Loc
         await kube.create(MODEL, model("before"))
         await eventually(lambda: mirrored("before"), what="the leader to mirror")
 
+        # The lease is what keeps the standby quiet: it never led, so it never listed, watched or
+        # published (its log has no term and no watchers); the leader's has exactly one term.
+        leader_label = by_pid[leader_pid]
+        standby_label = next(label for label in services.procs if label != leader_label)
+        leader_log = services.procs[leader_label].log_path.read_text(errors="replace")
+        standby_log = services.procs[standby_label].log_path.read_text(errors="replace")
+        assert leader_log.count("elected leader") == 1 and "watching" in leader_log, leader_log[-2000:]
+        assert "elected leader" not in standby_log and "watching" not in standby_log, standby_log[-2000:]
+
         # The leader dies without a word; the standby takes over once its key expires.
         dead = by_pid[leader_pid]
         services.kill(dead)
@@ -66,6 +75,7 @@ async def test_standby_takes_over_and_api_restart_is_survived(private_stack: Loc
             return value is not None and value.endswith(f"/{services.procs[survivor].pid}")
 
         await eventually(survivor_leads, timeout=60, interval=0.2, what="the standby to take over")
+        assert "elected leader" in services.procs[survivor].log_path.read_text(errors="replace")
         await kube.create(MODEL, model("after-failover"))
         await eventually(lambda: mirrored("after-failover"), timeout=30, what="the new leader to mirror")
 

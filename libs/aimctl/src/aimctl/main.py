@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from aim_dev import crdgen as generate
-from aim_dev import settingsdoc
+from aim_dev import rbacdoc, settingsdoc
 from aim_dev.local import binaries
 from aim_dev.local.gguf_sample import tiny_gguf
 from aim_dev.local.stack import SERVICES, Stack, aim_home, stop_detached
@@ -192,27 +192,45 @@ def _demo_cache(kubeconfig: Path, deadline: float) -> bool:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    if args.node and args.control_plane_only:
+        print("--node and --control-plane-only exclude each other", file=sys.stderr)
+        return 2
     if args.node:
         from aimctl.nodeup import cmd_up_node  # noqa: PLC0415 - the node mode only
 
         return cmd_up_node(args)
-    stack = Stack(detach=args.detach)
-    print(f"Starting the AIM operator in {stack.home} ...", flush=True)
+    stack = Stack(detach=args.detach, control_plane_only=args.control_plane_only)
+    if args.control_plane_only and args.demo:
+        print("--demo needs the services: it cannot run with --control-plane-only", file=sys.stderr)
+        return 2
+    what = "the control plane" if args.control_plane_only else "the AIM operator"
+    print(f"Starting {what} in {stack.home} ...", flush=True)
     started = time.monotonic()
     try:
         stack.start()
     except Exception:
         stack.stop()
         raise
-    print(
-        f"Ready in {time.monotonic() - started:.1f}s: "
-        f"kube-apiserver {stack.cluster and stack.cluster.server}, "
-        f"NATS {stack.nats and stack.nats.url}, services {', '.join(SERVICES)}.\n\n"
-        f"  export KUBECONFIG={stack.kubeconfig}\n"
-        f"  kubectl get crd\n  kubectl get aim -A\n\n"
-        f"Logs: {stack.home / 'logs'}",
-        flush=True,
-    )
+    if args.control_plane_only:
+        print(
+            f"Ready in {time.monotonic() - started:.1f}s: "
+            f"kube-apiserver {stack.cluster and stack.cluster.server} "
+            f"(etcd, kube-apiserver, kube-controller-manager; the CRDs installed).\n\n"
+            f"  export KUBECONFIG={stack.kubeconfig}\n\n"
+            f"For the services in containers (docker-compose.yml; NATS runs there too):\n\n"
+            f"  AIM_COMPOSE_KUBECONFIG={stack.compose_kubeconfig} docker compose up --build\n",
+            flush=True,
+        )
+    else:
+        print(
+            f"Ready in {time.monotonic() - started:.1f}s: "
+            f"kube-apiserver {stack.cluster and stack.cluster.server}, "
+            f"NATS {stack.nats and stack.nats.url}, services {', '.join(SERVICES)}.\n\n"
+            f"  export KUBECONFIG={stack.kubeconfig}\n"
+            f"  kubectl get crd\n  kubectl get aim -A\n\n"
+            f"Logs: {stack.home / 'logs'}",
+            flush=True,
+        )
     ok = True
     if args.demo:
         ok = _demo(stack.kubeconfig)
@@ -271,6 +289,19 @@ def cmd_settings(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rbac(args: argparse.Namespace) -> int:
+    page = Path(args.out)
+    if args.check:
+        if rbacdoc.stale(page):
+            print(f"{page}'s permission tables differ from deploy/; run `aimctl rbac docs`")
+            return 1
+        print(f"{page}'s permission tables match deploy/")
+        return 0
+    rbacdoc.write(page)
+    print(f"wrote the permission tables of {page}")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.suite == "download":
         from aim_dev.bench import download as bench_download  # noqa: PLC0415 - only the benchmark needs it
@@ -301,6 +332,12 @@ def parser() -> argparse.ArgumentParser:
         help="a real node (kubelet, kube-scheduler, containerd; root only): the operator runs as Pods "
         "from deploy/, discovery Jobs and predictor pods really run (docs/node.md)",
     )
+    up.add_argument(
+        "--control-plane-only",
+        action="store_true",
+        help="only etcd, kube-apiserver and kube-controller-manager with the CRDs, and a self-contained "
+        "kubeconfig ($AIM_HOME/compose/kubeconfig) for the services in containers (docker-compose.yml)",
+    )
     up.set_defaults(func=cmd_up)
     down = sub.add_parser("down", help="stop what `aimctl up --detach` started (a node too)")
     down.set_defaults(func=cmd_down)
@@ -314,6 +351,11 @@ def parser() -> argparse.ArgumentParser:
     settings.add_argument("action", choices=["docs"], nargs="?", default="docs")
     settings.add_argument("--out", default=str(settingsdoc.PAGE))
     settings.add_argument("--check", action="store_true", help="fail if the committed page is stale")
+    rbac = sub.add_parser("rbac", help="the permission tables of docs/deploy.md, from deploy/")
+    rbac.add_argument("action", choices=["docs"], nargs="?", default="docs")
+    rbac.add_argument("--out", default=str(rbacdoc.PAGE))
+    rbac.add_argument("--check", action="store_true", help="fail if the committed tables are stale")
+    rbac.set_defaults(func=cmd_rbac)
     settings.set_defaults(func=cmd_settings)
     bench = sub.add_parser("bench", help="benchmarks; prints one JSON object on its last line")
     bench.add_argument("suite", choices=["backbone", "download", "deployer", "memory"])

@@ -1,5 +1,6 @@
 """The operator deployed onto the real local node the way users deploy it (docs/deploy.md, docs/node.md):
-``kubectl apply -k deploy/overlays/local-node`` after the steps docs/deploy.md asks of a user.
+``kustomize build deploy/crds | kubectl apply -f -``, then the same of ``deploy/overlays/local-node``,
+after the steps docs/deploy.md asks of a user.
 
 What a user does, done here with the same objects:
 
@@ -35,6 +36,7 @@ from aimcore.runtime.kube import Kube
 SYSTEM_NAMESPACE = "aim-system"
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
 OVERLAY = Path("deploy") / "overlays" / "local-node"
+CRDS = Path("deploy") / "crds"
 NATS_PORT = 4222
 """NATS's client port on the node (host networking: its loopback and its address)."""
 NATS_CLAIM = "data-aim-nats-0"
@@ -53,6 +55,10 @@ class DeployFailed(RuntimeError):
 
 def overlay_path() -> Path:
     return images.repo_root() / OVERLAY
+
+
+def crds_path() -> Path:
+    return images.repo_root() / CRDS
 
 
 def secret_name(role: str) -> str:
@@ -195,17 +201,23 @@ class Deployment:
             claim=(self.namespace, NATS_CLAIM),
         )
         await kube.create_if_absent(PERSISTENT_VOLUME, volume)
+        # The CRDs and the user roles first, as their own kustomization (docs/deploy.md).
+        crds = await asyncio.to_thread(
+            binaries.apply_kustomization, crds_path(), "--validate=false", kubeconfig=self.kubeconfig
+        )
+        if crds.returncode != 0:
+            raise DeployFailed(f"kustomize build {CRDS} | kubectl apply: {crds.stderr.strip()}")
         done = await asyncio.to_thread(
-            binaries.run_kubectl,
-            "apply",
+            binaries.apply_kustomization,
+            overlay_path(),
             "--validate=false",
-            "-k",
-            str(overlay_path()),
             kubeconfig=self.kubeconfig,
             timeout=180,
         )
         if done.returncode != 0:
-            raise DeployFailed(f"kubectl apply -k {OVERLAY}: {done.stderr.strip() or done.stdout.strip()}")
+            raise DeployFailed(
+                f"kustomize build {OVERLAY} | kubectl apply: {done.stderr.strip() or done.stdout.strip()}"
+            )
 
     async def wait_ready(self, kube: Kube, timeout: float = 600.0) -> dict[str, float]:
         """Until NATS and every service are rolled out and every service consumes from the bus;

@@ -27,6 +27,7 @@ from nats.js.errors import NotFoundError
 
 from aim_dev import crdinstall as crd_install
 from aim_dev.crdgen import all_kinds, crd_for
+from aim_dev.local import portable_kubeconfig
 from aim_dev.local.cluster import ControlPlane
 from aim_dev.local.natsserver import NatsServer
 from aim_dev.local.processes import ManagedProcess, free_port
@@ -72,6 +73,10 @@ async def install_crds(kubeconfig: str, system_namespace: str) -> None:
 class Stack:
     home: Path = field(default_factory=aim_home)
     detach: bool = False
+    control_plane_only: bool = False
+    """Only etcd, kube-apiserver and kube-controller-manager, with the CRDs and the system
+    namespace, and :attr:`compose_kubeconfig` for the services in containers (docker-compose.yml,
+    which runs NATS and the services itself)."""
     system_namespace: str = "aim-system"
     services: dict[str, ManagedProcess] = field(default_factory=dict)
     cluster: ControlPlane | None = None
@@ -85,17 +90,26 @@ class Stack:
         return self.home / "kubeconfig"
 
     @property
+    def compose_kubeconfig(self) -> Path:
+        """The kubeconfig docker-compose.yml mounts: the CA inline, readable by the image's user."""
+        return self.home / "compose" / "kubeconfig"
+
+    @property
     def state_file(self) -> Path:
         return self.home / "state.json"
 
     def start(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         keep = not self.detach
-        self.nats = NatsServer(self.home / "nats", die_with_parent=keep).start()
+        if not self.control_plane_only:
+            self.nats = NatsServer(self.home / "nats", die_with_parent=keep).start()
         self.cluster = ControlPlane(self.home / "cluster", die_with_parent=keep).start()
         shutil.copyfile(self.cluster.kubeconfig_path, self.kubeconfig)
         asyncio.run(install_crds(str(self.kubeconfig), self.system_namespace))
+        portable_kubeconfig.write(self.cluster.kubeconfig(), self.compose_kubeconfig)
         self._write_state()
+        if self.control_plane_only:
+            return
         if self.detach:
             self.supervisor = ManagedProcess(
                 SUPERVISOR,
@@ -171,14 +185,22 @@ class Stack:
         )
 
     def _write_state(self) -> None:
-        assert self.nats is not None and self.cluster is not None
-        procs = [*self.cluster.processes, self.nats.process]
+        assert self.cluster is not None
+        procs = [*self.cluster.processes, *((self.nats.process,) if self.nats else ())]
+        nats = (
+            {
+                "nats_url": self.nats.url,
+                "nats_port": self.nats.port,
+                "nats_monitor_port": self.nats.monitor_port,
+            }
+            if self.nats
+            else {}
+        )
         state = {
-            "nats_url": self.nats.url,
-            "nats_port": self.nats.port,
-            "nats_monitor_port": self.nats.monitor_port,
+            **nats,
             "server": self.cluster.server,
             "kubeconfig": str(self.kubeconfig),
+            "compose_kubeconfig": str(self.compose_kubeconfig),
             "system_namespace": self.system_namespace,
             "pids": {p.name: p.pid for p in procs if p is not None},
         }
