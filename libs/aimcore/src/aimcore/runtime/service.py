@@ -16,7 +16,7 @@ from typing import Any
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
-from aimcore.runtime import tracing
+from aimcore.runtime import logs, tracing
 from aimcore.runtime.bus import connect_bus
 from aimcore.runtime.kube import Kube, connect
 from aimcore.runtime.settings import COMMON, AimSettings, Settings, SettingsError, TracingSettings
@@ -37,11 +37,8 @@ class ServiceContext:
 Main = Callable[[ServiceContext], Coroutine[Any, Any, None]]
 
 
-def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def configure_logging(level: str, fmt: logs.LogFormat = "text", service: str = "") -> None:
+    logs.configure(level, fmt, service)
 
 
 EXIT_BAD_SETTINGS = 2
@@ -76,7 +73,7 @@ async def run_service(
     up."""
     loaded = load_settings(f"aim-{name}", concerns)
     settings = settings or loaded
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format, f"aim-{name}")
     tracing.setup(f"aim-{name}", TracingSettings())
     nc = await connect_bus(settings.bus.as_role(name), f"aim-{name}")
     kube = Kube(await connect(settings.kubeconfig), field_manager=f"aim-{name}") if needs_kube else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
 
@@ -23,6 +23,12 @@ def _log_level(value: Any) -> Any:
     if level not in LOG_LEVELS:
         raise ValueError("not a log level")
     return level
+
+
+def _log_format(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    return value.strip().lower() or "text"
 
 
 class ProcessSettings(AimSettings):
@@ -57,6 +63,15 @@ class ProcessSettings(AimSettings):
         form="DEBUG, INFO, WARNING, ERROR or CRITICAL (any case)",
         description="The level of the service's log.",
     )
+    log_format: Annotated[Literal["text", "json"], BeforeValidator(_log_format)] = setting(
+        "text",
+        env="AIM_LOG_FORMAT",
+        form="text or json (any case)",
+        description="`text`: one readable line per record, with the object it is about when "
+        "known; `json`: one JSON object per line with `time`, `level`, `logger`, `message`, "
+        "`service` and, when known, `object`, `trace_id`/`span_id` and `decision` (see "
+        "`docs/logging.md`).",
+    )
     reconcile_journal: str | None = setting(
         env="AIM_RECONCILE_JOURNAL",
         form="a path",
@@ -81,9 +96,17 @@ class TracingSettings(AimSettings):
     traces_exporter: str = setting(
         "none",
         env="OTEL_TRACES_EXPORTER",
-        form="console, otlp or none",
-        description="`console`: one JSON span per line in the log; `otlp`: OTLP over HTTP "
-        "(needs `opentelemetry-exporter-otlp-proto-http`); anything else: not exported.",
+        form="console, otlp or none; several comma-separated",
+        description="`console`: one JSON span per line in the log; `otlp`: OTLP/HTTP protobuf to "
+        "`OTEL_EXPORTER_OTLP_ENDPOINT` (default `http://localhost:4318`, path `/v1/traces`). An "
+        "unknown name is one warning in the log and no export, never a failed start.",
+    )
+    otlp_protocol: str = setting(
+        "http/protobuf",
+        env=("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
+        form="http/protobuf",
+        description="The OTLP transport. Only `http/protobuf` is installed; another value (such "
+        "as `grpc`) is one warning in the log and no OTLP export.",
     )
 
 
@@ -124,6 +147,10 @@ class Settings:
     @property
     def log_level(self) -> str:
         return self.process.log_level
+
+    @property
+    def log_format(self) -> Literal["text", "json"]:
+        return self.process.log_format
 
     @property
     def reconcile_journal(self) -> str | None:
