@@ -117,6 +117,7 @@ class ModelSettings:
                 allowed_roots=own.allowed_roots,
                 allowed_hosts=base.allowed_hosts | frozenset(own.allowed_hosts),
                 allow_private=base.allow_private if own.allow_private is None else own.allow_private,
+                proxies=base.proxies,
             ),
             revalidate_seconds=own.revalidate_seconds,
             retry_seconds=own.retry_seconds,

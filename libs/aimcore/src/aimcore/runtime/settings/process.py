@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
 
-from aimcore.runtime.settings.base import AimSettings, setting
+from aimcore.runtime.settings.base import AimSettings, setting, split_commas
 from aimcore.runtime.settings.bus import BusSettings
 
 LOG_LEVELS = tuple(logging.getLevelNamesMapping())
@@ -110,10 +110,45 @@ class TracingSettings(AimSettings):
     )
 
 
+def _proxy_url(value: Any) -> Any:
+    if not isinstance(value, str) or "://" not in value:
+        return value
+    scheme = value.split("://", 1)[0].lower()
+    if scheme != "http":
+        raise ValueError(f"a {scheme}:// proxy is not supported (TLS to the proxy)")
+    return value
+
+
 class ProxySettings(AimSettings):
-    """Proxies of the Kubernetes client."""
+    """Forward proxies: of the Kubernetes client, and of the downloads (the cache service passes
+    its values to the download Jobs it creates; a model cache's `env` cannot set them)."""
 
     title = "Proxy"
+
+    https: Annotated[str | None, BeforeValidator(_proxy_url)] = setting(
+        env=("HTTPS_PROXY", "https_proxy"),
+        secret=True,
+        form="an http:// proxy URL (`http://[user:password@]host:port`)",
+        description="The proxy of requests to `https://` hosts (a `CONNECT` tunnel; TLS is still "
+        "end to end). The downloads honour it; the outbound address policy still judges the host "
+        "a request is for, while the proxy's own address, being operator configuration, is not "
+        "checked.",
+    )
+    http: Annotated[str | None, BeforeValidator(_proxy_url)] = setting(
+        env=("HTTP_PROXY", "http_proxy"),
+        secret=True,
+        form="an http:// proxy URL",
+        description="The proxy of requests to `http://` hosts (the download's request is sent to "
+        "the proxy in absolute form).",
+    )
+    no_proxy: Annotated[tuple[str, ...], BeforeValidator(split_commas)] = setting(
+        (),
+        env=("NO_PROXY", "no_proxy"),
+        form="comma-separated: `*`, domains (`example.com`, `.example.com`), `host:port`, "
+        "addresses or CIDR ranges",
+        description="Hosts the downloads reach directly, not through the proxy (a domain "
+        "includes its subdomains).",
+    )
 
     proxy: str | None = setting(
         env=("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"),
