@@ -27,7 +27,7 @@ from nats.js import JetStreamContext
 
 from aim_cache.llmkube.sources import cache_key
 from aim_dev.testing.kubelet import FakeKubelet, bind_pod, finish_pod, start_pod, wait_for_service_account
-from aimcore.api.kinds import JOB, NODE, POD, PVC, KindRef, by_kind
+from aimcore.api.kinds import JOB, NAMESPACE, NODE, POD, PVC, KindRef, by_kind
 from aimcore.domain.units import format_bytes
 from aimcore.runtime.kube import Kube
 from tests.file_server import FileServer
@@ -509,3 +509,57 @@ async def test_invalid_hardware_is_a_clear_failure(  # type: ignore[no-untyped-d
     await create(kube, namespace, model, source=f"{site.base}/x.gguf", resources={"memory": "12XB"})
     failed = await phase(kube, namespace, model, "Failed", has("Degraded", "True", "InvalidHardware"))
     assert "spec.resources.memory" in condition(failed["status"], "Degraded")["message"]
+
+
+async def test_verify_jobs_run_the_cache_services_own_image(  # type: ignore[no-untyped-def]
+    running: Services, js: JetStreamContext, kube: Kube, namespace: str, tmp_path: Path
+) -> None:
+    """An overlay changes the cache service's image (a mirror, a new tag): the verify Jobs follow,
+    because their default image is read from the service's own pod (``AIM_POD_NAME``, set from the
+    downward API), not a second setting left at the base name."""
+    system = "aim-system"
+    if await kube.get(NAMESPACE, None, system) is None:
+        await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": system}})
+    await wait_for_service_account(kube, system)
+    pod = f"aim-cache-{secrets.token_hex(3)}"
+    image = "mirror.example/aim/aim-cache:9.9.9"
+    await kube.create(
+        POD,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": pod, "namespace": system},
+            "spec": {
+                "containers": [
+                    {"name": "sidecar", "image": "mirror.example/proxy:1"},
+                    {"name": "cache", "image": image},
+                ]
+            },
+        },
+        system,
+    )
+    proc = running.procs.pop("cache", None)
+    if proc is not None:
+        proc.stop()
+    env = {"AIM_CACHE_EXECUTOR": "local", "AIM_CACHE_DIR": str(tmp_path / "aim"), "AIM_POD_NAME": pod}
+    try:
+        await ensure_service(running, js, "cache", env=env)
+        claim = f"weights-{secrets.token_hex(3)}"
+        host = tmp_path / "volume"
+        publish(host, "llama/model.gguf")
+        volume = await bound_claim(kube, namespace, claim, host)
+        await create(kube, namespace, name(), source=f"pvc://{claim}/llama/model.gguf")
+
+        async def job() -> dict[str, Any] | None:
+            running.assert_alive()
+            jobs, _ = await kube.list(JOB, namespace)
+            return jobs[0] if jobs else None
+
+        created = await eventually(job, timeout=60, what="the verify Job")
+        assert created["spec"]["template"]["spec"]["containers"][0]["image"] == image
+        await kube.delete(PV, None, volume)
+    finally:
+        proc = running.procs.pop("cache", None)
+        if proc is not None:
+            proc.stop()
+        await kube.delete(POD, system, pod)

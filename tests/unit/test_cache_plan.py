@@ -240,3 +240,24 @@ def test_template_scope_decides_where_to_look() -> None:
     assert [k.kind for k in template_kinds(tc, {"templateScope": "Namespace"})] == ["AIMServiceTemplate"]
     assert [k.kind for k in template_kinds(tc, {"templateScope": "Cluster"})] == ["AIMClusterServiceTemplate"]
     assert [k.kind for k in template_kinds(tc, {})] == ["AIMServiceTemplate", "AIMClusterServiceTemplate"]
+
+
+def test_job_carries_the_operators_proxies_and_the_spec_cannot_set_its_own() -> None:
+    """The proxy is exempt from the address checks (operator configuration), so a model cache's
+    env cannot name one: the Job gets the cache service's ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``."""
+    sneaky = [
+        {"name": "HTTPS_PROXY", "value": "http://169.254.169.254:80"},
+        {"name": "http_proxy", "value": "http://169.254.169.254:80"},
+        {"name": "no_proxy", "value": "*"},
+    ]
+    policy = OutboundPolicy.from_env({"HTTPS_PROXY": "http://proxy.corp:3128", "NO_PROXY": ".svc,10.0.0.0/8"})
+    job = plan.job_body(
+        MODEL_CACHE, cache(env=sneaky), attempt=1, bus=None, stall_timeout=60, outbound=policy.env()
+    )
+    env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+    proxies = [e for e in env if e["name"].lower().endswith("_proxy")]
+    assert proxies == [
+        {"name": "HTTPS_PROXY", "value": "http://proxy.corp:3128"},
+        {"name": "NO_PROXY", "value": ".svc,10.0.0.0/8"},
+    ]
+    assert OutboundPolicy.from_env({e["name"]: e["value"] for e in env}).proxies == policy.proxies

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 
 from aim_cache import dependencies as deps
+from aim_cache.llmkube.own_image import with_own_image
 from aim_cache.llmkube.reconciler import KEY_INDEX, LLMKubeModelReconciler, cache_keys
 from aim_cache.llmkube.runs import Runs
 from aim_cache.llmkube.settings import ModelSettings
@@ -85,6 +86,7 @@ def controller(
 
 
 async def main(ctx: ServiceContext) -> None:
+    assert ctx.kube is not None
     settings = CacheSettings.from_env(ctx.settings)
     local: LocalExecutor | None = None
     if settings.executor == "local":
@@ -105,7 +107,9 @@ async def main(ctx: ServiceContext) -> None:
             concurrency=settings.local_downloads,
             outbound=settings.outbound,
         )
-    model_settings = ModelSettings.from_env(settings.cache_dir)
+    model_settings = await with_own_image(
+        ModelSettings.from_env(settings.cache_dir), ctx.kube, ctx.settings.system_namespace
+    )
     runs = Runs(
         model_settings.cache_dir, concurrency=model_settings.downloads, stall_timeout=settings.stall_timeout
     )

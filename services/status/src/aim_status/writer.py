@@ -31,6 +31,7 @@ from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.errors import PermanentError, TransientError
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
+from aimcore.runtime import logs
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.metrics import REGISTRY
 from aimcore.runtime.status.compose import compose_all, is_paused, status_patch
@@ -99,7 +100,7 @@ class StatusWriter:
                 "UnknownKind", f"status report for an unknown kind: {target.display}"
             ) from exc
         ns, name = target.namespace, target.name
-        with tracer.start_as_current_span(f"write status {ref.kind}") as span:
+        with logs.about(target), tracer.start_as_current_span(f"write status {ref.kind}") as span:
             span.set_attribute("k8s.object", target.display)
             span.set_attribute("aim.status.reports", len(reports))
             candidate = await self._mirrored(ref, ns, name)
@@ -135,6 +136,13 @@ class StatusWriter:
                     raise
                 self.writes += 1
                 WRITES.labels(ref.group, ref.kind).inc()
+                log.info(
+                    "status written (resourceVersion %s) from %s: %s",
+                    result.get("metadata", {}).get("resourceVersion", ""),
+                    ", ".join(dict.fromkeys(r.source for r in live)),
+                    summary(live),
+                    extra=logs.fields(target),
+                )
                 if self.on_write is not None:
                     old = obj.get("status") or {}
                     await self.on_write(
@@ -172,3 +180,17 @@ class StatusWriter:
             return None  # a placeholder holds no status to merge into
         self.mirror_reads += 1
         return obj
+
+
+def summary(reports: Sequence[StatusReport]) -> str:
+    """What the reports set, in a few words: ``Ready=False (Pending), status=Pending``."""
+    parts: dict[str, str] = {}
+    for report in reports:  # oldest first: a later report's value wins
+        for condition in report.conditions:
+            parts[condition.type] = f"{condition.type}={condition.status} ({condition.reason})"
+        for key, value in report.fields.items():
+            if isinstance(value, str | int | float | bool) or value is None:
+                parts[f"field {key}"] = f"{key}={value}"
+            else:
+                parts[f"field {key}"] = f"{key} set"
+    return ", ".join(parts.values()) or "no change reported"

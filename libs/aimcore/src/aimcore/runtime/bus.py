@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import nats
+from nats import errors as nats_errors
 from nats.aio.client import Client as NatsClient
 
 from aimcore.api.bus.auth import inbox_prefix
@@ -22,21 +23,40 @@ __all__ = ["DEFAULT_URL", "BusSettings", "OutageLog", "connect_bus"]
 
 log = logging.getLogger(__name__)
 
+CONNECTION_ERRORS = (
+    OSError,
+    TimeoutError,
+    nats_errors.UnexpectedEOF,
+    nats_errors.StaleConnectionError,
+    nats_errors.ConnectionClosedError,
+    nats_errors.NoServersError,
+    nats_errors.TimeoutError,
+)
+"""Errors of the connection itself (as opposed to, say, a permission violation on a live one)."""
+
 
 class OutageLog:
-    """One warning when the connection drops and one when it is back; the errors in between (one per
-    reconnect attempt) go to debug, never as tracebacks."""
+    """One warning when the connection drops (or the first attempt to connect fails) and one line
+    when it is back; the errors in between (one per reconnect attempt) go to debug, never as
+    tracebacks (nats-py's own error callback logs a traceback per attempt, every 0.5 s)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.down = False
         self.errors = 0  # since the connection was last up
+        self.cause: str | None = None  # the connection error an outage began with
         self.client: NatsClient | None = None  # set once connected: a deliberate close is no outage
 
     async def error(self, exc: Exception) -> None:
         if metrics.is_permission_violation(exc):  # a publish or subscription refused: counted
             metrics.REFUSED_PUBLISHES.inc()
-        level = logging.WARNING if self.errors == 0 else logging.DEBUG
+        if isinstance(exc, CONNECTION_ERRORS) and (self.down or self.client is not None):
+            # the connection failing once it was up: the outage's one line is the disconnect's
+            level = logging.DEBUG
+            if not self.down:
+                self.cause = _describe(exc)
+        else:
+            level = logging.WARNING if self.errors == 0 else logging.DEBUG
         self.errors += 1
         log.log(level, "%s: NATS connection problem: %s", self.name, _describe(exc))
 
@@ -44,11 +64,18 @@ class OutageLog:
         if self.client is not None and (self.client.is_closed or self.client.is_draining):
             return
         if not self.down:
-            log.warning("%s: NATS disconnected; reconnecting", self.name)
+            cause = f" ({self.cause})" if self.cause else ""
+            log.warning("%s: NATS disconnected%s; reconnecting", self.name, cause)
         self.down = True
 
-    async def reconnected(self) -> None:
+    def connected(self) -> None:
+        """The first connection is up: one line if it took more than one attempt."""
+        if self.errors:
+            log.info("%s: NATS connected after %d failed attempts", self.name, self.errors)
         self.down, self.errors = False, 0
+
+    async def reconnected(self) -> None:
+        self.down, self.errors, self.cause = False, 0, None
         log.info("%s: NATS reconnected", self.name)
 
 
@@ -87,5 +114,6 @@ async def connect_bus(
         kwargs["tls"] = context
     kwargs.update(options)
     nc = await nats.connect(settings.url, **kwargs)
+    outages.connected()
     outages.client = nc
     return nc

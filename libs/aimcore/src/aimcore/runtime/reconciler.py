@@ -38,7 +38,7 @@ from aimcore.api.crds.base import Resource
 from aimcore.api.crds.validation import INVALID_SPEC, describe, parse
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
-from aimcore.runtime import metrics, tracing
+from aimcore.runtime import logs, metrics, tracing
 from aimcore.runtime.consumer import Consumer
 from aimcore.runtime.informer import Indexer, Informer
 from aimcore.runtime.lease import ObjectLeases
@@ -310,6 +310,10 @@ class Runtime:
                 return
 
         async def work() -> None:
+            with logs.about(ObjectRef.of(ref, namespace, name)):
+                await reconcile()
+
+        async def reconcile() -> None:
             obj = await self.informer.wait_for(ref, namespace, name, at_least)
             if obj is None or is_paused(obj):
                 return

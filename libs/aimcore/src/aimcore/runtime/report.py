@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,8 +13,10 @@ from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import ConditionReport, Decision, ObjectRef, StatusReport
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
-from aimcore.runtime import tracing
+from aimcore.runtime import logs, tracing
 from aimcore.runtime.status.compose import is_current
+
+log = logging.getLogger(__name__)
 
 
 class Reporter:
@@ -78,4 +81,11 @@ class Reporter:
             details=details,
         )
         subject = subjects.decision_subject(self.source, ref, meta.get("namespace"), meta["name"])
+        log.info(
+            "decided %s (%s): %s",
+            action,
+            reason,
+            message,
+            extra=logs.fields(decision.object, decision),
+        )
         await self.js.publish(subject, decision.encode(), headers=tracing.inject())

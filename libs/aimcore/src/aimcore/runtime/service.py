@@ -18,7 +18,7 @@ from typing import Any
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
-from aimcore.runtime import health, metrics, tracing
+from aimcore.runtime import health, logs, metrics, tracing
 from aimcore.runtime.bus import connect_bus
 from aimcore.runtime.kube import Kube, connect
 from aimcore.runtime.probes import READINESS
@@ -47,11 +47,8 @@ class ServiceContext:
 Main = Callable[[ServiceContext], Coroutine[Any, Any, None]]
 
 
-def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def configure_logging(level: str, fmt: logs.LogFormat = "text", service: str = "") -> None:
+    logs.configure(level, fmt, service)
 
 
 EXIT_BAD_SETTINGS = 2
@@ -86,7 +83,7 @@ async def run_service(
     up."""
     loaded = load_settings(f"aim-{name}", concerns)
     settings = settings or loaded
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format, f"aim-{name}")
     tracing.setup(f"aim-{name}", TracingSettings())
     server = await health.serve(f"aim-{name}", HealthSettings())
     READINESS.waiting("nats", "connecting")

@@ -87,12 +87,20 @@ class LLMKubeSettings(AimSettings):
         form="a whole number (less than 1 counts as 1)",
         description="Fetches running at once in this replica.",
     )
-    verify_image: str = setting(
-        DEFAULT_VERIFY_IMAGE,
+    verify_image: str | None = setting(
         env="AIM_LLMKUBE_VERIFY_IMAGE",
         form="an image reference",
+        shown_default=f"the cache service's own image (see `AIM_POD_NAME`); else `{DEFAULT_VERIFY_IMAGE}`",
         description="The image of the Jobs that read `pvc://` sources in place (it must carry "
-        "`aim-model-inspect`; by default the cache service's image).",
+        "`aim-model-inspect`). Leave it unset in a cluster: the Jobs then run the image the "
+        "cache service runs, whatever an overlay made it.",
+    )
+    pod_name: str | None = setting(
+        env="AIM_POD_NAME",
+        form="a pod name (the downward API's `metadata.name`)",
+        description="The cache service's own pod, in `AIM_SYSTEM_NAMESPACE`: at start-up the service "
+        "reads the image of its `cache` container (`get pods`) and uses it as the verify Jobs' "
+        f"default image. Unset or unreadable: `{DEFAULT_VERIFY_IMAGE}` (with one warning).",
     )
 
 
@@ -105,6 +113,8 @@ class ModelSettings:
     retry_max_seconds: float = 900.0
     downloads: int = 2
     verify_image: str = DEFAULT_VERIFY_IMAGE
+    verify_image_set: bool = False  # AIM_LLMKUBE_VERIFY_IMAGE given: no look-up of the own image
+    pod_name: str | None = None
 
     @classmethod
     def from_env(cls, cache_dir: Path, env: Mapping[str, str] | None = None) -> ModelSettings:
@@ -117,10 +127,13 @@ class ModelSettings:
                 allowed_roots=own.allowed_roots,
                 allowed_hosts=base.allowed_hosts | frozenset(own.allowed_hosts),
                 allow_private=base.allow_private if own.allow_private is None else own.allow_private,
+                proxies=base.proxies,
             ),
             revalidate_seconds=own.revalidate_seconds,
             retry_seconds=own.retry_seconds,
             retry_max_seconds=own.retry_max_seconds,
             downloads=own.downloads,
-            verify_image=own.verify_image,
+            verify_image=own.verify_image or DEFAULT_VERIFY_IMAGE,
+            verify_image_set=bool(own.verify_image),
+            pod_name=own.pod_name,
         )

@@ -25,7 +25,7 @@ import posixpath
 import re
 import socket
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
 
@@ -38,6 +38,7 @@ from aimcore.domain.outbound import (
     check_host,
     normalize_host,
 )
+from aimcore.domain.outbound.proxy import Proxies
 
 INVALID_SOURCE: Final = "InvalidSource"
 SOURCE_NOT_ALLOWED: Final = "SourceNotAllowed"
@@ -383,11 +384,13 @@ class Policy:
     allowed_roots: tuple[str, ...] = ()
     allowed_hosts: frozenset[str] = frozenset()
     allow_private: bool = False
+    proxies: Proxies = field(default_factory=Proxies)
 
     @property
     def outbound(self) -> OutboundPolicy:
-        """The shared outbound policy with this path's hosts and private switch."""
-        return OutboundPolicy(self.allowed_hosts, self.allow_private, hint=POLICY_HINT)
+        """The shared outbound policy with this path's hosts and private switch (and the
+        operator's forward proxies)."""
+        return OutboundPolicy(self.allowed_hosts, self.allow_private, self.proxies, hint=POLICY_HINT)
 
 
 POLICY_HINT = (

@@ -21,11 +21,13 @@ from typing import Any
 
 from aimcore.domain.outbound.policy import (
     OutboundPolicy,
+    OutboundRefused,
     UnresolvedHost,
     check_addresses,
     check_host,
     normalize_host,
 )
+from aimcore.domain.outbound.proxy import Proxy
 
 CreateConnection = Callable[..., socket.socket]
 
@@ -94,6 +96,64 @@ class GuardedHTTPSConnection(http.client.HTTPSConnection):
         self._create_connection = create_connection(policy)
 
 
+def judge_target(host: str, port: int, policy: OutboundPolicy) -> None:
+    """The policy's judgement of a host reached through a proxy (the proxy connects to it, so the
+    policy cannot choose the address): a refused name, literal or resolved address is refused
+    here, before anything is sent. A name this pod cannot resolve is left to the proxy (in a
+    proxied network only the proxy may know it); DNS can still answer the proxy differently."""
+    try:
+        resolve(host, port, policy)
+    except UnresolvedHost:
+        return
+    except OutboundRefused:
+        raise
+    except OSError:
+        return
+
+
+class ProxiedHTTPConnection(http.client.HTTPConnection):
+    """A plain-HTTP request through a forward proxy: sent to the proxy in absolute form
+    (``GET http://host:port/path``), the target judged by the policy first."""
+
+    def __init__(self, host: str, port: int, proxy: Proxy, *, policy: OutboundPolicy, **kwargs: Any) -> None:
+        super().__init__(proxy.host, proxy.port, **kwargs)
+        self.target = (host, port)
+        self.proxy = proxy
+        self.policy = policy
+
+    def connect(self) -> None:
+        judge_target(*self.target, self.policy)
+        super().connect()
+
+    def putrequest(
+        self, method: str, url: str, skip_host: bool = False, skip_accept_encoding: bool = False
+    ) -> None:
+        if url.startswith("/"):
+            host, port = self.target
+            netloc = f"[{host}]" if ":" in host else host
+            url = f"http://{netloc}{'' if port == 80 else f':{port}'}{url}"
+        super().putrequest(method, url, skip_host=skip_host, skip_accept_encoding=skip_accept_encoding)
+        if self.proxy.authorization:
+            self.putheader("Proxy-Authorization", self.proxy.authorization)
+
+
+class ProxiedHTTPSConnection(http.client.HTTPSConnection):
+    """An HTTPS connection tunnelled through a forward proxy (``CONNECT host:port``): TLS end to
+    end with the target (its certificate verified for its name), the target judged by the policy
+    first."""
+
+    def __init__(self, host: str, port: int, proxy: Proxy, *, policy: OutboundPolicy, **kwargs: Any) -> None:
+        super().__init__(proxy.host, proxy.port, **kwargs)
+        headers = {"Proxy-Authorization": proxy.authorization} if proxy.authorization else None
+        self.set_tunnel(host, port, headers=headers)
+        self.target = (host, port)
+        self.policy = policy
+
+    def connect(self) -> None:
+        judge_target(*self.target, self.policy)
+        super().connect()
+
+
 def http_connection(
     scheme: str,
     host: str,
@@ -103,8 +163,25 @@ def http_connection(
     timeout: float,
     context: ssl.SSLContext | None = None,
 ) -> http.client.HTTPConnection:
-    """A guarded connection for ``scheme`` (``http`` or ``https``)."""
-    if scheme.lower() == "https":
+    """A guarded connection for ``scheme`` (``http`` or ``https``), through the policy's forward
+    proxy when one applies to the host (``HTTPS_PROXY``/``HTTP_PROXY``, ``NO_PROXY``; their form
+    is checked when the settings are read)."""
+    https = scheme.lower() == "https"
+    port = port or (443 if https else 80)
+    proxy_url = policy.proxies.url_for(scheme, host, port)
+    if proxy_url is not None:
+        proxy = Proxy.parse(proxy_url)
+        if https:
+            return ProxiedHTTPSConnection(
+                host,
+                port,
+                proxy,
+                policy=policy,
+                timeout=timeout,
+                context=context or ssl.create_default_context(),
+            )
+        return ProxiedHTTPConnection(host, port, proxy, policy=policy, timeout=timeout)
+    if https:
         return GuardedHTTPSConnection(
             host, port, policy=policy, timeout=timeout, context=context or ssl.create_default_context()
         )

@@ -33,18 +33,23 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
 from aimcore.api.errors import AimError
+from aimcore.domain.outbound.proxy import Proxies
 from aimcore.runtime.settings.outbound import ALLOW_PRIVATE_ENV, ALLOWED_HOSTS_ENV, OutboundSettings
+from aimcore.runtime.settings.process import ProxySettings
 
 ADDRESS_NOT_ALLOWED: Final = "AddressNotAllowed"
 """The condition reason of a refused connection (the user must change the spec or the operator
 its outbound settings: retrying does not help)."""
 
-POLICY_ENV: Final = (ALLOWED_HOSTS_ENV, ALLOW_PRIVATE_ENV)
+PROXY_ENV: Final = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy")
+POLICY_ENV: Final = (ALLOWED_HOSTS_ENV, ALLOW_PRIVATE_ENV, *PROXY_ENV)
+"""The variables of the operator's outbound configuration: the download Jobs get the operator's
+values, and a model cache's ``env`` cannot set them."""
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 _Net = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -123,6 +128,8 @@ class OutboundPolicy:
 
     allowed_hosts: frozenset[str] = frozenset()
     allow_private: bool = False
+    proxies: Proxies = field(default=Proxies(), compare=False)
+    """The forward proxies the blocking clients go through (the policy still judges the target)."""
     hint: tuple[str, str] = field(default=(ALLOWED_HOSTS_ENV, f"{ALLOW_PRIVATE_ENV}=true"), compare=False)
 
     def __post_init__(self) -> None:
@@ -133,7 +140,9 @@ class OutboundPolicy:
         """The operator-wide policy (:class:`~aimcore.runtime.settings.outbound.OutboundSettings`:
         ``AIM_OUTBOUND_ALLOWED_HOSTS`` and ``AIM_OUTBOUND_ALLOW_PRIVATE``), from ``env`` (default:
         the process environment). Both unset: the strict default."""
-        return cls.of(OutboundSettings.from_env(env))
+        return replace(
+            cls.of(OutboundSettings.from_env(env)), proxies=proxies_of(ProxySettings.from_env(env))
+        )
 
     @classmethod
     def of(cls, settings: OutboundSettings) -> OutboundPolicy:
@@ -149,7 +158,12 @@ class OutboundPolicy:
         return {
             ALLOWED_HOSTS_ENV: ",".join(sorted(self.allowed_hosts)),
             ALLOW_PRIVATE_ENV: "true" if self.allow_private else "false",
+            **self.proxies.env(),
         }
+
+
+def proxies_of(settings: ProxySettings) -> Proxies:
+    return Proxies(https=settings.https, http=settings.http, no_proxy=settings.no_proxy)
 
 
 # -- names and addresses ----------------------------------------------------------------------

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
 
-from aimcore.runtime.settings.base import AimSettings, setting
+from aimcore.runtime.settings.base import AimSettings, setting, split_commas
 from aimcore.runtime.settings.bus import BusSettings
 
 LOG_LEVELS = tuple(logging.getLevelNamesMapping())
@@ -23,6 +23,12 @@ def _log_level(value: Any) -> Any:
     if level not in LOG_LEVELS:
         raise ValueError("not a log level")
     return level
+
+
+def _log_format(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    return value.strip().lower() or "text"
 
 
 class ProcessSettings(AimSettings):
@@ -57,6 +63,15 @@ class ProcessSettings(AimSettings):
         form="DEBUG, INFO, WARNING, ERROR or CRITICAL (any case)",
         description="The level of the service's log.",
     )
+    log_format: Annotated[Literal["text", "json"], BeforeValidator(_log_format)] = setting(
+        "text",
+        env="AIM_LOG_FORMAT",
+        form="text or json (any case)",
+        description="`text`: one readable line per record, with the object it is about when "
+        "known; `json`: one JSON object per line with `time`, `level`, `logger`, `message`, "
+        "`service` and, when known, `object`, `trace_id`/`span_id` and `decision` (see "
+        "`docs/logging.md`).",
+    )
     reconcile_journal: str | None = setting(
         env="AIM_RECONCILE_JOURNAL",
         form="a path",
@@ -81,16 +96,59 @@ class TracingSettings(AimSettings):
     traces_exporter: str = setting(
         "none",
         env="OTEL_TRACES_EXPORTER",
-        form="console, otlp or none",
-        description="`console`: one JSON span per line in the log; `otlp`: OTLP over HTTP "
-        "(needs `opentelemetry-exporter-otlp-proto-http`); anything else: not exported.",
+        form="console, otlp or none; several comma-separated",
+        description="`console`: one JSON span per line in the log; `otlp`: OTLP/HTTP protobuf to "
+        "`OTEL_EXPORTER_OTLP_ENDPOINT` (default `http://localhost:4318`, path `/v1/traces`). An "
+        "unknown name is one warning in the log and no export, never a failed start.",
+    )
+    otlp_protocol: str = setting(
+        "http/protobuf",
+        env=("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
+        form="http/protobuf",
+        description="The OTLP transport. Only `http/protobuf` is installed; another value (such "
+        "as `grpc`) is one warning in the log and no OTLP export.",
     )
 
 
+def _proxy_url(value: Any) -> Any:
+    if not isinstance(value, str) or "://" not in value:
+        return value
+    scheme = value.split("://", 1)[0].lower()
+    if scheme != "http":
+        raise ValueError(f"a {scheme}:// proxy is not supported (TLS to the proxy)")
+    return value
+
+
 class ProxySettings(AimSettings):
-    """Proxies of the Kubernetes client."""
+    """Forward proxies: of the Kubernetes client, and of the downloads (the cache service passes
+    its values to the download Jobs it creates; a model cache's `env` cannot set them)."""
 
     title = "Proxy"
+
+    https: Annotated[str | None, BeforeValidator(_proxy_url)] = setting(
+        env=("HTTPS_PROXY", "https_proxy"),
+        secret=True,
+        form="an http:// proxy URL (`http://[user:password@]host:port`)",
+        description="The proxy of requests to `https://` hosts (a `CONNECT` tunnel; TLS is still "
+        "end to end). The downloads honour it; the outbound address policy still judges the host "
+        "a request is for, while the proxy's own address, being operator configuration, is not "
+        "checked.",
+    )
+    http: Annotated[str | None, BeforeValidator(_proxy_url)] = setting(
+        env=("HTTP_PROXY", "http_proxy"),
+        secret=True,
+        form="an http:// proxy URL",
+        description="The proxy of requests to `http://` hosts (the download's request is sent to "
+        "the proxy in absolute form).",
+    )
+    no_proxy: Annotated[tuple[str, ...], BeforeValidator(split_commas)] = setting(
+        (),
+        env=("NO_PROXY", "no_proxy"),
+        form="comma-separated: `*`, domains (`example.com`, `.example.com`), `host:port`, "
+        "addresses or CIDR ranges",
+        description="Hosts the downloads reach directly, not through the proxy (a domain "
+        "includes its subdomains).",
+    )
 
     proxy: str | None = setting(
         env=("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"),
@@ -124,6 +182,10 @@ class Settings:
     @property
     def log_level(self) -> str:
         return self.process.log_level
+
+    @property
+    def log_format(self) -> Literal["text", "json"]:
+        return self.process.log_format
 
     @property
     def reconcile_journal(self) -> str | None:
