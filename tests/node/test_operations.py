@@ -1,0 +1,140 @@
+"""Day-one operations on a real node (issue 19): the operator's Pods pass the probes deploy/ gives
+them, their ``/metrics`` and ``/readyz`` answer through the API server, and the status service's
+Kubernetes Events show under ``kubectl describe``.
+
+Through the API server means ``kubectl port-forward`` (API server → kubelet → the pod's network
+namespace): the API server's pod proxy dials the pod's IP from the host, and the node's addresses
+live in its private network namespace, which the host deliberately has no route into
+(docs/node.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from aim_dev.local import binaries, deployed
+from aim_dev.local.nodestack import NodeStack
+from aimcore.api.kinds import POD
+from aimcore.runtime.kube import Kube
+from tests.helpers import eventually, kubectl
+from tests.node.helpers import NODE_TIMEOUT, aim, events
+
+pytestmark = [pytest.mark.node, pytest.mark.timeout(NODE_TIMEOUT)]
+
+SERVICE = aim("AIMService")
+PART_OF = "app.kubernetes.io/part-of=aim-engine"
+SERVICES = {"watcher", "status", "deployer", "discovery", "registry-sync", "cache"}
+
+
+def ready(pod: dict[str, Any]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions") or [])
+
+
+def health_port(pod: dict[str, Any]) -> int:
+    for container in pod["spec"]["containers"]:
+        for port in container.get("ports") or []:
+            if port.get("name") == "health":
+                return int(port["containerPort"])
+    raise AssertionError(f"pod {pod['metadata']['name']} declares no health port")
+
+
+@contextlib.contextmanager
+def port_forward(kubeconfig: Path, pod: str, port: int) -> Iterator[int]:
+    """``kubectl port-forward`` to ``pod``'s ``port``; yields the local port."""
+    proc = subprocess.Popen(
+        [
+            binaries.kubectl(),
+            "--kubeconfig",
+            str(kubeconfig),
+            "port-forward",
+            "-n",
+            deployed.SYSTEM_NAMESPACE,
+            f"pod/{pod}",
+            f":{port}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # "Forwarding from 127.0.0.1:NNNNN -> PORT"
+        found = re.search(r"127\.0\.0\.1:(\d+)", line)
+        if found is None:
+            proc.kill()
+            raise AssertionError(f"kubectl port-forward {pod}: {line!r} {proc.communicate()[1]!r}")
+        yield int(found.group(1))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def get(port: int, path: str) -> tuple[int, str]:
+    timeout = aiohttp.ClientTimeout(total=20)
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as session,
+        session.get(f"http://127.0.0.1:{port}{path}") as r,
+    ):
+        return r.status, await r.text()
+
+
+async def test_the_operators_pods_pass_their_probes_and_answer_through_the_api_server(
+    stack: NodeStack, api: Kube
+) -> None:
+    async def all_ready() -> list[dict[str, Any]] | None:
+        pods = (await api.list(POD, deployed.SYSTEM_NAMESPACE, label_selector=PART_OF))[0]
+        ours = [p for p in pods if p["metadata"]["labels"].get("app.kubernetes.io/component") in SERVICES]
+        running = [p for p in ours if p["metadata"].get("deletionTimestamp") is None]
+        return running if running and all(ready(p) for p in running) else None
+
+    pods = await eventually(all_ready, timeout=120, interval=0.5, what="every operator pod Ready")
+    assert {p["metadata"]["labels"]["app.kubernetes.io/component"] for p in pods} == SERVICES
+    for pod in pods:
+        [container] = [c for c in pod["spec"]["containers"] if c.get("readinessProbe")]
+        assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+        # Ready is the readiness probe's verdict (the kubelet ran it against the service's server)
+        assert all(s["ready"] for s in pod["status"]["containerStatuses"]), pod["status"]
+
+        name, component = pod["metadata"]["name"], pod["metadata"]["labels"]["app.kubernetes.io/component"]
+        with port_forward(stack.kubeconfig, name, health_port(pod)) as local:
+            status, body = await get(local, "/readyz")
+            assert (status, body.strip()) == (200, "ready"), (component, body)
+            status, metrics = await get(local, "/metrics")
+            assert status == 200
+            assert "aim_nats_connected 1.0" in metrics, component
+            if component == "deployer":
+                assert "aim_consumer_bound{" in metrics
+
+
+async def test_status_transitions_show_as_events_under_kubectl_describe(
+    stack: NodeStack, api: Kube, namespace: str
+) -> None:
+    await api.create(
+        SERVICE,
+        {
+            "apiVersion": SERVICE.api_version,
+            "kind": SERVICE.kind,
+            "metadata": {"name": "described"},
+            "spec": {"model": {"name": "no-such-model"}},
+        },
+        namespace,
+    )
+
+    async def recorded() -> list[dict[str, Any]] | None:
+        found = await events(api, namespace, kind="AIMService", name="described", component="aim-status")
+        return found or None
+
+    found = await eventually(recorded, timeout=120, interval=0.5, what="Events from aim-status")
+    described = kubectl("describe", "aimservice", "-n", namespace, "described", kubeconfig=stack.kubeconfig)
+    events_part = described.split("\nEvents:", 1)[1]
+    for event in found:
+        assert event["reason"] in events_part, (event["reason"], events_part)
+    assert "aim-status" in events_part
