@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import signal
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from aim_dev.local.stack import SERVICES, Stack, aim_home, stop_detached
 from aimctl import bus as cli_bus
 from aimctl import caches as cli_caches
 from aimctl import events as cli_audit
+from aimctl import foreground
 
 DEMO_SERVICE: dict[str, Any] = {
     "apiVersion": "aim.eai.amd.com/v1alpha1",
@@ -234,23 +234,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     ok = True
     if args.demo:
         ok = _demo(stack.kubeconfig)
-    if args.detach:
-        print("\nRunning in the background; `aimctl down` stops it.")
-        return 0 if ok else 1
-    print("\nPress Ctrl-C to stop.", flush=True)
-    stop = [False]
-
-    def on_signal(*_: object) -> None:
-        stop[0] = True
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    try:
-        stack.supervise(stop)
-    finally:
-        print("Stopping ...", flush=True)
-        stack.stop()
-    return 0 if ok else 1
+    return foreground.finish(
+        stack,
+        ok=ok,
+        detach=args.detach,
+        detached_message="Running in the background; `aimctl down` stops it.",
+    )
 
 
 def cmd_down(_: argparse.Namespace) -> int:

@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import signal
 import threading
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from aim_dev.local.nodestack import NodeStack
 from aim_dev.node import NodeError
 from aimcore.api.kinds import POD
 from aimcore.runtime.kube import ApiException, Kube, connect
+from aimctl import foreground
 
 DISCOVERY_JOBS = "app.kubernetes.io/name=aim-discovery"
 PREDICTORS = "serving.kserve.io/inferenceservice"
@@ -175,20 +175,9 @@ def cmd_up_node(args: argparse.Namespace) -> int:
         flush=True,
     )
     ok = demo(stack) if args.demo else True
-    if args.detach:
-        print("\nRunning in the background; `aimctl down` stops it and removes the node.")
-        return 0 if ok else 1
-    print("\nPress Ctrl-C to stop.", flush=True)
-    stop = [False]
-
-    def on_signal(*_: object) -> None:
-        stop[0] = True
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    try:
-        stack.supervise(stop)
-    finally:
-        print("Stopping ...", flush=True)
-        stack.stop()
-    return 0 if ok else 1
+    return foreground.finish(
+        stack,
+        ok=ok,
+        detach=args.detach,
+        detached_message="Running in the background; `aimctl down` stops it and removes the node.",
+    )
