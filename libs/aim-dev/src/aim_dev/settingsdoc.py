@@ -15,7 +15,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from aim_dev.local.stack import SERVICES, service_module
+from aim_dev.local.consuming import SERVICES
+from aim_dev.local.stack import service_module
 from aimcore.runtime.settings import COMMON, AimSettings, SettingsError, Variable
 
 PAGE = Path("docs/settings.md")

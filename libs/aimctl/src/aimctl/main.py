@@ -16,8 +16,9 @@ import yaml
 from aim_dev import crdgen as generate
 from aim_dev import rbacdoc, settingsdoc
 from aim_dev.local import binaries
+from aim_dev.local.consuming import SERVICES
 from aim_dev.local.gguf_sample import tiny_gguf
-from aim_dev.local.stack import SERVICES, Stack, aim_home, stop_detached
+from aim_dev.local.stack import Stack, aim_home, stop_detached
 from aimctl import bus as cli_bus
 from aimctl import caches as cli_caches
 from aimctl import events as cli_audit

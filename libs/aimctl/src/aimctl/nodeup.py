@@ -22,7 +22,8 @@ import yaml
 
 from aim_dev import testmodel
 from aim_dev.local import binaries
-from aim_dev.local.deployed import SERVICES, DeployFailed
+from aim_dev.local.consuming import SERVICES
+from aim_dev.local.deployed import DeployFailed
 from aim_dev.local.nodestack import NodeStack
 from aim_dev.node import NodeError
 from aimcore.api.kinds import POD

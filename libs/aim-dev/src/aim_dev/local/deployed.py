@@ -24,17 +24,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nats.js.errors import NotFoundError
-
 from aim_dev import images
-from aim_dev.local import binaries
-from aimcore.api.bus import auth, topology
+from aim_dev.local import binaries, consuming
+from aim_dev.local.consuming import SERVICES
+from aimcore.api.bus import auth
 from aimcore.api.kinds import NAMESPACE, POD, KindRef
-from aimcore.runtime.bus import BusSettings, connect_bus
+from aimcore.runtime.bus import BusSettings
 from aimcore.runtime.kube import Kube
 
 SYSTEM_NAMESPACE = "aim-system"
-SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
 OVERLAY = Path("deploy") / "overlays" / "local-node"
 CRDS = Path("deploy") / "crds"
 NATS_PORT = 4222
@@ -248,22 +246,7 @@ class Deployment:
 
     async def wait_consuming(self, deadline: float) -> None:
         """Every service has bound its durable consumer (the watcher declared the topology)."""
-        nc = await connect_bus(self.bus("reader"), "aimctl", forever=False)
         try:
-            js = nc.jetstream()
-            wanted = [(topology.STATUS_STREAM, "aim-status")] + [
-                (topology.EVENTS_STREAM, f"aim-{name}")
-                for name in SERVICES
-                if name not in ("watcher", "status")
-            ]
-            for stream, durable in wanted:
-                while True:
-                    try:
-                        await js.consumer_info(stream, durable)
-                        break
-                    except (NotFoundError, TimeoutError):
-                        if time.monotonic() > deadline:
-                            raise DeployFailed(f"no consumer {durable} on {stream}") from None
-                        await asyncio.sleep(0.2)
-        finally:
-            await nc.close()
+            await consuming.wait_consuming(self.bus("reader"), deadline, interval=0.2)
+        except TimeoutError as exc:
+            raise DeployFailed(str(exc)) from None

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from aim_dev import crdinstall, images
-from aim_dev.local import deployed
+from aim_dev.local import consuming, deployed
 from aim_dev.local.cluster import ControlPlane
 from aim_dev.local.hub import HubServer
 from aim_dev.local.processes import ManagedProcess, free_port
@@ -52,7 +52,7 @@ from aimcore.runtime.kube import Kube, connect
 REGISTRY = "127.0.0.1:5000"
 """The local registry as the node (containerd, the operator's pods) sees it."""
 KSERVE = "kserve-standin"
-NODE_IMAGES = ("pause", *(f"service-{s}" for s in deployed.SERVICES), "nats")
+NODE_IMAGES = ("pause", *(f"service-{s}" for s in consuming.SERVICES), "nats")
 """Imported into the node's containerd at its start (the services' first: they share the base
 layer, which is then unpacked once). Model images come from the registry."""
 

@@ -23,22 +23,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nats.js.errors import NotFoundError
-
 from aim_dev import crdinstall as crd_install
 from aim_dev.crdgen import all_kinds, crd_for
-from aim_dev.local import portable_kubeconfig
+from aim_dev.local import consuming, portable_kubeconfig
 from aim_dev.local.cluster import ControlPlane
+from aim_dev.local.consuming import SERVICES
 from aim_dev.local.natsserver import NatsServer
 from aim_dev.local.processes import ManagedProcess, free_port
 from aim_dev.standins import stand_in_crds
-from aimcore.api.bus import topology
 from aimcore.api.kinds import NAMESPACE
 from aimcore.domain.outbound import ALLOWED_HOSTS_ENV
-from aimcore.runtime.bus import connect_bus
 from aimcore.runtime.kube import Kube, connect
 
-SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
 SUPERVISOR = "aim-supervisor"
 LOCAL_HOSTS = "127.0.0.1,localhost"
 """Hosts the embedded stack allow-lists for outbound connections (see ``docs/deploy.md``)."""
@@ -132,27 +128,13 @@ class Stack:
         """Ready means ready: every service has bound its durable consumer (so the watcher has
         declared the topology and each service is receiving events)."""
         assert self.nats is not None
-        nc = await connect_bus(self.nats.client("reader"), "aimctl", forever=False)
-        try:
-            js = nc.jetstream()
-            wanted = [(topology.STATUS_STREAM, "aim-status")] + [
-                (topology.EVENTS_STREAM, f"aim-{name}")
-                for name in SERVICES
-                if name not in ("watcher", "status")
-            ]
-            async with asyncio.timeout(timeout):
-                for stream, durable in wanted:
-                    while True:
-                        for label, proc in self._watched().items():
-                            if not proc.alive():
-                                raise RuntimeError(f"{label} exited during start-up:\n{proc.log_tail()}")
-                        try:
-                            await js.consumer_info(stream, durable)
-                            break
-                        except (NotFoundError, TimeoutError):
-                            await asyncio.sleep(0.1)
-        finally:
-            await nc.close()
+
+        def alive() -> None:
+            for label, proc in self._watched().items():
+                if not proc.alive():
+                    raise RuntimeError(f"{label} exited during start-up:\n{proc.log_tail()}")
+
+        await consuming.wait_consuming(self.nats.client("reader"), time.monotonic() + timeout, check=alive)
 
     def _watched(self) -> dict[str, ManagedProcess]:
         """What must stay alive while starting: the services, or the supervisor that runs them."""
