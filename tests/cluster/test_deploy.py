@@ -349,7 +349,11 @@ def test_local_node_overlay_changes_only_images_host_networking_addresses_and_po
         stripped, settings = without_local_node_settings(local[key])
         assert stripped == without_local_node_settings(original)[0], key
         if key == ("StatefulSet", "aim-nats"):
-            assert settings == {"hostNetwork": "True", "image:nats": "localhost/aim/nats:local"}
+            assert settings == {
+                "hostNetwork": "True",
+                "image:nats": "localhost/aim/nats:local",
+                "image:reloader": "aim-watcher:0.1.0",  # the watcher's image, as in base
+            }
         elif key[0] == "Deployment":
             service = key[1].removeprefix("aim-")
             port = LOCAL_NODE_PORTS[service]
