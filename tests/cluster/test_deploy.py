@@ -158,7 +158,7 @@ def test_deployments_are_locked_down(base: list[Obj]) -> None:
 
 def test_nats_statefulset(base: list[Obj]) -> None:
     sts = of_kind(base, "StatefulSet")["aim-nats"]
-    (c,) = list(containers(sts))
+    c, _reloader = list(containers(sts))
     assert c["image"].startswith("nats:2.10")
     assert c["args"][:5] == ["-c", "/etc/nats/nats.conf", "-js", "-sd", "/data"]
     assert c["securityContext"]["runAsNonRoot"] is True and not c["securityContext"].get("privileged")
@@ -169,20 +169,39 @@ def test_nats_statefulset(base: list[Obj]) -> None:
 
 
 def test_the_bus_is_authenticated(base: list[Obj]) -> None:
-    """NATS runs the generated configuration, with every deployed role's public key from that
-    role's Secret; each service mounts its own key and no other; the cache also hands the download
-    Jobs' key to its Jobs; only the operator's pods and download Jobs may reach NATS."""
+    """NATS runs the generated configuration, with every deployed role's accepted keys from that
+    role's Secret (included files, re-read on a reload the reloader sidecar triggers: a rotation
+    restarts nothing; NATS mounts no seed); each service mounts its own key and no other; the cache
+    also hands the download Jobs' key to its Jobs; only the operator's pods and download Jobs may
+    reach NATS."""
     committed = (BASE / "nats" / "nats.conf").read_text()
     assert committed == cli_bus.deploy_config(), "run `aimctl bus config > deploy/base/nats/nats.conf`"
     (config,) = of_kind(base, "ConfigMap").values()
     assert config["data"]["nats.conf"] == committed
     sts = of_kind(base, "StatefulSet")["aim-nats"]
-    (c,) = list(containers(sts))
-    keys = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in c["env"] if e["name"].startswith("AIM_NKEY_")}
-    assert keys == {
-        cli_bus.env_var(r): {"name": cli_bus.secret_name(r), "key": "nkey"} for r in cli_bus.DEPLOYED_ROLES
+    pod = sts["spec"]["template"]["spec"]
+    nats, reloader = list(containers(sts))
+    assert not [e for e in nats.get("env", []) if "valueFrom" in e]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["config"]["configMap"]["name"] == config["metadata"]["name"]
+    sources = [s["secret"] for s in volumes["keys"]["projected"]["sources"]]
+    assert sources == [
+        {"name": cli_bus.secret_name(r), "items": [{"key": cli_bus.ACCEPTED, "path": f"{r}.conf"}]}
+        for r in cli_bus.DEPLOYED_ROLES
+    ]
+    for r in cli_bus.DEPLOYED_ROLES:
+        assert f'include "../nats-keys/{r}.conf"' in committed
+    mounts = {m["name"]: m["mountPath"] for m in nats["volumeMounts"]}
+    assert mounts["config"] == "/etc/nats" and mounts["keys"] == cli_bus.KEYS_DIR
+    # the reloader signals nats-server through its pid file, in the pod's shared process namespace
+    pid_file = nats["args"][nats["args"].index("-P") + 1]
+    assert pod["shareProcessNamespace"] is True
+    assert reloader["command"][-4:] == ["--dir", cli_bus.KEYS_DIR, "--pid-file", pid_file]
+    assert {m["mountPath"] for m in reloader["volumeMounts"]} == {
+        cli_bus.KEYS_DIR,
+        str(Path(pid_file).parent),
     }
-    assert sts["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"] == config["metadata"]["name"]
+    assert "runAsUser" not in reloader["securityContext"]  # the pod's user: nats-server's
     for name, dep in of_kind(base, "Deployment").items():
         svc = name.removeprefix("aim-")
         pod = dep["spec"]["template"]["spec"]
@@ -330,7 +349,11 @@ def test_local_node_overlay_changes_only_images_host_networking_addresses_and_po
         stripped, settings = without_local_node_settings(local[key])
         assert stripped == without_local_node_settings(original)[0], key
         if key == ("StatefulSet", "aim-nats"):
-            assert settings == {"hostNetwork": "True", "image:nats": "localhost/aim/nats:local"}
+            assert settings == {
+                "hostNetwork": "True",
+                "image:nats": "localhost/aim/nats:local",
+                "image:reloader": "aim-watcher:0.1.0",  # the watcher's image, as in base
+            }
         elif key[0] == "Deployment":
             service = key[1].removeprefix("aim-")
             port = LOCAL_NODE_PORTS[service]

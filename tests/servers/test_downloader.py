@@ -827,6 +827,31 @@ async def test_cli_without_nats_still_downloads(hub: HubServer, tmp_path: Path) 
     assert err.count("cannot connect to NATS") == 1
 
 
+async def test_cli_logs_json_lines_on_request(hub: HubServer, tmp_path: Path) -> None:
+    """With AIM_LOG_FORMAT=json (the cache service passes its own to its Jobs) every stderr line
+    is a JSON object from aimcore's log configuration: its progress lines and its warnings."""
+    files = {"config.json": b"{}"}
+    repo_id = new_repo(hub, files)
+    code, out, err = await run_cli(
+        [f"hf://{repo_id}", str(tmp_path), "--object", "aim.eai.amd.com/v1alpha1/AIMModelCache/ns/x"],
+        {
+            **hf_env(hub),
+            "AIM_NATS_URL": "nats://127.0.0.1:9",
+            "AIM_PROGRESS_TOKEN": "t",
+            "AIM_LOG_FORMAT": "json",
+        },
+    )
+    assert code == 0, err
+    lines = [json.loads(line) for line in err.splitlines()]
+    assert lines, "no log lines"
+    assert all(line["service"] == "aim-download" for line in lines), lines
+    assert any(line["level"] == "WARNING" and "cannot connect to NATS" in line["message"] for line in lines)
+    assert any(line["logger"] == "aim-download" and line["level"] == "INFO" for line in lines), lines
+    assert last_json(out)["result"] == "ok"
+    code, out, _ = await run_cli([f"hf://{repo_id}", str(tmp_path)], {**hf_env(hub), "AIM_LOG_FORMAT": "xml"})
+    assert code == 2 and "AIM_LOG_FORMAT" in last_json(out)["message"]
+
+
 async def test_cli_errors_are_json(hub: HubServer, tmp_path: Path) -> None:
     token = secrets.token_hex(8)
     code, out, err = await run_cli(["hf://aim-tests/nope", str(tmp_path)], hf_env(hub, token))

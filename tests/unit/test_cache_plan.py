@@ -171,6 +171,15 @@ def test_job_carries_the_operators_outbound_policy_and_the_spec_cannot_change_it
     assert OutboundPolicy.from_env({e["name"]: e["value"] for e in policy_env}) == policy
 
 
+def test_job_logs_in_the_cache_services_format_and_the_spec_cannot_change_it() -> None:
+    sneaky = [{"name": "AIM_LOG_FORMAT", "value": "text"}]
+    job = plan.job_body(
+        MODEL_CACHE, cache(env=sneaky), attempt=1, bus=None, stall_timeout=60, log_format="json"
+    )
+    env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert [e for e in env if e["name"] == "AIM_LOG_FORMAT"] == [{"name": "AIM_LOG_FORMAT", "value": "json"}]
+
+
 def test_job_uses_kserves_convention_for_the_storage_initializer() -> None:
     obj = cache(modelDownloadImage="kserve/storage-initializer:v0.16.0")
     container = plan.job_body(MODEL_CACHE, obj, attempt=1, bus=None, stall_timeout=60)["spec"]["template"][

@@ -69,3 +69,10 @@ def test_llmkube_hosts_add_to_the_operator_wide_ones(env: pytest.MonkeyPatch, tm
     policy = ModelSettings.from_env(tmp_path).policy
     assert policy.outbound.allowed_hosts == {"mirror.internal", "models.internal", "files.internal"}
     assert CacheSettings.from_env(Settings()).outbound.allowed_hosts == {"mirror.internal"}  # this path only
+
+
+def test_the_download_jobs_log_format_is_the_services(env: pytest.MonkeyPatch) -> None:
+    env.delenv("AIM_LOG_FORMAT", raising=False)
+    assert CacheSettings.from_env(Settings()).log_format == "text"
+    env.setenv("AIM_LOG_FORMAT", "json")
+    assert CacheSettings.from_env(Settings()).log_format == "json"

@@ -437,6 +437,7 @@ class ModelCacheReconciler:
             bus=self.settings.job_bus(),
             stall_timeout=self.settings.stall_timeout,
             outbound=self.settings.outbound.env(),
+            log_format=self.settings.log_format,
         )
         await self.kube.create_if_absent(JOB, body, request.namespace)
         name = body["metadata"]["name"]

@@ -200,18 +200,20 @@ def job_body(
     bus: JobBus | None,
     stall_timeout: float,
     outbound: Mapping[str, str] | None = None,
+    log_format: str = "text",
 ) -> Obj:
     """The download Job. ``outbound`` is the operator's outbound address policy as environment
     variables (:meth:`aimcore.domain.outbound.OutboundPolicy.env`): the downloader in the Job enforces it.
     The model cache's env may not set those variables (they are dropped from it and the operator's
-    values added last)."""
+    values added last). ``log_format`` is the cache service's own ``AIM_LOG_FORMAT``: aim-download
+    logs as the operator does (JSON lines on request)."""
     meta = cache["metadata"]
     spec = cache.get("spec") or {}
     image = str(spec.get("modelDownloadImage") or "")
     model = model_id(spec)
     dest = mount_path(model)
     source = str(spec["sourceUri"])
-    reserved = set(POLICY_ENV)
+    reserved = {*POLICY_ENV, "AIM_LOG_FORMAT"}
     env: list[Any] = [dict(e) for e in spec.get("env") or [] if e.get("name") not in reserved]
     if uses_kserve_initializer(image):
         command: list[str] | None = None
@@ -227,6 +229,7 @@ def job_body(
         ]
         if bus is not None:
             env.extend(bus.env(ref, meta))
+        env.append({"name": "AIM_LOG_FORMAT", "value": log_format})
     env.append({"name": "HOME", "value": "/tmp"})
     env.extend({"name": k, "value": v} for k, v in sorted((outbound or {}).items()))
     labels = {**cache_labels(cache), LABEL_CACHE_TYPE: "artifact", LABEL_COMPONENT: "download"}

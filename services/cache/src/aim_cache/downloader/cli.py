@@ -320,19 +320,32 @@ def _display(source: str) -> str:
     return redact_url(source) if source.lower().startswith(("http://", "https://")) else source
 
 
-def setup_logging() -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING)  # third-party INFO logs may print request URLs
+LOG_FORMATS = ("text", "json")
+
+
+def setup_logging(fmt: str = "text") -> None:
+    """Plain lines, or with ``AIM_LOG_FORMAT=json`` (the cache service passes its own) aimcore's
+    JSON lines (:mod:`aimcore.runtime.logs`, imported only then: it loads the message models)."""
+    if fmt == "json":
+        from aimcore.runtime import logs  # noqa: PLC0415 - only for JSON
+
+        logs.configure("WARNING", "json", "aim-download")
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+        logging.getLogger().handlers[:] = [handler]
+    logging.getLogger().setLevel(logging.WARNING)  # third-party INFO logs may print request URLs
     for name in ("aim-download", "aim_cache.downloader"):
         logging.getLogger(name).setLevel(logging.INFO)
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    setup_logging()
+    environment = os.environ if env is None else env
+    fmt = environment.get("AIM_LOG_FORMAT", "").strip().lower() or "text"
+    if fmt not in LOG_FORMATS:
+        build_parser().error(f"invalid setting AIM_LOG_FORMAT: {fmt!r} is not one of text, json")
+    setup_logging(fmt)
     if args.object:
         try:
             parse_object(args.object)
@@ -340,7 +353,6 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             build_parser().error(f"--object: {e}")
     # The process environment is the model cache's env (the user's, not configuration: the sources
     # read their tokens and endpoints from it) plus the Job's settings, read through their classes.
-    environment = os.environ if env is None else env
     try:
         job = DownloadJobSettings.from_env(environment)
         policy = OutboundPolicy.from_env(environment)

@@ -22,12 +22,22 @@ owner: every role is denied the others' durable names (their info, lag included,
 
 NKeys rather than passwords: the server's configuration holds only public keys (nothing secret to
 protect in a ConfigMap), and the secret seed never crosses the wire (challenge-response).
+
+Rotation without a restart: the server accepts two keys per role, each a user with the role's
+permissions: the current one (``$AIM_NKEY_<ROLE>``) and the previous one
+(``$AIM_NKEY_<ROLE>_PREVIOUS``), both defined in a small per-role file the configuration includes
+(:func:`accepted_keys_conf`). A rotation writes a new seed and keeps the old public key as the
+previous one; clients move to the new seed as they restart while the old one still works; retiring
+drops the previous key. nats-server re-reads the included files on a configuration reload (SIGHUP)
+and closes the connections of keys it no longer accepts. When no rotation is under way the
+previous slot holds a key whose seed was never kept (nats-server refuses the same key twice).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -269,15 +279,93 @@ def public_key(seed: str) -> str:
         kp.wipe()
 
 
+_USER_KEY = re.compile(r"U[A-Z2-7]{55}")
+"""A user's public NKey (base32 of its prefix, 32 bytes and a checksum): nothing else is written
+into the server's configuration."""
+
+
+def unusable_key() -> str:
+    """A valid user public key that no one can authenticate as: its seed is never kept. It fills a
+    role's previous-key slot when no rotation is under way."""
+    return new_identity("admin").public
+
+
+def key_variable(role_name: str, *, previous: bool = False) -> str:
+    """The configuration variable a role's accepted key is written in (the current or previous)."""
+    return "AIM_NKEY_" + role_name.upper().replace("-", "_") + ("_PREVIOUS" if previous else "")
+
+
+def accepted_keys_conf(role_name: str, current: str, previous: str | None = None) -> str:
+    """The per-role file the server configuration includes: the two keys the role may connect
+    with (``previous`` ``None``: no rotation under way, the slot gets :func:`unusable_key`)."""
+    role(role_name)
+    for key in (current, previous):
+        if key is not None and not _USER_KEY.fullmatch(key):
+            raise ValueError(f"not an NKey public key for role {role_name!r}")
+    return (
+        f'{key_variable(role_name)}: "{current}"\n'
+        f'{key_variable(role_name, previous=True)}: "{previous or unusable_key()}"\n'
+    )
+
+
+class RotationError(ValueError):
+    """A rotation step that does not apply (a rotation already under way, or none to retire)."""
+
+
 class Credentials:
     """A directory of seeds, one file per role (``<role>.nk``, mode 0600): what the embedded stack
-    and the test servers generate, and where local clients find their key."""
+    and the test servers generate, and where local clients find their key. During a rotation the
+    role's previous public key is kept next to it (``<role>.previous.pub``) until it is retired."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
     def seed_file(self, role_name: str) -> Path:
         return self.root / f"{role_name}.nk"
+
+    def previous_file(self, role_name: str) -> Path:
+        return self.root / f"{role_name}.previous.pub"
+
+    def identity(self, role_name: str) -> Identity:
+        seed = self.seed_file(role_name).read_text().strip()
+        return Identity(role_name, public_key(seed), seed)
+
+    def previous(self, role_name: str) -> str | None:
+        """The previous public key still accepted (``None``: no rotation under way)."""
+        path = self.previous_file(role_name)
+        return path.read_text().strip() if path.exists() else None
+
+    def accepted(self, role_name: str) -> tuple[str, ...]:
+        """The public keys the server accepts for the role: the current one, then the previous."""
+        previous = self.previous(role_name)
+        return (self.identity(role_name).public, *((previous,) if previous else ()))
+
+    def rotate(self, role_name: str) -> Identity:
+        """A new seed for the role; the old public key stays accepted until :meth:`retire`."""
+        if self.previous(role_name) is not None:
+            raise RotationError(f"a rotation of {role_name!r} is under way: retire its previous key first")
+        old = self.identity(role_name)
+        new = new_identity(role_name)
+        self.previous_file(role_name).write_text(old.public + "\n")
+        _write_private(self.seed_file(role_name), new.seed + "\n")
+        return new
+
+    def retire(self, role_name: str) -> str:
+        """Stop accepting the role's previous key; answers the key retired."""
+        previous = self.previous(role_name)
+        if previous is None:
+            raise RotationError(f"no rotation of {role_name!r} is under way: nothing to retire")
+        self.previous_file(role_name).unlink()
+        return previous
+
+    def write_accepted(self, directory: Path, roles: Iterable[str] = ROLE_NAMES) -> None:
+        """The per-role files the server configuration includes (``<directory>/<role>.conf``)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in roles:
+            text = accepted_keys_conf(name, self.identity(name).public, self.previous(name))
+            tmp = directory / f".{name}.conf.tmp"
+            tmp.write_text(text)
+            tmp.replace(directory / f"{name}.conf")
 
     def ensure(self, roles: Iterable[str] = ROLE_NAMES) -> dict[str, Identity]:
         """Read the seeds that exist, generate the missing ones."""
@@ -298,6 +386,15 @@ class Credentials:
         return out
 
 
+def _write_private(path: Path, text: str) -> None:
+    """Replace a seed file at once (a reader sees the old seed or the new one), mode 0600."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    tmp.replace(path)
+
+
 # -- server configuration ------------------------------------------------------------------------
 
 DEFAULT_MAX_PAYLOAD = 8 * 1024 * 1024
@@ -316,28 +413,43 @@ class Tls:
     verify_clients: bool = False
 
 
-def authorization(keys: Mapping[str, str]) -> dict[str, object]:
-    """The ``authorization`` block: one user per role in ``keys`` (role → public key, or a
-    ``$VARIABLE`` the server resolves from its environment)."""
+def _keys_of(value: str | Sequence[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def authorization(keys: Mapping[str, str | Sequence[str]]) -> dict[str, object]:
+    """The ``authorization`` block: one user per key of each role in ``keys`` (role → its public
+    key or keys, each a key or a ``$VARIABLE`` the server resolves from an included file or its
+    environment), every one with the role's permissions."""
     users: list[dict[str, object]] = []
-    for name, key in keys.items():
-        user: dict[str, object] = {"nkey": key}
+    for name, value in keys.items():
         perms = permissions(role(name))
-        if perms is not None:
-            user["permissions"] = perms
-        users.append(user)
+        for key in _keys_of(value):
+            user: dict[str, object] = {"nkey": key}
+            if perms is not None:
+                user["permissions"] = perms
+            users.append(user)
     return {"users": users}
 
 
+def rotatable_keys(roles: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Each role's two key slots as variables (current, previous), for :func:`render_config` with
+    the files of :func:`accepted_keys_conf` included."""
+    return {r: (f"${key_variable(r)}", f"${key_variable(r, previous=True)}") for r in roles}
+
+
 def render_config(
-    keys: Mapping[str, str],
+    keys: Mapping[str, str | Sequence[str]],
     *,
+    includes: Sequence[str] = (),
     max_payload: int = DEFAULT_MAX_PAYLOAD,
     tls: Tls | None = None,
     extra: Mapping[str, object] | None = None,
 ) -> str:
     """A nats-server configuration (JSON is valid NATS configuration syntax). A key written as
-    ``$NAME`` is left unquoted, so the server takes it from its environment variable ``NAME``."""
+    ``$NAME`` is left unquoted, so the server takes it from a variable ``NAME`` defined in one of
+    the ``includes`` (files read again on every configuration reload; nats-server takes every
+    include path relative to the configuration file's directory) or from its environment."""
     config: dict[str, object] = {"max_payload": max_payload, **(extra or {})}
     if tls is not None:
         block: dict[str, object] = {"cert_file": tls.cert_file, "key_file": tls.key_file}
@@ -348,7 +460,11 @@ def render_config(
         config["tls"] = block
     config["authorization"] = authorization(keys)
     text = json.dumps(config, indent=2)
-    for key in keys.values():
-        if key.startswith("$"):
-            text = text.replace(json.dumps(key), key)
+    for value in keys.values():
+        for key in _keys_of(value):
+            if key.startswith("$"):
+                text = text.replace(json.dumps(key), key)
+    if includes:
+        head = "".join(f"  include {json.dumps(path)}\n" for path in includes)
+        text = "{\n" + head + text.removeprefix("{\n")
     return text + "\n"
