@@ -320,6 +320,8 @@ def without_local_node_settings(obj: Obj) -> tuple[Obj, dict[str, str]]:
     if obj["kind"] in ("Deployment", "StatefulSet"):
         if obj["kind"] == "Deployment":
             found["replicas"] = str(obj["spec"].pop("replicas"))
+            rolling = obj["spec"]["strategy"].pop("rollingUpdate")
+            found["rollout"] = f"surge {rolling['maxSurge']}, unavailable {rolling['maxUnavailable']}"
         pod = obj["spec"]["template"]["spec"]
         found["hostNetwork"] = str(pod.pop("hostNetwork", False))
         for c in pod["containers"]:
@@ -341,7 +343,8 @@ def test_local_node_overlay_changes_only_images_host_networking_addresses_and_po
 ) -> None:
     """What the node tier and `aimctl up --node` run is deploy/base: the overlay may set image
     names, host networking, addresses and, because a host-network pod's port is the node's, one
-    health port per service with one replica (docs/node.md), and nothing else."""
+    health port per service with one replica that a rollout replaces rather than surges beside
+    (docs/node.md), and nothing else."""
     local = {(o["kind"], o["metadata"]["name"]): o for o in render(LOCAL_NODE)}
     assert set(local) == {(o["kind"], o["metadata"]["name"]) for o in base}
     for original in base:
@@ -361,6 +364,7 @@ def test_local_node_overlay_changes_only_images_host_networking_addresses_and_po
                 "hostNetwork": "True",
                 f"image:{service}": f"aim-{service}:0.1.0",
                 "replicas": "1",
+                "rollout": "surge 0, unavailable 1",  # the port is the node's: replace, never surge
                 "health": f"health:{port}",
                 "AIM_HEALTH_PORT": str(port),
             }

@@ -42,7 +42,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
         yield node_stack
         # every service worked within its bus role on the deployed, authenticated NATS
         nats_log = kubectl(
-            "logs", "-n", deployed.SYSTEM_NAMESPACE, "aim-nats-0", kubeconfig=node_stack.kubeconfig
+            "logs",
+            "-n",
+            deployed.SYSTEM_NAMESPACE,
+            "aim-nats-0",
+            "-c",
+            "nats",
+            kubeconfig=node_stack.kubeconfig,
         )
         violations = [line for line in nats_log.splitlines() if "Violation" in line and ":aim-" in line]
         assert not violations, "services needed subjects their bus roles lack:\n" + "\n".join(violations[:20])

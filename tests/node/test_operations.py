@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,3 +139,76 @@ async def test_status_transitions_show_as_events_under_kubectl_describe(
     for event in found:
         assert event["reason"] in events_part, (event["reason"], events_part)
     assert "aim-status" in events_part
+
+
+def rotation_step(kubeconfig: Path, flag: str, role: str) -> None:
+    """One of docs/deploy.md's rotation steps: the bus Secrets through ``aimctl bus credentials``
+    and back with ``kubectl replace``."""
+    secrets = kubectl(
+        "get", "secret", "-n", deployed.SYSTEM_NAMESPACE, "-l", "app.kubernetes.io/component=bus-credentials",
+        "-o", "yaml", kubeconfig=kubeconfig,
+    )  # fmt: skip
+    changed = subprocess.run(
+        [sys.executable, "-m", "aimctl", "bus", "credentials", flag, role],
+        input=secrets, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert changed.strip(), f"aimctl bus credentials {flag} {role} changed nothing"
+    kubectl("replace", "-f", "-", stdin=changed, kubeconfig=kubeconfig)
+
+
+def reloads(kubeconfig: Path) -> int:
+    log = kubectl("logs", "-n", deployed.SYSTEM_NAMESPACE, "aim-nats-0", "-c", "nats", kubeconfig=kubeconfig)
+    return log.count("Reloaded server configuration")
+
+
+async def test_a_bus_key_is_rotated_without_restarting_nats(stack: NodeStack, api: Kube) -> None:
+    """docs/deploy.md's rotation of the deployer's key, step by step: the Secret changes in place,
+    the NATS pod's reloader makes nats-server reload (never restart), the deployer rolls onto the
+    new seed and is ready with it, and retiring the old key leaves it connected."""
+    kubeconfig = stack.kubeconfig
+
+    async def nats_pod() -> dict[str, Any]:
+        pod = await api.get(POD, deployed.SYSTEM_NAMESPACE, "aim-nats-0")
+        assert pod is not None
+        return pod
+
+    before = await nats_pod()
+    reloaded = reloads(kubeconfig)
+
+    async def reloaded_again() -> int | None:
+        count = reloads(kubeconfig)
+        return count if count > reloaded else None
+
+    rotation_step(kubeconfig, "--rotate", "deployer")
+    reloaded = await eventually(
+        reloaded_again, timeout=240, interval=2, what="NATS reloading the rotated keys"
+    )
+    kubectl(
+        "rollout", "restart", "-n", deployed.SYSTEM_NAMESPACE, "deploy/aim-deployer", kubeconfig=kubeconfig
+    )
+    kubectl(
+        "rollout", "status", "-n", deployed.SYSTEM_NAMESPACE, "deploy/aim-deployer", "--timeout=300s",
+        kubeconfig=kubeconfig,
+    )  # fmt: skip
+    rotation_step(kubeconfig, "--retire", "deployer")
+    await eventually(reloaded_again, timeout=240, interval=2, what="NATS reloading without the old key")
+
+    # the new deployer, on the new key, stays connected (its readiness needs NATS) ...
+    async def deployer_ready() -> list[dict[str, Any]] | None:
+        pods = (
+            await api.list(
+                POD, deployed.SYSTEM_NAMESPACE, label_selector="app.kubernetes.io/name=aim-deployer"
+            )
+        )[0]
+        live = [p for p in pods if p["metadata"].get("deletionTimestamp") is None]
+        return live if live and all(ready(p) for p in live) else None
+
+    [pod] = await eventually(deployer_ready, timeout=60, interval=1, what="the deployer Ready on its new key")
+    with port_forward(kubeconfig, pod["metadata"]["name"], health_port(pod)) as local:
+        status, body = await get(local, "/readyz")
+        assert (status, body.strip()) == (200, "ready"), body
+    # ... and NATS was never restarted: same pod, its container never restarted
+    after = await nats_pod()
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    [nats] = [s for s in after["status"]["containerStatuses"] if s["name"] == "nats"]
+    assert nats["restartCount"] == 0 and "running" in nats["state"], nats
