@@ -24,6 +24,11 @@ The burst is also compared with the irreducible work, in the same run:
 Human-readable lines go to stderr; the last line on stdout is one JSON object with the keys
 ``overhead_p50_ms``, ``overhead_p99_ms``, ``cpu_ms_per_service``, ``ratio_vs_minimal_writer`` and
 ``ratio_vs_raw_create``.
+
+``--profile DIR`` runs py-spy on each service during the burst (:mod:`aim_dev.bench.profile`): the
+collapsed stacks go to ``DIR/<service>.txt`` and the top frames of the deployer, status and watcher
+to stderr. Sampling costs the services some CPU, so the figures of a profiled run are not the
+benchmark's.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import json
 import os
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -50,6 +56,7 @@ from aim_dev.bench.backbone import (
     say,
     stamped,
 )
+from aim_dev.bench.profile import Profiler
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.stack import Stack
 from aimcore.api.kinds import GROUP_AIM, INFERENCE_SERVICE, by_kind
@@ -188,6 +195,20 @@ def operator_pids(stack: Stack) -> dict[str, int]:
     return pids
 
 
+def bus_messages(stack: Stack) -> dict[str, int]:
+    """Messages each client connection has sent to nats-server so far (its ``/connz``), by name."""
+    if stack.nats is None:
+        return {}
+    url = f"http://127.0.0.1:{stack.nats.monitor_port}/connz?limit=1024"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        conns = json.load(response).get("connections") or []
+    sent: dict[str, int] = {}
+    for conn in conns:
+        name = str(conn.get("name") or "?")
+        sent[name] = sent.get(name, 0) + int(conn.get("in_msgs") or 0)
+    return sent
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far."""
     with open(f"/proc/{pid}/stat") as f:
@@ -240,7 +261,9 @@ async def minimal_writer(kube: Kube, template: str, names: list[str]) -> float:
     return time.perf_counter() - started
 
 
-async def measure(stack: Stack, hub: HubServer, singles: int, bulk: int) -> dict[str, Any]:
+async def measure(
+    stack: Stack, hub: HubServer, singles: int, bulk: int, profile: Path | None = None
+) -> dict[str, Any]:
     kube = Kube(await connect(str(stack.kubeconfig)), field_manager="aim-bench")
     pids = operator_pids(stack)
     try:
@@ -272,15 +295,29 @@ async def measure(stack: Stack, hub: HubServer, singles: int, bulk: int) -> dict
         # 3. the same number deployed: InferenceService created and status written
         names = [f"bulk-{i:04d}" for i in range(bulk)]
         before = await request_counts(kube)
-        cpu_before = cpu_of(pids)
+        services = {n: p for n, p in pids.items() if n != "nats-server"}
+        profiler = Profiler(profile, services) if profile else None
+        if profiler:
+            profiler.start()
+            await asyncio.sleep(1)  # py-spy attaches
+        cpu_before, bus_before = cpu_of(pids), bus_messages(stack)
         started = time.perf_counter()
         await create_all_services(kube, names)
         await seen.until(names, timeout=900, status=True)
         bulk_seconds = time.perf_counter() - started
         cpu = {n: t - cpu_before[n] for n, t in cpu_of(pids).items()}
+        sent = {n: (v - bus_before.get(n, 0)) / bulk for n, v in bus_messages(stack).items()}
+        sent = {n: v for n, v in sent.items() if v >= 0.01}
+        if profiler:
+            profiles = await asyncio.to_thread(profiler.stop)
+            for name in ("deployer", "status", "watcher"):
+                if name in profiles:
+                    say(profiles[name].summary())
+            say(f"profiles (py-spy collapsed stacks) in {profile}")
         after = await request_counts(kube)
         await seen.stop()
         say("CPU during the burst: " + ", ".join(f"{n} {t:.2f} s" for n, t in sorted(cpu.items())))
+        say("NATS messages sent per service: " + ", ".join(f"{n} {v:.2f}" for n, v in sorted(sent.items())))
 
         # 4. the same requests from a minimal client
         minimal_seconds = await minimal_writer(kube, "single-0000", [f"minimal-{i:04d}" for i in range(bulk)])
@@ -308,6 +345,7 @@ async def measure(stack: Stack, hub: HubServer, singles: int, bulk: int) -> dict
         "bulk_seconds": round(bulk_seconds, 2),
         "plain_create_seconds": round(plain_seconds, 2),
         "api_writes_per_service": round(per_service, 2),
+        "bus_messages_per_service": {n: round(v, 2) for n, v in sorted(sent.items())},
         "single_samples": singles,
     }
 
@@ -316,13 +354,13 @@ async def create_all_services(kube: Kube, names: list[str]) -> None:
     await create_all(kube, [service(n) for n in names])
 
 
-def main(home: str | None, singles: int, bulk: int) -> int:
+def main(home: str | None, singles: int, bulk: int, profile: str | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="aim-bench-hub-") as tmp:
         add_repo(Path(tmp), REPO, FILES, lfs_threshold=1024)
         hub = HubServer(Path(tmp)).start()
         try:
             with embedded_stack(Path(home) if home else None) as stack:
-                figures = asyncio.run(measure(stack, hub, singles, bulk))
+                figures = asyncio.run(measure(stack, hub, singles, bulk, Path(profile) if profile else None))
         finally:
             hub.stop()
     print(json.dumps(stamped(figures)))
