@@ -134,10 +134,10 @@ def is_current(obj: Obj, report: StatusReport) -> bool:
 
 def compose_all(status: Obj | None, reports: Iterable[StatusReport], now: datetime) -> Obj:
     """``reports`` applied one after another, in order (a coalesced burst, then what follows it)."""
-    out: Obj = copy.deepcopy(status or {})
-    for report in reports:
-        out = compose(out, report, now)
-    return out
+    out: Obj | None = None
+    for report in reports:  # compose copies what it is given and never modifies it
+        out = compose(out if out is not None else status, report, now)
+    return out if out is not None else copy.deepcopy(status or {})
 
 
 def status_patch(obj: Obj, report: StatusReport | Sequence[StatusReport], now: datetime) -> Obj | None:
