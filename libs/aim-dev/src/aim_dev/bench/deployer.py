@@ -21,6 +21,11 @@ The burst is also compared with the irreducible work, in the same run:
   earlier service — and merge-patch its status with the status the operator wrote for it), at the
   burst's concurrency; the ratio is its time over the operator's burst time.
 
+Diagnostics in the same JSON line: ``cpu_system_seconds`` (the kernel's part of the CPU),
+``bus_messages_per_service`` (messages each client sent to nats-server, from its ``/connz``) and
+``write_syscalls_per_service`` (``syscw`` of /proc/PID/io: file and pipe writes; socket sends from
+Python are not counted there).
+
 Human-readable lines go to stderr; the last line on stdout is one JSON object with the keys
 ``overhead_p50_ms``, ``overhead_p99_ms``, ``cpu_ms_per_service``, ``ratio_vs_minimal_writer`` and
 ``ratio_vs_raw_create``.
@@ -209,11 +214,22 @@ def bus_messages(stack: Stack) -> dict[str, int]:
     return sent
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
+def cpu_seconds(pid: int, *, system_only: bool = False) -> float:
+    """User + system CPU time of a process so far (``system_only``: the kernel's part)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    utime, stime = int(fields[11]), int(fields[12])
+    return (stime if system_only else utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
+def write_calls(pid: int) -> int:
+    """Write system calls of a process so far (sockets, pipes, files: ``syscw`` of /proc/PID/io)."""
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            fields = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
+    except OSError:
+        return 0
+    return int(fields.get("syscw", "0"))
 
 
 def cpu_of(pids: Mapping[str, int]) -> dict[str, float]:
@@ -301,12 +317,17 @@ async def measure(
             profiler.start()
             await asyncio.sleep(1)  # py-spy attaches
         cpu_before, bus_before = cpu_of(pids), bus_messages(stack)
+        writes_before = {n: write_calls(p) for n, p in pids.items()}
+        system_before = {n: cpu_seconds(p, system_only=True) for n, p in pids.items()}
         started = time.perf_counter()
         await create_all_services(kube, names)
         await seen.until(names, timeout=900, status=True)
         bulk_seconds = time.perf_counter() - started
         cpu = {n: t - cpu_before[n] for n, t in cpu_of(pids).items()}
         sent = {n: (v - bus_before.get(n, 0)) / bulk for n, v in bus_messages(stack).items()}
+        syscw = {n: (write_calls(p) - writes_before[n]) / bulk for n, p in pids.items()}
+        syscw = {n: v for n, v in syscw.items() if v >= 0.01}
+        system = {n: cpu_seconds(p, system_only=True) - system_before[n] for n, p in pids.items()}
         sent = {n: v for n, v in sent.items() if v >= 0.01}
         if profiler:
             profiles = await asyncio.to_thread(profiler.stop)
@@ -317,6 +338,7 @@ async def measure(
         after = await request_counts(kube)
         await seen.stop()
         say("CPU during the burst: " + ", ".join(f"{n} {t:.2f} s" for n, t in sorted(cpu.items())))
+        say("write system calls per service: " + ", ".join(f"{n} {v:.2f}" for n, v in sorted(syscw.items())))
         say("NATS messages sent per service: " + ", ".join(f"{n} {v:.2f}" for n, v in sorted(sent.items())))
 
         # 4. the same requests from a minimal client
@@ -338,6 +360,7 @@ async def measure(
         "overhead_p99_ms": round(p99, 1),
         "cpu_ms_per_service": round(sum(cpu.values()) * 1000 / bulk, 2),
         "cpu_seconds": {n: round(t, 2) for n, t in sorted(cpu.items())},
+        "cpu_system_seconds": {n: round(t, 2) for n, t in sorted(system.items()) if t >= 0.01},
         "ratio_vs_minimal_writer": round(minimal_seconds / bulk_seconds, 3),
         "minimal_writer_seconds": round(minimal_seconds, 2),
         "ratio_vs_raw_create": round(plain_seconds / bulk_seconds, 3),
@@ -346,6 +369,7 @@ async def measure(
         "plain_create_seconds": round(plain_seconds, 2),
         "api_writes_per_service": round(per_service, 2),
         "bus_messages_per_service": {n: round(v, 2) for n, v in sorted(sent.items())},
+        "write_syscalls_per_service": {n: round(v, 2) for n, v in sorted(syscw.items())},
         "single_samples": singles,
     }
 
