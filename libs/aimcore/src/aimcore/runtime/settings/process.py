@@ -83,8 +83,9 @@ class ProcessSettings(AimSettings):
 
 class TracingSettings(AimSettings):
     """Tracing: spans are always created and propagated across NATS; these standard OpenTelemetry
-    variables choose where they go. The OTLP exporter reads its own `OTEL_EXPORTER_OTLP_*`
-    variables (endpoint, headers...)."""
+    variables choose where they go. Without an exporter spans carry their ids (messages, log
+    lines) but are not recorded; `OTEL_TRACES_SAMPLER`, if set, overrides that choice. The OTLP
+    exporter reads its own `OTEL_EXPORTER_OTLP_*` variables (endpoint, headers...)."""
 
     title = "Tracing (OpenTelemetry)"
 
