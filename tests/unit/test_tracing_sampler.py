@@ -8,17 +8,13 @@ from opentelemetry import propagate
 from opentelemetry.sdk.trace import TracerProvider
 
 from aimcore.runtime import tracing
+from aimcore.runtime.settings.process import TracingSettings
 
 REMOTE_TRACE = "0af7651916cd43dd8448eb211c80319c"
 
 
 def remote_parent(flags: str):  # type: ignore[no-untyped-def]
     return propagate.extract({"traceparent": f"00-{REMOTE_TRACE}-b7ad6b7169203331-{flags}"})
-
-
-@pytest.fixture(autouse=True)
-def no_sampler_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OTEL_TRACES_SAMPLER", raising=False)
 
 
 def test_without_an_exporter_spans_carry_ids_but_are_not_recorded() -> None:
@@ -44,7 +40,9 @@ def test_with_an_exporter_every_span_is_recorded_in_the_remote_trace(flags: str)
         assert format(child.get_span_context().trace_id, "032x") == REMOTE_TRACE
 
 
-def test_otel_traces_sampler_in_the_environment_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
-    assert tracing.sampler(exported=True) is None
-    assert tracing.sampler(exported=False) is None
+def test_otel_traces_sampler_in_the_environment_wins() -> None:
+    configured = TracingSettings.from_env({"OTEL_TRACES_SAMPLER": "always_off"}).traces_sampler
+    assert configured == "always_off"
+    assert tracing.sampler(exported=True, configured=configured) is None
+    assert tracing.sampler(exported=False, configured=configured) is None
+    assert TracingSettings.from_env({}).traces_sampler is None

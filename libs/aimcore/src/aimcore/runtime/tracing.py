@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping
 
 from opentelemetry import context, propagate, trace
@@ -55,7 +54,7 @@ def setup(service_name: str, settings: TracingSettings | None = None) -> TracerP
             exporters.append(exporter)
     provider = TracerProvider(
         resource=Resource.create({"service.name": settings.service_name or service_name}),
-        sampler=sampler(exported=bool(exporters)),
+        sampler=sampler(exported=bool(exporters), configured=settings.traces_sampler),
     )
     for exporter in exporters:
         provider.add_span_processor(BatchSpanProcessor(exporter))
@@ -69,10 +68,10 @@ RECORD_ALL = ParentBased(ALWAYS_ON, remote_parent_not_sampled=ALWAYS_ON)
 IDS_ONLY = ALWAYS_OFF
 
 
-def sampler(*, exported: bool) -> Sampler | None:
-    """The sampler for a service that exports its spans or not; ``None`` (the SDK's own choice)
-    when ``OTEL_TRACES_SAMPLER`` is set."""
-    if os.environ.get("OTEL_TRACES_SAMPLER"):
+def sampler(*, exported: bool, configured: str | None = None) -> Sampler | None:
+    """The sampler for a service that exports its spans or not; ``None`` (the SDK's own choice,
+    which reads ``OTEL_TRACES_SAMPLER`` itself) when one is ``configured``."""
+    if configured:
         return None
     return RECORD_ALL if exported else IDS_ONLY
 

@@ -102,6 +102,14 @@ class TracingSettings(AimSettings):
         "`OTEL_EXPORTER_OTLP_ENDPOINT` (default `http://localhost:4318`, path `/v1/traces`). An "
         "unknown name is one warning in the log and no export, never a failed start.",
     )
+    traces_sampler: str | None = setting(
+        env="OTEL_TRACES_SAMPLER",
+        shown_default="unset",
+        form="an OpenTelemetry sampler name (always_on, parentbased_traceidratio...)",
+        description="Unset, spans are recorded when an exporter is configured and not otherwise "
+        "(their ids still travel). Set, the OpenTelemetry SDK's own sampler of that name decides "
+        "(with `OTEL_TRACES_SAMPLER_ARG`).",
+    )
     otlp_protocol: str = setting(
         "http/protobuf",
         env=("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
