@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
-from aimcore.runtime.status.compose import compose, compose_all, is_current, merge_conditions, status_patch
+from aimcore.runtime.status.compose import (
+    compose,
+    compose_all,
+    is_current,
+    merge_conditions,
+    status_change,
+    status_patch,
+)
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=1)
@@ -119,6 +127,20 @@ def test_status_patch_is_conditional_and_removes_nested_keys() -> None:
     assert patch["metadata"] == {"resourceVersion": "7"}
     assert patch["status"]["progress"] == {"totalBytes": 10, "downloadedBytes": 7, "displayPercentage": None}
     assert patch["status"]["persistentVolumeClaim"] is None
+
+
+def test_status_change_is_the_composed_status_with_its_patch_and_leaves_the_object_alone() -> None:
+    old = {"conditions": [{"type": "ConfigValid", "status": "True", "reason": "Valid"}], "status": "Pending"}
+    obj = obj_with(old)
+    before = copy.deepcopy(obj)
+    reports = [report(("InferenceServiceReady", "False", "Creating")), report(status="Starting")]
+    change = status_change(obj, reports, T1)
+    assert change is not None
+    new, patch = change
+    assert new == compose_all(old, reports, T1)
+    assert patch == status_patch(obj, reports, T1)
+    assert obj == before  # nothing of the object (its nested conditions too) was modified
+    assert status_change(obj_with(new), reports, T2) is None
 
 
 def test_several_reports_apply_in_order_in_one_patch() -> None:

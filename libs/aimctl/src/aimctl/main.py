@@ -300,7 +300,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.suite == "deployer":
         from aim_dev.bench import deployer as bench_deployer  # noqa: PLC0415 - only the benchmark needs it
 
-        return bench_deployer.main(args.home, args.singles, args.objects or 1000)
+        return bench_deployer.main(args.home, args.singles, args.objects or 1000, args.profile)
     if args.suite == "memory":
         from aim_dev.bench import memory as bench_memory  # noqa: PLC0415 - only the benchmark needs it
 
@@ -357,6 +357,9 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--idle", type=float, default=30.0, help="seconds of steady state to observe")
     bench.add_argument(
         "--size", type=float, default=2.0, help="download: GiB served to curl and aim-download"
+    )
+    bench.add_argument(
+        "--profile", metavar="DIR", help="deployer: py-spy each service during the burst, profiles in DIR"
     )
     bench.add_argument("--repeat", type=int, default=3, help="download: runs of each (the median counts)")
     bench.add_argument("--window", type=float, default=60.0, help="download: seconds of progress reports")

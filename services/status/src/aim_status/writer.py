@@ -34,7 +34,7 @@ from aimcore.api.types import Obj
 from aimcore.runtime import logs
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.metrics import REGISTRY
-from aimcore.runtime.status.compose import compose_all, is_paused, status_patch
+from aimcore.runtime.status.compose import is_paused, status_change
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aim.status")
@@ -111,19 +111,20 @@ class StatusWriter:
                 uid = str(((obj or {}).get("metadata") or {}).get("uid", ""))
                 live = [r for r in reports if not r.uid or r.uid == uid]
                 now = datetime.now(UTC)
-                patch = (
-                    status_patch(obj, live, now) if obj is not None and live and not is_paused(obj) else None
+                change = (
+                    status_change(obj, live, now) if obj is not None and live and not is_paused(obj) else None
                 )
-                if patch is None and from_mirror:
+                if change is None and from_mirror:
                     continue  # nothing to write, per the mirror: only the API server may say so
                 if obj is None or is_paused(obj):
                     return False  # deleted, or the user froze it
                 if not live:
                     return False  # a new object under the same name: the reports are about the old one
-                if patch is None:
+                if change is None:
                     self.noops += 1
                     NOOPS.labels(ref.group, ref.kind).inc()
                     return False
+                new, patch = change
                 try:
                     result = await self.kube.patch_status(ref, ns, name, patch)
                 except ApiException as exc:
@@ -153,7 +154,7 @@ class StatusWriter:
                             old=old,
                             # What we wrote, not the server's echo: defaults the server adds
                             # (e.g. ``status: Pending``) are not our change.
-                            new=compose_all(old, live, now),
+                            new=new,
                             resource_version=str(result.get("metadata", {}).get("resourceVersion", "")),
                         )
                     )

@@ -21,9 +21,19 @@ The burst is also compared with the irreducible work, in the same run:
   earlier service — and merge-patch its status with the status the operator wrote for it), at the
   burst's concurrency; the ratio is its time over the operator's burst time.
 
+Diagnostics in the same JSON line: ``cpu_system_seconds`` (the kernel's part of the CPU),
+``bus_messages_per_service`` (messages each client sent to nats-server, from its ``/connz``) and
+``write_syscalls_per_service`` (``syscw`` of /proc/PID/io: file and pipe writes; socket sends from
+Python are not counted there).
+
 Human-readable lines go to stderr; the last line on stdout is one JSON object with the keys
 ``overhead_p50_ms``, ``overhead_p99_ms``, ``cpu_ms_per_service``, ``ratio_vs_minimal_writer`` and
 ``ratio_vs_raw_create``.
+
+``--profile DIR`` runs py-spy on each service during the burst (:mod:`aim_dev.bench.profile`): the
+collapsed stacks go to ``DIR/<service>.txt`` and the top frames of the deployer, status and watcher
+to stderr. Sampling costs the services some CPU, so the figures of a profiled run are not the
+benchmark's.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ import json
 import os
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -50,6 +61,7 @@ from aim_dev.bench.backbone import (
     say,
     stamped,
 )
+from aim_dev.bench.profile import Profiler
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.stack import Stack
 from aimcore.api.kinds import GROUP_AIM, INFERENCE_SERVICE, by_kind
@@ -188,11 +200,36 @@ def operator_pids(stack: Stack) -> dict[str, int]:
     return pids
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
+def bus_messages(stack: Stack) -> dict[str, int]:
+    """Messages each client connection has sent to nats-server so far (its ``/connz``), by name."""
+    if stack.nats is None:
+        return {}
+    url = f"http://127.0.0.1:{stack.nats.monitor_port}/connz?limit=1024"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        conns = json.load(response).get("connections") or []
+    sent: dict[str, int] = {}
+    for conn in conns:
+        name = str(conn.get("name") or "?")
+        sent[name] = sent.get(name, 0) + int(conn.get("in_msgs") or 0)
+    return sent
+
+
+def cpu_seconds(pid: int, *, system_only: bool = False) -> float:
+    """User + system CPU time of a process so far (``system_only``: the kernel's part)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    utime, stime = int(fields[11]), int(fields[12])
+    return (stime if system_only else utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
+def write_calls(pid: int) -> int:
+    """Write system calls of a process so far (sockets, pipes, files: ``syscw`` of /proc/PID/io)."""
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            fields = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
+    except OSError:
+        return 0
+    return int(fields.get("syscw", "0"))
 
 
 def cpu_of(pids: Mapping[str, int]) -> dict[str, float]:
@@ -240,7 +277,9 @@ async def minimal_writer(kube: Kube, template: str, names: list[str]) -> float:
     return time.perf_counter() - started
 
 
-async def measure(stack: Stack, hub: HubServer, singles: int, bulk: int) -> dict[str, Any]:
+async def measure(
+    stack: Stack, hub: HubServer, singles: int, bulk: int, profile: Path | None = None
+) -> dict[str, Any]:
     kube = Kube(await connect(str(stack.kubeconfig)), field_manager="aim-bench")
     pids = operator_pids(stack)
     try:
@@ -272,15 +311,35 @@ async def measure(stack: Stack, hub: HubServer, singles: int, bulk: int) -> dict
         # 3. the same number deployed: InferenceService created and status written
         names = [f"bulk-{i:04d}" for i in range(bulk)]
         before = await request_counts(kube)
-        cpu_before = cpu_of(pids)
+        services = {n: p for n, p in pids.items() if n != "nats-server"}
+        profiler = Profiler(profile, services) if profile else None
+        if profiler:
+            profiler.start()
+            await asyncio.sleep(1)  # py-spy attaches
+        cpu_before, bus_before = cpu_of(pids), bus_messages(stack)
+        writes_before = {n: write_calls(p) for n, p in pids.items()}
+        system_before = {n: cpu_seconds(p, system_only=True) for n, p in pids.items()}
         started = time.perf_counter()
         await create_all_services(kube, names)
         await seen.until(names, timeout=900, status=True)
         bulk_seconds = time.perf_counter() - started
         cpu = {n: t - cpu_before[n] for n, t in cpu_of(pids).items()}
+        sent = {n: (v - bus_before.get(n, 0)) / bulk for n, v in bus_messages(stack).items()}
+        syscw = {n: (write_calls(p) - writes_before[n]) / bulk for n, p in pids.items()}
+        syscw = {n: v for n, v in syscw.items() if v >= 0.01}
+        system = {n: cpu_seconds(p, system_only=True) - system_before[n] for n, p in pids.items()}
+        sent = {n: v for n, v in sent.items() if v >= 0.01}
+        if profiler:
+            profiles = await asyncio.to_thread(profiler.stop)
+            for name in ("deployer", "status", "watcher"):
+                if name in profiles:
+                    say(profiles[name].summary())
+            say(f"profiles (py-spy collapsed stacks) in {profile}")
         after = await request_counts(kube)
         await seen.stop()
         say("CPU during the burst: " + ", ".join(f"{n} {t:.2f} s" for n, t in sorted(cpu.items())))
+        say("write system calls per service: " + ", ".join(f"{n} {v:.2f}" for n, v in sorted(syscw.items())))
+        say("NATS messages sent per service: " + ", ".join(f"{n} {v:.2f}" for n, v in sorted(sent.items())))
 
         # 4. the same requests from a minimal client
         minimal_seconds = await minimal_writer(kube, "single-0000", [f"minimal-{i:04d}" for i in range(bulk)])
@@ -301,6 +360,7 @@ async def measure(stack: Stack, hub: HubServer, singles: int, bulk: int) -> dict
         "overhead_p99_ms": round(p99, 1),
         "cpu_ms_per_service": round(sum(cpu.values()) * 1000 / bulk, 2),
         "cpu_seconds": {n: round(t, 2) for n, t in sorted(cpu.items())},
+        "cpu_system_seconds": {n: round(t, 2) for n, t in sorted(system.items()) if t >= 0.01},
         "ratio_vs_minimal_writer": round(minimal_seconds / bulk_seconds, 3),
         "minimal_writer_seconds": round(minimal_seconds, 2),
         "ratio_vs_raw_create": round(plain_seconds / bulk_seconds, 3),
@@ -308,6 +368,8 @@ async def measure(stack: Stack, hub: HubServer, singles: int, bulk: int) -> dict
         "bulk_seconds": round(bulk_seconds, 2),
         "plain_create_seconds": round(plain_seconds, 2),
         "api_writes_per_service": round(per_service, 2),
+        "bus_messages_per_service": {n: round(v, 2) for n, v in sorted(sent.items())},
+        "write_syscalls_per_service": {n: round(v, 2) for n, v in sorted(syscw.items())},
         "single_samples": singles,
     }
 
@@ -316,13 +378,13 @@ async def create_all_services(kube: Kube, names: list[str]) -> None:
     await create_all(kube, [service(n) for n in names])
 
 
-def main(home: str | None, singles: int, bulk: int) -> int:
+def main(home: str | None, singles: int, bulk: int, profile: str | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="aim-bench-hub-") as tmp:
         add_repo(Path(tmp), REPO, FILES, lfs_threshold=1024)
         hub = HubServer(Path(tmp)).start()
         try:
             with embedded_stack(Path(home) if home else None) as stack:
-                figures = asyncio.run(measure(stack, hub, singles, bulk))
+                figures = asyncio.run(measure(stack, hub, singles, bulk, Path(profile) if profile else None))
         finally:
             hub.stop()
     print(json.dumps(stamped(figures)))

@@ -11,6 +11,7 @@ from opentelemetry import context, propagate, trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased, Sampler
 
 from aimcore.api.errors import AimError
 from aimcore.runtime.settings.process import TracingSettings
@@ -31,13 +32,18 @@ def extract(headers: Mapping[str, str] | None) -> context.Context:
 
 def setup(service_name: str, settings: TracingSettings | None = None) -> TracerProvider:
     """Install a tracer provider. ``OTEL_TRACES_EXPORTER`` picks ``console``, ``otlp`` or ``none``
-    (several, comma-separated; default ``none``: spans are created and propagated but not
-    exported). An exporter that is unknown or cannot be loaded is one warning in the log, and
-    the service runs on without it: tracing is never a reason for a service not to start."""
+    (several, comma-separated; default ``none``). An exporter that is unknown or cannot be loaded is
+    one warning in the log, and the service runs on without it: tracing is never a reason for a
+    service not to start.
+
+    Spans are always created and their context propagated (every message carries ``traceparent``,
+    log lines carry the trace id). Without an exporter they are not *recorded*: nothing would read
+    their names, attributes and timings, and recording them was 4-5 % of a service's CPU in a burst
+    (docs/benchmarks.md). With an exporter every span is recorded, also under a remote parent that
+    did not record its own (a service without an exporter sends ``traceparent`` flags ``00``).
+    ``OTEL_TRACES_SAMPLER`` set in the environment overrides both (the SDK reads it)."""
     settings = settings or TracingSettings()
-    provider = TracerProvider(
-        resource=Resource.create({"service.name": settings.service_name or service_name})
-    )
+    exporters: list[SpanExporter] = []
     for name in exporter_names(settings.traces_exporter):
         try:
             exporter = _exporter(name, settings)
@@ -45,9 +51,29 @@ def setup(service_name: str, settings: TracingSettings | None = None) -> TracerP
             log.warning("OTEL_TRACES_EXPORTER=%s: %s; spans are not exported there", name, exc)
             continue
         if exporter is not None:
-            provider.add_span_processor(BatchSpanProcessor(exporter))
+            exporters.append(exporter)
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": settings.service_name or service_name}),
+        sampler=sampler(exported=bool(exporters), configured=settings.traces_sampler),
+    )
+    for exporter in exporters:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     return provider
+
+
+# with an exporter: record every span, whatever a remote parent decided for its own
+RECORD_ALL = ParentBased(ALWAYS_ON, remote_parent_not_sampled=ALWAYS_ON)
+# without: ids and propagation only (a non-recording span still has its own valid span context)
+IDS_ONLY = ALWAYS_OFF
+
+
+def sampler(*, exported: bool, configured: str | None = None) -> Sampler | None:
+    """The sampler for a service that exports its spans or not; ``None`` (the SDK's own choice,
+    which reads ``OTEL_TRACES_SAMPLER`` itself) when one is ``configured``."""
+    if configured:
+        return None
+    return RECORD_ALL if exported else IDS_ONLY
 
 
 KNOWN_EXPORTERS = ("console", "otlp", "none")

@@ -27,6 +27,7 @@ REQUEUE_PREFIX = "aim.requeue"
 CLUSTER_SCOPE = "_"
 
 _SAFE = re.compile(rb"[-_a-zA-Z0-9]")
+_ALL_SAFE = re.compile(r"[-_a-zA-Z0-9]+", re.ASCII)
 
 # Short, readable tokens for the groups we use most; any other group is escaped.
 _GROUP_ALIASES = {
@@ -45,6 +46,8 @@ def escape(value: str) -> str:
     """Make ``value`` a single subject token / KV key segment, reversibly."""
     if not value:
         raise ValueError("an empty string cannot be a subject token")
+    if _ALL_SAFE.fullmatch(value):  # most names: nothing to escape (one match, not one per byte)
+        return value
     out: list[str] = []
     for byte in value.encode():
         ch = bytes([byte])

@@ -83,8 +83,9 @@ class ProcessSettings(AimSettings):
 
 class TracingSettings(AimSettings):
     """Tracing: spans are always created and propagated across NATS; these standard OpenTelemetry
-    variables choose where they go. The OTLP exporter reads its own `OTEL_EXPORTER_OTLP_*`
-    variables (endpoint, headers...)."""
+    variables choose where they go. Without an exporter spans carry their ids (messages, log
+    lines) but are not recorded; `OTEL_TRACES_SAMPLER`, if set, overrides that choice. The OTLP
+    exporter reads its own `OTEL_EXPORTER_OTLP_*` variables (endpoint, headers...)."""
 
     title = "Tracing (OpenTelemetry)"
 
@@ -100,6 +101,14 @@ class TracingSettings(AimSettings):
         description="`console`: one JSON span per line in the log; `otlp`: OTLP/HTTP protobuf to "
         "`OTEL_EXPORTER_OTLP_ENDPOINT` (default `http://localhost:4318`, path `/v1/traces`). An "
         "unknown name is one warning in the log and no export, never a failed start.",
+    )
+    traces_sampler: str | None = setting(
+        env="OTEL_TRACES_SAMPLER",
+        shown_default="unset",
+        form="an OpenTelemetry sampler name (always_on, parentbased_traceidratio...)",
+        description="Unset, spans are recorded when an exporter is configured and not otherwise "
+        "(their ids still travel). Set, the OpenTelemetry SDK's own sampler of that name decides "
+        "(with `OTEL_TRACES_SAMPLER_ARG`).",
     )
     otlp_protocol: str = setting(
         "http/protobuf",

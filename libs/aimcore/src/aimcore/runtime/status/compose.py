@@ -134,24 +134,34 @@ def is_current(obj: Obj, report: StatusReport) -> bool:
 
 def compose_all(status: Obj | None, reports: Iterable[StatusReport], now: datetime) -> Obj:
     """``reports`` applied one after another, in order (a coalesced burst, then what follows it)."""
-    out: Obj = copy.deepcopy(status or {})
-    for report in reports:
-        out = compose(out, report, now)
-    return out
+    out: Obj | None = None
+    for report in reports:  # compose copies what it is given and never modifies it
+        out = compose(out if out is not None else status, report, now)
+    return out if out is not None else copy.deepcopy(status or {})
 
 
 def status_patch(obj: Obj, report: StatusReport | Sequence[StatusReport], now: datetime) -> Obj | None:
     """A conditional merge patch for the status subresource, or ``None`` if nothing changes.
     ``report`` may be several reports for the object, applied in order in one write."""
+    change = status_change(obj, report, now)
+    return change[1] if change is not None else None
+
+
+def status_change(
+    obj: Obj, report: StatusReport | Sequence[StatusReport], now: datetime
+) -> tuple[Obj, Obj] | None:
+    """The composed status and the :func:`status_patch` that writes it, or ``None`` if nothing
+    changes: for a writer that also needs the new status (its audit record), composed once."""
     old = obj.get("status") or {}
     reports = (report,) if isinstance(report, StatusReport) else tuple(report)
     new = compose_all(old, reports, now)
     if new == old:
         return None
-    return {
+    patch = {
         "metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
         "status": _with_removals(old, new),
     }
+    return new, patch
 
 
 def _with_removals(old: Obj, new: Obj) -> Obj:

@@ -85,7 +85,6 @@ Kinds
 
 from __future__ import annotations
 
-import copy
 import enum
 import re
 from collections.abc import Iterable, Mapping
@@ -517,8 +516,18 @@ def derive(rule: Rule, conditions: Iterable[Obj]) -> Derived | None:
     return Derived(state, rule.values[state], "False", reason, message)
 
 
+_last_stamp: tuple[datetime, str] | None = None
+
+
 def rfc3339(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # one composition asks for the same instant once per condition it touches: remember the last
+    global _last_stamp  # noqa: PLW0603 - a one-entry cache of a pure function
+    last = _last_stamp
+    if last is not None and last[0] == when and last[0].tzinfo is when.tzinfo:
+        return last[1]
+    text = when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _last_stamp = (when, text)
+    return text
 
 
 def aggregate(
@@ -534,9 +543,12 @@ def aggregate(
     ``previous`` is the status before this change (default: ``status`` itself): ``Ready`` keeps its
     ``lastTransitionTime`` from there unless its status flips, even if a reporter's own ``Ready``
     was merged in between. ``generation`` (default: ``status.observedGeneration``) is set on
-    ``Ready``. Without component conditions ``status`` is returned unchanged (as a copy).
+    ``Ready``. Without component conditions ``status`` is returned unchanged (as a shallow copy;
+    nothing of ``status`` is modified).
     """
-    out: Obj = copy.deepcopy(status)
+    # a shallow copy is enough: only top-level keys and entries of the (new) conditions list are
+    # replaced, nothing nested is modified
+    out: Obj = dict(status)
     conditions: list[Obj] = list(out.get("conditions") or [])
     derived = derive(rule, conditions)
     if derived is None:
