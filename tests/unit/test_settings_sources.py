@@ -40,6 +40,8 @@ NOT_SETTINGS = {
     "AIM_METRIC",
     "AIM_MODEL_ID",
     "AIM_CACHE_PATH",
+    # variables of nats-server's configuration (each role's accepted keys), not the services'
+    "AIM_NKEY_",
     # Python names, not variables
     "AIM_GROUPS",
     "AIM_LABEL_PREFIX",

@@ -45,6 +45,7 @@ from pathlib import Path
 import nkeys
 
 from aimcore.api.bus import topology
+from aimcore.api.errors import AimError
 
 API = "$JS.API"
 ALL_BUCKETS = (
@@ -308,8 +309,9 @@ def accepted_keys_conf(role_name: str, current: str, previous: str | None = None
     )
 
 
-class RotationError(ValueError):
-    """A rotation step that does not apply (a rotation already under way, or none to retire)."""
+class RotationError(AimError, ValueError):
+    """A rotation step that does not apply (a rotation already under way, or none to retire): an
+    operator's command refused, never a condition (no reason of its own)."""
 
 
 class Credentials:
