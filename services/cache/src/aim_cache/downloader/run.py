@@ -77,12 +77,14 @@ async def download(
     stall_timeout: float = 60.0,
     connections: int = 8,
     expected_sha256: str | None = None,
-    direct_io: bool = True,
+    direct_io: bool | None = None,
     compute: Sequence[str] = (),
     policy: OutboundPolicy | None = None,
 ) -> Manifest:
     """Download ``uri`` into ``dest`` and return its manifest (see the package docstring).
-    ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works. ``policy``
+    ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works, ``True`` uses
+    ``O_DIRECT`` where it works, ``None`` (the default) measures which is faster on the
+    destination's filesystem (:mod:`aim_cache.downloader.writepath`). ``policy``
     is the outbound address policy every connection applies (default: the operator-wide one from
     the process environment; ``env`` is the model's own and never changes it).
 
@@ -115,7 +117,7 @@ async def download_listing(
     on_progress: ProgressCallback | None = None,
     stall_timeout: float = 60.0,
     connections: int = 8,
-    direct_io: bool = True,
+    direct_io: bool | None = None,
     compute: Sequence[str] = (),
     guard: Callable[[str], None] | None = None,
     policy: OutboundPolicy | None = None,

@@ -1,0 +1,186 @@
+"""How downloaded bytes reach the disk: ``O_DIRECT`` or the page cache, chosen by measuring.
+
+Which is faster depends on the machine, not the code: on one VM direct writes ran at twice the
+speed of page-cache writes (copying into freshly allocated page-cache memory is slow there), on
+another of the same kind the page cache won. A constant tuned on one machine is wrong on the next,
+so at the start of a download (once per filesystem and process) a short probe writes the same
+bytes both ways into the destination's filesystem, each ending with ``fsync`` as a download does,
+and the faster way is used. :func:`choose` is the decision (pure), :func:`probe` the measurement,
+:func:`resolve` both with the per-filesystem cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+WritePath = Literal["direct", "buffered"]
+Requested = Literal["auto", "direct", "buffered"]
+
+MiB = 1 << 20
+PROBE_BYTES = 16 * MiB
+"""Bytes written each way per round (two rounds, alternating, the faster round of each counts):
+about 30-60 ms in all on a disk that takes a GiB/s, against seconds for a model."""
+PROBE_ROUNDS = 2
+PROBE_BUFFER = 1 * MiB
+PROBE_WRITE = 256 * 1024
+"""Bytes per page-cache ``pwrite``, as the transfer writes them (``transfer.WRITE_SIZE``)."""
+DIRECT_MARGIN = 1.1
+"""The page cache is chosen only when its probe was this much faster: direct writes leave the
+CPU and memory to hashing and the network, which the probe (run alone) does not see."""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """Seconds the probe took to write and fsync ``size`` bytes each way (None: not possible,
+    e.g. a filesystem without ``O_DIRECT``)."""
+
+    size: int
+    direct_s: float | None
+    buffered_s: float | None
+
+    def rate(self, seconds: float | None) -> int | None:
+        return None if not seconds else round(self.size / seconds)
+
+
+@dataclass(frozen=True)
+class Choice:
+    path: WritePath
+    why: str
+    probe: ProbeResult | None = None
+
+    def describe(self) -> dict[str, object]:
+        """The choice as the JSON result line reports it."""
+        out: dict[str, object] = {"write_path": self.path, "write_path_reason": self.why}
+        if self.probe is not None:
+            out["probe_direct_bytes_per_s"] = self.probe.rate(self.probe.direct_s)
+            out["probe_buffered_bytes_per_s"] = self.probe.rate(self.probe.buffered_s)
+        return out
+
+
+def choose(probe: ProbeResult) -> Choice:
+    """The write path a probe's figures call for (see :data:`DIRECT_MARGIN`)."""
+    if probe.direct_s is None:
+        return Choice("buffered", "the filesystem refuses O_DIRECT", probe)
+    if probe.buffered_s is None:
+        return Choice("direct", "page-cache writes failed in the probe", probe)
+    if probe.buffered_s * DIRECT_MARGIN < probe.direct_s:
+        return Choice("buffered", "the page cache was faster in the probe", probe)
+    return Choice("direct", "O_DIRECT was as fast or faster in the probe", probe)
+
+
+def _direct_flag() -> int:
+    return getattr(os, "O_DIRECT", 0)
+
+
+def _write_direct(path: Path, buf: mmap.mmap, size: int) -> float | None:
+    flag = _direct_flag()
+    if not flag:
+        return None
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | flag, 0o600)
+    except OSError:
+        return None
+    try:
+        started = time.monotonic()
+        with memoryview(buf) as view:
+            for offset in range(0, size, len(buf)):
+                os.pwrite(fd, view, offset)
+        os.fsync(fd)
+        return time.monotonic() - started
+    except OSError:
+        return None  # e.g. EINVAL: the filesystem opened it but refuses direct writes
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _write_buffered(path: Path, buf: mmap.mmap, size: int) -> float | None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        started = time.monotonic()
+        with memoryview(buf) as view:
+            for offset in range(0, size, len(buf)):
+                for at in range(0, len(buf), PROBE_WRITE):
+                    os.pwrite(fd, view[at : at + PROBE_WRITE], offset + at)
+        os.fsync(fd)
+        return time.monotonic() - started
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def probe(directory: Path, size: int = PROBE_BYTES, rounds: int = PROBE_ROUNDS) -> ProbeResult:
+    """Write ``size`` bytes (random, so a compressing filesystem cannot cheat) both ways into
+    ``directory``, alternating, ``rounds`` times; the best time of each way."""
+    buf = mmap.mmap(-1, PROBE_BUFFER)
+    buf.write(os.urandom(PROBE_BUFFER))
+    size = max(PROBE_BUFFER, size - size % PROBE_BUFFER)
+    name = f".aim-write-probe-{os.getpid()}-{threading.get_ident()}"
+    direct: list[float | None] = []
+    buffered: list[float | None] = []
+    try:
+        for _ in range(rounds):
+            direct.append(_write_direct(directory / f"{name}.direct", buf, size))
+            buffered.append(_write_buffered(directory / f"{name}.buffered", buf, size))
+    finally:
+        buf.close()
+    return ProbeResult(size, _best(direct), _best(buffered))
+
+
+def _best(times: list[float | None]) -> float | None:
+    if not times or any(t is None for t in times):
+        return None
+    return min(t for t in times if t is not None)
+
+
+_verdicts: dict[int, Choice] = {}
+"""Probe verdicts by filesystem (``st_dev``)."""
+_last: dict[int, Choice] = {}
+"""The write path last used by filesystem, requested or measured (what :func:`chosen` reports)."""
+_verdicts_lock = threading.Lock()
+
+
+def resolve(directory: Path, requested: Requested = "auto", *, small: bool = False) -> Choice:
+    """The write path for files created in ``directory``: ``requested`` unless it is ``auto``,
+    then the probe's verdict for the directory's filesystem (measured once per process; a
+    ``small`` download is not worth a probe and uses ``O_DIRECT`` where it works, unless a verdict
+    is known)."""
+    try:
+        device = os.stat(directory).st_dev
+    except OSError:
+        return Choice("direct" if requested == "auto" else requested, "the destination cannot be examined")
+    with _verdicts_lock:
+        if requested != "auto":
+            choice = Choice(requested, "requested")
+        elif small and device not in _verdicts:
+            choice = Choice("direct", "too small to be worth a probe")
+        elif (known := _verdicts.get(device)) is not None:
+            choice = known
+        else:
+            choice = _verdicts[device] = choose(probe(directory))
+        _last[device] = choice
+    return choice
+
+
+def chosen(directory: Path) -> Choice | None:
+    """The write path last used for ``directory``'s filesystem by this process (for reporting)."""
+    try:
+        device = os.stat(directory).st_dev
+    except OSError:
+        return None
+    with _verdicts_lock:
+        return _last.get(device)
