@@ -5,8 +5,12 @@ speed of page-cache writes (copying into freshly allocated page-cache memory is 
 another of the same kind the page cache won. A constant tuned on one machine is wrong on the next,
 so at the start of a download (once per filesystem and process) a short probe writes the same
 bytes both ways into the destination's filesystem, each ending with ``fsync`` as a download does,
-and the faster way is used. :func:`choose` is the decision (pure), :func:`probe` the measurement,
-:func:`resolve` both with the per-filesystem cache.
+and the cheaper way is used. Cheaper counts the CPU a way of writing takes as well as its wall
+time: on a small machine a download is CPU-bound (receiving, hashing and page-cache copies share
+the cores), so a page-cache write that finishes as soon as a direct one but keeps a core busy
+copying is slower in a download; the probe runs alone and would not see that by its clock.
+:func:`choose` is the decision (pure), :func:`probe` the measurement, :func:`resolve` both with the
+per-filesystem cache.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import random
 import threading
 import time
 from dataclasses import dataclass
@@ -24,22 +29,23 @@ WritePath = Literal["direct", "buffered"]
 Requested = Literal["auto", "direct", "buffered"]
 
 MiB = 1 << 20
-PROBE_BYTES = 16 * MiB
-"""Bytes written each way per round (two rounds, alternating, the faster round of each counts):
-about 30-60 ms in all on a disk that takes a GiB/s, against seconds for a model."""
-PROBE_ROUNDS = 2
+PROBE_BYTES = 8 * MiB
+"""Bytes written each way per round (four rounds, alternating, the cheapest round of each counts:
+a noisy neighbour rarely spoils all four): about 50 ms in all on a disk that takes a GiB/s,
+against seconds for a model."""
+PROBE_ROUNDS = 4
 PROBE_BUFFER = 1 * MiB
 PROBE_WRITE = 256 * 1024
 """Bytes per page-cache ``pwrite``, as the transfer writes them (``transfer.WRITE_SIZE``)."""
 DIRECT_MARGIN = 1.1
-"""The page cache is chosen only when its probe was this much faster: direct writes leave the
-CPU and memory to hashing and the network, which the probe (run alone) does not see."""
+"""The page cache is chosen only when its probe was this much cheaper: it also costs memory (and
+a page-cache download's dirty pages compete with everything else on the node)."""
 
 
 @dataclass(frozen=True)
 class ProbeResult:
-    """Seconds the probe took to write and fsync ``size`` bytes each way (None: not possible,
-    e.g. a filesystem without ``O_DIRECT``)."""
+    """Cost in seconds (wall time plus the CPU time it took) of writing and fsyncing ``size``
+    bytes each way (None: not possible, e.g. a filesystem without ``O_DIRECT``)."""
 
     size: int
     direct_s: float | None
@@ -56,7 +62,8 @@ class Choice:
     probe: ProbeResult | None = None
 
     def describe(self) -> dict[str, object]:
-        """The choice as the JSON result line reports it."""
+        """The choice as the JSON result line reports it (the probe's figures as bytes per second
+        of its cost, wall plus CPU time)."""
         out: dict[str, object] = {"write_path": self.path, "write_path_reason": self.why}
         if self.probe is not None:
             out["probe_direct_bytes_per_s"] = self.probe.rate(self.probe.direct_s)
@@ -75,69 +82,66 @@ def choose(probe: ProbeResult) -> Choice:
     return Choice("direct", "O_DIRECT was as fast or faster in the probe", probe)
 
 
-def _direct_flag() -> int:
-    return getattr(os, "O_DIRECT", 0)
-
-
-def _write_direct(path: Path, buf: mmap.mmap, size: int) -> float | None:
-    flag = _direct_flag()
-    if not flag:
-        return None
+def _open_unlinked(path: Path, flags: int) -> int | None:
+    """A new file at ``path``, unlinked at once: nothing is left behind whatever happens next."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | flag, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | flags, 0o600)
     except OSError:
         return None
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    return fd
+
+
+def _write(fd: int, buf: mmap.mmap, size: int, step: int) -> float | None:
+    """Write ``size`` bytes of ``buf`` (repeated) in ``step``-byte writes and fsync; the cost."""
     try:
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.thread_time()
         with memoryview(buf) as view:
             for offset in range(0, size, len(buf)):
-                os.pwrite(fd, view, offset)
+                for at in range(0, len(buf), step):
+                    os.pwrite(fd, view[at : at + step], offset + at)
         os.fsync(fd)
-        return time.monotonic() - started
+        return time.monotonic() - started + time.thread_time() - cpu
     except OSError:
-        return None  # e.g. EINVAL: the filesystem opened it but refuses direct writes
-    finally:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+        return None  # e.g. EINVAL: the filesystem opened it with O_DIRECT but refuses direct writes
 
 
-def _write_buffered(path: Path, buf: mmap.mmap, size: int) -> float | None:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return None
-    try:
-        started = time.monotonic()
-        with memoryview(buf) as view:
-            for offset in range(0, size, len(buf)):
-                for at in range(0, len(buf), PROBE_WRITE):
-                    os.pwrite(fd, view[at : at + PROBE_WRITE], offset + at)
-        os.fsync(fd)
-        return time.monotonic() - started
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+def _close_later(fds: list[int]) -> None:
+    """Close the probe's files off the download's path (freeing their blocks takes a while)."""
+
+    def close() -> None:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    threading.Thread(target=close, name="aim-dl-probe-close", daemon=True).start()
 
 
 def probe(directory: Path, size: int = PROBE_BYTES, rounds: int = PROBE_ROUNDS) -> ProbeResult:
     """Write ``size`` bytes (random, so a compressing filesystem cannot cheat) both ways into
-    ``directory``, alternating, ``rounds`` times; the best time of each way."""
+    ``directory``, alternating, ``rounds`` times; the lowest cost of each way."""
     buf = mmap.mmap(-1, PROBE_BUFFER)
-    buf.write(os.urandom(PROBE_BUFFER))
+    buf.write(random.Random(size).randbytes(PROBE_BUFFER))
     size = max(PROBE_BUFFER, size - size % PROBE_BUFFER)
     name = f".aim-write-probe-{os.getpid()}-{threading.get_ident()}"
     direct: list[float | None] = []
     buffered: list[float | None] = []
+    opened: list[int] = []
+    flag = getattr(os, "O_DIRECT", 0)
     try:
-        for _ in range(rounds):
-            direct.append(_write_direct(directory / f"{name}.direct", buf, size))
-            buffered.append(_write_buffered(directory / f"{name}.buffered", buf, size))
+        for i in range(rounds):
+            fd = _open_unlinked(directory / f"{name}-{i}.direct", flag) if flag else None
+            if fd is not None:
+                opened.append(fd)
+            direct.append(None if fd is None else _write(fd, buf, size, PROBE_BUFFER))
+            fd = _open_unlinked(directory / f"{name}-{i}.buffered", 0)
+            if fd is not None:
+                opened.append(fd)
+            buffered.append(None if fd is None else _write(fd, buf, size, PROBE_WRITE))
     finally:
         buf.close()
+        _close_later(opened)
     return ProbeResult(size, _best(direct), _best(buffered))
 
 
