@@ -38,7 +38,7 @@ def fresh_verdicts() -> Iterator[None]:
         (0.020, 0.0185, "direct"),
         (None, 0.010, "buffered"),  # no O_DIRECT on this filesystem
         (0.010, None, "direct"),
-        (None, None, "buffered"),
+        (None, None, "direct"),  # could not write at all: direct where it works, not remembered
     ],
 )
 def test_choice_follows_the_probe(direct_s: float | None, buffered_s: float | None, path: str) -> None:
@@ -79,6 +79,25 @@ def test_verdict_is_measured_once_per_filesystem(tmp_path: Path, monkeypatch: py
     assert writepath.resolve(tmp_path / "a", "direct").path == "direct"
     assert writepath.chosen(tmp_path / "a") == writepath.Choice("direct", "requested")
     assert probes == [tmp_path / "a"]
+
+
+def test_warm_measures_the_filesystem_dest_will_be_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probes: list[Path] = []
+
+    def probe(directory: Path) -> ProbeResult:
+        probes.append(directory)
+        return ProbeResult(MIB, 0.02, 0.01) if len(probes) > 1 else ProbeResult(MIB, None, None)
+
+    monkeypatch.setattr(writepath, "probe", probe)
+    writepath.warm(tmp_path / "not" / "yet")
+    assert probes == [tmp_path]
+    # nothing could be written: no verdict kept, the next download measures again
+    assert writepath.resolve(tmp_path).path == "buffered"
+    assert probes == [tmp_path, tmp_path]
+    writepath.warm(tmp_path / "other")
+    assert len(probes) == 2
 
 
 def test_small_downloads_are_not_probed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from aim_cache.downloader import manifest as manifests
+from aim_cache.downloader import writepath
 from aim_cache.downloader.errors import DOWNLOAD_FAILED, INVALID_SOURCE, DownloadError
 from aim_cache.downloader.fetch import make_ssl_context
 from aim_cache.downloader.manifest import Manifest, ManifestFile
@@ -96,7 +97,14 @@ async def download(
     without ``compute`` is returned as it is)."""
     emit = _Emitter(on_progress)
     emit(Progress(0, 0, 0, 0, "listing"), force=True)
-    listing = await list_source(uri, env, expected_sha256=expected_sha256, policy=policy)
+    # The write probe (direct_io=None) runs while the source is listed, behind its round trips.
+    probing = asyncio.create_task(asyncio.to_thread(writepath.warm, dest)) if direct_io is None else None
+    try:
+        listing = await list_source(uri, env, expected_sha256=expected_sha256, policy=policy)
+    finally:
+        if probing is not None:
+            with contextlib.suppress(Exception):
+                await probing
     return await download_listing(
         listing,
         dest,

@@ -99,8 +99,8 @@ and dropped from the cache (``POSIX_FADV_DONTNEED``), in steps of this size. Mea
 2 GiB through the page cache took 1.3-1.8 s of system time and 5-7 s to fsync without it, 0.6 s
 and 1.6-1.8 s with it."""
 PROBE_MIN_BYTES = 256 * MiB
-"""Downloads smaller than this do not pay for a write probe (``direct_io=None``): they write
-with ``O_DIRECT`` where it works."""
+"""A transfer smaller than this does not run a write probe itself (``direct_io=None``): it uses
+the verdict if one is known (``download`` probes while listing) and ``O_DIRECT`` otherwise."""
 
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
 

@@ -73,6 +73,8 @@ class Choice:
 
 def choose(probe: ProbeResult) -> Choice:
     """The write path a probe's figures call for (see :data:`DIRECT_MARGIN`)."""
+    if probe.direct_s is None and probe.buffered_s is None:
+        return Choice("direct", "the probe could not write (O_DIRECT where it works)", probe)
     if probe.direct_s is None:
         return Choice("buffered", "the filesystem refuses O_DIRECT", probe)
     if probe.buffered_s is None:
@@ -175,9 +177,36 @@ def resolve(directory: Path, requested: Requested = "auto", *, small: bool = Fal
         elif (known := _verdicts.get(device)) is not None:
             choice = known
         else:
-            choice = _verdicts[device] = choose(probe(directory))
+            choice = _measure(directory, device)
         _last[device] = choice
     return choice
+
+
+def _measure(directory: Path, device: int) -> Choice:
+    """Probe ``directory`` and keep the verdict for its filesystem (not when the probe could not
+    write there at all: a later download may be able to)."""
+    result = probe(directory)
+    choice = choose(result)
+    if result.direct_s is not None or result.buffered_s is not None:
+        _verdicts[device] = choice
+    return choice
+
+
+def warm(dest: Path) -> None:
+    """Measure the filesystem ``dest`` will be on, ahead of :func:`resolve` (e.g. while the source
+    is listed): the nearest existing directory of ``dest`` is on it (a mount point exists)."""
+    directory = dest
+    while not directory.is_dir():
+        if directory.parent == directory:
+            return
+        directory = directory.parent
+    try:
+        device = os.stat(directory).st_dev
+    except OSError:
+        return
+    with _verdicts_lock:
+        if device not in _verdicts:
+            _measure(directory, device)
 
 
 def chosen(directory: Path) -> Choice | None:
