@@ -9,7 +9,9 @@ written at most once per object every few seconds).
    alternating with curl. The median of ``--repeat`` runs of each; ``ratio_vs_curl`` is curl's time
    over the downloader's. ``write_path`` is how the downloader wrote (``direct``: ``O_DIRECT``,
    ``buffered``: the page cache), as its write probe chose it (``--write-path auto``, with the
-   probe's figures) or as asked for.
+   probe's figures) or as asked for. ``curl_synced_bytes_per_s`` adds the ``fsync`` of curl's file
+   (timed after curl exits): what curl takes to give the durability the downloader gives; on a
+   machine whose disk is slower than the network it, not curl, bounds any durable download.
 2. **Status writes.** The embedded stack runs; an AIMModelCache receives progress reports at 10 per
    second for ``--window`` seconds (far more often than a downloader sends them), as the status
    service would see from a fast download, and a watch counts the writes of the object's status:
@@ -88,6 +90,7 @@ def throughput(work: Path, size: int, repeat: int, write_path: str = "auto") -> 
         subprocess.run(["curl", "-sfo", str(curl_out), url], check=True)  # warm-up
         curl_times: list[float] = []
         ours_times: list[float] = []
+        synced_times: list[float] = []
         verified: list[str] = []
         paths: list[str] = []
         probe: dict[str, Any] = {}
@@ -96,6 +99,12 @@ def throughput(work: Path, size: int, repeat: int, write_path: str = "auto") -> 
             started = time.monotonic()
             subprocess.run(["curl", "-sfo", str(curl_out), url], check=True)
             curl_times.append(time.monotonic() - started)
+            fd = os.open(curl_out, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            synced_times.append(time.monotonic() - started)
             _flush(curl_out, ours)
             started = time.monotonic()
             done = subprocess.run(
@@ -114,16 +123,23 @@ def throughput(work: Path, size: int, repeat: int, write_path: str = "auto") -> 
             paths.append(str(result.get("write_path")))
             probe = {k: v for k, v in result.items() if k.startswith(("write_path_", "probe_"))}
             curl_rate, ours_rate = size / curl_times[-1] / 2**20, size / ours_times[-1] / 2**20
-            say(f"  curl {curl_rate:.0f} MiB/s, aim-download {ours_rate:.0f} MiB/s ({paths[-1]}: {probe})")
+            synced_rate = size / synced_times[-1] / 2**20
+            say(
+                f"  curl {curl_rate:.0f} MiB/s ({synced_rate:.0f} with fsync), "
+                f"aim-download {ours_rate:.0f} MiB/s ({paths[-1]}: {probe})"
+            )
         _flush(curl_out, ours)
     finally:
         hub.stop()
     curl_s, ours_s = statistics.median(curl_times), statistics.median(ours_times)
+    synced_s = statistics.median(synced_times)
     return {
         "bytes": size,
         "curl_bytes_per_s": round(size / curl_s),
         "downloader_bytes_per_s": round(size / ours_s),
         "ratio_vs_curl": round(curl_s / ours_s, 3),
+        "curl_synced_bytes_per_s": round(size / synced_s),
+        "ratio_vs_curl_synced": round(synced_s / ours_s, 3),
         "verified": verified,
         "write_path": paths[0] if len(set(paths)) == 1 else paths,
         **probe,
