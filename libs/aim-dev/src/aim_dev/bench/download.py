@@ -6,8 +6,10 @@ written at most once per object every few seconds).
    (sendfile) as an LFS file of a model repo. ``curl -o`` fetches it (after an untimed warm-up),
    then ``aim-download hf://bench/model`` (the downloader as it runs in a download Job: listing,
    ranged transfer, sha256 verification, fsync, atomic placement) into the same filesystem,
-   alternating with curl. The median of ``--repeat`` runs of each; ``ratio_vs_curl`` is curl's time
-   over the downloader's. ``write_path`` is how the downloader wrote (``direct``: ``O_DIRECT``,
+   alternating with curl. The median of ``--repeat`` runs of each; ``ratio_vs_curl`` is curl's
+   median time over the downloader's; ``ratio_vs_curl_paired`` the median of each curl run's time
+   over the next downloader run's (on a shared machine, load that comes and goes hits neighbouring
+   runs alike). ``write_path`` is how the downloader wrote (``direct``: ``O_DIRECT``,
    ``buffered``: the page cache), as its write probe chose it (``--write-path auto``, with the
    probe's figures) or as asked for. ``curl_synced_bytes_per_s`` adds the ``fsync`` of curl's file
    (timed after curl exits): what curl takes to give the durability the downloader gives; on a
@@ -138,6 +140,9 @@ def throughput(work: Path, size: int, repeat: int, write_path: str = "auto") -> 
         "curl_bytes_per_s": round(size / curl_s),
         "downloader_bytes_per_s": round(size / ours_s),
         "ratio_vs_curl": round(curl_s / ours_s, 3),
+        "ratio_vs_curl_paired": round(
+            statistics.median(c / o for c, o in zip(curl_times, ours_times, strict=True)), 3
+        ),
         "curl_synced_bytes_per_s": round(size / synced_s),
         "ratio_vs_curl_synced": round(synced_s / ours_s, 3),
         "verified": verified,
