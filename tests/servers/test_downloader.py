@@ -43,6 +43,7 @@ from aim_cache.downloader import (
 )
 from aim_cache.downloader import sources as sources_module
 from aim_cache.downloader import transfer as transfer_module
+from aim_cache.downloader import writepath as writepath_module
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.natsserver import NatsServer
 from aim_dev.local.s3 import S3Server
@@ -317,6 +318,59 @@ async def test_ranges_are_hashed_in_order_from_memory_or_disk(
     assert not (tmp_path / "bad" / MANIFEST).exists()
     served = [r for r in resolves(hub, corrupt, path) if r["range"] and range_start(r) <= 2 * MIB + 100]
     assert served and any(r["fault"] == "corrupt" for r in served)
+
+
+@pytest.mark.parametrize("case", [(0.01, 0.02, "direct"), (0.02, 0.01, "buffered")])
+async def test_probed_write_path_is_used_and_still_verifies_every_byte(
+    hub: HubServer,
+    tmp_path: Path,
+    small_chunks: None,
+    monkeypatch: pytest.MonkeyPatch,
+    case: tuple[float, float, str],
+) -> None:
+    """With no write path asked for, the probe's verdict (seconds direct, seconds through the page
+    cache -> the path) decides whether full buffers go through O_DIRECT; either way every byte is
+    hashed and a corrupted one fails the download."""
+    direct_s, buffered_s, path = case
+    monkeypatch.setattr(transfer_module, "PROBE_MIN_BYTES", 0)
+    monkeypatch.setattr(writepath_module, "_verdicts", {})
+    monkeypatch.setattr(writepath_module, "_last", {})
+    probed: list[Path] = []
+
+    def probe(directory: Path) -> writepath_module.ProbeResult:
+        probed.append(directory)
+        return writepath_module.ProbeResult(MIB, direct_s, buffered_s)
+
+    monkeypatch.setattr(writepath_module, "probe", probe)
+    real_pwrite = os.pwrite
+    direct_writes: list[int] = []
+
+    def pwrite(fd: int, data: Any, offset: int) -> int:
+        if _is_direct(fd):
+            direct_writes.append(len(data))
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    name = "model.safetensors"
+    files = {name: blob(3 * MIB + 4097, 13), "config.json": b"{}"}
+    await download(f"hf://{new_repo(hub, files)}", tmp_path / "ok", env=hf_env(hub), connections=4)
+    assert_tree(tmp_path / "ok", files)
+    assert len(probed) == 1  # while listing, in the nearest existing directory (same filesystem)
+    chosen = writepath_module.chosen(tmp_path / "ok")
+    assert chosen is not None and chosen.path == path
+    (tmp_path / "x").write_bytes(b"")
+    fd = transfer_module._open_direct(tmp_path / "x")
+    if fd is not None:  # the filesystem has O_DIRECT
+        os.close(fd)
+        assert bool(direct_writes) == (path == "direct")
+
+    corrupt = new_repo(hub, files)
+    hub.corrupt(corrupt, name, 2 * MIB + 100, count=1000)  # whichever range request covers it
+    with pytest.raises(DownloadError) as info:
+        await download(f"hf://{corrupt}", tmp_path / "bad", env=hf_env(hub), connections=4)
+    assert info.value.reason == CHECKSUM_MISMATCH and name in info.value.message
+    assert not (tmp_path / "bad" / name).exists()
+    assert len(probed) == 1  # the same filesystem: the verdict is reused
 
 
 async def test_refused_direct_writes_fall_back_to_the_page_cache(

@@ -296,7 +296,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.suite == "download":
         from aim_dev.bench import download as bench_download  # noqa: PLC0415 - only the benchmark needs it
 
-        return bench_download.main(args.home, int(args.size * 2**30), args.repeat, args.window)
+        return bench_download.main(
+            args.home, int(args.size * 2**30), args.repeat, args.window, args.write_path
+        )
     if args.suite == "deployer":
         from aim_dev.bench import deployer as bench_deployer  # noqa: PLC0415 - only the benchmark needs it
 
@@ -363,6 +365,12 @@ def parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--repeat", type=int, default=3, help="download: runs of each (the median counts)")
     bench.add_argument("--window", type=float, default=60.0, help="download: seconds of progress reports")
+    bench.add_argument(
+        "--write-path",
+        choices=["auto", "direct", "buffered"],
+        default="auto",
+        help="download: aim-download's write path (default: its write probe chooses)",
+    )
     bench.set_defaults(func=cmd_bench)
     cli_audit.register(sub)
     cli_bus.register(sub)

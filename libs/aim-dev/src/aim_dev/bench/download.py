@@ -5,8 +5,15 @@ written at most once per object every few seconds).
 1. **Throughput.** A file of ``--size`` random bytes is served by the local Hub-compatible server
    (sendfile) as an LFS file of a model repo. ``curl -o`` fetches it (after an untimed warm-up),
    then ``aim-download hf://bench/model`` (the downloader as it runs in a download Job: listing,
-   ranged transfer, sha256 verification, atomic placement) into the same filesystem. The median of
-   ``--repeat`` runs of each; ``ratio_vs_curl`` is curl's time over the downloader's.
+   ranged transfer, sha256 verification, fsync, atomic placement) into the same filesystem,
+   alternating with curl. The median of ``--repeat`` runs of each; ``ratio_vs_curl`` is curl's
+   median time over the downloader's; ``ratio_vs_curl_paired`` the median of each curl run's time
+   over the next downloader run's (on a shared machine, load that comes and goes hits neighbouring
+   runs alike). ``write_path`` is how the downloader wrote (``direct``: ``O_DIRECT``,
+   ``buffered``: the page cache), as its write probe chose it (``--write-path auto``, with the
+   probe's figures) or as asked for. ``curl_synced_bytes_per_s`` adds the ``fsync`` of curl's file
+   (timed after curl exits): what curl takes to give the durability the downloader gives; on a
+   machine whose disk is slower than the network it, not curl, bounds any durable download.
 2. **Status writes.** The embedded stack runs; an AIMModelCache receives progress reports at 10 per
    second for ``--window`` seconds (far more often than a downloader sends them), as the status
    service would see from a fast download, and a watch counts the writes of the object's status:
@@ -75,7 +82,7 @@ def _aim_download() -> str:
     return str(found)
 
 
-def throughput(work: Path, size: int, repeat: int) -> dict[str, Any]:
+def throughput(work: Path, size: int, repeat: int, write_path: str = "auto") -> dict[str, Any]:
     root = work / "repos"
     add_file(root, REPO, "model.safetensors", _blocks(size), size=size)
     hub = HubServer(root, workdir=work / "hub").start()
@@ -85,16 +92,25 @@ def throughput(work: Path, size: int, repeat: int) -> dict[str, Any]:
         subprocess.run(["curl", "-sfo", str(curl_out), url], check=True)  # warm-up
         curl_times: list[float] = []
         ours_times: list[float] = []
+        synced_times: list[float] = []
         verified: list[str] = []
+        paths: list[str] = []
+        probe: dict[str, Any] = {}
         for _ in range(repeat):
             _flush(curl_out, ours)
             started = time.monotonic()
             subprocess.run(["curl", "-sfo", str(curl_out), url], check=True)
             curl_times.append(time.monotonic() - started)
+            fd = os.open(curl_out, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            synced_times.append(time.monotonic() - started)
             _flush(curl_out, ours)
             started = time.monotonic()
             done = subprocess.run(
-                [_aim_download(), f"hf://{REPO}", str(ours)],
+                [_aim_download(), "--write-path", write_path, f"hf://{REPO}", str(ours)],
                 # the hub is on loopback: allow-listed, as the embedded stack does
                 env={**os.environ, "HF_ENDPOINT": hub.endpoint, ALLOWED_HOSTS_ENV: "127.0.0.1"},
                 capture_output=True,
@@ -106,18 +122,32 @@ def throughput(work: Path, size: int, repeat: int) -> dict[str, Any]:
             if result.get("result") != "ok":
                 raise SystemExit(f"aim-download failed: {result}")
             verified = list(result.get("verified") or [])
+            paths.append(str(result.get("write_path")))
+            probe = {k: v for k, v in result.items() if k.startswith(("write_path_", "probe_"))}
             curl_rate, ours_rate = size / curl_times[-1] / 2**20, size / ours_times[-1] / 2**20
-            say(f"  curl {curl_rate:.0f} MiB/s, aim-download {ours_rate:.0f} MiB/s")
+            synced_rate = size / synced_times[-1] / 2**20
+            say(
+                f"  curl {curl_rate:.0f} MiB/s ({synced_rate:.0f} with fsync), "
+                f"aim-download {ours_rate:.0f} MiB/s ({paths[-1]}: {probe})"
+            )
         _flush(curl_out, ours)
     finally:
         hub.stop()
     curl_s, ours_s = statistics.median(curl_times), statistics.median(ours_times)
+    synced_s = statistics.median(synced_times)
     return {
         "bytes": size,
         "curl_bytes_per_s": round(size / curl_s),
         "downloader_bytes_per_s": round(size / ours_s),
         "ratio_vs_curl": round(curl_s / ours_s, 3),
+        "ratio_vs_curl_paired": round(
+            statistics.median(c / o for c, o in zip(curl_times, ours_times, strict=True)), 3
+        ),
+        "curl_synced_bytes_per_s": round(size / synced_s),
+        "ratio_vs_curl_synced": round(synced_s / ours_s, 3),
         "verified": verified,
+        "write_path": paths[0] if len(set(paths)) == 1 else paths,
+        **probe,
     }
 
 
@@ -178,11 +208,11 @@ async def status_writes(kubeconfig: str, bus: BusSettings, window: float) -> dic
     }
 
 
-def main(home: str | None, size: int, repeat: int, window: float) -> int:
+def main(home: str | None, size: int, repeat: int, window: float, write_path: str = "auto") -> int:
     with tempfile.TemporaryDirectory(prefix="aim-bench-download-", dir=home) as tmp:
         work = Path(tmp)
         say(f"throughput: {size / 2**30:.1f} GiB from a local Hub server, curl vs aim-download ...")
-        figures = throughput(work, size, repeat)
+        figures = throughput(work, size, repeat, write_path)
         stack = Stack(home=work / "stack")
         say(f"status writes: the embedded stack, progress at 10/s for {window:.0f}s ...")
         stack.start()

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from aim_cache.downloader import writepath
 from aim_cache.downloader.errors import DOWNLOAD_FAILED, DownloadError, redact_url
 from aim_cache.downloader.progress import Progress, RateMeter, summary
 from aim_cache.downloader.run import download
@@ -94,10 +95,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--connections", type=_positive_int, default=8, metavar="N")
     parser.add_argument("--expected-sha256", metavar="HEX")
     parser.add_argument(
+        "--write-path",
+        choices=["auto", "direct", "buffered"],
+        default="auto",
+        help="how bytes reach the disk: O_DIRECT, the page cache, or auto (default): whichever a "
+        "short write probe into DEST's filesystem finds faster",
+    )
+    parser.add_argument(
         "--no-direct-io",
-        dest="direct_io",
-        action="store_false",
-        help="write through the page cache even where O_DIRECT works",
+        dest="write_path",
+        action="store_const",
+        const="buffered",
+        help="the same as --write-path buffered",
     )
     parser.add_argument("--object", metavar="GROUP/VERSION/KIND/NAMESPACE/NAME")
     parser.add_argument("--uid")
@@ -273,7 +282,7 @@ async def run(
             stall_timeout=args.stall_timeout,
             connections=args.connections,
             expected_sha256=args.expected_sha256,
-            direct_io=args.direct_io,
+            direct_io={"auto": None, "direct": True, "buffered": False}[args.write_path],
             policy=policy,
         )
         seconds = time.monotonic() - started
@@ -285,6 +294,9 @@ async def run(
             "verified": list(manifest.verified),
             "seconds": round(seconds, 3),
         }
+        choice = writepath.chosen(args.dest)
+        if choice is not None:
+            result |= choice.describe()
         log.info(
             "done: %d files, %s in %s (%s), verified %s",
             len(manifest.files),

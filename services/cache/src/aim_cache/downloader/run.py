@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from aim_cache.downloader import manifest as manifests
+from aim_cache.downloader import writepath
 from aim_cache.downloader.errors import DOWNLOAD_FAILED, INVALID_SOURCE, DownloadError
 from aim_cache.downloader.fetch import make_ssl_context
 from aim_cache.downloader.manifest import Manifest, ManifestFile
@@ -77,12 +78,14 @@ async def download(
     stall_timeout: float = 60.0,
     connections: int = 8,
     expected_sha256: str | None = None,
-    direct_io: bool = True,
+    direct_io: bool | None = None,
     compute: Sequence[str] = (),
     policy: OutboundPolicy | None = None,
 ) -> Manifest:
     """Download ``uri`` into ``dest`` and return its manifest (see the package docstring).
-    ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works. ``policy``
+    ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works, ``True`` uses
+    ``O_DIRECT`` where it works, ``None`` (the default) measures which is faster on the
+    destination's filesystem (:mod:`aim_cache.downloader.writepath`). ``policy``
     is the outbound address policy every connection applies (default: the operator-wide one from
     the process environment; ``env`` is the model's own and never changes it).
 
@@ -94,7 +97,14 @@ async def download(
     without ``compute`` is returned as it is)."""
     emit = _Emitter(on_progress)
     emit(Progress(0, 0, 0, 0, "listing"), force=True)
-    listing = await list_source(uri, env, expected_sha256=expected_sha256, policy=policy)
+    # The write probe (direct_io=None) runs while the source is listed, behind its round trips.
+    probing = asyncio.create_task(asyncio.to_thread(writepath.warm, dest)) if direct_io is None else None
+    try:
+        listing = await list_source(uri, env, expected_sha256=expected_sha256, policy=policy)
+    finally:
+        if probing is not None:
+            with contextlib.suppress(Exception):
+                await probing
     return await download_listing(
         listing,
         dest,
@@ -115,7 +125,7 @@ async def download_listing(
     on_progress: ProgressCallback | None = None,
     stall_timeout: float = 60.0,
     connections: int = 8,
-    direct_io: bool = True,
+    direct_io: bool | None = None,
     compute: Sequence[str] = (),
     guard: Callable[[str], None] | None = None,
     policy: OutboundPolicy | None = None,
