@@ -242,6 +242,14 @@ def embedded_stack(home: Path | None) -> Iterator[Stack]:
             stack.stop()
 
 
+def operator_pids(stack: Stack) -> dict[str, int]:
+    """The six services and nats-server."""
+    pids = {name: proc.pid for name, proc in stack.services.items() if proc.pid is not None}
+    if stack.nats is not None and stack.nats.process is not None and stack.nats.process.pid is not None:
+        pids["nats-server"] = stack.nats.process.pid
+    return pids
+
+
 def stamped(figures: dict[str, Any]) -> dict[str, Any]:
     """``figures`` with the machine and the date they were measured on."""
     figures["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"

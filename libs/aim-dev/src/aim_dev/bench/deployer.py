@@ -56,6 +56,7 @@ from aim_dev.bench.backbone import (
     delta,
     embedded_stack,
     namespace,
+    operator_pids,
     percentile,
     request_counts,
     say,
@@ -190,14 +191,6 @@ class Seen:
 
 
 CONCURRENCY = 32  # create_all's, the minimal writer's too
-
-
-def operator_pids(stack: Stack) -> dict[str, int]:
-    """The six services and nats-server."""
-    pids = {name: proc.pid for name, proc in stack.services.items() if proc.pid is not None}
-    if stack.nats is not None and stack.nats.process is not None and stack.nats.process.pid is not None:
-        pids["nats-server"] = stack.nats.process.pid
-    return pids
 
 
 def bus_messages(stack: Stack) -> dict[str, int]:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from aim_dev.bench.backbone import create_all, embedded_stack, namespace, say, stamped
+from aim_dev.bench.backbone import create_all, embedded_stack, namespace, operator_pids, say, stamped
 from aim_dev.local.stack import Stack
 from aimcore.api.bus import topology
 from aimcore.api.kinds import GROUP_AIM, KindRef, by_kind
@@ -59,10 +59,6 @@ def memory(pid: int) -> tuple[int, int]:
     return fields["VmRSS"], fields["VmHWM"]
 
 
-def service_pids(stack: Stack) -> dict[str, int]:
-    return {name: proc.pid for name, proc in stack.services.items() if proc.pid is not None}
-
-
 async def mirrored(bus: BusSettings) -> int:
     """Objects in the watcher's KV mirror."""
     nc = await connect_bus(bus, "aimctl-bench", forever=False)
@@ -88,7 +84,8 @@ async def settle(pids: dict[str, int], timeout: float = 180.0) -> dict[str, int]
 
 async def measure(stack: Stack, count: int) -> dict[str, Any]:
     assert stack.nats is not None
-    pids = service_pids(stack)
+    pids = operator_pids(stack)
+    nats_pid = pids.pop("nats-server", None)
     kube = Kube(await connect(str(stack.kubeconfig)), field_manager="aim-bench")
     try:
         await namespace(kube, NS)
@@ -105,7 +102,6 @@ async def measure(stack: Stack, count: int) -> dict[str, Any]:
         say(f"{count} objects mirrored after {time.perf_counter() - started:.1f} s")
         rss = await settle(pids)
         peaks = {name: memory(pid)[1] for name, pid in pids.items()}
-        nats_pid = stack.nats.process.pid if stack.nats.process is not None else None
         nats_rss = memory(nats_pid)[0] if nats_pid is not None else 0
     finally:
         await kube.close()
