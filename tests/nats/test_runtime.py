@@ -76,10 +76,8 @@ async def test_dependency_changes_reach_their_primaries_and_requeues_fire(privat
     )
     informer = Informer(kv, [AIMSVC, TEMPLATE], controller.indexers)
     await informer.start()
-    leases, dirty = await topology.leases_buckets(js)
-    runtime = Runtime(
-        js, controller, informer, ObjectLeases(leases, dirty, "svc-test"), Reporter(js, "svc-test")
-    )
+    leases = await topology.leases_bucket(js)
+    runtime = Runtime(js, controller, informer, ObjectLeases(leases, "svc-test"), Reporter(js, "svc-test"))
     requeues = await js.subscribe(f"{subjects.REQUEUE_PREFIX}.svc-test.>", ordered_consumer=True)
     try:
         await runtime.handle(event(tpl, TEMPLATE))
@@ -127,8 +125,7 @@ async def test_own_writes_and_own_status_changes_do_not_reconcile_again(private_
     )
     informer = Informer(kv, [AIMSVC, TEMPLATE], controller.indexers)
     await informer.start()
-    leases_kv, dirty = await topology.leases_buckets(js)
-    leases = ObjectLeases(leases_kv, dirty, "own-test")
+    leases = ObjectLeases(await topology.leases_bucket(js), "own-test")
     runtime = Runtime(js, controller, informer, leases, Reporter(js, "own-test"))
     try:
         await runtime.handle(event(svc, AIMSVC, ChangeType.ADDED))

@@ -404,12 +404,12 @@ async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime
     kinds = list(dict.fromkeys([*controller.kinds, *(w.kind for w in controller.watches)]))
     informer = Informer(await topology.objects_bucket(ctx.js), kinds, controller.indexers)
     await informer.start()
-    leases_kv, dirty_kv = await topology.leases_buckets(ctx.js)
+    leases_kv = await topology.leases_bucket(ctx.js)
     runtime = Runtime(
         ctx.js,
         controller,
         informer,
-        ObjectLeases(leases_kv, dirty_kv, controller.service),
+        ObjectLeases(leases_kv, controller.service),
         Reporter(ctx.js, ctx.name),
         journal=ctx.settings.reconcile_journal,
     )

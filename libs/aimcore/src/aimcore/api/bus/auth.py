@@ -51,7 +51,6 @@ API = "$JS.API"
 ALL_BUCKETS = (
     topology.OBJECTS_BUCKET,
     topology.LEASES_BUCKET,
-    topology.DIRTY_BUCKET,
     topology.ELECTION_BUCKET,
     topology.DISCOVERY_BUCKET,
 )
@@ -156,7 +155,6 @@ def _service_role(name: str, summary: str, *extra_pub: str, subscribe: Sequence[
             *consume(stream, durable(name)),
             *kv_read(topology.OBJECTS_BUCKET),
             *kv_write(topology.LEASES_BUCKET),
-            *kv_write(topology.DIRTY_BUCKET),
             "aim.status.>",
             f"aim.decisions.{name}.>",
             f"aim.requeue.{name}.>",

@@ -37,7 +37,6 @@ STATUS_STREAM = "AIM_STATUS"
 DECISIONS_STREAM = "AIM_DECISIONS"
 OBJECTS_BUCKET = "aim-objects"
 LEASES_BUCKET = "aim-leases"
-DIRTY_BUCKET = "aim-dirty"
 ELECTION_BUCKET = "aim-election"
 DISCOVERY_BUCKET = "aim-discovery"
 
@@ -104,12 +103,6 @@ def bucket_configs() -> list[KeyValueConfig]:
             description="Leader election among watcher replicas (compare-and-set, short TTL)",
             history=1,
             ttl=10.0,
-            storage=StorageType.FILE,
-        ),
-        KeyValueConfig(
-            bucket=DIRTY_BUCKET,
-            description="Triggers that arrived while another replica held an object's lease",
-            history=1,
             storage=StorageType.FILE,
         ),
         KeyValueConfig(
@@ -188,5 +181,5 @@ async def wait_for_stream(js: JetStreamContext, stream: str, stop: asyncio.Event
     return False
 
 
-async def leases_buckets(js: JetStreamContext) -> tuple[KeyValue, KeyValue]:
-    return await js.key_value(LEASES_BUCKET), await js.key_value(DIRTY_BUCKET)
+async def leases_bucket(js: JetStreamContext) -> KeyValue:
+    return await js.key_value(LEASES_BUCKET)
