@@ -11,6 +11,7 @@ from aim_status.events import (
     WARNING,
     Aggregates,
     Involved,
+    RateLimit,
     Seen,
     SpamFilter,
     event_body,
@@ -203,3 +204,15 @@ def test_spam_filter_is_a_token_bucket_per_object() -> None:
     # Flapping for an hour at one transition a second costs 25 + 11 writes, not 3600.
     spam = SpamFilter()
     assert sum(spam.allow("c", float(t)) for t in range(3600)) == 25 + 3600 // 300 - 1
+
+
+def test_the_replicas_event_writes_share_one_rate_limit() -> None:
+    rate = RateLimit(qps=20, burst=30)
+    delays = [rate.delay(0.0) for _ in range(40)]
+    assert delays[:30] == [0.0] * 30  # the burst goes at once
+    # then one every 1/20 s: the 31st waits 0.05 s, the 40th 0.5 s
+    assert [round(d, 3) for d in delays[30:]] == [round(0.05 * i, 3) for i in range(1, 11)]
+    # after a quiet second the bucket holds 20 - 10 owed = 10 again
+    assert sum(rate.delay(1.0) == 0.0 for _ in range(15)) == 10
+    unlimited = RateLimit(qps=0, burst=1)
+    assert all(unlimited.delay(0.0) == 0.0 for _ in range(1000))

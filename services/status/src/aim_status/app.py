@@ -5,7 +5,8 @@ aggregation rules (:mod:`aimcore.runtime.status.rules`) in the order their sourc
 audit record per write (:mod:`aim_status.audit`) and records a Kubernetes Event per condition
 transition (:mod:`aim_status.events`, written best effort by :mod:`aim_status.recorder`).
 
-Settings: :mod:`aim_status.settings` (``AIM_STATUS_COALESCE_SECONDS``).
+Settings: :mod:`aim_status.settings` (``AIM_STATUS_COALESCE_SECONDS``, ``AIM_STATUS_EVENTS_QPS``,
+``AIM_STATUS_EVENTS_BURST``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pydantic import ValidationError
 
 from aim_status.audit import Auditor
 from aim_status.coalesce import Coalescer, StreamGuard
+from aim_status.events import RateLimit
 from aim_status.ordering import Ordering
 from aim_status.recorder import EventRecorder
 from aim_status.settings import SETTINGS, StatusSettings
@@ -57,7 +59,8 @@ async def main(ctx: ServiceContext) -> None:
     if not await topology.wait_for_stream(ctx.js, topology.STATUS_STREAM, ctx.stop):
         return
     auditor = Auditor(ctx.js)
-    events = EventRecorder(ctx.kube)
+    settings = StatusSettings()
+    events = EventRecorder(ctx.kube, rate=RateLimit(settings.events_qps, settings.events_burst))
 
     async def on_write(written: Written) -> None:
         events.record(written)  # queued: never waits for the API server
@@ -66,7 +69,7 @@ async def main(ctx: ServiceContext) -> None:
     writer = StatusWriter(ctx.kube, on_write=on_write, mirror=await _mirror(ctx))
     coalescer = Coalescer(
         writer.apply_all,
-        StatusSettings().coalesce_seconds,
+        settings.coalesce_seconds,
         superseded=StreamGuard(ctx.js, topology.STATUS_STREAM),
     )
 

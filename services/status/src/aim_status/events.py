@@ -29,6 +29,9 @@ Aggregation and spam filtering follow client-go's ``EventCorrelator``:
   :data:`SPAM_BURST` tokens refilled at one per :data:`SPAM_REFILL_SECONDS`; every create or patch
   takes one, and an Event without a token is dropped. A condition flapping for hours therefore
   costs the API server at most 25 writes plus one per five minutes.
+
+All of a replica's Event writes share one rate limit (:class:`RateLimit`, ``AIM_STATUS_EVENTS_QPS``
+and ``AIM_STATUS_EVENTS_BURST``, 20 per second with bursts of 30 as a controller-runtime client).
 """
 
 from __future__ import annotations
@@ -256,6 +259,30 @@ class Aggregates:
 
     def forget(self, key: tuple[str, ...]) -> None:
         self._seen.pop(key, None)
+
+
+class RateLimit:
+    """All of a replica's Event writes together: ``qps`` per second with bursts of ``burst``, like
+    the client a Go controller's recorder writes through (controller-runtime's defaults: 20, 30).
+    A burst of new objects then costs the API server a bounded rate of Event writes instead of as
+    many as it can take while it is also serving the objects themselves; the Events wait in the
+    recorder's queue (dropped and counted when it is full). ``qps`` 0 or less: no limit."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps = qps
+        self.burst = max(1, burst)
+        self._tokens = float(self.burst)
+        self._at: float | None = None
+
+    def delay(self, now: float) -> float:
+        """Take a token: 0 if one is there now, else the seconds until it is (then it is taken)."""
+        if self.qps <= 0:
+            return 0.0
+        if self._at is not None:
+            self._tokens = min(float(self.burst), self._tokens + max(0.0, now - self._at) * self.qps)
+        self._at = now
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
 
 
 class SpamFilter:

@@ -4,9 +4,10 @@ Event.
 
 :meth:`EventRecorder.record` only computes the Events and puts them on a bounded queue (full:
 the Event is dropped and counted); one worker task writes them in order: the spam filter first,
-then a PATCH of ``count``/``lastTimestamp`` for an Event written recently with the same key, else
-a POST of a new one (also when the Event to patch is gone: Events expire after the API server's
-``--event-ttl``). A failed write is counted and dropped, never retried; the first failure is logged
+then the replica's rate limit (a write waits for its turn), then a PATCH of
+``count``/``lastTimestamp`` for an Event written recently with the same key, else a POST of a new
+one (also when the Event to patch is gone: Events expire after the API server's ``--event-ttl``).
+A failed write is counted and dropped, never retried; the first failure is logged
 as a warning, later ones at debug level until a write succeeds again.
 
 Aggregation state is per replica, as client-go's is per process: with two status replicas one
@@ -29,6 +30,7 @@ from aim_status.events import (
     Aggregates,
     EventSpec,
     Involved,
+    RateLimit,
     Seen,
     SpamFilter,
     count_patch,
@@ -72,8 +74,10 @@ class EventRecorder:
         queue_size: int = QUEUE_SIZE,
         instance: str | None = None,
         clock: Callable[[], float] = time.time,
+        rate: RateLimit | None = None,
     ) -> None:
         self.kube = kube
+        self.rate = rate or RateLimit(0, 1)
         self.instance = instance or socket.gethostname()
         self.clock = clock
         self.stats = RecorderStats()
@@ -130,6 +134,9 @@ class EventRecorder:
         if not self.spam.allow(spec.involved.uid or spec.involved.name, now):
             self._count("filtered")
             return
+        if (wait := self.rate.delay(now)) > 0:
+            await asyncio.sleep(wait)
+            now = self.clock()
         try:
             seen = self.aggregates.lookup(spec.key, now)
             if seen is not None and await self._patch(spec, seen, now):

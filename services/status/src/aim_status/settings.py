@@ -12,7 +12,7 @@ from aimcore.runtime.settings.base import setting
 
 
 class StatusSettings(AimSettings):
-    """How the status service writes progress."""
+    """How the status service writes progress and Events."""
 
     title = "Status service"
 
@@ -22,6 +22,19 @@ class StatusSettings(AimSettings):
         form="seconds, a number (0 or less: no coalescing)",
         description="At most one status write per object per this many seconds for `progress` "
         "reports, per replica; the last value always lands.",
+    )
+    events_qps: float = setting(
+        20.0,
+        env="AIM_STATUS_EVENTS_QPS",
+        form="writes per second, a number (0 or less: no limit)",
+        description="Kubernetes Event writes (creates and count patches) per second, per replica; "
+        "Events beyond it wait in the recorder's queue (1,000; dropped and counted when full).",
+    )
+    events_burst: int = setting(
+        30,
+        env="AIM_STATUS_EVENTS_BURST",
+        ge=1,
+        description="Event writes allowed at once above `AIM_STATUS_EVENTS_QPS`.",
     )
 
 
