@@ -52,6 +52,7 @@ from typing import Any
 
 from aim_dev.bench.backbone import (
     api_writes,
+    control_plane_pids,
     create_all,
     delta,
     embedded_stack,
@@ -60,6 +61,7 @@ from aim_dev.bench.backbone import (
     percentile,
     request_counts,
     say,
+    settled,
     stamped,
 )
 from aim_dev.bench.profile import Profiler
@@ -281,6 +283,7 @@ async def measure(
         await seen.start()
         await create_all_services(kube, ["warmup"])
         await seen.until(["warmup"], timeout=120, status=True)
+        say(f"settled after {await settled([*control_plane_pids(stack).values(), *pids.values()]):.1f} s")
 
         # 1. operator overhead, one service at a time
         overheads = []
