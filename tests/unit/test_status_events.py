@@ -18,6 +18,9 @@ from aim_status.events import (
     event_name,
     events_for,
 )
+from aim_status.recorder import EventRecorder
+from aim_status.writer import Written
+from aimcore.api.bus.messages import ObjectRef
 from aimcore.api.kinds import by_kind
 
 Obj = dict[str, Any]
@@ -216,3 +219,21 @@ def test_the_replicas_event_writes_share_one_rate_limit() -> None:
     assert sum(rate.delay(1.0) == 0.0 for _ in range(15)) == 10
     unlimited = RateLimit(qps=0, burst=1)
     assert all(unlimited.delay(0.0) == 0.0 for _ in range(1000))
+
+
+def test_a_full_queue_counts_each_dropped_event_without_composing_it() -> None:
+    recorder = EventRecorder(kube=None, queue_size=2)  # type: ignore[arg-type]  # record() writes nothing
+    new = status(
+        cond("ModelReady", "True", "Ready"),
+        cond("TemplateReady", "True", "Ready"),
+        cond("Ready", "False", "Pending"),
+    )
+
+    def written(name: str) -> Written:
+        ref = ObjectRef.of(SERVICE, "ns", name)
+        return Written(ref=SERVICE, object=ref, uid=f"uid-{name}", old={}, new=new, resource_version="1")
+
+    recorder.record(written("a"))  # three transitions: two fit, one is dropped
+    assert recorder.pending == 2 and recorder.stats.dropped == 1
+    recorder.record(written("b"))  # the queue is full: counted by transitions, nothing composed
+    assert recorder.pending == 2 and recorder.stats.dropped == 4

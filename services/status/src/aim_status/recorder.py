@@ -37,6 +37,7 @@ from aim_status.events import (
     event_body,
     event_name,
     events_for,
+    transitions,
 )
 from aim_status.writer import Written
 from aimcore.api.kinds import EVENT
@@ -93,6 +94,11 @@ class EventRecorder:
 
     def record(self, written: Written) -> None:
         """Queue the Events of one status write; never blocks, never raises."""
+        if self._queue.full():  # a burst: only count what is dropped (composing them costs CPU)
+            with contextlib.suppress(Exception):
+                for _ in transitions(written.old, written.new):
+                    self._drop()
+            return
         try:
             obj = written.object
             involved = Involved(
@@ -111,10 +117,13 @@ class EventRecorder:
             try:
                 self._queue.put_nowait(spec)
             except asyncio.QueueFull:
-                self._count("dropped")
-                if not self._warned_full:
-                    self._warned_full = True
-                    log.warning("event queue full (%d): dropping Events", self._queue.maxsize)
+                self._drop()
+
+    def _drop(self) -> None:
+        self._count("dropped")
+        if not self._warned_full:
+            self._warned_full = True
+            log.warning("event queue full (%d): dropping Events", self._queue.maxsize)
 
     @property
     def pending(self) -> int:

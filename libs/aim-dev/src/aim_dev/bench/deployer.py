@@ -304,7 +304,10 @@ async def measure(
         plain_seconds = time.perf_counter() - started
         say(f"{bulk} plain creates accepted in {plain_seconds:.2f} s")
 
-        # 3. the same number deployed: InferenceService created and status written
+        # 3. the same number deployed: InferenceService created and status written; measured once
+        # the paused ones have been through the watcher and the deployer, so their CPU is not the
+        # burst's
+        say(f"settled after {await settled([*control_plane_pids(stack).values(), *pids.values()]):.1f} s")
         names = [f"bulk-{i:04d}" for i in range(bulk)]
         before = await request_counts(kube)
         services = {n: p for n, p in pids.items() if n != "nats-server"}

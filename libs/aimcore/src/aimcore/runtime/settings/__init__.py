@@ -1,4 +1,4 @@
-"""The operator's configuration, one pydantic-settings class per concern (:mod:`.base` says how
+"""The operator's configuration, one settings class per concern (:mod:`.base` says how
 they read the environment). The concerns of the runtime library live here: the process and its
 bus (every service), tracing, proxies and health (every service), history retention (the watcher,
 :mod:`.history`) and the outbound address policy (:mod:`.outbound`). Each service's own
