@@ -108,7 +108,7 @@ MARK_ATTEMPTS = 8
 
 @dataclass
 class _Run:
-    """What renewing found during one run: a mark (a re-run is owed) or the lease lost."""
+    """What renewing found during one run: a mark (a re-run is owed)."""
 
     marked: bool = False
 
