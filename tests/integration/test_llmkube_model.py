@@ -29,7 +29,7 @@ from aim_cache.llmkube.sources import cache_key
 from aim_dev.testing.kubelet import FakeKubelet, bind_pod, finish_pod, start_pod, wait_for_service_account
 from aimcore.api.kinds import JOB, NAMESPACE, NODE, POD, PVC, KindRef, by_kind
 from aimcore.domain.units import format_bytes
-from aimcore.runtime.kube import Kube
+from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, kubectl, manifest, status_of
 from tests.integration.conftest import Services, ensure_service
@@ -326,7 +326,12 @@ class VerifyPods:
                 if meta["name"] in self._done or meta.get("deletionTimestamp"):
                     continue
                 self._done.add(meta["name"])
-                await self._run(pod)
+                try:
+                    await self._run(pod)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+                    # deleted meanwhile (its Job was replaced): a kubelet forgets it, so does this
             await asyncio.sleep(0.1)  # the kubelet's sync loop
 
     async def _run(self, pod: dict[str, Any]) -> None:
