@@ -273,13 +273,12 @@ def control_plane_pids(stack: Stack) -> dict[str, int]:
     return {proc.name: proc.pid for proc in procs if proc.pid is not None}
 
 
-def _cpu_ticks(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rpartition(")")[2].split()
-    except OSError:
-        return 0
-    return int(fields[11]) + int(fields[12])
+def cpu_seconds(pid: int, *, system_only: bool = False) -> float:
+    """User + system CPU time of a process so far (``system_only``: the kernel's part)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    utime, stime = int(fields[11]), int(fields[12])
+    return (stime if system_only else utime + stime) / os.sysconf("SC_CLK_TCK")
 
 
 async def settled(
@@ -292,15 +291,14 @@ async def settled(
     (publishing their OpenAPI schemas), and the operator's first list and resync follow; measured
     latencies would be that work's, not the operator's per-object cost."""
     pids = list(pids)
-    tick = os.sysconf("SC_CLK_TCK")
     started = time.monotonic()
     calm_since: float | None = None
-    before = sum(_cpu_ticks(pid) for pid in pids)
+    before = sum(cpu_seconds(pid) for pid in pids)
     while time.monotonic() - started < timeout:
         await asyncio.sleep(0.25)
-        now_ticks = sum(_cpu_ticks(pid) for pid in pids)
-        busy = (now_ticks - before) / tick / 0.25
-        before = now_ticks
+        used = sum(cpu_seconds(pid) for pid in pids)
+        busy = (used - before) / 0.25
+        before = used
         now = time.monotonic()
         if busy >= share:
             calm_since = None

@@ -42,7 +42,6 @@ import asyncio
 import contextlib
 import copy
 import json
-import os
 import tempfile
 import time
 import urllib.request
@@ -53,6 +52,7 @@ from typing import Any
 from aim_dev.bench.backbone import (
     api_writes,
     control_plane_pids,
+    cpu_seconds,
     create_all,
     delta,
     embedded_stack,
@@ -209,14 +209,6 @@ def bus_messages(stack: Stack) -> dict[str, int]:
     return sent
 
 
-def cpu_seconds(pid: int, *, system_only: bool = False) -> float:
-    """User + system CPU time of a process so far (``system_only``: the kernel's part)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    utime, stime = int(fields[11]), int(fields[12])
-    return (stime if system_only else utime + stime) / os.sysconf("SC_CLK_TCK")
-
-
 def write_calls(pid: int) -> int:
     """Write system calls of a process so far (sockets, pipes, files: ``syscw`` of /proc/PID/io)."""
     try:
@@ -277,13 +269,14 @@ async def measure(
 ) -> dict[str, Any]:
     kube = Kube(await connect(str(stack.kubeconfig)), field_manager="aim-bench")
     pids = operator_pids(stack)
+    everything = [*control_plane_pids(stack).values(), *pids.values()]  # what must be quiet to measure
     try:
         await prepare(kube, hub)
         seen = Seen(kube)
         await seen.start()
         await create_all_services(kube, ["warmup"])
         await seen.until(["warmup"], timeout=120, status=True)
-        say(f"settled after {await settled([*control_plane_pids(stack).values(), *pids.values()]):.1f} s")
+        say(f"settled after {await settled(everything):.1f} s")
 
         # 1. operator overhead, one service at a time
         overheads = []
@@ -307,7 +300,7 @@ async def measure(
         # 3. the same number deployed: InferenceService created and status written; measured once
         # the paused ones have been through the watcher and the deployer, so their CPU is not the
         # burst's
-        say(f"settled after {await settled([*control_plane_pids(stack).values(), *pids.values()]):.1f} s")
+        say(f"settled after {await settled(everything):.1f} s")
         names = [f"bulk-{i:04d}" for i in range(bulk)]
         before = await request_counts(kube)
         services = {n: p for n, p in pids.items() if n != "nats-server"}
