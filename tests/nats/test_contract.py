@@ -131,6 +131,13 @@ async def test_topology_is_declared_idempotently_and_updated(nats_factory) -> No
         assert {topology.EVENTS_STREAM, topology.STATUS_STREAM, topology.DECISIONS_STREAM} <= names
         kv = await js.key_value(topology.OBJECTS_BUCKET)
         assert (await kv.status()).bucket == topology.OBJECTS_BUCKET
+        # a bucket made by an earlier release with another TTL (leases: 30 s before 15 s) is updated
+        leases = await js.key_value(topology.LEASES_BUCKET)
+        info = (await leases.status()).stream_info.config
+        info.max_age = 30.0
+        await js.update_stream(config=info)
+        await topology.ensure_topology(js)
+        assert (await leases.status()).ttl == topology.LEASE_TTL
     finally:
         await nc.close()
 

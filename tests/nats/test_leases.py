@@ -1,23 +1,34 @@
 """Per-object leases on a real nats-server: one run at a time across replicas, no trigger lost
-while another replica holds the lease (the mark in the lease key), two round trips when
-uncontended; and the KV lease they (and the watcher's election) hold."""
+while another replica holds the lease (the mark in the lease key) or when that replica dies (the
+loser waits for its mark to be taken up, and runs the trigger itself when it expires), two round
+trips when uncontended; and the KV lease they (and the watcher's election) hold."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import Awaitable, Callable
 
 import pytest
 from nats.js import JetStreamContext
 from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
-from aimcore.runtime.lease import KvLease, ObjectLeases
+from aimcore.api.errors import TransientError
+from aimcore.runtime.lease import DIRTY, KvLease, ObjectLeases
 from tests.helpers import eventually
 
 
 async def _bucket(js: JetStreamContext, ttl: float = 30.0) -> KeyValue:
     return await js.create_key_value(bucket=f"leases-{secrets.token_hex(4)}", ttl=ttl)
+
+
+async def _marked(leases: KeyValue, key: str, at_least: str | None = None) -> bool:
+    try:
+        value = (await leases.get(key)).value or b""
+    except KeyNotFoundError:
+        return False
+    return value.startswith(DIRTY) and (at_least is None or value.split(b"|")[1] == at_least.encode())
 
 
 async def test_a_trigger_during_a_run_causes_exactly_one_rerun(js: JetStreamContext) -> None:
@@ -28,24 +39,128 @@ async def test_a_trigger_during_a_run_causes_exactly_one_rerun(js: JetStreamCont
     started = asyncio.Event()
     runs: list[str] = []
 
-    async def slow() -> None:
+    async def slow(_: str | None) -> None:
         runs.append("a")
         started.set()
         await release.wait()
 
-    async def quick() -> None:
+    async def quick(_: str | None) -> None:
         runs.append("b")
 
     task = asyncio.create_task(a.run_exclusive("obj", slow))
     await started.wait()
-    assert await b.run_exclusive("obj", quick) is False  # handed over to a, not run concurrently
+    handed = asyncio.create_task(b.run_exclusive("obj", quick))
+    await eventually(lambda: _marked(leases, "svc.obj"), timeout=10, interval=0.01, what="b's mark")
+    assert not handed.done()  # b keeps its trigger until a takes it up, and never runs concurrently
     assert runs == ["a"]
     release.set()
     assert await task is True
+    assert await handed is False  # handed over to a, not run by b
     assert runs == ["a", "a"]  # a re-ran for b's trigger
-    assert a.stats.reruns == 1 and b.stats.contended == 1
+    assert a.stats.reruns == 1 and b.stats.contended == 1 and b.stats.takeovers == 0
     with pytest.raises(KeyNotFoundError):  # given back: nothing left in the bucket
         await leases.get("svc.obj")
+
+
+async def test_the_rerun_reads_at_least_the_version_the_trigger_was_about(js: JetStreamContext) -> None:
+    leases = await _bucket(js)
+    a = ObjectLeases(leases, "svc", holder="a")
+    b = ObjectLeases(leases, "svc", holder="b")
+    release = asyncio.Event()
+    versions: list[str | None] = []
+
+    async def slow(version: str | None) -> None:
+        versions.append(version)
+        await release.wait()
+
+    task = asyncio.create_task(a.run_exclusive("obj", slow, "10"))
+    await eventually(lambda: _value_is(leases, "svc.obj", b"a"), timeout=10, interval=0.01, what="a's run")
+    handed = []
+    for rv in ("11", "12"):  # a newer trigger replaces the mark (its replica waits on it instead)
+        handed.append(asyncio.create_task(b.run_exclusive("obj", slow, rv)))
+        await eventually(
+            lambda v=rv: _marked(leases, "svc.obj", at_least=v), timeout=10, interval=0.01, what=rv
+        )
+    release.set()
+    assert await task is True
+    assert [await h for h in handed] == [False, False]
+    assert versions == ["10", "12"]  # one re-run, at the newest version any trigger named
+
+
+async def test_a_trigger_handed_to_a_holder_that_died_is_run_when_its_lease_expires(
+    js: JetStreamContext,
+) -> None:
+    """Before: the loser marked the dead holder's lease and acknowledged; the mark expired with
+    the lease and the trigger was lost until the periodic resync."""
+    leases = await _bucket(js, ttl=1.0)
+    await leases.create("svc.obj", b"killed-replica")  # held by a replica that was kill -9'd
+    survivor = ObjectLeases(leases, "svc", holder="survivor")
+    ran: list[str | None] = []
+
+    async def work(version: str | None) -> None:
+        ran.append(version)
+
+    assert await survivor.run_exclusive("obj", work, "7") is True  # one trigger, one call
+    assert ran == ["7"]
+    assert survivor.stats.contended == 1 and survivor.stats.takeovers == 1
+    with pytest.raises(KeyNotFoundError):
+        await leases.get("svc.obj")
+
+
+async def test_a_mark_does_not_extend_a_dead_holders_lease(js: JetStreamContext) -> None:
+    """The bucket keeps a key for 30 s after its last write, and a mark is a write: were the mark to
+    restart the clock, a trigger arriving late in a dead holder's TTL would wait nearly two TTLs.
+    The survivor goes by the holder's own last write (server time), so it takes over once the
+    holder has been silent for the lease TTL (1 s here), long before the bucket drops the mark."""
+    leases = await _bucket(js, ttl=30.0)
+    await leases.create("svc.obj", b"killed-replica")
+    survivor = ObjectLeases(leases, "svc", holder="survivor", ttl=1.0)
+    ran: list[str | None] = []
+
+    async def work(version: str | None) -> None:
+        ran.append(version)
+
+    assert await asyncio.wait_for(survivor.run_exclusive("obj", work), timeout=15) is True
+    assert ran == [None] and survivor.stats.takeovers == 1
+
+
+async def test_a_live_holder_is_never_taken_over(js: JetStreamContext) -> None:
+    leases = await _bucket(js)
+    a = ObjectLeases(leases, "svc", holder="a", renew_every=0.2, ttl=1.0)
+    b = ObjectLeases(leases, "svc", holder="b", renew_every=0.2, ttl=1.0)
+    running = 0
+    overlaps = 0
+    runs: list[str] = []
+
+    def worker(name: str, seconds: float) -> Callable[[str | None], Awaitable[None]]:
+        async def work(_: str | None) -> None:
+            nonlocal running, overlaps
+            running += 1
+            overlaps += running > 1
+            runs.append(name)
+            await asyncio.sleep(seconds)  # a reconcile longer than the TTL, renewing its lease
+            running -= 1
+
+        return work
+
+    task = asyncio.create_task(a.run_exclusive("obj", worker("a", 2.5)))
+    await eventually(lambda: _value_is(leases, "svc.obj", b"a"), timeout=10, interval=0.01, what="a's run")
+    assert await b.run_exclusive("obj", worker("b", 0)) is False  # taken up at a's next renewal
+    assert await task is True
+    assert overlaps == 0 and b.stats.takeovers == 0
+    assert runs == ["a", "a"]
+
+
+async def test_a_waiting_trigger_is_handed_back_when_the_replica_stops(js: JetStreamContext) -> None:
+    leases = await _bucket(js)
+    await leases.create("svc.obj", b"a-live-holder")
+    stop = asyncio.Event()
+    b = ObjectLeases(leases, "svc", holder="b", stop=stop)
+    waiting = asyncio.create_task(b.run_exclusive("obj", lambda _: asyncio.sleep(0)))
+    await eventually(lambda: _marked(leases, "svc.obj"), timeout=10, interval=0.01, what="b's mark")
+    stop.set()
+    with pytest.raises(TransientError):  # nak'd: another replica gets the message at once
+        await waiting
 
 
 async def test_an_uncontended_run_costs_two_round_trips(js: JetStreamContext) -> None:
@@ -53,7 +168,7 @@ async def test_an_uncontended_run_costs_two_round_trips(js: JetStreamContext) ->
     a = ObjectLeases(leases, "svc", holder="a")
     sent_before = js._nc.stats["out_msgs"]  # type: ignore[attr-defined]
 
-    async def work() -> None:
+    async def work(_: str | None) -> None:
         pass
 
     assert await a.run_exclusive("fresh", work) is True
@@ -68,10 +183,10 @@ async def test_a_mark_found_while_renewing_is_a_rerun(js: JetStreamContext) -> N
     marked = asyncio.Event()
     runs: list[str] = []
 
-    async def slow() -> None:
+    async def slow(_: str | None) -> None:
         runs.append("a")
         if len(runs) == 1:
-            assert await b.run_exclusive("obj", lambda: asyncio.sleep(0)) is False
+            assert await b.run_exclusive("obj", lambda _: asyncio.sleep(0)) is False
             marked.set()
             # renewing finds the mark and takes the lease back from it
             await eventually(
@@ -86,16 +201,19 @@ async def test_a_failed_run_gives_the_lease_back_even_when_marked(js: JetStreamC
     leases = await _bucket(js)
     a = ObjectLeases(leases, "svc", holder="a")
     b = ObjectLeases(leases, "svc", holder="b")
+    handed: list[asyncio.Task[bool]] = []
 
-    async def fails() -> None:
-        assert await b.run_exclusive("obj", lambda: asyncio.sleep(0)) is False  # marks a's lease
+    async def fails(_: str | None) -> None:
+        handed.append(asyncio.create_task(b.run_exclusive("obj", lambda _: asyncio.sleep(0))))
+        await eventually(lambda: _marked(leases, "svc.obj"), timeout=10, interval=0.01, what="b's mark")
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError):
         await a.run_exclusive("obj", fails)
+    assert await handed[0] is False  # a's message is retried: it covers b's trigger
     ran: list[str] = []
 
-    async def work() -> None:
+    async def work(_: str | None) -> None:
         ran.append("b")
 
     assert await b.run_exclusive("obj", work) is True  # free at once, not after the TTL
@@ -114,7 +232,7 @@ async def test_many_triggers_from_two_replicas(js: JetStreamContext) -> None:
     running = 0
     max_running = 0
 
-    async def work() -> None:
+    async def work(_: str | None) -> None:
         nonlocal running, max_running
         running += 1
         max_running = max(max_running, running)
@@ -131,24 +249,6 @@ async def test_many_triggers_from_two_replicas(js: JetStreamContext) -> None:
     await asyncio.gather(*(trigger(i) for i in range(40)))
     assert max_running == 1
     assert seen[-1] == version == 40  # the last run saw every trigger's change
-
-
-async def test_a_dead_holders_lease_expires(js: JetStreamContext) -> None:
-    leases = await _bucket(js, ttl=1.0)
-    await leases.create("svc.obj", b"crashed-replica")
-    survivor = ObjectLeases(leases, "svc", holder="survivor")
-    ran: list[bool] = []
-
-    async def work() -> None:
-        ran.append(True)
-
-    assert await survivor.run_exclusive("obj", work) is False
-
-    async def acquired() -> bool:
-        return await survivor.run_exclusive("obj", work)
-
-    await eventually(acquired, timeout=15, interval=0.2, what="the expired lease to be taken over")
-    assert ran
 
 
 async def test_a_kv_lease_has_one_holder_and_never_touches_a_successors_key(js: JetStreamContext) -> None:

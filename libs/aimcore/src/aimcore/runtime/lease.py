@@ -1,16 +1,24 @@
 """One reconcile per object at a time across all replicas of a service, with no lost trigger
-(DESIGN §2.5).
+(DESIGN §2.5), even when the replica holding an object's lease dies.
 
 A replica that wants to reconcile an object takes a lease: a key in the ``aim-leases`` bucket
 created with compare-and-set (only one ``create`` can win), renewed while the work runs and
 expiring with the bucket's TTL if its holder dies. A replica that finds the lease taken does not
-wait and does not drop the trigger: it overwrites the holder's value with a *dirty mark*,
-conditioned on the holder's revision, and acknowledges its message. The holder gives the lease
-back with a delete conditioned on its own revision: it succeeds when nobody marked the key (the
-usual case: two round trips per reconcile, take and give back), and fails when a mark is there;
-then the holder takes the key back from the mark and runs once more, so the change that arrived
-during its run is reconciled from fresh state. A holder renewing its lease finds a mark the same
-way and owes the re-run.
+run concurrently: it overwrites the holder's value with a *dirty mark* (conditioned on the holder's
+revision; the mark carries the newest resourceVersion the trigger is about), then keeps its
+message until the mark is *taken up*. The holder gives the lease back with a delete conditioned on
+its own revision: it succeeds when nobody marked the key (the usual case: two round trips per
+reconcile, take and give back), and fails when a mark is there; then the holder takes the key back
+from the mark and runs once more, on at least the version the mark names. A holder renewing its
+lease finds a mark the same way and owes the re-run.
+
+Any write after the mark means someone owes a run that starts after the trigger: the holder took
+the mark back (value or give-back), another replica took a lease that had expired, or a newer mark
+replaced it (its replica waits in turn). Then the loser acknowledges. If instead the mark expires
+with the bucket's TTL untouched, its holder is gone (killed, evicted, partitioned): the loser takes
+the lease and runs the trigger itself. A loser that acknowledged at once (the design before) lost
+every trigger handed to a holder that died, until the periodic resync; waiting costs a loser a few
+polls of one key while a live holder finishes, and at most the lease TTL after a holder died.
 
 The mark lives in the lease key itself, so there is no window between giving the lease back and
 looking for a mark (with a separate mark key that took a third round trip per reconcile, and a
@@ -29,18 +37,22 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from nats.js.errors import APIError, KeyDeletedError, KeyNotFoundError, KeyWrongLastSequenceError
-from nats.js.kv import KeyValue
+from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
+from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
+from aimcore.api.bus import topology
 from aimcore.api.errors import TransientError
 from aimcore.runtime import metrics
+from aimcore.runtime.resourceversion import rv_int
 
 log = logging.getLogger(__name__)
 
-Work = Callable[[], Awaitable[None]]
+Work = Callable[[str | None], Awaitable[None]]
+"""A reconcile; its argument is the resourceVersion it must see the object at, at least."""
 
 # JetStream's error codes for a write whose expected last sequence did not match
 WRONG_LAST_SEQUENCE = (10071, 10164)
@@ -56,6 +68,7 @@ class LeaseStats:
     runs: int = 0
     reruns: int = 0
     contended: int = 0
+    takeovers: int = 0
 
 
 class KvLease:
@@ -101,16 +114,81 @@ class KvLease:
 
 DIRTY = b"\x00dirty"
 """The value of a lease key a loser marked: a trigger arrived while the holder worked (no holder
-id starts with a NUL byte)."""
+id starts with a NUL byte). ``DIRTY|<resourceVersion>|<ns>`` names the newest version a trigger
+was about (so the re-run never reads an older copy) and when the holder last wrote its lease, by
+the server's clock (so a mark never extends the life of a dead holder's lease)."""
 
 MARK_ATTEMPTS = 8
+POLL_FIRST = 0.01
+POLL_MAX = 0.5
+"""A loser looks at the mark it waits on after 10 ms, doubling to every 0.5 s: a live holder takes it
+up within its reconcile (milliseconds) or at its next renewal."""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A dirty mark read from a lease key: a re-run is owed, on at least ``at_least``; the holder
+    last wrote the lease at ``held_since`` (server time, ns since the epoch; 0 if unknown)."""
+
+    at_least: str | None = None
+    held_since: int = 0
+
+    def encode(self) -> bytes:
+        return b"|".join((DIRTY, (self.at_least or "").encode(), str(self.held_since).encode()))
+
+
+def _read_mark(value: bytes | None) -> Mark | None:
+    """The mark ``value`` is, or ``None`` if it is a holder's value."""
+    if not value or not value.startswith(DIRTY):
+        return None
+    _, at_least, held_since, *_ = (*value.split(b"|"), b"", b"")
+    return Mark(at_least.decode() or None, int(held_since) if held_since.isdigit() else 0)
+
+
+def _newer(a: str | None, b: str | None) -> str | None:
+    """The newer of two resourceVersions (``None`` is older than any)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a if rv_int(a) >= rv_int(b) else b
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A lease key's latest value, with its revision and the server's time of the write."""
+
+    value: bytes
+    revision: int
+    written: int  # ns since the epoch, by the server's clock
+
+
+class _Gone(Exception):
+    """The key holds nothing: ``revision`` is the delete marker's (a holder gave it back), or 0
+    when no message is left (it expired)."""
+
+    def __init__(self, revision: int = 0) -> None:
+        self.revision = revision
+
+
+async def _read(kv: KeyValue, key: str) -> _Entry:
+    """A KV get that keeps the server's timestamp (``KeyValue.get`` drops it); raises :class:`_Gone`."""
+    try:
+        msg = await kv._js.get_msg(kv._stream, subject=f"{kv._pre}{key}", direct=kv._direct)
+    except NotFoundError:
+        raise _Gone() from None
+    if (msg.headers or {}).get("KV-Operation") in (KV_DEL, KV_PURGE):
+        raise _Gone(msg.seq or 0)
+    written = int(msg.time.timestamp() * 1e9) if msg.time is not None else 0
+    return _Entry(msg.data or b"", msg.seq or 0, written)
 
 
 @dataclass
 class _Run:
-    """What renewing found during one run: a mark (a re-run is owed)."""
+    """What renewing found during one run: a mark (a re-run is owed, on at least ``at_least``)."""
 
     marked: bool = False
+    at_least: str | None = None
 
 
 class ObjectLeases:
@@ -120,26 +198,31 @@ class ObjectLeases:
         service: str,
         *,
         holder: str | None = None,
-        renew_every: float = 10.0,
+        ttl: float = topology.LEASE_TTL,
+        renew_every: float | None = None,
+        stop: asyncio.Event | None = None,
     ) -> None:
         self.leases = leases
         self.service = service
         self.holder = (holder or holder_id()).encode()
-        self.renew_every = renew_every
+        self.ttl = ttl  # the bucket's: a holder that has not written for this long is gone
+        self.renew_every = renew_every if renew_every is not None else ttl / 3
+        self.stop = stop
         self.stats = LeaseStats()
 
     def key(self, object_key: str) -> str:
         return f"{self.service}.{object_key}"
 
-    async def run_exclusive(self, object_key: str, work: Work) -> bool:
+    async def run_exclusive(self, object_key: str, work: Work, at_least: str | None = None) -> bool:
         """Run ``work`` while holding the object's lease, re-running it for triggers that arrived
-        meanwhile. Returns False if another replica holds the lease (the trigger is handed to it)."""
+        meanwhile. Returns False if another replica holding the lease took this trigger up (it
+        runs again on fresh state); returns only once someone owes that run."""
         key = self.key(object_key)
         lease = KvLease(self.leases, key, self.holder)
         if not await lease.take():
             self.stats.contended += 1
             metrics.LEASES_CONTENDED.inc()
-            if not await self._mark(lease):
+            if not await self._hand_over(lease, at_least):
                 return False
         while True:
             run = _Run()
@@ -148,12 +231,12 @@ class ObjectLeases:
             try:
                 try:
                     self.stats.runs += 1
-                    await work()
+                    await work(at_least)
                 finally:
                     renewing.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await renewing
-                marked = await self._give_back(lease)
+                mark = await self._give_back(lease)
             except BaseException:
                 # a failed run is retried through its message, which covers a trigger marked
                 # meanwhile: give the lease back even from a mark, or it would block until its TTL
@@ -162,68 +245,128 @@ class ObjectLeases:
                 raise
             finally:
                 metrics.LEASES_HELD.dec()
-            if marked:
-                pass  # taken back from the mark: run again
+            if mark is not None:
+                at_least = _newer(at_least, _newer(mark.at_least, run.at_least))  # taken back: run again
             elif not run.marked or not await lease.take():
                 return True  # nothing owed, or another replica took the lease (it runs on fresh state)
+            else:
+                at_least = _newer(at_least, run.at_least)
             self.stats.reruns += 1
             metrics.LEASE_RERUNS.inc()
 
-    async def _mark(self, lease: KvLease) -> bool:
-        """Hand this trigger to the holder by marking its lease; True if the lease turned out free
-        and this replica took it instead."""
+    async def _hand_over(self, lease: KvLease, at_least: str | None) -> bool:
+        """Hand this trigger to the holder by marking its lease, and wait until the mark is taken
+        up. True if this replica holds the lease instead (it was free, or its holder is gone) and
+        must run the trigger itself."""
         for _ in range(MARK_ATTEMPTS):
             try:
-                entry = await self.leases.get(lease.key)
-            except (KeyNotFoundError, KeyDeletedError):
+                entry = await _read(self.leases, lease.key)
+            except _Gone:
                 if await lease.take():
                     return True
                 continue  # someone else took it just now: mark theirs
-            if entry.value == DIRTY:
-                return False  # marked already: the holder runs once more for both triggers
+            marked = _read_mark(entry.value)
+            if marked is not None and _newer(marked.at_least, at_least) == marked.at_least:
+                return await self._wait_taken_up(lease, entry.revision, marked.held_since)  # as new
+            # a mark keeps the time the holder last wrote: writing it must not restart the clock
+            mark = Mark(
+                _newer(marked.at_least if marked else None, at_least),
+                marked.held_since if marked else entry.written,
+            )
             try:
-                await self.leases.update(lease.key, DIRTY, last=entry.revision)
-                return False
+                revision = await self.leases.update(lease.key, mark.encode(), last=entry.revision)
             except KeyWrongLastSequenceError:
                 continue  # renewed, given back or marked meanwhile: look again
+            return await self._wait_taken_up(lease, revision, mark.held_since)
         raise TransientError(f"lease {lease.key}: could not hand over a trigger (contended)")
 
-    async def _reclaim(self, lease: KvLease) -> bool:
+    async def _wait_taken_up(self, lease: KvLease, mark: int, held_since: int) -> bool:
+        """Wait until the mark at revision ``mark`` is taken up (False), or until its holder, which
+        last wrote at ``held_since``, is gone (True: this replica took the lease over).
+
+        A live holder takes a mark up at its next renewal at the latest (every ``renew_every``, a
+        third of the TTL), so one that has not written for the TTL is gone: its lease would have
+        expired but for the mark. Both times are the server's (the mark's own write time is read
+        back), so the replicas' clocks need not agree."""
+        waited = time.monotonic()
+        deadline: float | None = None
+        delay = POLL_FIRST
+        while True:
+            if self.stop is not None and self.stop.is_set():
+                raise TransientError(f"lease {lease.key}: stopping before the holder took the trigger up")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, POLL_MAX)
+            try:
+                entry = await _read(self.leases, lease.key)
+            except _Gone as gone:
+                if gone.revision > mark:
+                    return False  # given back after taking the mark up (its re-run is done)
+                if not await lease.take():
+                    return False  # another replica took the expired lease: its run is after the trigger
+                return self._took_over(lease, waited)
+            if entry.revision != mark:
+                return False  # taken up: taken back by its holder, or replaced by a newer mark or lease
+            if deadline is None:
+                # the holder's remaining time, seen from the mark's write (server clock), as a
+                # deadline on this replica's clock (a few ms late at worst: the mark is read after)
+                age = (entry.written - held_since) / 1e9 if held_since and entry.written else 0.0
+                deadline = time.monotonic() + max(0.0, self.ttl - age)
+            if time.monotonic() >= deadline:
+                try:
+                    lease.revision = await self.leases.update(lease.key, self.holder, last=mark)
+                except KeyWrongLastSequenceError:
+                    continue  # taken up (or over) just now: the next look tells
+                return self._took_over(lease, waited)
+
+    def _took_over(self, lease: KvLease, waited: float) -> bool:
+        self.stats.takeovers += 1
+        metrics.LEASE_TAKEOVERS.inc()
+        log.warning(
+            "lease %s: its holder stopped before taking a trigger up; running it here (waited %.1fs)",
+            lease.key,
+            time.monotonic() - waited,
+        )
+        return True
+
+    async def _reclaim(self, lease: KvLease) -> Mark | None:
         """After a conditional write of ours failed: if the key holds a mark, take the lease back
-        from it (True: a re-run is owed). Anything else means the lease expired and is another
+        from it and answer the mark (a re-run is owed). ``None``: the lease expired and is another
         replica's, or gone."""
         for _ in range(MARK_ATTEMPTS):
             try:
                 entry = await self.leases.get(lease.key)
-            except (KeyNotFoundError, KeyDeletedError):
-                return False
-            if entry.value != DIRTY:
-                return False
+            except KeyNotFoundError:
+                return None
+            marked = _read_mark(entry.value)
+            if marked is None:
+                return None
             try:
                 lease.revision = await self.leases.update(lease.key, self.holder, last=entry.revision)
-                return True
+                return marked
             except KeyWrongLastSequenceError:
                 continue
-        return False
+        return None
 
-    async def _give_back(self, lease: KvLease) -> bool:
-        """Give the lease back unless it was marked; True if it was (the lease is held again)."""
+    async def _give_back(self, lease: KvLease) -> Mark | None:
+        """Give the lease back unless it was marked; if it was, the lease is held again and the
+        mark is answered (``None``: given back)."""
         revision = lease.revision
         if revision is None:
-            return False
+            return None
         try:
             await self.leases.delete(lease.key, last=revision)
         except APIError as exc:
             if exc.err_code not in WRONG_LAST_SEQUENCE:
                 raise
-            if await self._reclaim(lease):
-                return True
+            marked = await self._reclaim(lease)
+            if marked is not None:
+                return marked
         lease.revision = None
-        return False
+        return None
 
     async def _let_go(self, lease: KvLease) -> None:
         for _ in range(MARK_ATTEMPTS):
-            if not await self._give_back(lease):
+            if await self._give_back(lease) is None:
                 return
 
     async def _renew(self, lease: KvLease, run: _Run) -> None:
@@ -232,8 +375,10 @@ class ObjectLeases:
             try:
                 await lease.renew()
             except KeyWrongLastSequenceError:
-                if await self._reclaim(lease):
+                marked = await self._reclaim(lease)
+                if marked is not None:
                     run.marked = True
+                    run.at_least = _newer(run.at_least, marked.at_least)
                     continue
                 log.warning("lease %s was lost while working (expired or taken)", lease.key)
                 return

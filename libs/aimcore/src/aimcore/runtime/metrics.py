@@ -65,6 +65,11 @@ LEASE_RERUNS = Counter(
     "Reconciles run again by a lease holder for a trigger that arrived during its run.",
     registry=REGISTRY,
 )
+LEASE_TAKEOVERS = Counter(
+    "aim_lease_takeovers_total",
+    "Triggers run by the replica that marked a lease whose holder stopped (the mark expired untaken).",
+    registry=REGISTRY,
+)
 REFUSED_PUBLISHES = Counter(
     "aim_nats_permission_violations_total",
     "Operations the NATS server refused for this client's permissions ('Permissions Violation').",

@@ -309,12 +309,12 @@ class Runtime:
             if obj is not None and self._reconciled.get(key) == _fingerprint(obj):
                 return
 
-        async def work() -> None:
+        async def work(version: str | None) -> None:
             with logs.about(ObjectRef.of(ref, namespace, name)):
-                await reconcile()
+                await reconcile(version)
 
-        async def reconcile() -> None:
-            obj = await self.informer.wait_for(ref, namespace, name, at_least)
+        async def reconcile(version: str | None) -> None:
+            obj = await self.informer.wait_for(ref, namespace, name, version)
             if obj is None or is_paused(obj):
                 return
             fingerprint = _fingerprint(obj) if self.controller.ignore_own_status else None
@@ -333,7 +333,7 @@ class Runtime:
             if fingerprint is not None:
                 self._reconciled[key] = fingerprint
 
-        await self.leases.run_exclusive(key, work)
+        await self.leases.run_exclusive(key, work, at_least)
 
     async def _reconcile(self, ref: KindRef, obj: Obj) -> None:
         if (big := mirror.too_large(obj)) is not None:
@@ -409,7 +409,7 @@ async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime
         ctx.js,
         controller,
         informer,
-        ObjectLeases(leases_kv, controller.service),
+        ObjectLeases(leases_kv, controller.service, stop=ctx.stop),
         Reporter(ctx.js, ctx.name),
         journal=ctx.settings.reconcile_journal,
     )

@@ -40,6 +40,15 @@ LEASES_BUCKET = "aim-leases"
 ELECTION_BUCKET = "aim-election"
 DISCOVERY_BUCKET = "aim-discovery"
 
+LEASE_TTL = 15.0
+"""How long an object lease outlives its holder's last write (renewed every third of it while the
+work runs): a trigger handed to a holder that died waits at most this long (controller-runtime's
+leader-election lease is 15 s too)."""
+ACK_WAIT = 15.0
+"""How long a delivered message may go without an acknowledgement or an in-progress signal (sent every
+half of it while a handler runs) before JetStream gives it to another replica: what a message held by
+a killed replica waits."""
+
 DAY = 86_400.0
 GIB = 1 << 30
 STREAM_IN_USE = 10058
@@ -95,7 +104,7 @@ def bucket_configs() -> list[KeyValueConfig]:
             bucket=LEASES_BUCKET,
             description="Per-object reconcile leases (compare-and-set, short TTL)",
             history=1,
-            ttl=30.0,
+            ttl=LEASE_TTL,
             storage=StorageType.FILE,
         ),
         KeyValueConfig(
@@ -121,9 +130,14 @@ async def ensure_topology(js: JetStreamContext, retention: Retention | None = No
     buckets do too."""
     for kv in bucket_configs():
         try:
-            await js.key_value(kv.bucket)
+            status = await (await js.key_value(kv.bucket)).status()
         except (NotFoundError, BadRequestError):
             await js.create_key_value(config=kv)
+            continue
+        if kv.ttl is not None and status.ttl != kv.ttl:  # a TTL changed since the bucket was made
+            info = status.stream_info.config
+            info.max_age = kv.ttl
+            await js.update_stream(config=info)
     for cfg in stream_configs(retention):
         try:
             await js.add_stream(config=cfg)
@@ -144,7 +158,7 @@ class ConsumerSpec:
     durable: str
     stream: str
     filter_subjects: Sequence[str]
-    ack_wait: float = 30.0
+    ack_wait: float = ACK_WAIT
     max_deliver: int = 20
     max_ack_pending: int = 1000
     deliver_policy: DeliverPolicy = DeliverPolicy.LAST_PER_SUBJECT
