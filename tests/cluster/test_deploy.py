@@ -159,7 +159,7 @@ def test_deployments_are_locked_down(base: list[Obj]) -> None:
 def test_nats_statefulset(base: list[Obj]) -> None:
     sts = of_kind(base, "StatefulSet")["aim-nats"]
     c, _reloader = list(containers(sts))
-    assert c["image"].startswith("nats:2.10")
+    assert c["image"].startswith("nats:2.15.1")  # the version the tests run
     assert c["args"][:5] == ["-c", "/etc/nats/nats.conf", "-js", "-sd", "/data"]
     assert c["securityContext"]["runAsNonRoot"] is True and not c["securityContext"].get("privileged")
     (claim,) = sts["spec"]["volumeClaimTemplates"]
@@ -690,7 +690,7 @@ def test_compose_file() -> None:
     services = compose["services"]
     assert set(services) == {"nats", *SERVICES}
     nats = services["nats"]
-    assert nats["image"].startswith("nats:2.10") and "-js" in nats["command"]
+    assert nats["image"].startswith("nats:2.15.1") and "-js" in nats["command"]
     assert nats["command"][:2] == ["-c", "/etc/nats/nats.conf"]
     assert "./.aim-bus/nats.conf:/etc/nats/nats.conf:ro" in nats["volumes"]
     assert "4222:4222" in nats["ports"]

@@ -99,7 +99,7 @@ async def publish_status(js: JetStreamContext, ref: KindRef, ns: str, name: str,
         source="deployer",
         conditions=(ConditionReport(type="Ready", status="False", reason="Pending", message=message),),
     )
-    await js.publish(subjects.status_subject(ref, ns, name), report.encode())
+    await js.publish(subjects.status_subject(report.source, ref, ns, name), report.encode())
 
 
 async def test_events_replays_one_namespace_as_table_and_json(

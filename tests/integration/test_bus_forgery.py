@@ -26,7 +26,7 @@ from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ConditionReport, ObjectRef, StatusReport
 from aimcore.api.kinds import by_kind
 from aimcore.runtime.kube import Kube
-from tests.helpers import condition, has, manifest, status_of
+from tests.helpers import condition, eventually, has, manifest, status_of
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
 AIMMODEL = by_kind("aim.eai.amd.com", "AIMModel")
@@ -68,36 +68,129 @@ async def last_seq(js: Any, stream: str, subject: str) -> int | None:
         return None
 
 
-@pytest.mark.parametrize("role", ("download", "reader"))
-async def test_a_forged_status_report_is_refused(  # noqa: PLR0917
-    running: Any, aim_servers: LocalServers, kube: Kube, namespace: str, js: Any, role: str
-) -> None:
-    await kube.create(AIMSVC, manifest(AIMSVC, "victim", namespace, {"model": {"name": "absent"}}), namespace)
-    failed = await status_of(
-        kube, AIMSVC, namespace, "victim", lambda s: s.get("status") == "Failed", "Failed"
-    )
-    subject = subjects.status_subject(AIMSVC, namespace, "victim")
-    before = await last_seq(js, topology.STATUS_STREAM, subject)
-    forged = StatusReport(
+def _forged_running(failed: dict[str, Any], namespace: str, **extra: Any) -> StatusReport:
+    """A report "from the deployer" that would turn the Failed service into Running/Ready."""
+    return StatusReport(
         object=ObjectRef.of(AIMSVC, namespace, "victim"),
         uid=failed["metadata"]["uid"],
         source="deployer",
-        observed_generation=failed["metadata"]["generation"],
+        observed_generation=extra.pop("observed_generation", failed["metadata"]["generation"]),
         conditions=tuple(
             ConditionReport(type=t, status="True", reason="Forged")
             for t in ("ModelReady", "TemplateReady", "InferenceServiceReady", "InferenceServicePodsReady")
         ),
-        fields={"status": "Running"},
+        fields={"status": "Running", "routing": {"path": "/forged"}},
     )
+
+
+async def _victim(kube: Kube, namespace: str) -> dict[str, Any]:
+    await kube.create(AIMSVC, manifest(AIMSVC, "victim", namespace, {"model": {"name": "absent"}}), namespace)
+    failed: dict[str, Any] = await status_of(
+        kube, AIMSVC, namespace, "victim", lambda s: s.get("status") == "Failed", "Failed"
+    )
+    return failed
+
+
+def _unforged(obj: dict[str, Any] | None) -> bool:
+    status = (obj or {}).get("status") or {}
+    return (
+        status.get("status") == "Failed"
+        and "routing" not in status
+        and condition(status, "ModelReady").get("reason") != "Forged"
+    )
+
+
+FORGERS = ("download", "reader", "discovery", "cache", "registry-sync")
+"""Every key but the deployer's: none may speak for the deployer, under its name or their own."""
+
+
+@pytest.mark.parametrize("under", ("deployer", "own"))
+@pytest.mark.parametrize("role", FORGERS)
+async def test_a_forged_status_report_is_refused(  # noqa: PLR0917
+    running: Any, aim_servers: LocalServers, kube: Kube, namespace: str, js: Any, role: str, under: str
+) -> None:
+    """Before, every service could publish anywhere under ``aim.status`` and the status service
+    believed the payload's ``source``: discovery's key turned a Failed AIMService into Running/Ready
+    with a forged ``routing.path``. Now a report's subject names its service, and the server lets a
+    service publish only under its own name, for the kinds it owns."""
+    failed = await _victim(kube, namespace)
+    name = "deployer" if under == "deployer" else role
+    subject = subjects.status_subject(name, AIMSVC, namespace, "victim")
+    before = await last_seq(js, topology.STATUS_STREAM, subject)
+    forged = _forged_running(failed, namespace)
 
     async def forge(nc: NatsClient) -> None:
         await nc.jetstream().publish(subject, forged.encode(), headers={"Nats-Msg-Id": "forged"}, timeout=2)
 
     assert await attempt(aim_servers, role, forge), "the server did not refuse the forged report"
     assert await last_seq(js, topology.STATUS_STREAM, subject) == before  # nothing reached the stream
-    after = await kube.get(AIMSVC, namespace, "victim")
-    assert after is not None and after["status"]["status"] == "Failed"
-    assert condition(after["status"], "ModelReady").get("reason") != "Forged"
+    assert _unforged(await kube.get(AIMSVC, namespace, "victim"))
+
+
+async def _handled(js: Any, seq: int) -> bool:
+    """The status service has acknowledged every report up to stream sequence ``seq``."""
+    info = await js.consumer_info(topology.STATUS_STREAM, "aim-status")
+    return bool(info.ack_floor.stream_seq >= seq)
+
+
+async def test_the_status_service_takes_the_source_from_the_subject(
+    running: Any, kube: Kube, namespace: str, js: Any
+) -> None:
+    """Defence in depth, whatever the server's configuration: a report that reaches the stream
+    under discovery's name (here with the admin key, which the server lets through) is not
+    believed to be the deployer's, whatever its payload says."""
+    failed = await _victim(kube, namespace)
+    forged = _forged_running(failed, namespace)
+    subject = subjects.status_subject("discovery", AIMSVC, namespace, "victim")
+    seq = (await js.publish(subject, forged.encode())).seq
+    elsewhere = subjects.status_subject("deployer", AIMSVC, namespace, "other-name")
+    seq2 = (await js.publish(elsewhere, forged.encode())).seq  # the payload names another object
+    await eventually(lambda: _handled(js, max(seq, seq2)), timeout=30, what="the status service")
+    assert _unforged(await kube.get(AIMSVC, namespace, "victim"))
+
+
+async def test_a_report_from_the_future_is_ignored_and_the_object_keeps_converging(
+    running: Any, kube: Kube, namespace: str, js: Any
+) -> None:
+    """Before: a report claiming ``observed_generation: 1000`` was applied and kept the object at
+    observedGeneration 1000; after a real spec change every real report was discarded as stale, and
+    the forged status stayed for minutes. A generation the object never had is refused now, even
+    under the owner's own name (the deployer's key, or any key the server let through)."""
+    failed = await _victim(kube, namespace)
+    forged = _forged_running(failed, namespace, observed_generation=1000)
+    subject = subjects.status_subject("deployer", AIMSVC, namespace, "victim")
+    seq = (await js.publish(subject, forged.encode())).seq
+    await eventually(lambda: _handled(js, seq), timeout=30, what="the status service")
+    obj = await kube.get(AIMSVC, namespace, "victim")
+    assert _unforged(obj)
+    assert obj is not None and obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
+    await kube.patch(AIMSVC, namespace, "victim", {"spec": {"model": {"name": "still-absent"}}})
+
+    def current(status: dict[str, Any]) -> bool:
+        return "still-absent" in condition(status, "ModelReady").get("message", "")
+
+    moved = await status_of(kube, AIMSVC, namespace, "victim", current, "the new spec's status")
+    assert moved["status"]["observedGeneration"] == moved["metadata"]["generation"] == 2
+
+
+async def test_a_status_an_earlier_forgery_locked_is_unlocked(
+    running: Any, kube: Kube, namespace: str
+) -> None:
+    """An object whose status a forged report wrote before this release (observedGeneration 1000 on
+    the object and its conditions) converges again: a generation above the object's is dropped."""
+    failed = await _victim(kube, namespace)
+    status = dict(failed["status"])
+    status["observedGeneration"] = 1000
+    status["conditions"] = [{**c, "observedGeneration": 1000} for c in status["conditions"]]
+    await kube.patch_status(AIMSVC, namespace, "victim", {"status": status})
+    await kube.patch(AIMSVC, namespace, "victim", {"spec": {"model": {"name": "still-absent"}}})
+
+    def healed(status: dict[str, Any]) -> bool:
+        return status.get("observedGeneration") == 2 and all(
+            c.get("observedGeneration", 0) <= 2 for c in status.get("conditions") or []
+        )
+
+    await status_of(kube, AIMSVC, namespace, "victim", healed, "observedGeneration back at 2")
 
 
 def _mirror_forgery(ref: Any, namespace: str, name: str, body: dict[str, Any]) -> Any:

@@ -30,7 +30,7 @@ from tests.helpers import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = "deployer"
-ALLOWED = "aim.status.rotation"  # a deployer reports status
+ALLOWED = "aim.status.deployer.aim.AIMService.ns.rotation"  # a deployer reports status
 FORBIDDEN = "aim.events.rotation"  # only the watcher writes change events
 
 

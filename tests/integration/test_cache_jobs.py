@@ -97,7 +97,7 @@ async def relayed_percentages(servers: LocalServers, ref: Any, ns: str, name: st
     nc = await connect_as(servers.nats)
     try:
         js = nc.jetstream()
-        subject = subjects.status_subject(ref, ns, name)
+        subject = subjects.status_subject("cache", ref, ns, name)
         out, cursor = [], 1
         while True:
             try:

@@ -17,7 +17,7 @@ from nats.js import JetStreamContext
 
 from aim_dev.local.cluster import ControlPlane
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.kinds import KindRef, by_kind, status_owner
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.report import Reporter
 from tests.helpers import eventually, kubectl, manifest
@@ -75,7 +75,9 @@ class Subject:
         self, kube: Kube, js: JetStreamContext, ref: KindRef, namespace: str | None, name: str
     ) -> None:
         self.kube, self.ref, self.namespace, self.name = kube, ref, namespace, name
-        self.reporter = Reporter(js, "test-reporter")
+        owner = status_owner(ref.group, ref.kind)
+        assert owner is not None
+        self.reporter = Reporter(js, owner)  # the status service believes only the kind's owner
 
     async def obj(self) -> Obj:
         obj = await self.kube.get(self.ref, self.namespace, self.name)

@@ -66,7 +66,9 @@ def report(
 
 
 async def publish(js: JetStreamContext, obj: dict[str, Any], rep: StatusReport) -> None:
-    subject = subjects.status_subject(MODEL, obj["metadata"]["namespace"], obj["metadata"]["name"])
+    subject = subjects.status_subject(
+        rep.source, MODEL, obj["metadata"]["namespace"], obj["metadata"]["name"]
+    )
     await js.publish(subject, rep.encode(), headers={"Nats-Msg-Id": rep.msg_id})
 
 
@@ -182,7 +184,7 @@ async def test_progress_published_after_the_outcome_does_not_undo_it(
             progress=progress,
         )
 
-    subject = subjects.status_subject(cache_ref, NS, "done")
+    subject = subjects.status_subject("cache", cache_ref, NS, "done")
     for rep in (
         cache_report("True", "Verified", 100, progress=False),
         cache_report("False", "Verifying", 99, progress=True),

@@ -38,7 +38,7 @@ TEMPLATE_CACHE = by_kind("aim.eai.amd.com", "AIMTemplateCache")
 # -- in-process: the coalescer -------------------------------------------------------------------
 
 WINDOW = 0.2
-SUBJECT = "aim.status.aim.AIMModelCache.ns.c"
+SUBJECT = "aim.status.cache.aim.AIMModelCache.ns.c"
 REF = ObjectRef(group="aim.eai.amd.com", version="v1alpha1", kind="AIMModelCache", namespace="ns", name="c")
 
 
@@ -291,7 +291,7 @@ async def test_progress_burst_is_coalesced_and_the_last_value_lands(  # type: ig
     without_cache, kube: Kube, namespace: str, js: JetStreamContext, nats_client: NatsClient
 ) -> None:
     created = await kube.create(MODEL_CACHE, model_cache("burst", namespace))
-    reporter = Reporter(js, "test-reporter")
+    reporter = Reporter(js, "cache")  # the owner of the caches' status
     async with (
         audit_of(nats_client, MODEL_CACHE, namespace, "burst") as audit,
         api_writes(kube, MODEL_CACHE, namespace, "burst", created["metadata"]["resourceVersion"]) as writes,
@@ -347,7 +347,7 @@ async def test_component_conditions_drive_status_and_ready(  # type: ignore[no-u
     without_cache, kube: Kube, namespace: str, js: JetStreamContext, nats_client: NatsClient
 ) -> None:
     await kube.create(TEMPLATE_CACHE, template_cache("tc", namespace))
-    reporter = Reporter(js, "test-reporter")
+    reporter = Reporter(js, "cache")  # the owner of the caches' status
 
     async def report(*conditions: tuple[str, str, str, str]) -> None:
         obj = await kube.get(TEMPLATE_CACHE, namespace, "tc")
@@ -432,7 +432,7 @@ async def test_stream_guard_sees_newer_reports_from_the_same_source(  # type: ig
 ) -> None:
     """What keeps a replica's delayed progress from landing after a newer value another replica
     wrote: the stream is asked whether the same source reported again on the object's subject."""
-    subject = subjects.status_subject(MODEL_CACHE, namespace, "guarded")
+    subject = subjects.status_subject("cache", MODEL_CACHE, namespace, "guarded")
     ref = ObjectRef.of(MODEL_CACHE, namespace, "guarded")
     seqs = []
     for source, value in (("a", 1), ("b", 1), ("a", 2)):
@@ -452,7 +452,7 @@ async def test_paused_objects_get_no_status_and_no_decision(  # type: ignore[no-
     paused["metadata"]["annotations"] = {"aim.eai.amd.com/reconciliation-paused": "true"}
     obj = await kube.create(TEMPLATE_CACHE, paused)
     witness = await kube.create(TEMPLATE_CACHE, template_cache("witness", namespace))
-    reporter = Reporter(js, "test-reporter")
+    reporter = Reporter(js, "cache")  # the owner of the caches' status
     conds = [ConditionReport(type="ServiceTemplateReady", status="True", reason="TemplateReady")]
     async with audit_of(nats_client, TEMPLATE_CACHE, namespace, "frozen") as audit:
         assert await reporter.report(TEMPLATE_CACHE, obj, conds)

@@ -84,7 +84,7 @@ class Publisher:
             source=source,
             conditions=(ConditionReport(type="Ready", status="False", reason="Pending", message=marker),),
         )
-        await self.js.publish(subjects.status_subject(ref, ns, name), report.encode())
+        await self.js.publish(subjects.status_subject(source, ref, ns, name), report.encode())
         return self._remember(Sent(marker, "status", ref, ns, name, source))
 
     async def decision(self, ref: KindRef, ns: str | None, name: str, source: str = "deployer") -> Sent:

@@ -19,8 +19,9 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from aim_dev.local.natsserver import NatsServer
 from aim_dev.testing.plugin import connect_as
-from aimcore.api.bus import auth, topology
+from aimcore.api.bus import auth, subjects, topology
 from aimcore.api.bus.topology import ConsumerSpec, ensure_consumer
+from aimcore.api.kinds import STATUS_OWNERS
 
 SERVICES = frozenset(auth.SERVICES)
 READERS = frozenset({"watcher", "status", "reader", *SERVICES})
@@ -86,17 +87,32 @@ OPERATIONS = (
         f"$KV.{topology.OBJECTS_BUCKET}.{KEY}",
         frozenset({"watcher"}),
     ),
-    Operation(
-        "publish a status report",
-        lambda nc: _publish(nc, f"aim.status.{KEY}"),
-        f"aim.status.{KEY}",
-        SERVICES,
+    *(
+        Operation(
+            f"publish {service}'s status report for {kind.kind}",
+            lambda nc, subject=subject: _publish(nc, subject),  # type: ignore[misc]
+            subject,
+            frozenset({service} if kind in STATUS_OWNERS[service] else ()),
+        )
+        # every service's report on every service's kind: only an owner on its own kinds passes
+        for service in auth.SERVICES
+        for kind in (owned[0] for owned in STATUS_OWNERS.values())
+        for subject in (subjects.status_subject(service, kind, "ns", "probe"),)
     ),
     Operation(
-        "take a reconcile lease",
-        lambda nc: _kv_put(nc, topology.LEASES_BUCKET),
-        f"$KV.{topology.LEASES_BUCKET}.{KEY}",
-        SERVICES,
+        "publish a status report under no service's name",
+        lambda nc: _publish(nc, f"aim.status.{KEY}"),
+        f"aim.status.{KEY}",
+        frozenset(),
+    ),
+    *(
+        Operation(
+            f"take, mark or give back {service}'s reconcile lease",
+            lambda nc, key=f"{service}.{KEY}": _publish(nc, f"$KV.{topology.LEASES_BUCKET}.{key}"),  # type: ignore[misc]
+            f"$KV.{topology.LEASES_BUCKET}.{service}.{KEY}",
+            frozenset({service}),
+        )
+        for service in auth.SERVICES
     ),
     Operation(
         "read the object mirror",

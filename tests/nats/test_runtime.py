@@ -1,6 +1,6 @@
 """The reconcile runtime on a real nats-server: a dependency's change is mapped to the primaries
-that use it (through an informer index), and ``requeue_after`` publishes a requeue for the service
-when it is due."""
+that use it (through an informer index), and ``requeue_after`` has the server publish a requeue for
+the service when it is due."""
 
 from __future__ import annotations
 
@@ -8,12 +8,15 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+from nats.js.errors import NotFoundError
+
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.api.kinds import by_kind
 from aimcore.runtime.informer import Informer, field_indexer
 from aimcore.runtime.lease import ObjectLeases
-from aimcore.runtime.reconciler import Controller, Request, Result, Runtime, Watch
+from aimcore.runtime.reconciler import Controller, Request, Result, Runtime, Watch, schedule_requeue
 from aimcore.runtime.report import Reporter
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
@@ -151,3 +154,29 @@ async def test_own_writes_and_own_status_changes_do_not_reconcile_again(private_
         assert reconciled == ["svc", "svc", "svc"]
     finally:
         await informer.stop()
+
+
+async def test_a_requeue_timer_is_the_servers_and_a_newer_one_replaces_it(private_js) -> None:  # type: ignore[no-untyped-def]
+    """``requeue_after`` is a scheduled message the server publishes when due: it outlives the
+    replica that set it (a timer in memory died with a killed replica, and the object waited for the
+    periodic resync), and one object has one timer per service, the latest."""
+    js = private_js
+    svc = obj(AIMSVC, "timed", {"model": {"name": "m"}}, 30)
+    requeues = await js.subscribe(f"{subjects.REQUEUE_PREFIX}.timer-test.>", ordered_consumer=True)
+    schedule = subjects.schedule_subject("timer-test", AIMSVC, "ns", "timed")
+    try:
+        await schedule_requeue(js, "timer-test", AIMSVC, svc, 3600)  # replaced by the next one
+        pending = await js.get_last_msg(topology.EVENTS_STREAM, schedule)
+        assert pending.headers["Nats-Schedule"].startswith("@at ")
+        await schedule_requeue(js, "timer-test", AIMSVC, svc, 0.2)  # no process keeps a timer
+        msg = await requeues.next_msg(timeout=10)
+        requeue = ChangeEvent.model_validate_json(msg.data)
+        assert (requeue.change, requeue.object.name, requeue.resource_version) == (
+            ChangeType.REQUEUE,
+            "timed",
+            "30",
+        )
+        with pytest.raises(NotFoundError):  # fired and gone: the hour-long timer was replaced
+            await js.get_last_msg(topology.EVENTS_STREAM, schedule)
+    finally:
+        await requeues.unsubscribe()

@@ -9,30 +9,35 @@ import secrets
 import pytest
 from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
-from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from aimcore.api.bus.topology import ConsumerSpec
+from aimcore.runtime import consumer as consumer_module
 from aimcore.runtime import tracing
 from aimcore.runtime.consumer import Consumer
 from tests.helpers import eventually
 
 
-@pytest.fixture(scope="module")
-def spans() -> InMemorySpanExporter:
+@pytest.fixture
+def provider(monkeypatch: pytest.MonkeyPatch) -> TracerProvider:
+    """A recording provider of the test's own, for the consumer's spans too: the process-wide one
+    may be another test's (or a service's set-up that records nothing without an exporter)."""
+    own = TracerProvider()
+    monkeypatch.setattr(consumer_module, "tracer", own.get_tracer("aimcore.runtime"))
+    return own
+
+
+@pytest.fixture
+def spans(provider: TracerProvider) -> InMemorySpanExporter:
     exporter = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     return exporter
 
 
 async def test_trace_context_propagates_through_headers(
-    js: JetStreamContext, spans: InMemorySpanExporter
+    js: JetStreamContext, provider: TracerProvider, spans: InMemorySpanExporter
 ) -> None:
     name = f"TR_{secrets.token_hex(4)}"
     await js.add_stream(StreamConfig(name=name, subjects=[f"tr.{name}.>"]))
@@ -42,7 +47,7 @@ async def test_trace_context_propagates_through_headers(
         assert "traceparent" in (msg.headers or {})
         handled.set()
 
-    tracer = trace.get_tracer("test")
+    tracer = provider.get_tracer("test")
     with tracer.start_as_current_span("publish") as parent:
         await js.publish(f"tr.{name}.x", b"{}", headers=tracing.inject())
     stop = asyncio.Event()

@@ -129,7 +129,7 @@ def test_query_filters_use_the_subject_builders() -> None:
     q = Query(kind=svc, namespace="team-a", name="llama.3")
     assert q.filters() == {
         "change": subjects.event_subject(svc, "team-a", "llama.3"),
-        "status": subjects.status_subject(svc, "team-a", "llama.3"),
+        "status": "aim.status.*." + subjects.object_tokens(svc, "team-a", "llama.3"),
         "decision": "aim.decisions.*." + subjects.object_tokens(svc, "team-a", "llama.3"),
     }
     assert Query().filters() == {
@@ -138,7 +138,7 @@ def test_query_filters_use_the_subject_builders() -> None:
         "decision": "aim.decisions.>",
     }
     assert Query(kind=svc).filters()["change"] == "aim.events.aim.AIMService.*.*"
-    assert Query(namespace="team.b").filters()["status"] == "aim.status.*.*.team=2Eb.*"
+    assert Query(namespace="team.b").filters()["status"] == "aim.status.*.*.*.team=2Eb.*"
     assert Query(name="x").filters()["decision"] == "aim.decisions.*.*.*.*.x"
 
 
@@ -150,6 +150,7 @@ def test_query_filters_for_cluster_scope_sources_and_types() -> None:
     by_source = Query(source="deployer").filters()
     assert set(by_source) == {"status", "decision"}  # change events come only from the watcher
     assert by_source["decision"] == "aim.decisions.deployer.>"
+    assert by_source["status"] == "aim.status.deployer.>"  # the subject names the source
     assert set(Query(source="watcher").filters()) == {"change", "status", "decision"}
     assert set(Query(types=frozenset({"decision"})).filters()) == {"decision"}
 

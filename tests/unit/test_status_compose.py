@@ -10,8 +10,10 @@ from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
 from aimcore.runtime.status.compose import (
     compose,
     compose_all,
+    from_the_future,
     is_current,
     merge_conditions,
+    rfc3339,
     status_change,
     status_patch,
 )
@@ -45,9 +47,12 @@ def by_type(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in status.get("conditions") or []}
 
 
-def obj_with(status: dict[str, Any], rv: str = "7") -> dict[str, Any]:
+def obj_with(status: dict[str, Any], rv: str = "7", generation: int | None = None) -> dict[str, Any]:
+    """An object holding ``status``, at the generation its status says (or ``generation``)."""
+    seen = status.get("observedGeneration")
+    generation = generation or (seen if isinstance(seen, int) else 1)
     return {
-        "metadata": {"name": "s", "namespace": "ns", "resourceVersion": rv, "generation": 1},
+        "metadata": {"name": "s", "namespace": "ns", "resourceVersion": rv, "generation": generation},
         "status": status,
     }
 
@@ -207,3 +212,31 @@ def test_progress_after_the_outcome_changes_nothing() -> None:
     assert compose(done, late, T1) == done
     # the same report before the outcome is progress as usual
     assert by_type(compose(None, late, T1))["DownloadReady"]["reason"] == "Verifying"
+
+
+def test_a_report_claiming_a_generation_the_object_never_had_changes_nothing() -> None:
+    current = compose(None, report(("ModelReady", "False", "ModelNotFound"), generation=1), T0)
+    forged = report(("ModelReady", "True", "Forged"), generation=1000, status="Running")
+    assert from_the_future(forged, 1) and not from_the_future(forged, 1000)
+    at_1 = obj_with(current, generation=1)
+    assert status_change(at_1, forged, T1) is None  # the object is at generation 1
+    assert is_current(at_1, forged)  # so a reporter would not even send it
+    assert status_patch(at_1, report(("ModelReady", "True", "Found")), T1) is not None
+
+
+def test_a_status_locked_by_a_generation_from_the_future_is_unlocked() -> None:
+    locked = compose(None, report(("ModelReady", "True", "Forged"), generation=1000, status="Running"), T0)
+    assert locked["observedGeneration"] == 1000
+    real = report(("ModelReady", "False", "ModelNotFound"), generation=1)
+    assert not is_current(obj_with(locked, generation=1), real)
+    change = status_change(obj_with(locked, generation=1), real, T1)
+    assert change is not None
+    new, _ = change
+    assert new["observedGeneration"] == 1
+    assert by_type(new)["ModelReady"] == {
+        "type": "ModelReady",
+        "status": "False",
+        "reason": "ModelNotFound",
+        "observedGeneration": 1,
+        "lastTransitionTime": rfc3339(T1),
+    }

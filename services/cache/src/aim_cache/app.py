@@ -21,7 +21,6 @@ from aim_cache.modelcaches import ModelCacheReconciler
 from aim_cache.relay import ProgressRelay
 from aim_cache.settings import SETTINGS, CacheSettings
 from aim_cache.templatecaches import TemplateCacheReconciler, model_cache_names, template_names
-from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import StatusReport
 from aimcore.api.kinds import (
     JOB,
@@ -34,11 +33,11 @@ from aimcore.api.kinds import (
     TEMPLATE_CACHE_KINDS,
     TEMPLATE_KINDS,
     KindRef,
-    by_kind,
 )
 from aimcore.api.types import Obj
 from aimcore.runtime.mappers import any_of, by_index, every, through_job_to_owner, to_owners
 from aimcore.runtime.reconciler import Controller, Watch, dispatch, publish_requeue, run_controller
+from aimcore.runtime.report import publish_report
 from aimcore.runtime.service import ServiceContext, run_service
 
 OWNERS = (*MODEL_CACHE_KINDS, LLMKUBE_MODEL)  # of PVCs and Jobs (an LLMKube Model's verify Jobs)
@@ -92,9 +91,7 @@ async def main(ctx: ServiceContext) -> None:
     if settings.executor == "local":
 
         async def publish(report: StatusReport) -> None:
-            ref = by_kind(report.object.group, report.object.kind)
-            subject = subjects.status_subject(ref, report.object.namespace, report.object.name)
-            await ctx.js.publish(subject, report.encode(), headers={"Nats-Msg-Id": report.msg_id})
+            await publish_report(ctx.js, report)
 
         async def wake(ref: KindRef, obj: Obj) -> None:
             await publish_requeue(ctx.js, ctx.name, ref, obj)

@@ -12,11 +12,10 @@ from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 
 from aim_cache.download_metrics import DownloadMeter
-from aimcore.api.bus import progress, subjects
+from aimcore.api.bus import progress
 from aimcore.api.bus.auth import PROGRESS_PREFIX
 from aimcore.api.errors import PermanentError
-from aimcore.api.kinds import by_kind
-from aimcore.runtime import tracing
+from aimcore.runtime.report import publish_report
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +49,8 @@ class ProgressRelay:
             log.log(logging.WARNING if self.rejected == 1 else logging.DEBUG, "%s", exc.message)
             return
         self.meter.observe_fields(report.uid or report.object.display, report.fields)
-        ref = by_kind(report.object.group, report.object.kind)
-        subject = subjects.status_subject(ref, report.object.namespace, report.object.name)
         try:
-            await self.js.publish(
-                subject, report.encode(), headers=tracing.inject({"Nats-Msg-Id": report.msg_id})
-            )
+            await publish_report(self.js, report)
         except Exception as exc:  # progress is best effort: the next offer, or the verdict, follows
             log.debug("relaying progress for %s failed: %r", report.object.display, exc)
             return

@@ -1,5 +1,7 @@
 """The status service: the only writer of ``.status`` (DESIGN §3). It consumes status reports from
-every service through one durable consumer shared by its replicas, applies them with the kinds'
+every service through one durable consumer shared by its replicas, believes each only from the
+service its subject names and only for the kinds that service owns (:mod:`aim_status.authority`),
+applies them with the kinds'
 aggregation rules (:mod:`aimcore.runtime.status.rules`) in the order their sources published them
 (:mod:`aim_status.ordering`), coalesces progress bursts (:mod:`aim_status.coalesce`), publishes an
 audit record per write (:mod:`aim_status.audit`) and records a Kubernetes Event per condition
@@ -22,6 +24,7 @@ from nats.js.kv import KeyValue
 from pydantic import ValidationError
 
 from aim_status.audit import Auditor
+from aim_status.authority import authentic
 from aim_status.coalesce import Coalescer, StreamGuard
 from aim_status.events import RateLimit
 from aim_status.ordering import Ordering
@@ -77,7 +80,7 @@ async def main(ctx: ServiceContext) -> None:
 
     async def handle(msg: Msg) -> None:
         seq = msg.metadata.sequence.stream
-        report = await ordering.latest_part(msg.subject, seq, parse(msg))
+        report = await ordering.latest_part(msg.subject, seq, authentic(msg.subject, parse(msg)))
         if report is None:
             return  # newer reports from its source say everything it says
         await coalescer.submit(msg.subject, report, seq)

@@ -26,6 +26,7 @@ from nats.js.kv import KeyValue
 from opentelemetry import trace
 from prometheus_client import Counter
 
+from aim_status import authority
 from aimcore.api.bus import mirror, subjects
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.errors import PermanentError, TransientError
@@ -34,7 +35,7 @@ from aimcore.api.types import Obj
 from aimcore.runtime import logs
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.metrics import REGISTRY
-from aimcore.runtime.status.compose import is_paused, status_change
+from aimcore.runtime.status.compose import from_the_future, is_paused, status_change
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aim.status")
@@ -110,6 +111,8 @@ class StatusWriter:
                 candidate = None
                 uid = str(((obj or {}).get("metadata") or {}).get("uid", ""))
                 live = [r for r in reports if not r.uid or r.uid == uid]
+                if obj is not None and not from_mirror:
+                    live = self._refuse_future(obj, live)
                 now = datetime.now(UTC)
                 change = (
                     status_change(obj, live, now) if obj is not None and live and not is_paused(obj) else None
@@ -160,6 +163,26 @@ class StatusWriter:
                     )
                 return True
         raise TransientError(f"status of {target.display}: {MAX_CONFLICTS} conflicts in a row")
+
+    def _refuse_future(self, obj: Obj, reports: list[StatusReport]) -> list[StatusReport]:
+        """``reports`` without those claiming a generation the object has never had (read from the
+        API server: the mirror may lag), each refused and counted."""
+        generation = (obj.get("metadata") or {}).get("generation")
+        generation = generation if isinstance(generation, int) else None
+        kept = []
+        for report in reports:
+            if from_the_future(report, generation):
+                authority.REFUSED.labels(authority.FUTURE_GENERATION).inc()
+                log.warning(
+                    "refused a status report from %s claiming generation %s of %s (at generation %s)",
+                    report.source,
+                    report.observed_generation,
+                    report.object.display,
+                    generation,
+                )
+                continue
+            kept.append(report)
+        return kept
 
     async def _mirrored(self, ref: KindRef, namespace: str | None, name: str) -> Obj | None:
         """The object as the mirror holds it, or None."""

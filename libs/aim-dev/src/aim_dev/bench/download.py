@@ -179,7 +179,7 @@ async def status_writes(kubeconfig: str, bus: BusSettings, window: float) -> dic
         created = await kube.create(MODEL_CACHE, body, "default")
         uid = created["metadata"]["uid"]
         target = ObjectRef.of(MODEL_CACHE, "default", "bench-progress")
-        subject = subjects.status_subject(MODEL_CACHE, "default", "bench-progress")
+        subject = subjects.status_subject("cache", MODEL_CACHE, "default", "bench-progress")
         js = nc.jetstream()
         await asyncio.sleep(3)  # let the create's own writes settle before counting
         start_rv = (await kube.get(MODEL_CACHE, "default", "bench-progress") or {})["metadata"][

@@ -127,3 +127,21 @@ TEMPLATE_CACHE_KINDS = twins("AIMTemplateCache")
 MODEL_CACHE_KINDS = twins("AIMModelCache")
 MODEL_SOURCE_KINDS = twins("AIMClusterModelSource")
 LLMKUBE_MODEL = _BY_KIND[(GROUP_LLMKUBE, "Model")]
+
+
+STATUS_OWNERS: dict[str, tuple[KindRef, ...]] = {
+    "deployer": SERVICE_KINDS,
+    "discovery": (*MODEL_KINDS, *TEMPLATE_KINDS, *RUNTIME_CONFIG_KINDS),
+    "registry-sync": MODEL_SOURCE_KINDS,
+    "cache": (*TEMPLATE_CACHE_KINDS, *MODEL_CACHE_KINDS, LLMKUBE_MODEL),
+}
+"""The one service that reconciles each kind and reports its status (DESIGN §3): nats-server lets a
+service publish reports only for the kinds it owns (:mod:`aimcore.api.bus.auth`), and the status
+service applies a report only from the owner its subject names."""
+
+_STATUS_OWNER = {(ref.group, ref.kind): service for service, refs in STATUS_OWNERS.items() for ref in refs}
+
+
+def status_owner(group: str, kind: str) -> str | None:
+    """The service whose reports set the status of ``group``/``kind`` (``None``: no service's)."""
+    return _STATUS_OWNER.get((group, kind))

@@ -163,22 +163,22 @@ class _Entry:
     written: int  # ns since the epoch, by the server's clock
 
 
-class _Gone(Exception):
+@dataclass(frozen=True)
+class _Gone:
     """The key holds nothing: ``revision`` is the delete marker's (a holder gave it back), or 0
     when no message is left (it expired)."""
 
-    def __init__(self, revision: int = 0) -> None:
-        self.revision = revision
+    revision: int = 0
 
 
-async def _read(kv: KeyValue, key: str) -> _Entry:
-    """A KV get that keeps the server's timestamp (``KeyValue.get`` drops it); raises :class:`_Gone`."""
+async def _read(kv: KeyValue, key: str) -> _Entry | _Gone:
+    """A KV get that keeps the server's timestamp (``KeyValue.get`` drops it)."""
     try:
         msg = await kv._js.get_msg(kv._stream, subject=f"{kv._pre}{key}", direct=kv._direct)
     except NotFoundError:
-        raise _Gone() from None
+        return _Gone()
     if (msg.headers or {}).get("KV-Operation") in (KV_DEL, KV_PURGE):
-        raise _Gone(msg.seq or 0)
+        return _Gone(msg.seq or 0)
     written = int(msg.time.timestamp() * 1e9) if msg.time is not None else 0
     return _Entry(msg.data or b"", msg.seq or 0, written)
 
@@ -259,9 +259,8 @@ class ObjectLeases:
         up. True if this replica holds the lease instead (it was free, or its holder is gone) and
         must run the trigger itself."""
         for _ in range(MARK_ATTEMPTS):
-            try:
-                entry = await _read(self.leases, lease.key)
-            except _Gone:
+            entry = await _read(self.leases, lease.key)
+            if isinstance(entry, _Gone):
                 if await lease.take():
                     return True
                 continue  # someone else took it just now: mark theirs
@@ -296,10 +295,9 @@ class ObjectLeases:
                 raise TransientError(f"lease {lease.key}: stopping before the holder took the trigger up")
             await asyncio.sleep(delay)
             delay = min(delay * 2, POLL_MAX)
-            try:
-                entry = await _read(self.leases, lease.key)
-            except _Gone as gone:
-                if gone.revision > mark:
+            entry = await _read(self.leases, lease.key)
+            if isinstance(entry, _Gone):
+                if entry.revision > mark:
                     return False  # given back after taking the mark up (its re-run is done)
                 if not await lease.take():
                     return False  # another replica took the expired lease: its run is after the trigger

@@ -12,12 +12,12 @@ runtime then:
 - validates the spec by parsing it and reports ``InvalidSpec`` instead of retrying invalid input;
 - reports ``ObjectTooLarge`` for an object the bus cannot carry (:mod:`aimcore.api.bus.mirror`);
 - runs ``reconcile``; a transient error is retried with backoff through a nak, a
-  :class:`Result` with ``requeue_after`` schedules the object again (time-based work).
+  :class:`Result` with ``requeue_after`` schedules the object again (time-based work, with a timer
+  JetStream keeps: :func:`schedule_requeue`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -25,6 +25,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nats.aio.msg import Msg
@@ -258,10 +259,8 @@ class Runtime:
         self.reporter = reporter
         self.primaries = {(k.group, k.kind) for k in controller.kinds}
         self.watches = {(w.kind.group, w.kind.kind): w for w in controller.watches}
-        self._timers: dict[str, asyncio.TimerHandle] = {}
         self._reconciled: dict[str, str] = {}  # object key -> _fingerprint at its last reconcile
         self.own_writes = OwnWrites()
-        self._publishing: set[asyncio.Task[Any]] = set()
         self.reconciled = 0
         self.journal = Journal(journal)
 
@@ -355,43 +354,48 @@ class Runtime:
         result = await self.controller.reconcile(request)
         self.reconciled += 1
         if result and result.requeue_after is not None:
-            self._schedule(ref, obj, result.requeue_after)
-
-    def _schedule(self, ref: KindRef, obj: Obj, delay: float) -> None:
-        """Publish a requeue for this service after ``delay`` (lost with the replica: the periodic
-        resync covers that)."""
-        meta = obj["metadata"]
-        key = subjects.object_key(ref, meta.get("namespace"), meta["name"])
-        if (old := self._timers.pop(key, None)) is not None:
-            old.cancel()
-        due = int(time.time() + delay)
-
-        def fire() -> None:
-            self._timers.pop(key, None)
-            task = asyncio.create_task(publish_requeue(self.js, self.controller.service, ref, obj, due=due))
-            self._publishing.add(task)
-            task.add_done_callback(self._publishing.discard)
-
-        self._timers[key] = asyncio.get_running_loop().call_later(delay, fire)
+            await schedule_requeue(self.js, self.controller.service, ref, obj, result.requeue_after)
 
 
-async def publish_requeue(
-    js: JetStreamContext, service: str, ref: KindRef, obj: Obj, *, due: int | None = None
-) -> None:
-    """Ask ``service`` to reconcile ``obj`` again now: for work that finishes outside a reconcile
-    (a background download) and must be looked at level-triggered, like any other change."""
+def _requeue_event(ref: KindRef, obj: Obj) -> ChangeEvent:
     meta = obj["metadata"]
-    event = ChangeEvent(
+    return ChangeEvent(
         object=ObjectRef.of(ref, meta.get("namespace"), meta["name"]),
         uid=meta.get("uid", ""),
         resource_version=str(meta.get("resourceVersion", "")),
         generation=meta.get("generation"),
         change=ChangeType.REQUEUE,
     )
+
+
+async def publish_requeue(js: JetStreamContext, service: str, ref: KindRef, obj: Obj) -> None:
+    """Ask ``service`` to reconcile ``obj`` again now: for work that finishes outside a reconcile
+    (a background download) and must be looked at level-triggered, like any other change."""
+    meta = obj["metadata"]
+    event = _requeue_event(ref, obj)
     subject = subjects.requeue_subject(service, ref, meta.get("namespace"), meta["name"])
-    stamp = due if due is not None else time.time_ns()
-    headers = {"Nats-Msg-Id": f"requeue:{event.uid}:{event.resource_version}:{stamp}"}
+    headers = {"Nats-Msg-Id": f"requeue:{event.uid}:{event.resource_version}:{time.time_ns()}"}
     await js.publish(subject, event.encode(), headers=tracing.inject(headers))
+
+
+async def schedule_requeue(js: JetStreamContext, service: str, ref: KindRef, obj: Obj, delay: float) -> None:
+    """Ask ``service`` to reconcile ``obj`` again after ``delay`` seconds (time-based work: a retry's
+    backoff, a progress poll, a periodic sync).
+
+    The timer is JetStream's, not this process's: a scheduled message (``Nats-Schedule: @at …``) on
+    the object's schedule subject, which the server publishes as a requeue when it is due. It
+    survives the replica that set it (a timer in memory died with a killed replica, and the object
+    waited for the periodic resync), and one object has one timer per service: a newer schedule on
+    the subject replaces the older, from whichever replica."""
+    meta = obj["metadata"]
+    namespace, name = meta.get("namespace"), meta["name"]
+    due = datetime.now(UTC) + timedelta(seconds=max(0.0, delay))
+    headers = {
+        "Nats-Schedule": "@at " + due.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "Nats-Schedule-Target": subjects.requeue_subject(service, ref, namespace, name),
+    }
+    subject = subjects.schedule_subject(service, ref, namespace, name)
+    await js.publish(subject, _requeue_event(ref, obj).encode(), headers=tracing.inject(headers))
 
 
 async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime | None:

@@ -11,12 +11,22 @@ from nats.js import JetStreamContext
 
 from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import ConditionReport, Decision, ObjectRef, StatusReport
-from aimcore.api.kinds import KindRef
+from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.runtime import logs, tracing
 from aimcore.runtime.status.compose import is_current
 
 log = logging.getLogger(__name__)
+
+
+async def publish_report(js: JetStreamContext, report: StatusReport) -> None:
+    """Publish ``report`` on its source's status subject (the only one the source's bus role may
+    publish on, and only for the kinds it owns: :data:`aimcore.api.kinds.STATUS_OWNERS`)."""
+    target = report.object
+    subject = subjects.status_subject(
+        report.source, by_kind(target.group, target.kind), target.namespace, target.name
+    )
+    await js.publish(subject, report.encode(), headers=tracing.inject({"Nats-Msg-Id": report.msg_id}))
 
 
 class Reporter:
@@ -61,10 +71,7 @@ class Reporter:
         if is_current(obj, report):
             self.skipped += 1
             return False
-        meta = obj["metadata"]
-        subject = subjects.status_subject(ref, meta.get("namespace"), meta["name"])
-        headers = tracing.inject({"Nats-Msg-Id": report.msg_id})
-        await self.js.publish(subject, report.encode(), headers=headers)
+        await publish_report(self.js, report)
         self.sent += 1
         return True
 

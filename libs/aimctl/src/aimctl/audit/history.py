@@ -114,21 +114,20 @@ def parse_record(record_type: RecordType, msg: Msg) -> Record:
             message = _MODELS[record_type].model_validate(payload)
         except ValidationError:
             message = None
-    tokens = msg.subject.split(".")
     source = WATCHER if record_type == "change" else "?"
     group, kind, namespace, name = "", "?", None, "?"
-    obj_tokens = tokens[3:7] if record_type == "decision" else tokens[2:6]
-    try:
-        if record_type == "decision":
-            source = subjects.unescape(tokens[2])
-        if len(tokens) == (7 if record_type == "decision" else 6):
-            group, kind, namespace, name = subjects.parse_object_tokens(obj_tokens)
-    except (IndexError, ValueError):
-        pass
-    if isinstance(message, StatusReport):
-        source = message.source
-    elif payload is not None and record_type == "status" and isinstance(payload.get("source"), str):
-        source = payload["source"]
+    if record_type == "change":
+        tokens = msg.subject.split(".")
+        try:
+            if len(tokens) == 6:
+                group, kind, namespace, name = subjects.parse_object_tokens(tokens[2:6])
+        except (KeyError, ValueError):
+            pass
+    else:  # the subject names the source (the server checked it), whatever the payload says
+        prefix = subjects.STATUS_PREFIX if record_type == "status" else subjects.DECISIONS_PREFIX
+        parsed = subjects.parse_sourced(msg.subject, prefix)
+        if parsed is not None:
+            source, (group, kind, namespace, name) = parsed
     meta = msg.metadata
     return Record(
         time=stored_time(msg),

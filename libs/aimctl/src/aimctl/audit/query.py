@@ -196,14 +196,18 @@ class Query:
         out: dict[RecordType, str] = {}
         if "change" in self.types and self.source in (None, WATCHER):
             out["change"] = f"{subjects.EVENTS_PREFIX}.{tail or '>'}"
-        if "status" in self.types:
-            out["status"] = f"{subjects.STATUS_PREFIX}.{tail or '>'}"
-        if "decision" in self.types:
-            src = subjects.escape(self.source) if self.source else "*"
+        src = subjects.escape(self.source) if self.source else "*"
+        for record_type, prefix in (
+            ("status", subjects.STATUS_PREFIX),
+            ("decision", subjects.DECISIONS_PREFIX),
+        ):
+            if record_type not in self.types:
+                continue
+            # both name their source first: aim.status.<service>.…, aim.decisions.<service>.…
             if tail is None and self.source is None:
-                out["decision"] = f"{subjects.DECISIONS_PREFIX}.>"
+                out[record_type] = f"{prefix}.>"
             else:
-                out["decision"] = f"{subjects.DECISIONS_PREFIX}.{src}.{tail or '>'}"
+                out[record_type] = f"{prefix}.{src}.{tail or '>'}"
         return out
 
 

@@ -7,8 +7,11 @@ status report or a mirror entry, and no role can do another's work.
 - **status**: the only consumer of status reports (durable ``aim-status``); publishes its audit
   records.
 - **deployer**, **discovery**, **registry-sync**, **cache**: each consumes its own durable consumer
-  on ``AIM_EVENTS``, reads the mirror, takes leases, publishes status reports, its own decisions and
-  its own requeues. The cache service also receives download progress offers.
+  on ``AIM_EVENTS``, reads the mirror, takes its own leases (``$KV.aim-leases.<service>.>``: no
+  service can hold, mark or give back another's), publishes status reports under its own name for
+  the kinds it owns only (``aim.status.<service>.<group>.<Kind>.>``, from
+  :data:`aimcore.api.kinds.STATUS_OWNERS`), its own decisions, requeues and schedules. The cache
+  service also receives download progress offers.
 - **download**: the download Jobs. They may only *offer* progress (``aim.progress.>``, outside every
   stream); the cache service checks each offer against a per-object token before it becomes a status
   report (:mod:`aimcore.api.bus.progress`), so a Job can speak only for its own object.
@@ -44,8 +47,9 @@ from pathlib import Path
 
 import nkeys
 
-from aimcore.api.bus import topology
+from aimcore.api.bus import subjects, topology
 from aimcore.api.errors import AimError
+from aimcore.api.kinds import STATUS_OWNERS
 
 API = "$JS.API"
 ALL_BUCKETS = (
@@ -154,10 +158,15 @@ def _service_role(name: str, summary: str, *extra_pub: str, subscribe: Sequence[
             f"{API}.INFO",
             *consume(stream, durable(name)),
             *kv_read(topology.OBJECTS_BUCKET),
-            *kv_write(topology.LEASES_BUCKET),
-            "aim.status.>",
+            *kv_read(topology.LEASES_BUCKET),
+            f"$KV.{topology.LEASES_BUCKET}.{subjects.escape(name)}.>",  # its own leases only
+            *(
+                subjects.kind_filter(f"{subjects.STATUS_PREFIX}.{subjects.escape(name)}", k)
+                for k in STATUS_OWNERS[name]
+            ),
             f"aim.decisions.{name}.>",
             f"aim.requeue.{name}.>",
+            f"aim.schedule.{name}.>",
             *extra_pub,
         ),
         subscribe=tuple(subscribe),

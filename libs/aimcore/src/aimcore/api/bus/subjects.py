@@ -8,9 +8,12 @@ valid in both subjects and KV keys, so one encoding serves both.
 Layout (``{g}`` group alias, ``{k}`` kind, ``{ns}`` namespace or ``_`` for cluster scope):
 
 - change events:   ``aim.events.{g}.{k}.{ns}.{name}``
-- status reports:  ``aim.status.{g}.{k}.{ns}.{name}``
+- status reports:  ``aim.status.{service}.{g}.{k}.{ns}.{name}`` (the reporting service: the server
+  lets each publish only under its own name and for its own kinds; the status service takes the
+  source from here, never from the payload)
 - decisions:       ``aim.decisions.{service}.{g}.{k}.{ns}.{name}``
 - requeues:        ``aim.requeue.{service}.{g}.{k}.{ns}.{name}`` (a service's own time-based work)
+- schedules:       ``aim.schedule.{service}.{g}.{k}.{ns}.{name}`` (a requeue JetStream publishes when due)
 - object mirror:   KV ``aim-objects`` key ``{g}.{k}.{ns}.{name}``
 """
 
@@ -24,6 +27,7 @@ EVENTS_PREFIX = "aim.events"
 STATUS_PREFIX = "aim.status"
 DECISIONS_PREFIX = "aim.decisions"
 REQUEUE_PREFIX = "aim.requeue"
+SCHEDULE_PREFIX = "aim.schedule"
 CLUSTER_SCOPE = "_"
 
 _SAFE = re.compile(rb"[-_a-zA-Z0-9]")
@@ -89,8 +93,23 @@ def event_subject(ref: KindRef, namespace: str | None, name: str) -> str:
     return f"{EVENTS_PREFIX}.{object_tokens(ref, namespace, name)}"
 
 
-def status_subject(ref: KindRef, namespace: str | None, name: str) -> str:
-    return f"{STATUS_PREFIX}.{object_tokens(ref, namespace, name)}"
+def status_subject(service: str, ref: KindRef, namespace: str | None, name: str) -> str:
+    return f"{STATUS_PREFIX}.{escape(service)}.{object_tokens(ref, namespace, name)}"
+
+
+def parse_sourced(subject: str, prefix: str) -> tuple[str, tuple[str, str, str | None, str]] | None:
+    """``{prefix}.{service}.{g}.{k}.{ns}.{name}`` (a status report's or a decision's subject) →
+    (service, (group, kind, namespace or None, name)); ``None`` if it is not of that shape."""
+    head = prefix + "."
+    if not subject.startswith(head):
+        return None
+    tokens = subject[len(head) :].split(".")
+    if len(tokens) != 5:
+        return None
+    try:
+        return unescape(tokens[0]), parse_object_tokens(tokens[1:])
+    except (ValueError, KeyError):
+        return None
 
 
 def decision_subject(service: str, ref: KindRef, namespace: str | None, name: str) -> str:
@@ -99,6 +118,10 @@ def decision_subject(service: str, ref: KindRef, namespace: str | None, name: st
 
 def requeue_subject(service: str, ref: KindRef, namespace: str | None, name: str) -> str:
     return f"{REQUEUE_PREFIX}.{escape(service)}.{object_tokens(ref, namespace, name)}"
+
+
+def schedule_subject(service: str, ref: KindRef, namespace: str | None, name: str) -> str:
+    return f"{SCHEDULE_PREFIX}.{escape(service)}.{object_tokens(ref, namespace, name)}"
 
 
 def object_key(ref: KindRef, namespace: str | None, name: str) -> str:

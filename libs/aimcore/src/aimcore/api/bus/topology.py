@@ -68,7 +68,7 @@ class Retention:
 def stream_configs(retention: Retention | None = None) -> list[StreamConfig]:
     r = retention or Retention()
 
-    def make(name: str, subject: str, description: str, *more: str) -> StreamConfig:
+    def make(name: str, subject: str, description: str, *more: str, schedules: bool = False) -> StreamConfig:
         return StreamConfig(
             name=name,
             description=description,
@@ -78,14 +78,17 @@ def stream_configs(retention: Retention | None = None) -> list[StreamConfig]:
             max_age=r.max_age,
             max_bytes=r.max_bytes,
             duplicate_window=r.duplicate_window,
+            allow_msg_schedules=schedules or None,
         )
 
     return [
         make(
             EVENTS_STREAM,
             subjects.EVENTS_PREFIX,
-            "Change events observed by the watcher, and services' own requeues",
+            "Change events observed by the watcher, and services' own requeues (and their schedules)",
             subjects.REQUEUE_PREFIX,
+            subjects.SCHEDULE_PREFIX,
+            schedules=True,  # requeues are timed by the server (nats-server 2.12 or newer)
         ),
         make(STATUS_STREAM, subjects.STATUS_PREFIX, "Status reports from the services"),
         make(DECISIONS_STREAM, subjects.DECISIONS_PREFIX, "Explained decisions, for audit"),

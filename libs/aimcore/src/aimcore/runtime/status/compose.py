@@ -11,6 +11,10 @@
   overwrites status derived from a newer generation or a later outcome. (Newer
   observations of the same generation are ordered by the status service from the stream:
   :mod:`aim_status.ordering`.)
+- A report claiming a generation above the object's ``metadata.generation`` (:func:`from_the_future`:
+  no service can have seen it; a forged or corrupt report) changes nothing, and an
+  ``observedGeneration`` above it already in the status is dropped (:func:`_sane`), so "never goes
+  backwards" can never be used to lock an object's status.
 - Reported fields are merged key-wise at the top level of ``.status``; ``None`` removes a field.
 - Then the kind's aggregation rule (:mod:`aimcore.runtime.status.rules`) derives the top-level state and
   the ``Ready`` condition from the component conditions, when there are any; ``Ready`` keeps its
@@ -125,11 +129,55 @@ def _without_times(status: Obj) -> Obj:
     return out
 
 
+def _generation(obj: Obj) -> int | None:
+    generation = (obj.get("metadata") or {}).get("generation")
+    return generation if isinstance(generation, int) else None
+
+
+def from_the_future(report: StatusReport, generation: int | None) -> bool:
+    """True when ``report`` claims a generation the object has never had: no service can have
+    reconciled it (generations only grow), so it is forged or corrupt and changes nothing."""
+    seen = report.observed_generation
+    return generation is not None and seen is not None and seen > generation
+
+
+def _sane(status: Obj, generation: int | None) -> Obj:
+    """``status`` without the ``observedGeneration`` values above the object's generation (written by
+    a forged report before they were refused): kept, they would make every real report look stale,
+    and ``observedGeneration`` never goes backwards."""
+    if generation is None:
+        return status
+
+    def future(value: object) -> bool:
+        return isinstance(value, int) and value > generation
+
+    conditions = status.get("conditions")
+    bad_conditions = isinstance(conditions, list) and any(
+        isinstance(c, dict) and future(c.get("observedGeneration")) for c in conditions
+    )
+    if not future(status.get("observedGeneration")) and not bad_conditions:
+        return status
+    out = dict(status)
+    if future(out.get("observedGeneration")):
+        out.pop("observedGeneration")
+    if bad_conditions and isinstance(conditions, list):
+        out["conditions"] = [
+            {k: v for k, v in c.items() if k != "observedGeneration"}
+            if isinstance(c, dict) and future(c.get("observedGeneration"))
+            else c
+            for c in conditions
+        ]
+    return out
+
+
 def is_current(obj: Obj, report: StatusReport) -> bool:
     """True when applying ``report`` would not change the object's status (ignoring timestamps)."""
     status = obj.get("status") or {}
+    generation = _generation(obj)
+    if from_the_future(report, generation):
+        return True  # it would change nothing
     now = datetime.now(UTC)
-    return _without_times(compose(status, report, now)) == _without_times(status)
+    return _without_times(compose(_sane(status, generation), report, now)) == _without_times(status)
 
 
 def compose_all(status: Obj | None, reports: Iterable[StatusReport], now: datetime) -> Obj:
@@ -153,8 +201,9 @@ def status_change(
     """The composed status and the :func:`status_patch` that writes it, or ``None`` if nothing
     changes: for a writer that also needs the new status (its audit record), composed once."""
     old = obj.get("status") or {}
+    generation = _generation(obj)
     reports = (report,) if isinstance(report, StatusReport) else tuple(report)
-    new = compose_all(old, reports, now)
+    new = compose_all(_sane(old, generation), (r for r in reports if not from_the_future(r, generation)), now)
     if new == old:
         return None
     patch = {
