@@ -30,6 +30,7 @@ from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
+AIMMODEL = by_kind("aim.eai.amd.com", "AIMModel")
 STOCK_MAX_PAYLOAD = 1 << 20
 
 
@@ -162,3 +163,65 @@ async def test_the_largest_object_etcd_stores_is_mirrored_whole(shipped_servers:
         assert entry is not None and mirror.too_large(entry) is None
         assert len(entry["spec"]["env"]) == 1400
         assert "managedFields" not in entry["metadata"]  # the mirror leaves out what no reader needs
+
+
+async def drained(servers: LocalServers) -> None:
+    """Every service's reports so far are handled: discovery's consumer and the status service's."""
+    nc = await connect_as(servers.nats)
+    try:
+        js = nc.jetstream()
+
+        async def idle() -> bool:
+            for stream, durable in (
+                (topology.EVENTS_STREAM, "aim-discovery"),
+                (topology.STATUS_STREAM, "aim-status"),
+            ):
+                info = await js.consumer_info(stream, durable)
+                if info.num_pending or info.num_ack_pending:
+                    return False
+            return True
+
+        await eventually(idle, timeout=60, what="the consumers to drain")
+    finally:
+        await nc.close()
+
+
+def big_model(name: str, namespace: str, label_bytes: int) -> dict[str, Any]:
+    """An AIMModel whose ``spec.imageMetadata`` carries about ``label_bytes`` of original labels
+    (the shape air-gapped users write: every label of the image, some of them long)."""
+    labels = {f"org.example.label-{i}": "x" * 1000 for i in range(label_bytes // 1024)}
+    metadata = {"model": {"canonicalName": "acme/big"}, "originalLabels": labels}
+    return manifest(AIMMODEL, name, namespace, {"image": "ghcr.io/acme/big:1.0", "imageMetadata": metadata})
+
+
+@pytest.mark.parametrize("size_kib", [900, 1200])
+async def test_a_model_too_large_to_take_its_full_status_gets_a_condition_saying_why(
+    shipped_servers: LocalServers, size_kib: int
+) -> None:
+    """Discovery copies ``spec.imageMetadata`` into ``status.imageMetadata`` (as the original does),
+    which doubles such a model past what the API server stores. Before, the status write failed
+    20 times ("request is too large") and the user saw no condition at all."""
+    services = Services(shipped_servers, shipped_servers.workdir / "logs-discovery")
+    services.start("discovery")
+    try:
+        async with kube_of(shipped_servers) as kube:
+            namespace = await new_namespace(kube)
+            await kube.create(AIMMODEL, big_model("big", namespace, size_kib * 1024), namespace)
+            obj = await status_of(
+                kube, AIMMODEL, namespace, "big", has("StatusComplete", "False", "StatusTooLarge"), "why"
+            )
+            status = obj["status"]
+            message = condition(status, "StatusComplete")["message"]
+            assert "status.imageMetadata" in message and "too large" in message, message
+            assert "imageMetadata" not in status  # left out, not half written
+            assert condition(status, "ImageMetadataReady").get("status") == "True"  # the rest landed
+            # no retry storm: a later report (a label change makes discovery reconcile again) sends
+            # no write the API server is known to refuse
+            await kube.patch(AIMMODEL, namespace, "big", {"metadata": {"labels": {"touched": "yes"}}})
+            await drained(shipped_servers)
+            log = (shipped_servers.workdir / "logs" / "status.log").read_text()
+            assert log.count("too large for the API server") == 1, log[-3000:]
+            assert "failed: API error" not in log, log[-3000:]  # no attempt failed, none was retried
+            services.assert_alive()
+    finally:
+        services.stop_all()

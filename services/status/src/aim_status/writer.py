@@ -26,16 +26,16 @@ from nats.js.kv import KeyValue
 from opentelemetry import trace
 from prometheus_client import Counter
 
-from aim_status import authority
+from aim_status import authority, oversize
 from aimcore.api.bus import mirror, subjects
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.errors import PermanentError, TransientError
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.runtime import logs
-from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime.kube import ApiException, Kube, describe_error
 from aimcore.runtime.metrics import REGISTRY
-from aimcore.runtime.status.compose import from_the_future, is_paused, status_change
+from aimcore.runtime.status.compose import from_the_future, is_paused, patch_for, status_change
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aim.status")
@@ -84,6 +84,7 @@ class StatusWriter:
         self.writes = 0
         self.noops = 0
         self.conflicts = 0
+        self.oversize = oversize.Oversize()
 
     async def apply_all(self, reports: Sequence[StatusReport]) -> bool:
         return await self.apply(*reports)
@@ -128,8 +129,15 @@ class StatusWriter:
                     NOOPS.labels(ref.group, ref.kind).inc()
                     return False
                 new, patch = change
+                fitted = self.oversize.known(obj, new)
+                if fitted is not new:
+                    if fitted == (obj.get("status") or {}):
+                        self.noops += 1
+                        NOOPS.labels(ref.group, ref.kind).inc()
+                        return False
+                    new, patch = fitted, patch_for(obj, fitted)
                 try:
-                    result = await self.kube.patch_status(ref, ns, name, patch)
+                    result = await self._patch(ref, obj, new, patch)
                 except ApiException as exc:
                     if exc.status == 409:
                         self.conflicts += 1
@@ -138,6 +146,8 @@ class StatusWriter:
                     if exc.status == 404:
                         return False
                     raise
+                if result is None:
+                    return False  # nothing that fits is new
                 self.writes += 1
                 WRITES.labels(ref.group, ref.kind).inc()
                 log.info(
@@ -163,6 +173,34 @@ class StatusWriter:
                     )
                 return True
         raise TransientError(f"status of {target.display}: {MAX_CONFLICTS} conflicts in a row")
+
+    async def _patch(self, ref: KindRef, obj: Obj, new: Obj, patch: Obj) -> Obj | None:
+        """Write ``patch``; when the API server refuses the object for its size, write it again
+        without the status's largest fields, with a condition saying so (:mod:`aim_status.oversize`).
+        ``None`` when what fits is what the object already has."""
+        meta = obj.get("metadata") or {}
+        ns, name = meta.get("namespace"), str(meta.get("name", ""))
+        while True:
+            try:
+                return await self.kube.patch_status(ref, ns, name, patch)
+            except ApiException as exc:
+                if not oversize.too_large(exc):
+                    raise
+                fitted = self.oversize.shrink(obj, new, exc)
+                if fitted is None:
+                    raise PermanentError(
+                        oversize.REASON, f"status of {ref.kind} {name}: {describe_error(exc)}"
+                    ) from exc
+                log.warning(
+                    "the status of %s %s is too large for the API server (%s): writing it without %s",
+                    ref.kind,
+                    name,
+                    describe_error(exc),
+                    ", ".join(k for k in new if k not in fitted),
+                )
+                if fitted == (obj.get("status") or {}):
+                    return None
+                new, patch = fitted, patch_for(obj, fitted)
 
     def _refuse_future(self, obj: Obj, reports: list[StatusReport]) -> list[StatusReport]:
         """``reports`` without those claiming a generation the object has never had (read from the

@@ -206,11 +206,15 @@ def status_change(
     new = compose_all(_sane(old, generation), (r for r in reports if not from_the_future(r, generation)), now)
     if new == old:
         return None
-    patch = {
+    return new, patch_for(obj, new)
+
+
+def patch_for(obj: Obj, new: Obj) -> Obj:
+    """The conditional merge patch that makes ``obj``'s status ``new``."""
+    return {
         "metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
-        "status": _with_removals(old, new),
+        "status": _with_removals(obj.get("status") or {}, new),
     }
-    return new, patch
 
 
 def _with_removals(old: Obj, new: Obj) -> Obj:
