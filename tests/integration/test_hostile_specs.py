@@ -8,6 +8,12 @@ above limits, half a GPU and 10^30 bytes of memory reached the InferenceService;
 port 99999 was accepted; a 10,000-character path template became a 63-character path; runtime
 configs with an unparsable path template or glob were Ready; a GPU override on a CPU template
 deployed without a GPU; ``syncInterval: 1ms`` was clamped to 30 s without a word.
+
+Issue 24's batch (each deployed or was Ready with no condition, or said something else): custom
+model ids and sources with ``..``, a source on a metadata address, an autoscaling target its type
+does not read, a GPU override of 0 on a CPU template, a model whose default template does not
+exist, templates with a traversing ``profileId`` or sources, a model cache of size 0 and
+``hf://org`` without a repository.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import pytest
 from nats.js import JetStreamContext
 
 from aim_dev.local.registry import Registry
-from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
+from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, JOB, NODE, PVC, KindRef, by_kind
 from aimcore.runtime.kube import Kube
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services, ensure_service
@@ -33,6 +39,8 @@ MODEL = by_kind(AIM, "AIMModel")
 TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
 RUNTIME_CONFIG = by_kind(AIM, "AIMRuntimeConfig")
 SOURCE = by_kind(AIM, "AIMClusterModelSource")
+MODEL_CACHE = by_kind(AIM, "AIMModelCache")
+LEGACY_MODEL_CACHE = by_kind(LEGACY, "AIMModelCache")
 IMAGE = "ghcr.io/acme/aim-llama:1.0.0"
 
 
@@ -87,6 +95,10 @@ async def isvc_of(kube: Kube, namespace: str, service: str) -> dict[str, Any]:
 
 # -- the deployer ---------------------------------------------------------------------------------
 
+CUSTOM_SOURCE = {"modelId": "acme/tiny", "sourceUri": "hf://acme/tiny", "size": "1Gi"}
+CUSTOM = {"hardware": {"cpu": {"requests": "2"}}, "modelSources": [CUSTOM_SOURCE]}
+CUSTOM_MODEL = {"custom": {"hardware": {"cpu": {"requests": "2"}}}}
+
 HOSTILE_SERVICES: dict[str, tuple[KindRef, dict[str, Any], str]] = {
     "min-above-max": (
         SERVICE,
@@ -113,6 +125,35 @@ HOSTILE_SERVICES: dict[str, tuple[KindRef, dict[str, Any], str]] = {
         SERVICE,
         {"overrides": {"gpu": {"minVram": "128Gi"}}},
         "gpu.minVram cannot be overridden",
+    ),
+    # issue 24: these deployed, with no condition (or, hf://org, said "cannot reach huggingface.co")
+    "custom-model-id-dot-dot": (
+        SERVICE,
+        {"model": {"custom": {**CUSTOM, "modelSources": [{**CUSTOM_SOURCE, "modelId": "acme/.."}]}}},
+        "modelId 'acme/..': the name '..' is a relative path segment",
+    ),
+    "custom-source-dot-dot": (
+        SERVICE,
+        {
+            "model": {
+                "custom": {**CUSTOM, "modelSources": [{**CUSTOM_SOURCE, "sourceUri": "s3://models/../keys"}]}
+            }
+        },
+        "the key prefix has a '.' or '..' segment",
+    ),
+    "custom-hf-without-repository": (
+        SERVICE,
+        {"model": {"custom": {**CUSTOM, "modelSources": [{**CUSTOM_SOURCE, "sourceUri": "hf://acme"}]}}},
+        "sourceUri 'hf://acme' names no repository",
+    ),
+    "utilization-without-target": (
+        SERVICE,
+        {
+            "autoScaling": {
+                "metrics": [{"type": "PodMetric", "podmetric": {"target": {"type": "Utilization"}}}]
+            }
+        },
+        "type Utilization reads averageUtilization, which is not set",
     ),
     "custom-base-on-port-99999": (
         SERVICE,
@@ -383,6 +424,19 @@ async def test_models_the_api_server_stores_are_invalid_spec(  # type: ignore[no
             },
             "requests must be > 0",
         ),
+        # issue 24: these were Ready, their templates created and usable
+        "source-model-id-dot-dot": (
+            {"image": IMAGE, **CUSTOM_MODEL, "modelSources": [{**CUSTOM_SOURCE, "modelId": "acme/.."}]},
+            "spec.modelSources.0.modelId: modelId 'acme/..'",
+        ),
+        "source-uri-dot-dot": (
+            {
+                "image": IMAGE,
+                **CUSTOM_MODEL,
+                "modelSources": [{**CUSTOM_SOURCE, "sourceUri": "hf://acme/../x"}],
+            },
+            "spec.modelSources.0.sourceUri: sourceUri 'hf://acme/../x' has 3 path segments",
+        ),
     }
     for name, (spec, _) in cases.items():
         await kube.create(MODEL, manifest(MODEL, name, namespace, spec), namespace)
@@ -390,6 +444,36 @@ async def test_models_the_api_server_stores_are_invalid_spec(  # type: ignore[no
         obj = await status_of(kube, MODEL, namespace, name, invalid_spec, f"{name} InvalidSpec")
         assert message in condition(obj["status"], "ConfigValid")["message"], name
         assert obj["status"]["status"] == "Failed", name
+    templates = (await kube.list(TEMPLATE, namespace))[0]
+    assert not [t["metadata"]["name"] for t in templates if t["metadata"]["name"].startswith("source-")]
+
+
+async def test_templates_the_api_server_stores_are_invalid_spec(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """Before: ``profileId: ../../etc/passwd`` ran a discovery Job (its pod pending: "waiting for a
+    node") with ``AIM_PROFILE_ID=../../etc/passwd``; sources with ``..`` were used as written."""
+    model = {"image": IMAGE, "discovery": {"extractMetadata": False}}
+    await kube.create(MODEL, manifest(MODEL, "tm", namespace, model), namespace)
+    cases = {
+        "profile-traversal": (
+            {"modelName": "tm", "profileId": "../../etc/passwd"},
+            "spec.profileId: profileId '../../etc/passwd' is not a profile name",
+        ),
+        "sources-traversal": (
+            {"modelName": "tm", "modelSources": [{**CUSTOM_SOURCE, "sourceUri": "s3://models/a/../../b"}]},
+            "sourceUri 's3://models/a/../../b': the key prefix has a '.' or '..' segment",
+        ),
+    }
+    for name, (spec, _) in cases.items():
+        await kube.create(TEMPLATE, manifest(TEMPLATE, name, namespace, spec), namespace)
+    for name, (_, message) in cases.items():
+        obj = await status_of(kube, TEMPLATE, namespace, name, invalid_spec, f"{name} InvalidSpec")
+        assert message in condition(obj["status"], "ConfigValid")["message"], name
+        assert obj["status"]["status"] == "Failed", name
+        assert condition(obj["status"], "Ready")["reason"] == "InvalidSpec", name
+    jobs = (await kube.list(JOB, namespace))[0]
+    assert not [j["metadata"]["name"] for j in jobs], "no discovery Job for an invalid template"
 
 
 async def test_runtime_configs_no_service_can_use_are_invalid_config(  # type: ignore[no-untyped-def]
@@ -419,6 +503,56 @@ async def test_runtime_configs_no_service_can_use_are_invalid_config(  # type: i
         )
         assert message in condition(obj["status"], "Ready")["message"], name
         assert condition(obj["status"], "ConfigValid")["reason"] == "InvalidConfig", name
+
+
+# -- the cache service ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def cache(
+    running: Services, js: JetStreamContext, tmp_path_factory: pytest.TempPathFactory
+) -> Services:
+    env = {"AIM_CACHE_EXECUTOR": "local", "AIM_CACHE_DIR": str(tmp_path_factory.mktemp("model-cache"))}
+    return await ensure_service(running, js, "cache", env=env)
+
+
+async def test_caches_the_api_server_stores_are_invalid_spec(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str
+) -> None:
+    """Before: ``size: 0`` made a 1 GiB volume (``"0Gi"``) or listed the source as if no size were
+    given (``0``); ``hf://acme`` failed later as "cannot reach huggingface.co"; a template cache's
+    sources with ``..`` were downloaded as written."""
+    cases: dict[str, tuple[KindRef, dict[str, Any], str]] = {
+        "size-zero": (
+            MODEL_CACHE,
+            {"sourceUri": "hf://acme/tiny", "size": 0},
+            "spec.size: size must be more than 0",
+        ),
+        "size-zero-gi": (
+            MODEL_CACHE,
+            {"sourceUri": "hf://acme/tiny", "size": "0Gi"},
+            "spec.size: size must be more than 0 (is '0Gi'): give the model's size",
+        ),
+        "legacy-size-zero": (LEGACY_MODEL_CACHE, {"sourceUri": "hf://acme/tiny", "size": "0"}, "spec.size"),
+        "hf-without-repository": (
+            MODEL_CACHE,
+            {"sourceUri": "hf://acme"},
+            "spec.sourceUri: sourceUri 'hf://acme' names no repository ('acme' is only the organisation)",
+        ),
+        "template-cache-traversal": (
+            by_kind(AIM, "AIMTemplateCache"),
+            {"templateName": "t", "modelSources": [{**CUSTOM_SOURCE, "modelId": "acme/.."}]},
+            "spec.modelSources.0.modelId: modelId 'acme/..'",
+        ),
+    }
+    for name, (ref, spec, _) in cases.items():
+        await kube.create(ref, manifest(ref, name, namespace, spec), namespace)
+    for name, (ref, _, message) in cases.items():
+        obj = await status_of(kube, ref, namespace, name, invalid_spec, f"{name} InvalidSpec")
+        assert message in condition(obj["status"], "ConfigValid")["message"], name
+        assert condition(obj["status"], "Ready")["reason"] == "InvalidSpec", name
+        assert obj["status"]["status"] == "Failed", name
+    assert not (await kube.list(PVC, namespace))[0]  # no volume for any of them
 
 
 # -- registry-sync --------------------------------------------------------------------------------
