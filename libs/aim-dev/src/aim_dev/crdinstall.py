@@ -49,5 +49,7 @@ async def install(kube: Kube, crds: Iterable[dict[str, Any]], timeout: float = 6
         names.append(crd["metadata"]["name"])
     async with asyncio.timeout(timeout):
         for name in names:
-            while not established(await kube.get(CRD, None, name)):
+            while True:
+                if established(await kube.get(CRD, None, name)):
+                    break
                 await asyncio.sleep(0.05)
