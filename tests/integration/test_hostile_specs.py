@@ -323,6 +323,42 @@ async def test_a_gpu_override_on_a_cpu_template_derives_a_gpu_template(  # type:
         await kube.delete(NODE, None, node)
 
 
+async def test_zero_gpus_on_a_cpu_template_is_reported_not_dropped(  # type: ignore[no-untyped-def]
+    deployer, kube: Kube, namespace: str
+) -> None:
+    """``gpu.requests: 0`` asks for GPU nodes without GPU resources; a CPU template names no GPU,
+    so there are no such nodes to choose. Before (issue 24): the service deployed on CPU, Running,
+    the override dropped without a word. With the GPU model named, it is honoured (below). (The
+    legacy ``gpuSelector.count`` cannot be 0: the schema refuses it.)"""
+    await ready_model(kube, namespace, "cpu0")
+    cpu_spec = {"modelName": "cpu0", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}}
+    await ready_template(kube, namespace, "cpu0-t", cpu_spec, {"metric": "latency", "precision": "fp16"})
+    for name, template in (("zero-named", {"name": "cpu0-t"}), ("zero-selected", None)):
+        spec: dict[str, Any] = {"model": {"name": "cpu0"}, "overrides": {"gpu": {"requests": 0}}}
+        if template:
+            spec["template"] = template
+        await kube.create(SERVICE, manifest(SERVICE, name, namespace, spec), namespace)
+    for ref, name, field in (
+        (SERVICE, "zero-named", "overrides.gpu.requests"),
+        (SERVICE, "zero-selected", "overrides.gpu.requests"),
+    ):
+        obj = await status_of(
+            kube, ref, namespace, name, has("TemplateReady", "False", "GPUOverrideNotApplicable"), name
+        )
+        message = condition(obj["status"], "TemplateReady")["message"]
+        assert f"{field}: 0 asks for GPU nodes without GPU resources" in message, message
+        assert "names no GPU model" in message and "set the GPU model in the override" in message
+        assert obj["status"]["status"] == "Failed", name
+        assert condition(obj["status"], "Ready")["reason"] == "GPUOverrideNotApplicable", name
+        assert await isvcs_owned_by(kube, namespace, name) == [], name
+    derived = [
+        t["metadata"]["name"]
+        for t in (await kube.list(TEMPLATE, namespace))[0]
+        if "-ovr-" in t["metadata"]["name"]
+    ]
+    assert derived == []
+
+
 async def test_gpu_count_and_resource_overrides_are_honoured(  # type: ignore[no-untyped-def]
     deployer, kube: Kube, namespace: str
 ) -> None:

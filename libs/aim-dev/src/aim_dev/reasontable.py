@@ -50,6 +50,7 @@ TABLE: Table = (
                     "UnoptimizedTemplatesFiltered",
                     "ServiceOverridesNotMatched",
                     "RequiredGPUNotInCluster",
+                    "GPUOverrideNotApplicable",
                     "TemplateCreateRejected",
                     "TemplateCreateForbidden",
                     "AwaitingModel",

@@ -181,6 +181,8 @@ REASON_STATES: Mapping[str, State] = {
     # only a user or an administrator can change that (issue 15)
     "ModelHasNoTemplates": State.FAILED,
     "ModelNameConflict": State.FAILED,
+    # a GPU override of 0 on a template without a GPU model: only the user can say which GPU
+    "GPUOverrideNotApplicable": State.FAILED,
     "TemplateNameConflict": State.FAILED,
     **{
         f"{child}Create{how}": State.FAILED
