@@ -512,6 +512,56 @@ async def test_templates_the_api_server_stores_are_invalid_spec(  # type: ignore
     assert not [j["metadata"]["name"] for j in jobs], "no discovery Job for an invalid template"
 
 
+async def test_a_default_template_that_does_not_exist_is_said_on_the_model_and_its_services(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """Before (issue 24): the model was Ready and the service deployed another template, picked by
+    automatic selection, without a word. Now the model is Degraded (``DefaultTemplateNotFound``)
+    and a service relying on the default fails (``TemplateNotFound``, ``ReferenceNotFound``) until
+    the template exists; then both recover and the service runs on it."""
+    spec = {"image": IMAGE, **CUSTOM_MODEL, "modelSources": [CUSTOM_SOURCE], "defaultServiceTemplate": "fast"}
+    await kube.create(MODEL, manifest(MODEL, "dm", namespace, spec), namespace)
+    service = {"model": {"name": "dm"}, "template": {"allowUnoptimized": True}}
+    await kube.create(SERVICE, manifest(SERVICE, "uses-default", namespace, service), namespace)
+
+    model = await status_of(
+        kube,
+        MODEL,
+        namespace,
+        "dm",
+        has("ServiceTemplatesReady", "False", "DefaultTemplateNotFound"),
+        "the model says its default template is missing",
+    )
+    message = condition(model["status"], "ServiceTemplatesReady")["message"]
+    assert message.startswith(
+        "spec.defaultServiceTemplate 'fast' names no AIMServiceTemplate in namespace"
+    ), message
+    assert model["status"]["status"] == "Degraded"
+    svc = await status_of(
+        kube,
+        SERVICE,
+        namespace,
+        "uses-default",
+        has("TemplateReady", "False", "TemplateNotFound"),
+        "the service says the model's default template is missing",
+    )
+    message = condition(svc["status"], "TemplateReady")["message"]
+    assert "AIMModel dm has spec.defaultServiceTemplate 'fast', but there is no AIMServiceTemplate" in message
+    assert condition(svc["status"], "ConfigValid")["reason"] == "ReferenceNotFound"
+    assert svc["status"]["status"] == "Failed"
+    assert await isvcs_owned_by(kube, namespace, "uses-default") == []  # not another template instead
+
+    template = {"modelName": "dm", "modelSources": [CUSTOM_SOURCE], "resources": {"requests": {"cpu": "2"}}}
+    await kube.create(TEMPLATE, manifest(TEMPLATE, "fast", namespace, template), namespace)
+    await status_of(kube, MODEL, namespace, "dm", lambda s: s.get("status") == "Ready", "the model Ready")
+    svc = await status_of(
+        kube, SERVICE, namespace, "uses-default", has("TemplateReady", "True", "Resolved"), "the default used"
+    )
+    assert svc["status"]["resolvedTemplate"]["name"] == "fast"
+    assert "the model's default template" in condition(svc["status"], "TemplateReady")["message"]
+    await isvc_of(kube, namespace, "uses-default")
+
+
 async def test_runtime_configs_no_service_can_use_are_invalid_config(  # type: ignore[no-untyped-def]
     discovery, kube: Kube, namespace: str
 ) -> None:

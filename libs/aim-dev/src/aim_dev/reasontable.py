@@ -154,6 +154,7 @@ TABLE: Table = (
                     "AwaitingMetadata",
                     "SomeTemplatesDegraded",
                     "SomeTemplatesRejected",
+                    "DefaultTemplateNotFound",
                     "AllTemplatesFailed",
                     "NoTemplatesAvailable",
                     "TemplateCreateRejected",

@@ -3,9 +3,10 @@ Overrides"), decided from the informer cache; the controller applies what :class
 asks for.
 
 Order: an explicit ``template.name`` (legacy ``templateRef``; the namespace's template first, then
-the cluster's), else the model's ``defaultServiceTemplate`` when it exists (the original ignores
-it), else automatic selection (:mod:`aim_deployer.selection`), sticky to ``status.resolvedTemplate``
-while that template stays Ready.
+the cluster's), else the model's ``defaultServiceTemplate`` (the original ignores it; one that does
+not exist is ``TemplateNotFound`` with ``ConfigValid=False/ReferenceNotFound``, not a silent fall
+back to selection), else automatic selection (:mod:`aim_deployer.selection`), sticky to
+``status.resolvedTemplate`` while that template stays Ready.
 
 Overrides: when the chosen template does not already match ``spec.overrides``, a namespaced
 *derived* template ``<base>-ovr-…`` is planned with the base's spec and the overrides applied,
@@ -359,6 +360,16 @@ def _resolve_template(
         found = find_named(informer, ref.group, namespace, str(default))
         if found is not None:
             return _with_overrides(ask, found, "using the model's default template")
+        # not a silent fall back to automatic selection: the model says which template to run
+        message = (
+            f"{model[0].kind} {model_name} has spec.defaultServiceTemplate {str(default)!r}, but there is "
+            f"no AIMServiceTemplate in namespace {namespace} or AIMClusterServiceTemplate of that name: "
+            "create it, correct the model's defaultServiceTemplate, or name a template in "
+            "spec.template.name"
+        )
+        return TemplatePlan(
+            cond(TEMPLATE_READY, False, TEMPLATE_NOT_FOUND, message), invalid="ReferenceNotFound"
+        )
 
     sticky = service.resolved_template
     if sticky is not None and sticky.get("name") and sticky.get("kind"):

@@ -52,7 +52,7 @@ from aim_discovery.catalog import (
 from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.errors import AimError
-from aimcore.api.kinds import SECRET, KindRef
+from aimcore.api.kinds import SECRET, KindRef, by_kind
 from aimcore.domain.children import differs, owned_by
 from aimcore.domain.oci import (
     OCI_ERRORS,
@@ -83,6 +83,7 @@ from aimcore.domain.views import (
     ModelView,
     TemplateView,
 )
+from aimcore.runtime.informer import Informer
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
@@ -127,6 +128,9 @@ TEMPLATE_CREATE_REJECTED = "TemplateCreateRejected"
 TEMPLATE_CREATE_FORBIDDEN = "TemplateCreateForbidden"
 SOME_TEMPLATES_REJECTED = "SomeTemplatesRejected"
 TEMPLATE_NAME_CONFLICT = "TemplateNameConflict"  # a template of another model has the name
+
+# the model's defaultServiceTemplate names no template: services relying on it fail (issue 24)
+DEFAULT_TEMPLATE_NOT_FOUND = "DefaultTemplateNotFound"
 
 _READY_VALUES = {"Ready", "Available"}
 _FAILED_VALUES = {"Failed", "Degraded"}
@@ -207,6 +211,46 @@ def templates_state(
     if ready + unavailable == total:
         return "True", SOME_TEMPLATES_READY, f"Some templates are ready ({counts})"
     return "False", TEMPLATES_PROGRESSING, f"Templates are progressing ({counts})"
+
+
+def default_template_missing(informer: Informer, ref: KindRef, model: ModelView) -> str | None:
+    """What is wrong with the model's ``spec.defaultServiceTemplate``, if it names no template a
+    service would find (the deployer looks in the service's namespace, then the cluster: for a
+    namespaced model that is the model's namespace; a cluster model is judged by the cluster's
+    templates alone). Before, services fell back to automatic selection without a word."""
+    default = str(model.spec.get("defaultServiceTemplate") or "")
+    if not default:
+        return None
+    namespaced, cluster = (
+        by_kind(ref.group, "AIMServiceTemplate"),
+        by_kind(ref.group, "AIMClusterServiceTemplate"),
+    )
+    found = informer.get(cluster, None, default)
+    if found is None and model.namespace:
+        found = informer.get(namespaced, model.namespace, default)
+    if found is not None and not found["metadata"].get("deletionTimestamp"):
+        return None
+    where = (
+        f"AIMServiceTemplate in namespace {model.namespace} or AIMClusterServiceTemplate"
+        if model.namespace
+        else "AIMClusterServiceTemplate"
+    )
+    return (
+        f"spec.defaultServiceTemplate {default!r} names no {where}: services using this model "
+        "without spec.template.name fail until it exists; create it, or correct or remove "
+        "spec.defaultServiceTemplate"
+    )
+
+
+def with_default_template(state: tuple[str, str, str], missing: str | None) -> tuple[str, str, str]:
+    """The templates condition ``state`` with what :func:`default_template_missing` found: a model
+    whose templates are fine is ``DefaultTemplateNotFound`` (Degraded: services naming a template
+    still use it); otherwise the problem is added to the message."""
+    if not missing:
+        return state
+    if state[0] == "True":
+        return "False", DEFAULT_TEMPLATE_NOT_FOUND, missing
+    return state[0], state[1], f"{state[2]}; {missing}"
 
 
 def _refused_state(
@@ -317,6 +361,9 @@ class ModelReconciler:
             refused,
             none_expected=_none_expected(model, outcome, auto_discovery),
             metadata_failure=_metadata_failure(model, outcome, auto_discovery),
+        )
+        status, reason, message = with_default_template(
+            (status, reason, message), default_template_missing(request.informer, request.ref, model)
         )
         conditions.append(
             ConditionReport(

@@ -211,6 +211,9 @@ REASON_STATES: Mapping[str, State] = {
     "JobEvicted": State.DEGRADED,
     "SourceUnreachable": State.DEGRADED,
     "SomeTemplatesRejected": State.DEGRADED,
+    # the model's defaultServiceTemplate names no template: services relying on it fail, the others
+    # (naming a template) can still use the model
+    "DefaultTemplateNotFound": State.DEGRADED,
     # nowhere to run (the original's "all templates NotAvailable")
     "NoTemplatesAvailable": State.NOT_AVAILABLE,
     "RequiredGPUNotInCluster": State.NOT_AVAILABLE,
