@@ -512,6 +512,65 @@ async def test_templates_the_api_server_stores_are_invalid_spec(  # type: ignore
     assert not [j["metadata"]["name"] for j in jobs], "no discovery Job for an invalid template"
 
 
+async def test_model_sources_on_a_metadata_address_are_address_not_allowed(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """Before (issue 24): a custom model whose source is on the metadata address deployed (the
+    inference container, not the operator, would fetch it: the connect-time policy never saw it).
+    Now discovery judges the sources a spec names with the outbound policy: the model (or template)
+    is ``ConfigValid=False/AddressNotAllowed``, Failed, and a service using it Failed, undeployed."""
+    metadata_bucket = {**CUSTOM_SOURCE, "sourceUri": "s3://169.254.169.254/latest/meta-data"}
+    metadata_endpoint = {
+        **CUSTOM_SOURCE,
+        "sourceUri": "s3://models/acme/tiny",
+        "env": [{"name": "AWS_ENDPOINT_URL", "value": "http://169.254.169.254"}],
+    }
+    for name, source in (("metadata-bucket", metadata_bucket), ("metadata-endpoint", metadata_endpoint)):
+        body = {
+            "model": {"custom": {**CUSTOM, "modelSources": [source]}},
+            "template": {"allowUnoptimized": True},
+        }
+        await kube.create(SERVICE, manifest(SERVICE, name, namespace, body), namespace)
+    hf = {**CUSTOM_SOURCE, "env": [{"name": "HF_ENDPOINT", "value": "http://metadata.google.internal"}]}
+    await kube.create(
+        MODEL,
+        manifest(MODEL, "ht", namespace, {"image": IMAGE, "discovery": {"extractMetadata": False}}),
+        namespace,
+    )
+    await kube.create(
+        TEMPLATE,
+        manifest(TEMPLATE, "metadata-hub", namespace, {"modelName": "ht", "modelSources": [hf]}),
+        namespace,
+    )
+
+    for name, says in (
+        ("metadata-bucket", "the bucket: address 169.254.169.254 (a cloud metadata address) is not allowed"),
+        ("metadata-endpoint", "AWS_ENDPOINT_URL: address 169.254.169.254 (a cloud metadata address)"),
+    ):
+        svc = await status_of(
+            kube, SERVICE, namespace, name, lambda s: s.get("status") == "Failed", f"{name} Failed"
+        )
+        model_ready = condition(svc["status"], "ModelReady")
+        assert model_ready["reason"] == "ModelNotReady", model_ready
+        assert "is Failed: AddressNotAllowed: spec.modelSources[0]" in model_ready["message"], model_ready
+        assert says in model_ready["message"], model_ready
+        # the custom model the deployer created for the service says why
+        (model,) = [
+            m
+            for m in (await kube.list(MODEL, namespace))[0]
+            if says in condition(m.get("status") or {}, "ConfigValid").get("message", "")
+        ]
+        assert condition(model["status"], "ConfigValid")["reason"] == "AddressNotAllowed"
+        assert model["status"]["status"] == "Failed"
+        assert await isvcs_owned_by(kube, namespace, name) == [], name
+    template = await status_of(
+        kube, TEMPLATE, namespace, "metadata-hub", has("ConfigValid", "False", "AddressNotAllowed"), "refused"
+    )
+    message = condition(template["status"], "ConfigValid")["message"]
+    assert "HF_ENDPOINT: host 'metadata.google.internal' is a cloud metadata endpoint" in message
+    assert template["status"]["status"] == "Failed"
+
+
 async def test_a_default_template_that_does_not_exist_is_said_on_the_model_and_its_services(  # type: ignore[no-untyped-def]
     discovery, kube: Kube, namespace: str
 ) -> None:

@@ -45,9 +45,10 @@ config_users = any_of(
 
 def controller(ctx: ServiceContext, slots: Slots) -> Controller:
     assert ctx.kube is not None, "discovery needs a Kubernetes client (secrets, templates, jobs, logs)"
-    registry = functools.partial(RegistryClient, policy=OutboundPolicy.from_env())
-    models = ModelReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
-    templates = TemplateReconciler(ctx.kube, ctx.settings.system_namespace, slots)
+    policy = OutboundPolicy.from_env()
+    registry = functools.partial(RegistryClient, policy=policy)
+    models = ModelReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry, policy=policy)
+    templates = TemplateReconciler(ctx.kube, ctx.settings.system_namespace, slots, policy=policy)
     return Controller(
         ctx.name,
         (*MODEL_KINDS, *TEMPLATE_KINDS, *RUNTIME_CONFIG_KINDS),

@@ -69,6 +69,7 @@ from aimcore.domain.oci import (
     RegistryUnreachable,
     credentials_from_secrets,
 )
+from aimcore.domain.outbound import ADDRESS_NOT_ALLOWED, OutboundPolicy, literal_env, source_refusal
 from aimcore.domain.runtimeconfig import (
     CONFIG_NOT_FOUND,
     RUNTIME_CONFIG_READY,
@@ -303,11 +304,13 @@ class ModelReconciler:
         *,
         client_factory: Callable[[DockerConfig], RegistryClient] = RegistryClient,
         clock: Callable[[], float] = time.monotonic,
+        policy: OutboundPolicy | None = None,
     ) -> None:
         self.kube = kube
         self.system_namespace = system_namespace
         self.client_factory = client_factory
         self.clock = clock
+        self.policy = policy or OutboundPolicy()
         self.failures: dict[str, tuple[str, int]] = {}  # uid → (image, consecutive failures)
         self.refused = RefusedBodies()
 
@@ -330,7 +333,16 @@ class ModelReconciler:
         auto_discovery = bool(auto) if auto is not None else None
         outcome = await self._metadata(model, auto_discovery)
         conditions.append(outcome.condition)
-        if outcome.config_invalid:
+        refused_source = source_refusal(model.model_sources, literal_env(model.spec.get("env")), self.policy)
+        if refused_source is not None:
+            # a source on an address the outbound policy refuses (the inference container would
+            # fetch it there): Failed, as any refused address, until the spec or the policy changes
+            conditions.append(
+                ConditionReport(
+                    type=CONFIG_VALID, status="False", reason=ADDRESS_NOT_ALLOWED, message=refused_source
+                )
+            )
+        elif outcome.config_invalid:
             # the original's two ConfigValid reasons: a missing upstream object (a pull secret) is
             # ReferenceNotFound, anything else wrong in the spec InvalidSpec; the component keeps
             # the specific reason (SecretNotFound, InvalidImageReference)
