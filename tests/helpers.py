@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -58,6 +59,22 @@ async def refusals_settled(nc: NatsClient, errors: list[str], timeout: float = 1
         return any(marker in e.lower() for e in errors)
 
     await eventually(refused, timeout=timeout, what=f"the refusal of {marker}")
+
+
+async def api_requests(kube: Kube, verb: str, resource: str, code: str | None = None) -> float:
+    """How many ``verb`` requests on ``resource`` (answered ``code``, if given) the API server has
+    served: its own ``apiserver_request_total``, read from ``/metrics`` (a real count of what
+    reached it, whoever sent it)."""
+    total = 0.0
+    for line in str(await kube.text("/metrics")).splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, _, value = line.rpartition("} ")
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', labels_text))
+        wanted = labels.get("verb") == verb and labels.get("resource") == resource
+        if wanted and (code is None or labels.get("code") == code):
+            total += float(value)
+    return total
 
 
 def kubectl(
