@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from nats.aio.client import Client as NatsClient
 
 from aim_dev.local.binaries import run_kubectl
 from aimcore.api.kinds import KindRef
@@ -35,6 +39,42 @@ async def eventually(
         raise AssertionError(
             f"timed out after {timeout}s waiting for {what or probe}; last={last!r}"
         ) from None
+
+
+REFUSAL_MARKER = "aim.refusal-marker"
+"""A subject no role but the admin may publish to: its refusal marks the end of a client's answers."""
+
+
+async def refusals_settled(nc: NatsClient, errors: list[str], timeout: float = 10.0) -> None:
+    """Wait until the server has answered every command ``nc`` has sent, refusals included, where
+    ``errors`` collects the client's error callbacks (``str(exc)``). A flush is no barrier for
+    them: the server's ``-ERR`` for a refused publish may come after its answer to a later PING
+    (issue 24). Its refusals do come in the order of the commands, so this publishes to
+    :data:`REFUSAL_MARKER` last and waits for that refusal (``nc`` must not be the admin's)."""
+    marker = f"{REFUSAL_MARKER}.{secrets.token_hex(4)}"
+    await nc.publish(marker, b"")
+    await nc.flush(timeout=5)
+
+    async def refused() -> bool:
+        return any(marker in e.lower() for e in errors)
+
+    await eventually(refused, timeout=timeout, what=f"the refusal of {marker}")
+
+
+async def api_requests(kube: Kube, verb: str, resource: str, code: str | None = None) -> float:
+    """How many ``verb`` requests on ``resource`` (answered ``code``, if given) the API server has
+    served: its own ``apiserver_request_total``, read from ``/metrics`` (a real count of what
+    reached it, whoever sent it)."""
+    total = 0.0
+    for line in str(await kube.text("/metrics")).splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, _, value = line.rpartition("} ")
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', labels_text))
+        wanted = labels.get("verb") == verb and labels.get("resource") == resource
+        if wanted and (code is None or labels.get("code") == code):
+            total += float(value)
+    return total
 
 
 def kubectl(

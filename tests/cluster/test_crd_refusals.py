@@ -2,7 +2,8 @@
 the fields allow (issue 15, item 7): before, each was stored and later adjusted or ignored by a
 service (``replicas: 0`` and ``-5`` deployed as 1, negative quantities copied into the
 InferenceService, an image with a trailing newline used as written, a negative sync interval).
-Each case names the field the server's message must point at."""
+Issue 24 added replicas no cluster can run (2^31-1, 2^53: above the schema's ``maximum``) and an
+autoscaling utilisation of -50. Each case names the field the server's message must point at."""
 
 from __future__ import annotations
 
@@ -40,6 +41,27 @@ HOSTILE: dict[str, tuple[tuple[KindRef, dict[str, Any]], str]] = {
     "negative-memory-int": (_service(resources={"limits": {"memory": -5}}), "spec.resources.limits.memory"),
     "negative-gpu": (_service(resources={"limits": {"amd.com/gpu": "-1"}}), "spec.resources.limits"),
     "negative-target": (_service(autoScaling=_metric_target({"value": "-1"})), "value"),
+    # issue 24: deployed before, with no condition
+    "replicas-int32-max": (_service(replicas=2**31 - 1), "spec.replicas"),
+    "replicas-2-to-the-53": (_service(replicas=2**53), "spec.replicas"),
+    "max-replicas-2-to-the-53": (_service(minReplicas=1, maxReplicas=2**53), "spec.maxReplicas"),
+    "legacy-replicas-int32-max": (
+        (by_kind(LEGACY, "AIMService"), {"model": MODEL, "replicas": 2**31 - 1}),
+        "spec.replicas",
+    ),
+    "negative-utilization": (
+        _service(
+            autoScaling={
+                "metrics": [
+                    {
+                        "type": "PodMetric",
+                        "podmetric": {"target": {"type": "Utilization", "averageUtilization": -50}},
+                    }
+                ]
+            }
+        ),
+        "averageUtilization",
+    ),
     "zero-utilization": (
         _service(autoScaling=_metric_target({"averageUtilization": 0})),
         "averageUtilization",

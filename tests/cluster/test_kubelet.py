@@ -184,7 +184,7 @@ async def job_pod(kube: Kube, namespace: str, job: str) -> Obj:
 async def job_condition(kube: Kube, namespace: str, job: str, kind: str) -> Obj:
     async def probe() -> Obj | None:
         obj = await kube.get(JOB, namespace, job)
-        conds = (obj or {}).get("status", {}).get("conditions") or []
+        conds = ((obj or {}).get("status") or {}).get("conditions") or []
         return next((c for c in conds if c["type"] == kind and c["status"] == "True"), None)
 
     return await helpers.eventually(probe, timeout=60, what=f"Job {job} to be {kind}")

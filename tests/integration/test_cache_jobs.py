@@ -78,7 +78,7 @@ async def new_namespace(kube: Kube) -> str:
 async def job_pod(kube: Kube, namespace: str, job: str) -> dict[str, Any]:
     async def probe() -> dict[str, Any] | None:
         items, _ = await kube.list(POD, namespace)
-        return next((p for p in items if p["metadata"].get("labels", {}).get("job-name") == job), None)
+        return next((p for p in items if (p["metadata"].get("labels") or {}).get("job-name") == job), None)
 
     pod: dict[str, Any] = await eventually(probe, timeout=30, what=f"the pod of Job {job}")
     return pod

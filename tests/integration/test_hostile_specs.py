@@ -8,6 +8,12 @@ above limits, half a GPU and 10^30 bytes of memory reached the InferenceService;
 port 99999 was accepted; a 10,000-character path template became a 63-character path; runtime
 configs with an unparsable path template or glob were Ready; a GPU override on a CPU template
 deployed without a GPU; ``syncInterval: 1ms`` was clamped to 30 s without a word.
+
+Issue 24's batch (each deployed or was Ready with no condition, or said something else): custom
+model ids and sources with ``..``, a source on a metadata address, an autoscaling target its type
+does not read, a GPU override of 0 on a CPU template, a model whose default template does not
+exist, templates with a traversing ``profileId`` or sources, a model cache of size 0 and
+``hf://org`` without a repository.
 """
 
 from __future__ import annotations
@@ -20,9 +26,9 @@ import pytest
 from nats.js import JetStreamContext
 
 from aim_dev.local.registry import Registry
-from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
+from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, JOB, NODE, PVC, KindRef, by_kind
 from aimcore.runtime.kube import Kube
-from tests.helpers import condition, eventually, has, manifest, status_of
+from tests.helpers import api_requests, condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services, ensure_service
 
 AIM = "aim.eai.amd.com"
@@ -33,6 +39,8 @@ MODEL = by_kind(AIM, "AIMModel")
 TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
 RUNTIME_CONFIG = by_kind(AIM, "AIMRuntimeConfig")
 SOURCE = by_kind(AIM, "AIMClusterModelSource")
+MODEL_CACHE = by_kind(AIM, "AIMModelCache")
+LEGACY_MODEL_CACHE = by_kind(LEGACY, "AIMModelCache")
 IMAGE = "ghcr.io/acme/aim-llama:1.0.0"
 
 
@@ -87,6 +95,10 @@ async def isvc_of(kube: Kube, namespace: str, service: str) -> dict[str, Any]:
 
 # -- the deployer ---------------------------------------------------------------------------------
 
+CUSTOM_SOURCE = {"modelId": "acme/tiny", "sourceUri": "hf://acme/tiny", "size": "1Gi"}
+CUSTOM = {"hardware": {"cpu": {"requests": "2"}}, "modelSources": [CUSTOM_SOURCE]}
+CUSTOM_MODEL = {"custom": {"hardware": {"cpu": {"requests": "2"}}}}
+
 HOSTILE_SERVICES: dict[str, tuple[KindRef, dict[str, Any], str]] = {
     "min-above-max": (
         SERVICE,
@@ -113,6 +125,35 @@ HOSTILE_SERVICES: dict[str, tuple[KindRef, dict[str, Any], str]] = {
         SERVICE,
         {"overrides": {"gpu": {"minVram": "128Gi"}}},
         "gpu.minVram cannot be overridden",
+    ),
+    # issue 24: these deployed, with no condition (or, hf://org, said "cannot reach huggingface.co")
+    "custom-model-id-dot-dot": (
+        SERVICE,
+        {"model": {"custom": {**CUSTOM, "modelSources": [{**CUSTOM_SOURCE, "modelId": "acme/.."}]}}},
+        "modelId 'acme/..': the name '..' is a relative path segment",
+    ),
+    "custom-source-dot-dot": (
+        SERVICE,
+        {
+            "model": {
+                "custom": {**CUSTOM, "modelSources": [{**CUSTOM_SOURCE, "sourceUri": "s3://models/../keys"}]}
+            }
+        },
+        "the key prefix has a '.' or '..' segment",
+    ),
+    "custom-hf-without-repository": (
+        SERVICE,
+        {"model": {"custom": {**CUSTOM, "modelSources": [{**CUSTOM_SOURCE, "sourceUri": "hf://acme"}]}}},
+        "sourceUri 'hf://acme' names no repository",
+    ),
+    "utilization-without-target": (
+        SERVICE,
+        {
+            "autoScaling": {
+                "metrics": [{"type": "PodMetric", "podmetric": {"target": {"type": "Utilization"}}}]
+            }
+        },
+        "type Utilization reads averageUtilization, which is not set",
     ),
     "custom-base-on-port-99999": (
         SERVICE,
@@ -282,6 +323,42 @@ async def test_a_gpu_override_on_a_cpu_template_derives_a_gpu_template(  # type:
         await kube.delete(NODE, None, node)
 
 
+async def test_zero_gpus_on_a_cpu_template_is_reported_not_dropped(  # type: ignore[no-untyped-def]
+    deployer, kube: Kube, namespace: str
+) -> None:
+    """``gpu.requests: 0`` asks for GPU nodes without GPU resources; a CPU template names no GPU,
+    so there are no such nodes to choose. Before (issue 24): the service deployed on CPU, Running,
+    the override dropped without a word. With the GPU model named, it is honoured (below). (The
+    legacy ``gpuSelector.count`` cannot be 0: the schema refuses it.)"""
+    await ready_model(kube, namespace, "cpu0")
+    cpu_spec = {"modelName": "cpu0", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}}
+    await ready_template(kube, namespace, "cpu0-t", cpu_spec, {"metric": "latency", "precision": "fp16"})
+    for name, template in (("zero-named", {"name": "cpu0-t"}), ("zero-selected", None)):
+        spec: dict[str, Any] = {"model": {"name": "cpu0"}, "overrides": {"gpu": {"requests": 0}}}
+        if template:
+            spec["template"] = template
+        await kube.create(SERVICE, manifest(SERVICE, name, namespace, spec), namespace)
+    for ref, name, field in (
+        (SERVICE, "zero-named", "overrides.gpu.requests"),
+        (SERVICE, "zero-selected", "overrides.gpu.requests"),
+    ):
+        obj = await status_of(
+            kube, ref, namespace, name, has("TemplateReady", "False", "GPUOverrideNotApplicable"), name
+        )
+        message = condition(obj["status"], "TemplateReady")["message"]
+        assert f"{field}: 0 asks for GPU nodes without GPU resources" in message, message
+        assert "names no GPU model" in message and "set the GPU model in the override" in message
+        assert obj["status"]["status"] == "Failed", name
+        assert condition(obj["status"], "Ready")["reason"] == "GPUOverrideNotApplicable", name
+        assert await isvcs_owned_by(kube, namespace, name) == [], name
+    derived = [
+        t["metadata"]["name"]
+        for t in (await kube.list(TEMPLATE, namespace))[0]
+        if "-ovr-" in t["metadata"]["name"]
+    ]
+    assert derived == []
+
+
 async def test_gpu_count_and_resource_overrides_are_honoured(  # type: ignore[no-untyped-def]
     deployer, kube: Kube, namespace: str
 ) -> None:
@@ -326,7 +403,7 @@ async def _zero_gpus(kube: Kube, namespace: str) -> None:
     await kube.patch_status(TEMPLATE, namespace, template["metadata"]["name"], {"status": status})
     isvc = await isvc_of(kube, namespace, "no-gpus")
     resources = isvc["spec"]["predictor"]["containers"][0].get("resources") or {}
-    assert "amd.com/gpu" not in resources.get("limits", {}), resources
+    assert "amd.com/gpu" not in (resources.get("limits") or {}), resources
     assert "affinity" in isvc["spec"]["predictor"]  # still on MI355X nodes
 
 
@@ -383,6 +460,19 @@ async def test_models_the_api_server_stores_are_invalid_spec(  # type: ignore[no
             },
             "requests must be > 0",
         ),
+        # issue 24: these were Ready, their templates created and usable
+        "source-model-id-dot-dot": (
+            {"image": IMAGE, **CUSTOM_MODEL, "modelSources": [{**CUSTOM_SOURCE, "modelId": "acme/.."}]},
+            "spec.modelSources.0.modelId: modelId 'acme/..'",
+        ),
+        "source-uri-dot-dot": (
+            {
+                "image": IMAGE,
+                **CUSTOM_MODEL,
+                "modelSources": [{**CUSTOM_SOURCE, "sourceUri": "hf://acme/../x"}],
+            },
+            "spec.modelSources.0.sourceUri: sourceUri 'hf://acme/../x' has 3 path segments",
+        ),
     }
     for name, (spec, _) in cases.items():
         await kube.create(MODEL, manifest(MODEL, name, namespace, spec), namespace)
@@ -390,6 +480,172 @@ async def test_models_the_api_server_stores_are_invalid_spec(  # type: ignore[no
         obj = await status_of(kube, MODEL, namespace, name, invalid_spec, f"{name} InvalidSpec")
         assert message in condition(obj["status"], "ConfigValid")["message"], name
         assert obj["status"]["status"] == "Failed", name
+    templates = (await kube.list(TEMPLATE, namespace))[0]
+    assert not [t["metadata"]["name"] for t in templates if t["metadata"]["name"].startswith("source-")]
+
+
+async def test_templates_the_api_server_stores_are_invalid_spec(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """Before: ``profileId: ../../etc/passwd`` ran a discovery Job (its pod pending: "waiting for a
+    node") with ``AIM_PROFILE_ID=../../etc/passwd``; sources with ``..`` were used as written."""
+    model = {"image": IMAGE, "discovery": {"extractMetadata": False}}
+    await kube.create(MODEL, manifest(MODEL, "tm", namespace, model), namespace)
+    cases = {
+        "profile-traversal": (
+            {"modelName": "tm", "profileId": "../../etc/passwd"},
+            "spec.profileId: profileId '../../etc/passwd' is not a profile name",
+        ),
+        "sources-traversal": (
+            {"modelName": "tm", "modelSources": [{**CUSTOM_SOURCE, "sourceUri": "s3://models/a/../../b"}]},
+            "sourceUri 's3://models/a/../../b': the key prefix has a '.' or '..' segment",
+        ),
+    }
+    for name, (spec, _) in cases.items():
+        await kube.create(TEMPLATE, manifest(TEMPLATE, name, namespace, spec), namespace)
+    for name, (_, message) in cases.items():
+        obj = await status_of(kube, TEMPLATE, namespace, name, invalid_spec, f"{name} InvalidSpec")
+        assert message in condition(obj["status"], "ConfigValid")["message"], name
+        assert obj["status"]["status"] == "Failed", name
+        assert condition(obj["status"], "Ready")["reason"] == "InvalidSpec", name
+    jobs = (await kube.list(JOB, namespace))[0]
+    assert not [j["metadata"]["name"] for j in jobs], "no discovery Job for an invalid template"
+
+
+async def test_model_sources_on_a_metadata_address_are_address_not_allowed(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """Before (issue 24): a custom model whose source is on the metadata address deployed (the
+    inference container, not the operator, would fetch it: the connect-time policy never saw it).
+    Now discovery judges the sources a spec names with the outbound policy: the model (or template)
+    is ``ConfigValid=False/AddressNotAllowed``, Failed, and a service using it Failed, undeployed."""
+    metadata_bucket = {**CUSTOM_SOURCE, "sourceUri": "s3://169.254.169.254/latest/meta-data"}
+    metadata_endpoint = {
+        **CUSTOM_SOURCE,
+        "sourceUri": "s3://models/acme/tiny",
+        "env": [{"name": "AWS_ENDPOINT_URL", "value": "http://169.254.169.254"}],
+    }
+    for name, source in (("metadata-bucket", metadata_bucket), ("metadata-endpoint", metadata_endpoint)):
+        body = {
+            "model": {"custom": {**CUSTOM, "modelSources": [source]}},
+            "template": {"allowUnoptimized": True},
+        }
+        await kube.create(SERVICE, manifest(SERVICE, name, namespace, body), namespace)
+    hf = {**CUSTOM_SOURCE, "env": [{"name": "HF_ENDPOINT", "value": "http://metadata.google.internal"}]}
+    await kube.create(
+        MODEL,
+        manifest(MODEL, "ht", namespace, {"image": IMAGE, "discovery": {"extractMetadata": False}}),
+        namespace,
+    )
+    await kube.create(
+        TEMPLATE,
+        manifest(TEMPLATE, "metadata-hub", namespace, {"modelName": "ht", "modelSources": [hf]}),
+        namespace,
+    )
+
+    for name, says in (
+        ("metadata-bucket", "the bucket: address 169.254.169.254 (a cloud metadata address) is not allowed"),
+        ("metadata-endpoint", "AWS_ENDPOINT_URL: address 169.254.169.254 (a cloud metadata address)"),
+    ):
+        svc = await status_of(
+            kube, SERVICE, namespace, name, lambda s: s.get("status") == "Failed", f"{name} Failed"
+        )
+        model_ready = condition(svc["status"], "ModelReady")
+        assert model_ready["reason"] == "ModelNotReady", model_ready
+        assert "is Failed: AddressNotAllowed: spec.modelSources[0]" in model_ready["message"], model_ready
+        assert says in model_ready["message"], model_ready
+        # the custom model the deployer created for the service says why
+        (model,) = [
+            m
+            for m in (await kube.list(MODEL, namespace))[0]
+            if says in condition(m.get("status") or {}, "ConfigValid").get("message", "")
+        ]
+        assert condition(model["status"], "ConfigValid")["reason"] == "AddressNotAllowed"
+        assert model["status"]["status"] == "Failed"
+        assert await isvcs_owned_by(kube, namespace, name) == [], name
+    template = await status_of(
+        kube, TEMPLATE, namespace, "metadata-hub", has("ConfigValid", "False", "AddressNotAllowed"), "refused"
+    )
+    message = condition(template["status"], "ConfigValid")["message"]
+    assert "HF_ENDPOINT: host 'metadata.google.internal' is a cloud metadata endpoint" in message
+    assert template["status"]["status"] == "Failed"
+
+
+async def test_a_large_spec_image_metadata_is_not_copied_into_status(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """Issue 24's "D4 patch": a model of about 0.9 MB of ``spec.imageMetadata`` was copied whole
+    into its status, doubling it past etcd's 1.5 MiB request limit; the status write failed with a
+    500 on every retry (three a minute while idle) and the model never got a condition. Now the
+    copy is left out and said so; the API server serves no failed write."""
+    failed = await api_requests(kube, "PATCH", "aimmodels", "500")
+    metadata = {"model": {"canonicalName": "acme/big"}, "oci": {"description": "x" * 900_000}}
+    spec = {"image": IMAGE, "imageMetadata": metadata}
+    await kube.create(MODEL, manifest(MODEL, "big", namespace, spec), namespace)
+    obj = await status_of(
+        kube, MODEL, namespace, "big", has("ImageMetadataReady", "True", "MetadataFromSpec"), "a status"
+    )
+    message = condition(obj["status"], "ImageMetadataReady")["message"]
+    assert "It is not copied into status.imageMetadata: at 878 KiB" in message, message
+    assert "read it from spec.imageMetadata" in message
+    assert "imageMetadata" not in obj["status"]
+    assert condition(obj["status"], "ConfigValid")["status"] == "True"
+    assert await api_requests(kube, "PATCH", "aimmodels", "500") == failed  # before: one per retry
+
+    small = {"image": IMAGE, "imageMetadata": {"model": {"canonicalName": "acme/small"}}}
+    await kube.create(MODEL, manifest(MODEL, "small", namespace, small), namespace)
+    obj = await status_of(kube, MODEL, namespace, "small", lambda s: "imageMetadata" in s, "the copy")
+    assert obj["status"]["imageMetadata"] == small["imageMetadata"]  # as the original does
+
+
+async def test_a_default_template_that_does_not_exist_is_said_on_the_model_and_its_services(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """Before (issue 24): the model was Ready and the service deployed another template, picked by
+    automatic selection, without a word. Now the model is Degraded (``DefaultTemplateNotFound``)
+    and a service relying on the default fails (``TemplateNotFound``, ``ReferenceNotFound``) until
+    the template exists; then both recover and the service runs on it."""
+    spec = {"image": IMAGE, **CUSTOM_MODEL, "modelSources": [CUSTOM_SOURCE], "defaultServiceTemplate": "fast"}
+    await kube.create(MODEL, manifest(MODEL, "dm", namespace, spec), namespace)
+    service = {"model": {"name": "dm"}, "template": {"allowUnoptimized": True}}
+    await kube.create(SERVICE, manifest(SERVICE, "uses-default", namespace, service), namespace)
+
+    model = await status_of(
+        kube,
+        MODEL,
+        namespace,
+        "dm",
+        has("ServiceTemplatesReady", "False", "DefaultTemplateNotFound"),
+        "the model says its default template is missing",
+    )
+    message = condition(model["status"], "ServiceTemplatesReady")["message"]
+    assert message.startswith(
+        "spec.defaultServiceTemplate 'fast' names no AIMServiceTemplate in namespace"
+    ), message
+    assert model["status"]["status"] == "Degraded"
+    svc = await status_of(
+        kube,
+        SERVICE,
+        namespace,
+        "uses-default",
+        has("TemplateReady", "False", "TemplateNotFound"),
+        "the service says the model's default template is missing",
+    )
+    message = condition(svc["status"], "TemplateReady")["message"]
+    assert "AIMModel dm has spec.defaultServiceTemplate 'fast', but there is no AIMServiceTemplate" in message
+    assert condition(svc["status"], "ConfigValid")["reason"] == "ReferenceNotFound"
+    assert svc["status"]["status"] == "Failed"
+    assert await isvcs_owned_by(kube, namespace, "uses-default") == []  # not another template instead
+
+    template = {"modelName": "dm", "modelSources": [CUSTOM_SOURCE], "resources": {"requests": {"cpu": "2"}}}
+    await kube.create(TEMPLATE, manifest(TEMPLATE, "fast", namespace, template), namespace)
+    await status_of(kube, MODEL, namespace, "dm", lambda s: s.get("status") == "Ready", "the model Ready")
+    svc = await status_of(
+        kube, SERVICE, namespace, "uses-default", has("TemplateReady", "True", "Resolved"), "the default used"
+    )
+    assert svc["status"]["resolvedTemplate"]["name"] == "fast"
+    assert "the model's default template" in condition(svc["status"], "TemplateReady")["message"]
+    await isvc_of(kube, namespace, "uses-default")
 
 
 async def test_runtime_configs_no_service_can_use_are_invalid_config(  # type: ignore[no-untyped-def]
@@ -419,6 +675,56 @@ async def test_runtime_configs_no_service_can_use_are_invalid_config(  # type: i
         )
         assert message in condition(obj["status"], "Ready")["message"], name
         assert condition(obj["status"], "ConfigValid")["reason"] == "InvalidConfig", name
+
+
+# -- the cache service ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def cache(
+    running: Services, js: JetStreamContext, tmp_path_factory: pytest.TempPathFactory
+) -> Services:
+    env = {"AIM_CACHE_EXECUTOR": "local", "AIM_CACHE_DIR": str(tmp_path_factory.mktemp("model-cache"))}
+    return await ensure_service(running, js, "cache", env=env)
+
+
+async def test_caches_the_api_server_stores_are_invalid_spec(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str
+) -> None:
+    """Before: ``size: 0`` made a 1 GiB volume (``"0Gi"``) or listed the source as if no size were
+    given (``0``); ``hf://acme`` failed later as "cannot reach huggingface.co"; a template cache's
+    sources with ``..`` were downloaded as written."""
+    cases: dict[str, tuple[KindRef, dict[str, Any], str]] = {
+        "size-zero": (
+            MODEL_CACHE,
+            {"sourceUri": "hf://acme/tiny", "size": 0},
+            "spec.size: size must be more than 0",
+        ),
+        "size-zero-gi": (
+            MODEL_CACHE,
+            {"sourceUri": "hf://acme/tiny", "size": "0Gi"},
+            "spec.size: size must be more than 0 (is '0Gi'): give the model's size",
+        ),
+        "legacy-size-zero": (LEGACY_MODEL_CACHE, {"sourceUri": "hf://acme/tiny", "size": "0"}, "spec.size"),
+        "hf-without-repository": (
+            MODEL_CACHE,
+            {"sourceUri": "hf://acme"},
+            "spec.sourceUri: sourceUri 'hf://acme' names no repository ('acme' is only the organisation)",
+        ),
+        "template-cache-traversal": (
+            by_kind(AIM, "AIMTemplateCache"),
+            {"templateName": "t", "modelSources": [{**CUSTOM_SOURCE, "modelId": "acme/.."}]},
+            "spec.modelSources.0.modelId: modelId 'acme/..'",
+        ),
+    }
+    for name, (ref, spec, _) in cases.items():
+        await kube.create(ref, manifest(ref, name, namespace, spec), namespace)
+    for name, (ref, _, message) in cases.items():
+        obj = await status_of(kube, ref, namespace, name, invalid_spec, f"{name} InvalidSpec")
+        assert message in condition(obj["status"], "ConfigValid")["message"], name
+        assert condition(obj["status"], "Ready")["reason"] == "InvalidSpec", name
+        assert obj["status"]["status"] == "Failed", name
+    assert not (await kube.list(PVC, namespace))[0]  # no volume for any of them
 
 
 # -- registry-sync --------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from aimcore.api.bus import subjects
 from aimcore.api.kinds import NAMESPACE, SECRET, by_kind
 from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
-from tests.helpers import eventually
+from tests.helpers import api_requests, eventually
 from tests.integration.conftest import ensure_service
 
 SOURCE = by_kind("aim.eai.amd.com", "AIMClusterModelSource")
@@ -302,3 +302,36 @@ async def test_registries_the_outbound_policy_refuses_are_reported(  # type: ign
         assert registry.split(":")[0] in ready["message"]
         assert await models_of(kube, name) == {}
     assert other_host.requests == []
+
+
+async def test_a_model_another_source_holds_is_not_posted_again_on_every_sync(  # type: ignore[no-untyped-def]
+    sync_running, kube: Kube, js: JetStreamContext, oci_registry: Registry, sources: list[str]
+) -> None:
+    """Two sources matching one image: the second finds the model held by the first. Before
+    (issue 24), every sync of the second POSTed it again and got 409 (8 refused creates a minute
+    on an idle system); now it reads the informer cache and posts nothing. Each sync is forced by
+    touching an annotation and waited for (its decision record); the API server counts the POSTs."""
+    repository = f"dup{suffix()}/aim-llama"
+    push_image(oci_registry.url, repository, "1.0.0")
+    spec = {"registry": oci_registry.host, "filters": [{"image": f"{repository}:1.0.0"}]}
+    first, second = f"src-first-{suffix()}", f"src-second-{suffix()}"
+    await create_source(kube, sources, first, spec)
+    await status_when(kube, first, lambda s: s.get("discoveredModels") == 1, "the first source's model")
+    posts = await api_requests(kube, "POST", "aimclustermodels")
+
+    await create_source(kube, sources, second, spec)
+    for sync in range(1, 5):
+        if sync > 1:  # a metadata change starts a sync at once
+            touch = {"metadata": {"annotations": {"test.aim/touch": str(sync)}}}
+            await kube.patch(SOURCE, None, second, touch)
+
+        async def synced(count: int = sync) -> list[dict[str, Any]] | None:
+            found = await sync_decisions(js, second)
+            return found if len(found) >= count else None
+
+        decision = (await eventually(synced, timeout=30, what=f"sync {sync} of the second source"))[-1]
+        assert decision["details"]["ownedByAnotherSource"] == [f"{oci_registry.host}/{repository}:1.0.0"], (
+            decision
+        )
+    assert await api_requests(kube, "POST", "aimclustermodels") == posts  # before: one 409 per sync
+    assert await models_of(kube, second) == {}

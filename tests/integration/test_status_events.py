@@ -179,11 +179,18 @@ async def test_a_flapping_condition_makes_few_events_with_counts(  # type: ignor
     assert max(e["count"] for e in found) > 1
     repeated = next(e for e in found if e["count"] > 1)
     assert repeated["lastTimestamp"] >= repeated["firstTimestamp"]
-    # what the spam filter held back is counted on the status service's /metrics
-    status, metrics = await health_get(without_cache, "status", "/metrics")
-    assert status == 200
-    assert _sample(metrics, 'aim_events_total{outcome="filtered"}') > 0
-    assert _sample(metrics, 'aim_events_total{outcome="created"}') >= len(found)
+
+    # what the spam filter held back is counted on the status service's /metrics: the counters move
+    # in the status service after its writes, not before the test sees the Events (so they are
+    # waited for, not read once)
+    async def counted() -> bool:
+        status, metrics = await health_get(without_cache, "status", "/metrics")
+        assert status == 200
+        return _sample(metrics, 'aim_events_total{outcome="filtered"}') > 0 and _sample(
+            metrics, 'aim_events_total{outcome="created"}'
+        ) >= len(found)
+
+    await eventually(counted, timeout=30, what="the filtered and created Events counted")
 
 
 def _sample(metrics: str, name: str) -> float:

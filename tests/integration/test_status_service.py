@@ -244,7 +244,7 @@ async def api_writes(
     async def watch() -> None:
         async for event in kube.watch(ref, rv, namespace=namespace):
             obj = event.get("object") or {}
-            if event.get("type") == "MODIFIED" and obj.get("metadata", {}).get("name") == name:
+            if event.get("type") == "MODIFIED" and (obj.get("metadata") or {}).get("name") == name:
                 seen.append(obj["metadata"]["resourceVersion"])
 
     task = asyncio.create_task(watch())

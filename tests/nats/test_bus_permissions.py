@@ -1,8 +1,8 @@
 """The bus's trust boundary on a real nats-server with the shipped authorization (DESIGN §9): no
 anonymous client, and each role may do exactly what its work needs. Every role tries every
 operation; a refused operation must produce the server's permission violation for its subject, an
-allowed one none (the client's flush is the barrier: the server answers a PING only after every
-earlier command, so a violation would have arrived before it)."""
+allowed one none (a refusal of a marker subject, sent last, is the barrier: a flush is not, the
+server may answer a PING before an earlier refusal; :func:`tests.helpers.refusals_settled`)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from aim_dev.testing.plugin import connect_as
 from aimcore.api.bus import auth, subjects, topology
 from aimcore.api.bus.topology import ConsumerSpec, ensure_consumer
 from aimcore.api.kinds import STATUS_OWNERS
+from tests.helpers import refusals_settled
 
 SERVICES = frozenset(auth.SERVICES)
 READERS = frozenset({"watcher", "status", "reader", *SERVICES})
@@ -209,7 +210,7 @@ async def violations_of(server: NatsServer, role: str) -> set[str]:
     nc = await connect_as(server, role, on_error=on_error)
     try:
         await asyncio.gather(*(attempt(op) for op in OPERATIONS))
-        await nc.flush(timeout=5)
+        await refusals_settled(nc, seen)
     finally:
         await nc.close()
     text = "\n".join(seen)

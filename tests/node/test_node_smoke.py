@@ -115,7 +115,7 @@ def model_pod(name: str) -> dict[str, Any]:
 
 
 def condition(obj: dict[str, Any], type_: str) -> str | None:
-    for c in obj.get("status", {}).get("conditions") or []:
+    for c in (obj.get("status") or {}).get("conditions") or []:
         if c["type"] == type_:
             return str(c["status"])
     return None

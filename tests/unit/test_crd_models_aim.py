@@ -513,7 +513,7 @@ def test_hostile_values_are_refused(model: type[BaseModel], data: dict[str, Any]
         (SVC, _svc(resources={"requests": {"cpu": "500m"}, "limits": {"cpu": 1}})),
         (SVC, _svc(resources={"limits": {"amd.com/gpu": "2", "memory": "1.5Gi"}})),
         (SVC, _svc(resources={"limits": {"cpu": "+1", "memory": "1e3"}})),
-        (SVC, _svc(autoScaling=_target({"value": "100m", "averageUtilization": 80}))),
+        (SVC, _svc(autoScaling=_target({"value": "100m"}))),
         (aim.AIMCpuRequirements, {"requests": "250m", "limits": "1"}),
         (aim.AIMModelSpec, {"image": "localhost:5000/acme/llama@sha256:" + "a" * 64}),
         (aim.AIMModelSpec, {"image": "[::1]:65535/acme/llama:1.0"}),

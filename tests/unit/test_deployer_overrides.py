@@ -9,7 +9,16 @@ from typing import Any
 import pytest
 
 from aim_deployer.selection import Traits, overrides_match
-from aim_deployer.templates import derived_spec, derived_template_name, overrides_of
+from aim_deployer.templates import (
+    GPU_OVERRIDE_NOT_APPLICABLE,
+    TemplatePlan,
+    _gpu_override_not_applicable,
+    derived_spec,
+    derived_template_name,
+    overrides_of,
+)
+from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.kinds import by_kind
 from aimcore.domain.naming import derived_name
 
 AIM = "aim.eai.amd.com"
@@ -81,3 +90,40 @@ def test_a_gpu_resource_override_is_honoured() -> None:
     assert plain == derived_template_name("base", {"metric": "throughput"})
     other = derived_template_name("base", {"metric": "throughput", "gpu": {"resourceName": "x.com/gpu"}})
     assert other != plain
+
+
+def _template(spec: dict[str, Any], group: str = AIM) -> tuple[Any, dict[str, Any]]:
+    return by_kind(group, "AIMServiceTemplate"), {"metadata": {"name": "t"}, "spec": spec}
+
+
+def test_zero_gpus_on_a_template_without_a_gpu_model_is_reported() -> None:
+    """Issue 24: on a CPU template ``gpu.requests: 0`` matched (0 GPUs either way) and the service
+    deployed on CPU, the override dropped without a word: there are no GPU nodes to choose."""
+    ok = ConditionReport(type="TemplateReady", status="True", reason="Resolved")
+    cpu = _template({"modelName": "tiny", "resources": {"requests": {"cpu": "2"}}})
+    plan = _gpu_override_not_applicable(TemplatePlan(ok, template=cpu), {"gpu": {"requests": 0}})
+    assert plan.template is None and plan.create is None
+    assert (plan.condition.status, plan.condition.reason) == ("False", GPU_OVERRIDE_NOT_APPLICABLE)
+    assert "overrides.gpu.requests: 0 asks for GPU nodes" in plan.condition.message
+    assert "AIMServiceTemplate t names no GPU model" in plan.condition.message
+    assert "set the GPU model in the override" in plan.condition.message
+    # a derived template (another override) without a GPU model: not created either
+    derived = _gpu_override_not_applicable(
+        TemplatePlan(ok, create=cpu), {"gpu": {"requests": 0}, "metric": "x"}
+    )
+    assert derived.create is None and derived.condition.reason == GPU_OVERRIDE_NOT_APPLICABLE
+    legacy = _template({"aimImageName": "tiny"}, LEGACY)
+    said = _gpu_override_not_applicable(TemplatePlan(ok, template=legacy), {"gpuSelector": {"count": 0}})
+    assert "overrides.gpuSelector.count: 0" in said.condition.message
+
+
+def test_zero_gpus_with_a_gpu_model_are_honoured() -> None:
+    ok = ConditionReport(type="TemplateReady", status="False", reason="CreatingDerivedTemplate")
+    gpu = _template({"modelName": "llama", "gpu": {"model": "MI300X", "requests": 0}})
+    for overrides in ({"gpu": {"requests": 0}}, {"gpu": {"model": "MI300X", "requests": 0}}, {"metric": "x"}):
+        plan = TemplatePlan(ok, create=gpu)
+        assert _gpu_override_not_applicable(plan, overrides) is plan
+    cpu = _template({"modelName": "tiny"})
+    plan = TemplatePlan(ok, create=cpu)
+    assert _gpu_override_not_applicable(plan, {"gpu": {"model": "MI300X", "requests": 0}}) is plan
+    assert _gpu_override_not_applicable(plan, None) is plan

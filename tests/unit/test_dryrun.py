@@ -490,6 +490,14 @@ def test_size_quantity(size_gb: float, quantity: str) -> None:
             json.dumps([element(models=[{"name": "llama", "source": "hf://llama"}])]),
             "models[0].name is not a valid model id",
         ),
+        (  # the model's own rules (issue 24): a discovery Job's output cannot name a '..' either
+            json.dumps([element(models=[{"name": "a/..", "source": "hf://a/b"}])]),
+            "modelId 'a/..': the name '..' is a relative path segment",
+        ),
+        (
+            json.dumps([element(models=[{"name": "a/b", "source": "s3://bucket/../x"}])]),
+            "the key prefix has a '.' or '..' segment",
+        ),
         (
             json.dumps([element(models=[{"name": "a/b", "source": "hf://a/b", "size_gb": -1}])]),
             "models[0].size_gb must be a non-negative number",

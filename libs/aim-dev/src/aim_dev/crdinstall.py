@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aimcore.api.kinds import KindRef
@@ -26,6 +26,19 @@ async def server_minor(kube: Kube) -> int:
     return int(str(info.get("minor", "0")).rstrip("+"))
 
 
+def established(crd: Mapping[str, Any] | None) -> bool:
+    """Whether the API server says it serves ``crd`` (``Established=True``). A CRD just created
+    may have no status yet, or ``status.conditions: null`` (not ``[]``): both are "not yet", not an
+    error (reading them with ``.get("conditions", [])`` iterated ``None`` and crashed
+    ``aimctl up``)."""
+    status = (crd or {}).get("status") or {}
+    conditions = status.get("conditions") or []
+    return any(
+        isinstance(c, Mapping) and c.get("type") == "Established" and c.get("status") == "True"
+        for c in conditions
+    )
+
+
 async def install(kube: Kube, crds: Iterable[dict[str, Any]], timeout: float = 60.0) -> None:
     """Apply every CRD (server-side) and wait until each is Established."""
     keep_cel = await server_minor(kube) >= 25
@@ -37,8 +50,6 @@ async def install(kube: Kube, crds: Iterable[dict[str, Any]], timeout: float = 6
     async with asyncio.timeout(timeout):
         for name in names:
             while True:
-                obj = await kube.get(CRD, None, name)
-                conds = {c["type"]: c["status"] for c in (obj or {}).get("status", {}).get("conditions", [])}
-                if conds.get("Established") == "True":
+                if established(await kube.get(CRD, None, name)):
                     break
                 await asyncio.sleep(0.05)

@@ -34,11 +34,11 @@ def _documents(path: Path) -> list[dict[str, Any]]:
 
 
 def _rule(rule: dict[str, Any]) -> str:
-    groups = ", ".join(g or CORE for g in rule.get("apiGroups", []))
+    groups = ", ".join(g or CORE for g in (rule.get("apiGroups") or []))
     names = (
         f" named {', '.join(f'`{n}`' for n in rule['resourceNames'])}" if rule.get("resourceNames") else ""
     )
-    resources = ", ".join(f"`{r}`" for r in rule.get("resources", []))
+    resources = ", ".join(f"`{r}`" for r in (rule.get("resources") or []))
     return f"{', '.join(rule['verbs'])} {resources}{names} ({groups})"
 
 
@@ -47,7 +47,7 @@ def _where(role: dict[str, Any]) -> str:
         return f"namespace `{role['metadata']['namespace']}`"
     aggregate = [
         k.rsplit("-", 1)[-1]
-        for k, v in role["metadata"].get("labels", {}).items()
+        for k, v in (role["metadata"].get("labels") or {}).items()
         if k.startswith("rbac.authorization.k8s.io/aggregate-to-") and v == "true"
     ]
     return f"cluster; in `{'`, `'.join(aggregate)}`" if aggregate else "cluster"

@@ -111,7 +111,7 @@ def read_secrets(text: str) -> dict[str, RoleSecret]:
     for doc in yaml.safe_load_all(text):
         if not doc:
             continue
-        for obj in doc.get("items", []) if doc.get("kind") == "List" else [doc]:
+        for obj in (doc.get("items") or []) if doc.get("kind") == "List" else [doc]:
             meta = obj.get("metadata") or {}
             role = (meta.get("labels") or {}).get(ROLE_LABEL)
             if obj.get("kind") != "Secret" or role not in DEPLOYED_ROLES:

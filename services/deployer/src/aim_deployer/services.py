@@ -324,7 +324,7 @@ class ServiceReconciler:
             # service's status can grant a second one
             kind = by_kind(request.ref.group, "AIMModelCache")
             uids = sorted(
-                str((mc or {}).get("metadata", {}).get("uid") or "")
+                str(((mc or {}).get("metadata") or {}).get("uid") or "")
                 for mc in (request.informer.get(kind, request.namespace, name) for name in plan.retry)
             )
             await self.kube.patch(
@@ -422,7 +422,7 @@ class ServiceReconciler:
             for p in request.informer.by_index(PODS_INDEX, isvc_name)
             if p["metadata"].get("namespace") == request.namespace
         ]
-        expected = int(((live or {}).get("spec") or {}).get("predictor", {}).get("minReplicas") or 1)
+        expected = int((((live or {}).get("spec") or {}).get("predictor") or {}).get("minReplicas") or 1)
         pods_health = readiness.pods_health(pods, expected=expected)
         state.set(cond(PODS_READY, pods_health.ok, pods_health.reason, pods_health.message))
 

@@ -3,9 +3,10 @@ Overrides"), decided from the informer cache; the controller applies what :class
 asks for.
 
 Order: an explicit ``template.name`` (legacy ``templateRef``; the namespace's template first, then
-the cluster's), else the model's ``defaultServiceTemplate`` when it exists (the original ignores
-it), else automatic selection (:mod:`aim_deployer.selection`), sticky to ``status.resolvedTemplate``
-while that template stays Ready.
+the cluster's), else the model's ``defaultServiceTemplate`` (the original ignores it; one that does
+not exist is ``TemplateNotFound`` with ``ConfigValid=False/ReferenceNotFound``, not a silent fall
+back to selection), else automatic selection (:mod:`aim_deployer.selection`), sticky to
+``status.resolvedTemplate`` while that template stays Ready.
 
 Overrides: when the chosen template does not already match ``spec.overrides``, a namespaced
 *derived* template ``<base>-ovr-…`` is planned with the base's spec and the overrides applied,
@@ -47,6 +48,8 @@ TEMPLATE_NOT_FOUND = "TemplateNotFound"
 TEMPLATE_NOT_READY = "TemplateNotReady"
 CREATING_DERIVED = "CreatingDerivedTemplate"
 DERIVED = "derived"
+# a GPU override of 0 on a template without a GPU model: no GPU nodes to choose (issue 24)
+GPU_OVERRIDE_NOT_APPLICABLE = "GPUOverrideNotApplicable"
 # a usable model without templates, and only a user can give it some (issue 15)
 MODEL_HAS_NO_TEMPLATES = "ModelHasNoTemplates"
 
@@ -287,7 +290,49 @@ def _with_overrides(ask: Ask, base: tuple[KindRef, Obj], why: str, **extra: Any)
     return _use(base[0], base[1], why, **extra)
 
 
+def _gpu_override_not_applicable(plan: TemplatePlan, overrides: Mapping[str, Any] | None) -> TemplatePlan:
+    """``gpu.requests: 0`` asks for the GPU nodes of the template's
+    GPU without consuming GPUs. On a template that names no GPU model (a CPU template) there are
+    no such nodes to choose, and the override was dropped without a word (issue 24): say so
+    instead of deploying, unless the override names the GPU model itself."""
+    if not overrides:
+        return plan
+    model, count = _gpu(overrides)
+    if count != 0 or model:
+        return plan
+    if plan.template is not None:
+        kind, obj = plan.template
+        named = template_traits(Candidate(kind, obj)).gpu_model
+    elif plan.create is not None:
+        kind, obj = plan.create
+        spec = obj.get("spec") or {}
+        gpu = spec.get("gpu") if kind.group == AIM else spec.get("gpuSelector")
+        named = str(gpu.get("model") or "") if isinstance(gpu, Mapping) else ""
+    else:
+        return plan
+    if named:
+        return plan
+    field = "overrides.gpu.requests" if kind.group == AIM else "overrides.gpuSelector.count"  # (min 1)
+    message = (
+        f"{field}: 0 asks for GPU nodes without GPU resources, but {kind.kind} "
+        f"{obj['metadata']['name']} names no GPU model (it runs on CPU), so there are no GPU nodes "
+        "to choose: set the GPU model in the override (e.g. gpu.model: MI300X) to run on those "
+        "nodes, or remove the GPU override to run on CPU"
+    )
+    return TemplatePlan(cond(TEMPLATE_READY, False, GPU_OVERRIDE_NOT_APPLICABLE, message))
+
+
 def resolve_template(
+    informer: Informer,
+    service: ServiceView,
+    model: tuple[KindRef, Obj],
+    cluster_gpus: Collection[str],
+) -> TemplatePlan:
+    plan = _resolve_template(informer, service, model, cluster_gpus)
+    return _gpu_override_not_applicable(plan, overrides_of(service.wire_spec))
+
+
+def _resolve_template(
     informer: Informer,
     service: ServiceView,
     model: tuple[KindRef, Obj],
@@ -315,6 +360,16 @@ def resolve_template(
         found = find_named(informer, ref.group, namespace, str(default))
         if found is not None:
             return _with_overrides(ask, found, "using the model's default template")
+        # not a silent fall back to automatic selection: the model says which template to run
+        message = (
+            f"{model[0].kind} {model_name} has spec.defaultServiceTemplate {str(default)!r}, but there is "
+            f"no AIMServiceTemplate in namespace {namespace} or AIMClusterServiceTemplate of that name: "
+            "create it, correct the model's defaultServiceTemplate, or name a template in "
+            "spec.template.name"
+        )
+        return TemplatePlan(
+            cond(TEMPLATE_READY, False, TEMPLATE_NOT_FOUND, message), invalid="ReferenceNotFound"
+        )
 
     sticky = service.resolved_template
     if sticky is not None and sticky.get("name") and sticky.get("kind"):

@@ -32,7 +32,11 @@ from aimcore.runtime.probes import READINESS
 from aimcore.runtime.reconciler import Controller, Watch, dispatch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
 
-template_models = any_of(to_owners(*MODEL_KINDS, same_group=True), deps.named_model)
+template_models = any_of(
+    to_owners(*MODEL_KINDS, same_group=True),
+    deps.named_model,
+    by_index(deps.DEFAULT_TEMPLATE_INDEX, kinds=MODEL_KINDS),
+)
 config_users = any_of(
     by_index(deps.RUNTIME_CONFIG_INDEX, kinds=(*MODEL_KINDS, *TEMPLATE_KINDS)),
     deps.namespace_configs_named_alike,
@@ -41,9 +45,10 @@ config_users = any_of(
 
 def controller(ctx: ServiceContext, slots: Slots) -> Controller:
     assert ctx.kube is not None, "discovery needs a Kubernetes client (secrets, templates, jobs, logs)"
-    registry = functools.partial(RegistryClient, policy=OutboundPolicy.from_env())
-    models = ModelReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
-    templates = TemplateReconciler(ctx.kube, ctx.settings.system_namespace, slots)
+    policy = OutboundPolicy.from_env()
+    registry = functools.partial(RegistryClient, policy=policy)
+    models = ModelReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry, policy=policy)
+    templates = TemplateReconciler(ctx.kube, ctx.settings.system_namespace, slots, policy=policy)
     return Controller(
         ctx.name,
         (*MODEL_KINDS, *TEMPLATE_KINDS, *RUNTIME_CONFIG_KINDS),
@@ -61,7 +66,11 @@ def controller(ctx: ServiceContext, slots: Slots) -> Controller:
             Watch(POD, through(to_owners(JOB), deps.job_template_of)),
             *Watch.each(TEMPLATE_CACHE_KINDS, to_owners(*twins("AIMServiceTemplate"), same_group=True)),
         ],
-        indexers={deps.MODEL_NAME_INDEX: deps.model_name, deps.RUNTIME_CONFIG_INDEX: deps.runtime_config},
+        indexers={
+            deps.MODEL_NAME_INDEX: deps.model_name,
+            deps.RUNTIME_CONFIG_INDEX: deps.runtime_config,
+            deps.DEFAULT_TEMPLATE_INDEX: deps.default_template,
+        },
     )
 
 

@@ -3,7 +3,8 @@ of its dependency mapping that are discovery's own (the general ones are the run
 :mod:`aimcore.runtime.mappers`; :mod:`aim_discovery.app` puts them together).
 
 - a template wakes the model it belongs to (its owner) or names (:func:`named_model`; the model's
-  status aggregates its templates);
+  status aggregates its templates), and the models naming it as their ``defaultServiceTemplate``
+  (:func:`default_template`: their status says whether it exists);
 - a model wakes the templates naming it (namespace templates of a cluster model too);
 - a runtime config wakes the models and templates resolving that name (a namespace config only in
   its namespace), and a cluster config the namespace configs of its name
@@ -30,6 +31,7 @@ from aimcore.runtime.mappers import Mapper, Target, changed
 
 MODEL_NAME_INDEX = "model-name"
 RUNTIME_CONFIG_INDEX = "runtime-config"
+DEFAULT_TEMPLATE_INDEX = "default-template"
 
 
 # -- indexes ---------------------------------------------------------------------------------------
@@ -38,6 +40,12 @@ RUNTIME_CONFIG_INDEX = "runtime-config"
 def model_name(obj: Obj) -> Iterable[str]:
     spec = obj.get("spec") or {}
     name = spec.get("modelName") or spec.get("aimImageName")
+    return [str(name)] if name else []
+
+
+def default_template(obj: Obj) -> Iterable[str]:
+    """The template a model names as its ``spec.defaultServiceTemplate`` (no other kind has it)."""
+    name = (obj.get("spec") or {}).get("defaultServiceTemplate")
     return [str(name)] if name else []
 
 

@@ -396,7 +396,7 @@ def _model_source(index: int, entry: Any) -> dict[str, Any]:
         wire["size"] = _size(index, entry["size_gb"])
     try:
         return AIMModelSource.model_validate(wire).wire()
-    except ValidationError as exc:  # pragma: no cover - the checks above mirror the model's
+    except ValidationError as exc:  # the model's rules beyond the patterns (aimcore.api.sourcerules)
         raise DiscoveryOutputError(f"{where}: {_pydantic_message(exc, {})}") from exc
 
 

@@ -6,7 +6,8 @@ One reconcile:
 1. Resolve the runtime config (``RuntimeConfigReady``; a missing named config fails the model with
    ``ConfigValid=False/ReferenceNotFound`` and recovers when the config appears).
 2. Image metadata (``ImageMetadataReady``): ``spec.imageMetadata`` wins (air-gapped clusters; it
-   is copied into ``status.imageMetadata`` as the original does); else, unless extraction is off
+   is copied into ``status.imageMetadata`` as the original does, unless the copy would take the
+   object past what a status write may reach: :data:`STATUS_COPY_BUDGET`); else, unless extraction is off
    (``discovery.extractMetadata``, else the runtime config's ``model.autoDiscovery``), the labels
    are read from the registry (manifest and config blob only) with the model's
    ``imagePullSecrets`` and cached in ``status.imageMetadata``. The cache is keyed by the image
@@ -35,6 +36,8 @@ specific reason, and each change of outcome a decision record.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,7 +55,7 @@ from aim_discovery.catalog import (
 from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.errors import AimError
-from aimcore.api.kinds import SECRET, KindRef
+from aimcore.api.kinds import SECRET, KindRef, by_kind
 from aimcore.domain.children import differs, owned_by
 from aimcore.domain.oci import (
     OCI_ERRORS,
@@ -69,6 +72,7 @@ from aimcore.domain.oci import (
     RegistryUnreachable,
     credentials_from_secrets,
 )
+from aimcore.domain.outbound import ADDRESS_NOT_ALLOWED, OutboundPolicy, literal_env, source_refusal
 from aimcore.domain.runtimeconfig import (
     CONFIG_NOT_FOUND,
     RUNTIME_CONFIG_READY,
@@ -83,6 +87,7 @@ from aimcore.domain.views import (
     ModelView,
     TemplateView,
 )
+from aimcore.runtime.informer import Informer
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
@@ -127,6 +132,9 @@ TEMPLATE_CREATE_REJECTED = "TemplateCreateRejected"
 TEMPLATE_CREATE_FORBIDDEN = "TemplateCreateForbidden"
 SOME_TEMPLATES_REJECTED = "SomeTemplatesRejected"
 TEMPLATE_NAME_CONFLICT = "TemplateNameConflict"  # a template of another model has the name
+
+# the model's defaultServiceTemplate names no template: services relying on it fail (issue 24)
+DEFAULT_TEMPLATE_NOT_FOUND = "DefaultTemplateNotFound"
 
 _READY_VALUES = {"Ready", "Available"}
 _FAILED_VALUES = {"Failed", "Degraded"}
@@ -209,6 +217,76 @@ def templates_state(
     return "False", TEMPLATES_PROGRESSING, f"Templates are progressing ({counts})"
 
 
+def default_template_missing(informer: Informer, ref: KindRef, model: ModelView) -> str | None:
+    """What is wrong with the model's ``spec.defaultServiceTemplate``, if it names no template a
+    service would find (the deployer looks in the service's namespace, then the cluster: for a
+    namespaced model that is the model's namespace; a cluster model is judged by the cluster's
+    templates alone). Before, services fell back to automatic selection without a word."""
+    default = str(model.spec.get("defaultServiceTemplate") or "")
+    if not default:
+        return None
+    namespaced, cluster = (
+        by_kind(ref.group, "AIMServiceTemplate"),
+        by_kind(ref.group, "AIMClusterServiceTemplate"),
+    )
+    found = informer.get(cluster, None, default)
+    if found is None and model.namespace:
+        found = informer.get(namespaced, model.namespace, default)
+    if found is not None and not found["metadata"].get("deletionTimestamp"):
+        return None
+    where = (
+        f"AIMServiceTemplate in namespace {model.namespace} or AIMClusterServiceTemplate"
+        if model.namespace
+        else "AIMClusterServiceTemplate"
+    )
+    return (
+        f"spec.defaultServiceTemplate {default!r} names no {where}: services using this model "
+        "without spec.template.name fail until it exists; create it, or correct or remove "
+        "spec.defaultServiceTemplate"
+    )
+
+
+def with_default_template(state: tuple[str, str, str], missing: str | None) -> tuple[str, str, str]:
+    """The templates condition ``state`` with what :func:`default_template_missing` found: a model
+    whose templates are fine is ``DefaultTemplateNotFound`` (Degraded: services naming a template
+    still use it); otherwise the problem is added to the message."""
+    if not missing:
+        return state
+    if state[0] == "True":
+        return "False", DEFAULT_TEMPLATE_NOT_FOUND, missing
+    return state[0], state[1], f"{state[2]}; {missing}"
+
+
+STATUS_COPY_BUDGET = 1 << 20
+"""The largest object (spec and the copy of ``spec.imageMetadata`` in its status, JSON) discovery
+lets a status write make. etcd refuses requests over 1.5 MiB by default and the API server adds
+``managedFields`` and the rest of the status; past it the write fails with a 500 ("request is too
+large") on every retry and the model never gets a status."""
+
+
+def _copy_from_spec(obj: Mapping[str, Any], outcome: Metadata) -> tuple[bool, Metadata]:
+    """Whether ``spec.imageMetadata`` may be copied into ``status.imageMetadata`` (the original
+    does), and the outcome whose condition says so when it may not. Copying a large one doubled the
+    object past etcd's limit: the status write failed with a 500 on every retry (issue 24, the
+    "D4" patch: 3 refused writes a minute, and no condition at all)."""
+    size = len(json.dumps(obj, separators=(",", ":"))) + len(
+        json.dumps(outcome.metadata, separators=(",", ":"))
+    )
+    if size <= STATUS_COPY_BUDGET:
+        return True, outcome
+    kib = len(json.dumps(outcome.metadata, separators=(",", ":"))) // 1024
+    message = (
+        f"Using spec.imageMetadata; the registry is not contacted. It is not copied into "
+        f"status.imageMetadata: at {kib} KiB the copy would make the object {size // 1024} KiB, over "
+        f"the {STATUS_COPY_BUDGET // 1024} KiB a status write may reach (etcd refuses 1.5 MiB); read it "
+        "from spec.imageMetadata"
+    )
+    condition = ConditionReport(
+        type=IMAGE_METADATA_READY, status="True", reason=METADATA_FROM_SPEC, message=message
+    )
+    return False, dataclasses.replace(outcome, condition=condition)
+
+
 def _refused_state(
     statuses: Sequence[str], expected: int, refused: Sequence[RefusedTemplate]
 ) -> tuple[str, str, str]:
@@ -259,11 +337,13 @@ class ModelReconciler:
         *,
         client_factory: Callable[[DockerConfig], RegistryClient] = RegistryClient,
         clock: Callable[[], float] = time.monotonic,
+        policy: OutboundPolicy | None = None,
     ) -> None:
         self.kube = kube
         self.system_namespace = system_namespace
         self.client_factory = client_factory
         self.clock = clock
+        self.policy = policy or OutboundPolicy()
         self.failures: dict[str, tuple[str, int]] = {}  # uid → (image, consecutive failures)
         self.refused = RefusedBodies()
 
@@ -285,8 +365,20 @@ class ModelReconciler:
         auto = config.get("model", "autoDiscovery")
         auto_discovery = bool(auto) if auto is not None else None
         outcome = await self._metadata(model, auto_discovery)
+        copy = outcome.metadata is not None
+        if outcome.condition.reason == METADATA_FROM_SPEC and outcome.metadata is not None:
+            copy, outcome = _copy_from_spec(request.obj, outcome)
         conditions.append(outcome.condition)
-        if outcome.config_invalid:
+        refused_source = source_refusal(model.model_sources, literal_env(model.spec.get("env")), self.policy)
+        if refused_source is not None:
+            # a source on an address the outbound policy refuses (the inference container would
+            # fetch it there): Failed, as any refused address, until the spec or the policy changes
+            conditions.append(
+                ConditionReport(
+                    type=CONFIG_VALID, status="False", reason=ADDRESS_NOT_ALLOWED, message=refused_source
+                )
+            )
+        elif outcome.config_invalid:
             # the original's two ConfigValid reasons: a missing upstream object (a pull secret) is
             # ReferenceNotFound, anything else wrong in the spec InvalidSpec; the component keeps
             # the specific reason (SecretNotFound, InvalidImageReference)
@@ -301,7 +393,7 @@ class ModelReconciler:
             )
         else:
             conditions.append(ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"))
-        if outcome.metadata is not None:  # read from the registry, or given in spec.imageMetadata
+        if copy and outcome.metadata is not None:  # read from the registry, or given in spec.imageMetadata
             fields["imageMetadata"] = dict(outcome.metadata)
 
         planned = self.planned_templates(model, outcome.metadata, auto_discovery)
@@ -317,6 +409,9 @@ class ModelReconciler:
             refused,
             none_expected=_none_expected(model, outcome, auto_discovery),
             metadata_failure=_metadata_failure(model, outcome, auto_discovery),
+        )
+        status, reason, message = with_default_template(
+            (status, reason, message), default_template_missing(request.informer, request.ref, model)
         )
         conditions.append(
             ConditionReport(

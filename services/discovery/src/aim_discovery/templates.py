@@ -45,6 +45,7 @@ from aimcore.domain import gpu as gpus
 from aimcore.domain import jobs
 from aimcore.domain.children import child_labels, contains, owner_reference
 from aimcore.domain.naming import label_value
+from aimcore.domain.outbound import ADDRESS_NOT_ALLOWED, OutboundPolicy, literal_env, source_refusal
 from aimcore.domain.runtimeconfig import (
     CONFIG_NOT_FOUND,
     RUNTIME_CONFIG_READY,
@@ -123,11 +124,13 @@ class TemplateReconciler:
         slots: Slots,
         *,
         clock: Callable[[], float] = time.time,
+        policy: OutboundPolicy | None = None,
     ) -> None:
         self.kube = kube
         self.system_namespace = system_namespace
         self.slots = slots
         self.clock = clock
+        self.policy = policy or OutboundPolicy()
         self.refused = RefusedBodies()  # discovery Jobs the API server refused for their content
 
     async def reconcile(self, request: Request) -> Result | None:
@@ -156,8 +159,18 @@ class TemplateReconciler:
         conditions.append(
             ConditionReport(type=RUNTIME_CONFIG_READY, status="True", reason=reason, message=message)
         )
-        conditions.append(ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"))
         fields["resolvedRuntimeConfig"] = config.reference()
+        sources = template.spec.get("modelSources") or []
+        refused = source_refusal(sources, literal_env(template.spec.get("env")), self.policy)
+        if refused is not None:  # the inference container would fetch them there (issue 24)
+            conditions.append(
+                ConditionReport(
+                    type=CONFIG_VALID, status="False", reason=ADDRESS_NOT_ALLOWED, message=refused
+                )
+            )
+            await self._report(request, conditions, fields, "reject", ADDRESS_NOT_ALLOWED, refused)
+            return None
+        conditions.append(ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"))
 
         found = self.find_model(template, request)
         model_cond = model_condition(request.ref)

@@ -53,6 +53,7 @@ from aimcore.domain.oci import (
     RegistryUnreachable,
     credentials_from_secrets,
 )
+from aimcore.runtime.informer import Informer
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.status.rules import rfc3339
@@ -123,6 +124,7 @@ class Listing:
 class Created:
     created: list[Image] = field(default_factory=list)
     adopted: list[Image] = field(default_factory=list)
+    present: list[Image] = field(default_factory=list)  # ours already, its image spelled otherwise
     foreign: list[Image] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -275,7 +277,7 @@ class SourceReconciler:
             return await self._failed(request, fp, memo, every, everything, len(existing))
 
         the_plan = plan(listing.matched, existing_images, len(existing), spec.max_models)
-        outcome = await self._create(the_plan, source_label, secrets)
+        outcome = await self._create(the_plan, source_label, secrets, request.informer)
         await self._synced(request, listing, the_plan, outcome, len(existing), every=every)
 
         ok = not listing.errors and not outcome.errors
@@ -303,12 +305,22 @@ class SourceReconciler:
         except CredentialsError as exc:  # its message names the secret, never its contents
             raise SyncFailed(INVALID_PULL_SECRET, str(exc), transient=True) from None
 
-    async def _create(self, the_plan: Plan, source_label: str, secrets: Sequence[str]) -> Created:
-        """Create the planned models. A name already taken (409) by one of ours (created by an
-        earlier sync the cache did not show yet) is ``adopted``; by anything else, ``foreign`` and
-        left alone."""
+    async def _create(
+        self, the_plan: Plan, source_label: str, secrets: Sequence[str], informer: Informer
+    ) -> Created:
+        """Create the planned models whose name no model holds. A name held by one of ours (its
+        image spelled otherwise) is ``adopted``; by anything else (another source's, a user's),
+        ``foreign`` and left alone. Both are read from the informer cache, not learnt from a 409:
+        before, every sync re-POSTed each such model (issue 24: 8 refused creates a minute on an
+        idle system). A name taken after the cache was read still answers 409 and is sorted the
+        same way."""
         out = Created()
         for image in the_plan.create:
+            held = informer.get(AIMCLUSTERMODEL, None, image.model_name)
+            if held is not None:
+                ours = ((held.get("metadata") or {}).get("labels") or {}).get(SOURCE_LABEL) == source_label
+                (out.present if ours else out.foreign).append(image)  # ours: counted among existing
+                continue
             try:
                 await self.kube.create(AIMCLUSTERMODEL, model_body(image, source_label, secrets))
                 out.created.append(image)
@@ -413,7 +425,8 @@ class SourceReconciler:
                 )
             )
         summary = (
-            f"{available} matching image(s); created {len(created)}, {len(the_plan.present)} already "
+            f"{available} matching image(s); created {len(created)}, "
+            f"{len(the_plan.present) + len(outcome.present)} already "
             f"present, {len(the_plan.over_limit)} over maxModels, {len(foreign)} owned by another source"
         )
         if problems:
@@ -441,7 +454,7 @@ class SourceReconciler:
             SYNCED if not problems else SOME_FILTERS_FAILED,
             summary,
             created=[i.uri for i in created],
-            present=[i.uri for i in the_plan.present],
+            present=[i.uri for i in (*the_plan.present, *outcome.present)],
             overLimit=[i.uri for i in the_plan.over_limit],
             ownedByAnotherSource=[i.uri for i in foreign],
             skippedRepositories=listing.skipped_repositories,

@@ -40,7 +40,7 @@ class Known:
 
     @classmethod
     def of(cls, obj: Obj) -> Known:
-        meta = obj.get("metadata", {})
+        meta = obj.get("metadata") or {}
         return cls(meta.get("uid", ""), str(meta.get("resourceVersion", "")), meta.get("generation"))
 
     def tombstone(self, ref: KindRef, key: ObjKey) -> Obj:
@@ -55,7 +55,7 @@ class Known:
 
 
 def object_key(obj: Obj) -> ObjKey:
-    meta = obj.get("metadata", {})
+    meta = obj.get("metadata") or {}
     return meta.get("namespace"), meta["name"]
 
 
@@ -231,7 +231,7 @@ class KindWatcher:
                 if stop.is_set():
                     break
                 obj = event["object"]
-                new_rv = str(obj.get("metadata", {}).get("resourceVersion", rv))
+                new_rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                 kind = event["type"]
                 if kind == "BOOKMARK":
                     rv = new_rv

@@ -49,7 +49,7 @@ class Publisher:
         self._written: dict[str, tuple[int, int]] = {}  # key → (KV revision, resourceVersion) written here
 
     async def observe(self, ref: KindRef, obj: Obj, change: ChangeType) -> None:
-        meta = obj.get("metadata", {})
+        meta = obj.get("metadata") or {}
         namespace, name = meta.get("namespace"), meta["name"]
         event = ChangeEvent(
             object=ObjectRef.of(ref, namespace, name),
@@ -77,7 +77,7 @@ class Publisher:
         relist racing a watch) from replacing newer state with older. The revision this publisher
         last wrote for a key is remembered, so the usual case (nobody else wrote since) is a single
         conditional write instead of a read, a decode and a write."""
-        rv = rv_int(obj.get("metadata", {}).get("resourceVersion"))
+        rv = rv_int((obj.get("metadata") or {}).get("resourceVersion"))
         value, big = mirror.entry(obj, self.max_payload())
         if big is not None:
             self.too_large += 1
@@ -99,7 +99,7 @@ class Publisher:
             except (KeyNotFoundError, KeyDeletedError) as exc:
                 last = getattr(getattr(exc, "entry", None), "revision", None)
                 current = None
-            have = rv_int((current or {}).get("metadata", {}).get("resourceVersion"))
+            have = rv_int(((current or {}).get("metadata") or {}).get("resourceVersion"))
             if current is not None and (have > rv or (have == rv and change is not ChangeType.DELETED)):
                 self.stale_skipped += 1  # newer (or this very) version is already there
                 if last is not None:

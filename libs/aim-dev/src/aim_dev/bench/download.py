@@ -172,7 +172,7 @@ async def status_writes(kubeconfig: str, bus: BusSettings, window: float) -> dic
             "apiVersion": MODEL_CACHE.api_version,
             "kind": MODEL_CACHE.kind,
             "metadata": {"name": "bench-progress", "namespace": "default"},
-            # no repository named: the cache fails at once (InvalidSource, not retried), so what
+            # no repository named: the spec is refused at once (InvalidSpec, not retried), so what
             # is counted is the status path alone
             "spec": {"sourceUri": "hf://bench"},
         }

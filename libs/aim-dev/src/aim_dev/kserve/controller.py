@@ -108,7 +108,7 @@ class StandIn:
                 raise
         else:
             ready: dict[str, Any] = next(
-                (c for c in status.get("conditions", []) if c["type"] == "Ready"), {}
+                (c for c in (status.get("conditions") or []) if c["type"] == "Ready"), {}
             )
             log.info(
                 "InferenceService %s/%s: Ready=%s %s",

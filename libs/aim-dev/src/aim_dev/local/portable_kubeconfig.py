@@ -21,7 +21,7 @@ import yaml
 def portable(kubeconfig: dict[str, Any]) -> dict[str, Any]:
     """``kubeconfig`` with every cluster's ``certificate-authority`` file inlined."""
     out = copy.deepcopy(kubeconfig)
-    for entry in out.get("clusters", []):
+    for entry in out.get("clusters") or []:
         cluster = entry["cluster"]
         path = cluster.pop("certificate-authority", None)
         if path is not None:

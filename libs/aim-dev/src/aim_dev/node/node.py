@@ -384,10 +384,10 @@ class Node:
         if node is None:
             return False
         # This kubelet's (a Node of the same name may be left from an earlier run, still Ready).
-        endpoint = node.get("status", {}).get("daemonEndpoints", {}).get("kubeletEndpoint", {})
+        endpoint = ((node.get("status") or {}).get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
         if endpoint.get("Port") != self.kubelet_port:
             return False
-        conditions = {c["type"]: c["status"] for c in node.get("status", {}).get("conditions") or []}
+        conditions = {c["type"]: c["status"] for c in (node.get("status") or {}).get("conditions") or []}
         if conditions.get("Ready") != "True":
             return False
         taints = node["spec"].get("taints") or []

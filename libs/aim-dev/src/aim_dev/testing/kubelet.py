@@ -271,7 +271,7 @@ class FakeKubelet:
         node = await kube.patch_status(NODE, None, name, {"status": status})
         # The TaintNodesByCondition admission plugin gives every new Node the not-ready:NoSchedule
         # taint; the node lifecycle controller (not running here) lifts it once the Node is Ready.
-        taints = node.get("spec", {}).get("taints") or []
+        taints = (node.get("spec") or {}).get("taints") or []
         kept = [t for t in taints if t.get("key") != "node.kubernetes.io/not-ready"]
         if kept != taints:
             node = await kube.patch(NODE, None, name, {"spec": {"taints": kept or None}})
@@ -351,7 +351,7 @@ async def force_delete_pod(kube: Kube, namespace: str, pod_name: str) -> bool:
 
 
 def _images(pod: Obj, key: str = "containers") -> dict[str, str]:
-    return {c["name"]: c.get("image", "") for c in pod.get("spec", {}).get(key) or []}
+    return {c["name"]: c.get("image", "") for c in (pod.get("spec") or {}).get(key) or []}
 
 
 def _status(name: str, image: str, state: Obj, *, ready: bool = False, started: bool = False) -> Obj:
@@ -402,7 +402,7 @@ async def start_pod(kube: Kube, namespace: str, pod_name: str, *, ready: bool = 
         "hostIP": "127.0.0.1",
         "podIP": "127.0.0.1",
         "podIPs": [{"ip": "127.0.0.1"}],
-        "startTime": pod.get("status", {}).get("startTime") or now,
+        "startTime": (pod.get("status") or {}).get("startTime") or now,
         "conditions": _conditions(ready=ready, reason=None if ready else "ContainersNotReady", now=now),
         "containerStatuses": [
             _status(n, images[n], {"running": {"startedAt": now}}, ready=ready, started=True) for n in images
@@ -428,7 +428,7 @@ async def set_waiting(
     status: Obj = {
         "phase": "Pending",
         "hostIP": "127.0.0.1",
-        "startTime": pod.get("status", {}).get("startTime") or now,
+        "startTime": (pod.get("status") or {}).get("startTime") or now,
         "conditions": _conditions(ready=False, reason="ContainersNotReady", now=now),
         "containerStatuses": [_status(n, images[n], waiting if n in names else others) for n in images],
     }
@@ -450,7 +450,7 @@ async def finish_pod(
     code is non-zero, else Succeeded."""
     pod = await _get_pod(kube, namespace, pod_name)
     now = _now()
-    started = pod.get("status", {}).get("startTime") or now
+    started = (pod.get("status") or {}).get("startTime") or now
     images = _images(pod)
     if container is not None and container not in images:
         raise ValueError(f"pod {namespace}/{pod_name} has no container {container!r}")

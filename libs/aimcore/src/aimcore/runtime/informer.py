@@ -37,7 +37,7 @@ Key = str  # the mirror key: subjects.object_key(ref, namespace, name)
 
 
 def owner_uids(obj: Obj) -> Iterable[str]:
-    return [o["uid"] for o in obj.get("metadata", {}).get("ownerReferences") or [] if "uid" in o]
+    return [o["uid"] for o in (obj.get("metadata") or {}).get("ownerReferences") or [] if "uid" in o]
 
 
 def field_indexer(*path: str) -> Indexer:
@@ -248,7 +248,7 @@ class Informer:
         out = []
         for key in self._scopes.get(prefix, {}):
             obj = self.objects[key]
-            have = obj.get("metadata", {}).get("labels") or {}
+            have = (obj.get("metadata") or {}).get("labels") or {}
             if labels and any(have.get(k) != v for k, v in labels.items()):
                 continue
             out.append(obj)
@@ -262,5 +262,5 @@ def _scopes_of(key: Key) -> tuple[str, str]:
 
 
 def _rv(obj: Obj) -> str | None:
-    rv = obj.get("metadata", {}).get("resourceVersion")
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
     return str(rv) if rv is not None else None

@@ -132,9 +132,9 @@ class Kube:
                 query.append(("labelSelector", label_selector))
             page = await self._call("GET", ref.path(namespace), query=query)
             items.extend(page.get("items") or [])
-            cont = page.get("metadata", {}).get("continue")
+            cont = (page.get("metadata") or {}).get("continue")
             if not cont:
-                rv = str(page.get("metadata", {}).get("resourceVersion", ""))
+                rv = str((page.get("metadata") or {}).get("resourceVersion") or "")
                 for item in items:  # list items lack apiVersion/kind
                     item.setdefault("apiVersion", ref.api_version)
                     item.setdefault("kind", ref.kind)
@@ -167,7 +167,7 @@ class Kube:
                     return
                 event = cast(Obj, json.loads(line))
                 if event.get("type") == "ERROR":
-                    status = event.get("object", {})
+                    status = event.get("object") or {}
                     if status.get("code") == 410:
                         raise Gone(status.get("message", "410 Gone"))
                     raise ApiException(status=status.get("code", 500), reason=status.get("message"))
@@ -230,7 +230,7 @@ class Kube:
     # -- writes --------------------------------------------------------------------------------
 
     async def create(self, ref: KindRef, body: Obj, namespace: str | None = None) -> Obj:
-        ns = namespace or body.get("metadata", {}).get("namespace")
+        ns = namespace or (body.get("metadata") or {}).get("namespace")
         return await self._call("POST", ref.path(ns), body=body)
 
     async def create_if_absent(self, ref: KindRef, body: Obj, namespace: str | None = None) -> Obj | None:

@@ -38,7 +38,7 @@ PAUSE_ANNOTATION = "aim.eai.amd.com/reconciliation-paused"
 
 
 def is_paused(obj: Obj) -> bool:
-    annotations = obj.get("metadata", {}).get("annotations") or {}
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
     return str(annotations.get(PAUSE_ANNOTATION, "")).lower() == "true"
 
 

@@ -181,6 +181,8 @@ REASON_STATES: Mapping[str, State] = {
     # only a user or an administrator can change that (issue 15)
     "ModelHasNoTemplates": State.FAILED,
     "ModelNameConflict": State.FAILED,
+    # a GPU override of 0 on a template without a GPU model: only the user can say which GPU
+    "GPUOverrideNotApplicable": State.FAILED,
     "TemplateNameConflict": State.FAILED,
     **{
         f"{child}Create{how}": State.FAILED
@@ -209,6 +211,9 @@ REASON_STATES: Mapping[str, State] = {
     "JobEvicted": State.DEGRADED,
     "SourceUnreachable": State.DEGRADED,
     "SomeTemplatesRejected": State.DEGRADED,
+    # the model's defaultServiceTemplate names no template: services relying on it fail, the others
+    # (naming a template) can still use the model
+    "DefaultTemplateNotFound": State.DEGRADED,
     # nowhere to run (the original's "all templates NotAvailable")
     "NoTemplatesAvailable": State.NOT_AVAILABLE,
     "RequiredGPUNotInCluster": State.NOT_AVAILABLE,

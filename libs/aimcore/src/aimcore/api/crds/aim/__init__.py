@@ -34,6 +34,7 @@ from aimcore.api.crds.aim.caches import (
     AIMTemplateCacheSpec,
     AIMTemplateCacheStatus,
     DownloadProgress,
+    check_cache_size,
 )
 from aimcore.api.crds.aim.common import (
     CATEGORIES,
@@ -91,6 +92,7 @@ from aimcore.api.crds.aim.runtimeconfigs import (
     AIMRuntimeConfigStatus,
 )
 from aimcore.api.crds.aim.services import (
+    MAX_REPLICAS,
     OVERRIDE_HARDWARE_MIN_VRAM_MESSAGE,
     OVERRIDE_HARDWARE_MIN_VRAM_RULE,
     OVERRIDE_MIN_VRAM_MESSAGE,
@@ -167,6 +169,7 @@ __all__ = [
     "HARDWARE_ONE_OF_MESSAGE",
     "HARDWARE_ONE_OF_RULE",
     "KINDS",
+    "MAX_REPLICAS",
     "MODEL_ID_PATTERN",
     "OVERRIDE_HARDWARE_MIN_VRAM_MESSAGE",
     "OVERRIDE_HARDWARE_MIN_VRAM_RULE",
@@ -264,5 +267,6 @@ __all__ = [
     "ParentReference",
     "RecommendedDeployment",
     "RuntimeConfigRef",
+    "check_cache_size",
     "check_replica_bounds",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from aimcore.api.crds.aim.common import (
     _DOWNLOAD_ENV_DESCRIPTION,
@@ -37,6 +37,8 @@ from aimcore.api.crds.base import (
     Time,
     immutable,
 )
+from aimcore.api.quantities import amount
+from aimcore.api.sourcerules import check_model_id, check_source_uri
 
 # ---------------------------------------------------------------------------------------------
 # Enums
@@ -251,6 +253,32 @@ class AIMModelCacheSpec(RuntimeConfigRef):
     image_pull_secrets: list[LocalObjectReference] | None = Field(
         default=None, description="ImagePullSecrets references secrets for pulling AIM container images."
     )
+
+    @field_validator("source_uri")
+    @classmethod
+    def _check_source_uri(cls, value: str) -> str:
+        return check_source_uri(value)
+
+    @field_validator("model_id")
+    @classmethod
+    def _check_model_id(cls, value: str | None) -> str | None:
+        return None if value is None else check_model_id(value)
+
+    @field_validator("size")
+    @classmethod
+    def _check_size(cls, value: int | str | None) -> int | str | None:
+        return check_cache_size(value)
+
+
+def check_cache_size(value: int | str | None) -> int | str | None:
+    """A cache's ``size`` is the volume asked for: 0 is no volume (the PVC was made at the 1 GiB
+    minimum, or an integer 0 was read as unset and the source listed instead, without a word)."""
+    if value is not None and amount(value) == 0:
+        raise ValueError(
+            f"size must be more than 0 (is {value!r}): give the model's size, e.g. 20Gi, or leave size "
+            "out to size the volume from the source"
+        )
+    return value
 
 
 class DownloadProgress(K8sModel):

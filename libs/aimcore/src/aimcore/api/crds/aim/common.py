@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from aimcore.api.crds.base import (
     Condition,
@@ -26,6 +26,7 @@ from aimcore.api.crds.base import (
 )
 from aimcore.api.kinds import GROUP_AIM
 from aimcore.api.quantities import amount
+from aimcore.api.sourcerules import check_model_id, check_source_uri
 
 GROUP = GROUP_AIM
 CATEGORIES = ("aim", "all")
@@ -507,6 +508,16 @@ class AIMModelSource(K8sModel):
             "Takes precedence over base-level env for the same variable name."
         ),
     )
+
+    @field_validator("model_id")
+    @classmethod
+    def _check_model_id(cls, value: str) -> str:
+        return check_model_id(value)
+
+    @field_validator("source_uri")
+    @classmethod
+    def _check_source_uri(cls, value: str) -> str:
+        return check_source_uri(value)
 
 
 class _ResolutionStatus(K8sModel):

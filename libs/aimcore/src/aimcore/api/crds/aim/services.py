@@ -105,6 +105,13 @@ REPLICA_BOUNDS_RULE = (
     "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas"
 )
 REPLICA_BOUNDS_MESSAGE = "minReplicas must not be greater than maxReplicas"
+MAX_REPLICAS = 150_000
+"""The most replicas (and min/maxReplicas) a service may ask for: Kubernetes' documented limit of pods
+in one cluster ("Considerations for large clusters": no more than 150,000 pods in total), so a
+larger count can never run. Not part of the seed (which sets no maximum): before, 2^31-1 and 2^53
+replicas deployed an InferenceService asking for them, and 2^53 does not fit the int32 KServe, the
+HPA and KEDA keep replica counts in. The generated schema says ``maximum`` (refused at apply time,
+naming the field) and the model checks it too (``InvalidSpec`` for an object stored before)."""
 OVERRIDE_MIN_VRAM_RULE = "!has(self.gpu) || !has(self.gpu.minVram)"
 OVERRIDE_MIN_VRAM_MESSAGE = (
     "gpu.minVram cannot be overridden (the deployer would ignore it): choose the GPU with gpu.model"
@@ -358,6 +365,31 @@ class AIMServiceMetricTarget(K8sModel):
         ),
     )
 
+    @model_validator(mode="after")
+    def _check_target_matches_type(self) -> Self:
+        """The autoscaler reads the one field its ``type`` names: that field missing leaves no
+        target, and another field set is ignored without a word (both used to deploy)."""
+        if self.type is None:
+            return self
+        wanted = _TARGET_FIELDS[self.type]
+        wire = self.wire()
+        if wire.get(wanted) is None:
+            raise ValueError(f"type {self.type.value} reads {wanted}, which is not set: set {wanted}")
+        others = sorted(f for f in _TARGET_FIELDS.values() if f != wanted and wire.get(f) is not None)
+        if others:
+            raise ValueError(
+                f"type {self.type.value} reads only {wanted}; {', '.join(others)} would be ignored: "
+                f"remove {', '.join(others)} or change type"
+            )
+        return self
+
+
+_TARGET_FIELDS = {
+    AIMServiceMetricTargetType.VALUE: "value",
+    AIMServiceMetricTargetType.AVERAGE_VALUE: "averageValue",
+    AIMServiceMetricTargetType.UTILIZATION: "averageUtilization",
+}
+
 
 class AIMServicePodMetricSource(K8sModel):
     """AIMServicePodMetricSource defines pod-level metrics configuration.
@@ -470,6 +502,7 @@ class AIMServiceSpec(AIMServiceRuntimeConfig, RuntimeConfigRef):
     replicas: int = Field(
         default=1,
         ge=1,
+        le=MAX_REPLICAS,
         description=(
             "Replicas specifies the number of replicas for this service.\n"
             "When not specified, defaults to 1 replica.\n"
@@ -480,6 +513,7 @@ class AIMServiceSpec(AIMServiceRuntimeConfig, RuntimeConfigRef):
     min_replicas: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_REPLICAS,
         description=(
             "MinReplicas specifies the minimum number of replicas for autoscaling.\n"
             "Defaults to 1. Scale to zero is not supported.\n"
@@ -489,6 +523,7 @@ class AIMServiceSpec(AIMServiceRuntimeConfig, RuntimeConfigRef):
     max_replicas: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_REPLICAS,
         description=(
             "MaxReplicas specifies the maximum number of replicas for autoscaling.\n"
             "Required when MinReplicas is set or when AutoScaling configuration is provided."

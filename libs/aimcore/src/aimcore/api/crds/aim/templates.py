@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from aimcore.api.crds.aim.common import (
     _DOWNLOAD_ENV_DESCRIPTION,
@@ -42,6 +42,7 @@ from aimcore.api.crds.base import (
 )
 from aimcore.api.hardware import HARDWARE_GPU_MESSAGE, HARDWARE_GPU_RULE
 from aimcore.api.hardware import conflicts as hardware_conflicts
+from aimcore.api.sourcerules import check_profile_id
 
 # ---------------------------------------------------------------------------------------------
 # Enums
@@ -153,6 +154,11 @@ class AIMServiceTemplateSpecCommon(AIMRuntimeParameters, RuntimeConfigRef):
             "This field is immutable after creation."
         ),
     )
+
+    @field_validator("profile_id")
+    @classmethod
+    def _check_profile_id(cls, value: str | None) -> str | None:
+        return check_profile_id(value)
 
     @model_validator(mode="after")
     def _check_hardware_agrees(self) -> Self:

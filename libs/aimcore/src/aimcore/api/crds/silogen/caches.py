@@ -7,9 +7,9 @@ from __future__ import annotations
 import enum
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from aimcore.api.crds.aim import SOURCE_URI_PATTERN
+from aimcore.api.crds.aim import SOURCE_URI_PATTERN, check_cache_size
 from aimcore.api.crds.base import (
     AGE,
     IMAGE_PATTERN,
@@ -33,6 +33,7 @@ from aimcore.api.crds.silogen.common import (
     _pull_secrets,
     _runtime_config_name,
 )
+from aimcore.api.sourcerules import check_source_uri
 
 # ---------------------------------------------------------------------------------------------
 # Enums
@@ -106,6 +107,16 @@ class AIMModelCacheSpec(K8sModel):
         description="ModelDownloadImage is the image used to download the model",
     )
     image_pull_secrets: list[LocalObjectReference] | None = _pull_secrets()
+
+    @field_validator("source_uri")
+    @classmethod
+    def _check_source_uri(cls, value: str) -> str:
+        return check_source_uri(value)
+
+    @field_validator("size")
+    @classmethod
+    def _check_size(cls, value: int | str | None) -> int | str | None:
+        return check_cache_size(value)
 
 
 class AIMModelCacheStatus(K8sModel):

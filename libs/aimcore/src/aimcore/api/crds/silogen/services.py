@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from aimcore.api.crds import aim as current
 from aimcore.api.crds.aim import (
+    MAX_REPLICAS,
     REPLICA_BOUNDS_MESSAGE,
     REPLICA_BOUNDS_RULE,
     AIMResolvedReference,
@@ -178,12 +179,20 @@ class AIMServiceSpec(K8sModel):
             "if the template itself does not warm the cache."
         ),
     )
-    replicas: int = Field(default=1, ge=1, description="Replicas is the number of replicas for this service.")
+    replicas: int = Field(
+        default=1, ge=1, le=MAX_REPLICAS, description="Replicas is the number of replicas for this service."
+    )
     min_replicas: int | None = Field(
-        default=None, ge=1, description="MinReplicas is the minimum number of replicas for autoscaling."
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="MinReplicas is the minimum number of replicas for autoscaling.",
     )
     max_replicas: int | None = Field(
-        default=None, ge=1, description="MaxReplicas is the maximum number of replicas for autoscaling."
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="MaxReplicas is the maximum number of replicas for autoscaling.",
     )
     auto_scaling: AIMServiceAutoScaling | None = Field(
         default=None, description="AutoScaling configures KEDA-based autoscaling with custom metrics."
