@@ -28,7 +28,7 @@ from nats.js import JetStreamContext
 from aim_dev.local.registry import Registry
 from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, JOB, NODE, PVC, KindRef, by_kind
 from aimcore.runtime.kube import Kube
-from tests.helpers import api_requests, condition, eventually, has, manifest, status_of
+from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services, ensure_service
 
 AIM = "aim.eai.amd.com"
@@ -569,33 +569,6 @@ async def test_model_sources_on_a_metadata_address_are_address_not_allowed(  # t
     message = condition(template["status"], "ConfigValid")["message"]
     assert "HF_ENDPOINT: host 'metadata.google.internal' is a cloud metadata endpoint" in message
     assert template["status"]["status"] == "Failed"
-
-
-async def test_a_large_spec_image_metadata_is_not_copied_into_status(  # type: ignore[no-untyped-def]
-    discovery, kube: Kube, namespace: str
-) -> None:
-    """Issue 24's "D4 patch": a model of about 0.9 MB of ``spec.imageMetadata`` was copied whole
-    into its status, doubling it past etcd's 1.5 MiB request limit; the status write failed with a
-    500 on every retry (three a minute while idle) and the model never got a condition. Now the
-    copy is left out and said so; the API server serves no failed write."""
-    failed = await api_requests(kube, "PATCH", "aimmodels", "500")
-    metadata = {"model": {"canonicalName": "acme/big"}, "oci": {"description": "x" * 900_000}}
-    spec = {"image": IMAGE, "imageMetadata": metadata}
-    await kube.create(MODEL, manifest(MODEL, "big", namespace, spec), namespace)
-    obj = await status_of(
-        kube, MODEL, namespace, "big", has("ImageMetadataReady", "True", "MetadataFromSpec"), "a status"
-    )
-    message = condition(obj["status"], "ImageMetadataReady")["message"]
-    assert "It is not copied into status.imageMetadata: at 878 KiB" in message, message
-    assert "read it from spec.imageMetadata" in message
-    assert "imageMetadata" not in obj["status"]
-    assert condition(obj["status"], "ConfigValid")["status"] == "True"
-    assert await api_requests(kube, "PATCH", "aimmodels", "500") == failed  # before: one per retry
-
-    small = {"image": IMAGE, "imageMetadata": {"model": {"canonicalName": "acme/small"}}}
-    await kube.create(MODEL, manifest(MODEL, "small", namespace, small), namespace)
-    obj = await status_of(kube, MODEL, namespace, "small", lambda s: "imageMetadata" in s, "the copy")
-    assert obj["status"]["imageMetadata"] == small["imageMetadata"]  # as the original does
 
 
 async def test_a_default_template_that_does_not_exist_is_said_on_the_model_and_its_services(  # type: ignore[no-untyped-def]

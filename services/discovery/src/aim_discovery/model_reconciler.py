@@ -6,8 +6,7 @@ One reconcile:
 1. Resolve the runtime config (``RuntimeConfigReady``; a missing named config fails the model with
    ``ConfigValid=False/ReferenceNotFound`` and recovers when the config appears).
 2. Image metadata (``ImageMetadataReady``): ``spec.imageMetadata`` wins (air-gapped clusters; it
-   is copied into ``status.imageMetadata`` as the original does, unless the copy would take the
-   object past what a status write may reach: :data:`STATUS_COPY_BUDGET`); else, unless extraction is off
+   is copied into ``status.imageMetadata`` as the original does); else, unless extraction is off
    (``discovery.extractMetadata``, else the runtime config's ``model.autoDiscovery``), the labels
    are read from the registry (manifest and config blob only) with the model's
    ``imagePullSecrets`` and cached in ``status.imageMetadata``. The cache is keyed by the image
@@ -36,8 +35,6 @@ specific reason, and each change of outcome a decision record.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -257,36 +254,6 @@ def with_default_template(state: tuple[str, str, str], missing: str | None) -> t
     return state[0], state[1], f"{state[2]}; {missing}"
 
 
-STATUS_COPY_BUDGET = 1 << 20
-"""The largest object (spec and the copy of ``spec.imageMetadata`` in its status, JSON) discovery
-lets a status write make. etcd refuses requests over 1.5 MiB by default and the API server adds
-``managedFields`` and the rest of the status; past it the write fails with a 500 ("request is too
-large") on every retry and the model never gets a status."""
-
-
-def _copy_from_spec(obj: Mapping[str, Any], outcome: Metadata) -> tuple[bool, Metadata]:
-    """Whether ``spec.imageMetadata`` may be copied into ``status.imageMetadata`` (the original
-    does), and the outcome whose condition says so when it may not. Copying a large one doubled the
-    object past etcd's limit: the status write failed with a 500 on every retry (issue 24, the
-    "D4" patch: 3 refused writes a minute, and no condition at all)."""
-    size = len(json.dumps(obj, separators=(",", ":"))) + len(
-        json.dumps(outcome.metadata, separators=(",", ":"))
-    )
-    if size <= STATUS_COPY_BUDGET:
-        return True, outcome
-    kib = len(json.dumps(outcome.metadata, separators=(",", ":"))) // 1024
-    message = (
-        f"Using spec.imageMetadata; the registry is not contacted. It is not copied into "
-        f"status.imageMetadata: at {kib} KiB the copy would make the object {size // 1024} KiB, over "
-        f"the {STATUS_COPY_BUDGET // 1024} KiB a status write may reach (etcd refuses 1.5 MiB); read it "
-        "from spec.imageMetadata"
-    )
-    condition = ConditionReport(
-        type=IMAGE_METADATA_READY, status="True", reason=METADATA_FROM_SPEC, message=message
-    )
-    return False, dataclasses.replace(outcome, condition=condition)
-
-
 def _refused_state(
     statuses: Sequence[str], expected: int, refused: Sequence[RefusedTemplate]
 ) -> tuple[str, str, str]:
@@ -365,9 +332,6 @@ class ModelReconciler:
         auto = config.get("model", "autoDiscovery")
         auto_discovery = bool(auto) if auto is not None else None
         outcome = await self._metadata(model, auto_discovery)
-        copy = outcome.metadata is not None
-        if outcome.condition.reason == METADATA_FROM_SPEC and outcome.metadata is not None:
-            copy, outcome = _copy_from_spec(request.obj, outcome)
         conditions.append(outcome.condition)
         refused_source = source_refusal(model.model_sources, literal_env(model.spec.get("env")), self.policy)
         if refused_source is not None:
@@ -393,7 +357,7 @@ class ModelReconciler:
             )
         else:
             conditions.append(ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"))
-        if copy and outcome.metadata is not None:  # read from the registry, or given in spec.imageMetadata
+        if outcome.metadata is not None:  # read from the registry, or given in spec.imageMetadata
             fields["imageMetadata"] = dict(outcome.metadata)
 
         planned = self.planned_templates(model, outcome.metadata, auto_discovery)
