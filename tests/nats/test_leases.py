@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 from nats.js import JetStreamContext
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
 from nats.js.kv import KeyValue
 
 from aimcore.api.errors import TransientError
@@ -26,7 +26,7 @@ async def _bucket(js: JetStreamContext, ttl: float = 30.0) -> KeyValue:
 async def _marked(leases: KeyValue, key: str, at_least: str | None = None) -> bool:
     try:
         value = (await leases.get(key)).value or b""
-    except KeyNotFoundError:
+    except NotFoundError:
         return False
     return value.startswith(DIRTY) and (at_least is None or value.split(b"|")[1] == at_least.encode())
 
@@ -221,7 +221,10 @@ async def test_a_failed_run_gives_the_lease_back_even_when_marked(js: JetStreamC
 
 
 async def _value_is(leases: KeyValue, key: str, value: bytes) -> bool:
-    return (await leases.get(key)).value == value
+    try:
+        return (await leases.get(key)).value == value
+    except NotFoundError:  # not taken yet (or given back)
+        return False
 
 
 async def test_many_triggers_from_two_replicas(js: JetStreamContext) -> None:
