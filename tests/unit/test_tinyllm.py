@@ -4,12 +4,13 @@ chat template a server needs; the answer's tokens form a chain of distinct token
 
 from __future__ import annotations
 
+import importlib.metadata
 from pathlib import Path
 
 import pytest
 
 from aim_cache.llmkube.gguf import read_local, status_fields
-from aim_dev import tinyllm
+from aim_dev import llamacpp, tinyllm
 
 
 @pytest.mark.parametrize("model", [tinyllm.MODEL_A, tinyllm.MODEL_B], ids=lambda m: m.name)
@@ -65,3 +66,10 @@ def test_an_answer_is_a_chain_of_distinct_tokens_that_all_are_in_the_vocabulary(
             assert vocab.id(piece) >= 0
     with pytest.raises(ValueError, match="repeats"):
         tinyllm.answer_pieces("A cat saw a cat.")
+
+
+def test_the_image_pins_the_runtime_the_workspace_locks() -> None:
+    assert importlib.metadata.version("xllamacpp") == llamacpp.XLLAMACPP
+    env, labels = llamacpp.model_config(tinyllm.MODEL_B)
+    assert env == {"AIM_MODEL_ID": "aim-tiny/tiny-llama-b"}
+    assert '"precision":"int8"' in labels["com.amd.aim.model.recommendedDeployments"]
