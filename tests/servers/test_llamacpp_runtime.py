@@ -62,6 +62,7 @@ class Served:
                 "AIM_HOST": "127.0.0.1",
                 "AIM_PORT": str(self.port),
                 "AIM_TERMINATION_LOG": str(self.termination),
+                "AIM_FAILURE_DIR": str(tmp),
                 **env,
             },
             stdout=subprocess.DEVNULL,
@@ -204,6 +205,12 @@ async def test_a_gguf_llamacpp_cannot_load_ends_the_process_with_its_reason(
     message = broken.termination.read_text()
     assert message.startswith("llama.cpp cannot load model.gguf: ")
     assert "not within the file bounds" in message, message
+    # a restart in the same pod (the failure record survives) ends at once, downloading nothing
+    hub.clear_requests()
+    again = serve(AIM_MODEL_ID="aim-tests/truncated", AIM_CACHE_PATH=str(tmp_path / "fresh"), **hub_env(hub))
+    assert again.proc.wait(timeout=60) == 1
+    assert again.termination.read_text() == f"{message} (not loaded again in this pod: it failed before)"
+    assert hub.requests() == []
 
     refused = serve(
         AIM_MODEL_ID=tinyllm.MODEL_B.repo,

@@ -23,7 +23,9 @@ It honours the contract the operator relies on, as AIM's images do (vLLM underne
 - A model that cannot be loaded (or downloaded) ends the process with exit code 1 and llama.cpp's
   (or the downloader's) own words in ``/dev/termination-log`` (``AIM_TERMINATION_LOG``; written only
   where the file exists, as the kubelet makes it), which the kubelet keeps in the container's last
-  state: KServe reports it as the model's load failure, and so does the operator.
+  state: KServe reports it as the model's load failure, and so does the operator. A file that
+  failed to load is not tried again in the same pod (:class:`LoadFailures`): the kubelet's restarts
+  then end at once, with the same message.
 
 Threads: ``AIM_ENGINE_ARGS`` (a JSON object; ``threads``, ``ctx-size``, ``parallel``, ``batch-size``)
 wins; otherwise as many threads as the container may use (its CPU quota, rounded up, within its CPU
@@ -279,22 +281,58 @@ def download(source: str, directory: Path, env: Mapping[str, str]) -> None:
     log(f"downloaded {result.get('files')} files, {result.get('bytes')} bytes", env)
 
 
-def locate(env: Mapping[str, str]) -> Path:
-    """The GGUF file to serve: from the mounted cache, else downloaded first."""
+class LoadFailures:
+    """The model files that failed to load in this pod, kept where a restarted container finds them
+    (``AIM_FAILURE_DIR``, default ``/dev/shm``: the pod's memory volume the operator mounts, which
+    outlives the container). A restart that finds its file there exits at once with the same
+    reason instead of downloading and loading it again: the kubelet's restarts cost nothing, and the
+    container is never seen running (and the service ``Starting``) between them. A new pod, or a
+    changed file, tries again."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.path = Path(env.get("AIM_FAILURE_DIR") or "/dev/shm") / ".aim-llamacpp-load-failures.json"
+
+    def _read(self) -> dict[str, str]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def check(self, key: str) -> None:
+        reason = self._read().get(key)
+        if reason is not None:
+            raise Failed(f"{reason} (not loaded again in this pod: it failed before)")
+
+    def record(self, key: str, reason: str) -> None:
+        with contextlib.suppress(OSError):
+            self.path.write_text(json.dumps({**self._read(), key: reason}))
+
+
+def locate(env: Mapping[str, str], failures: LoadFailures) -> tuple[Path, str]:
+    """The GGUF file to serve (from the mounted cache, else downloaded first) and its identity."""
     directory = model_dir(env)
     if not directory.exists():  # nothing mounted there (a mounted cache is never downloaded into)
+        key = f"{model_id(env)} {source_of(env)}"
+        failures.check(key)
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise Failed(f"no model cache at {directory}, and cannot download there: {exc.strerror}") from exc
         download(source_of(env), directory, env)
-    return cached_model(directory, env)
+        return cached_model(directory, env), key
+    path = cached_model(directory, env)
+    stat = path.stat()
+    key = f"{model_id(env)} {path} {stat.st_size} {stat.st_mtime_ns}"
+    failures.check(key)
+    return path, key
 
 
 def serve(env: Mapping[str, str]) -> int:
     tail = StderrTail()
+    failures = LoadFailures(env)
     try:
-        path = locate(env)
+        path, key = locate(env, failures)
         args = engine_args(env)
         import xllamacpp  # noqa: PLC0415 - serve only (dry-run runs without loading the engine)
 
@@ -317,7 +355,9 @@ def serve(env: Mapping[str, str]) -> int:
         try:
             server = xllamacpp.Server(params)
         except RuntimeError as exc:
-            raise Failed(f"llama.cpp cannot load {path.name}: {tail.reason() or exc}") from exc
+            reason = f"llama.cpp cannot load {path.name}: {tail.reason() or exc}"
+            failures.record(key, reason)
+            raise Failed(reason) from exc
     except Failed as exc:
         log(f"cannot serve: {exc}", env)
         termination = Path(env.get("AIM_TERMINATION_LOG") or TERMINATION_LOG)
