@@ -212,8 +212,11 @@ class StderrTail:
 
     def reason(self) -> str:
         time.sleep(0.05)  # the copier runs behind the writer: let it catch up
-        useful = [e for e in self.errors if "error" in e.lower() or "failed" in e.lower()]
-        return " | ".join(useful or list(self.errors))
+        errors = list(self.errors)
+        # llama.cpp's own reason ("llama_model_load: error loading model: ..."), else its error lines
+        loading = [e for e in errors if "error loading model" in e]
+        useful = loading or [e for e in errors if "error" in e.lower() or "failed" in e.lower()]
+        return " | ".join(useful or errors)
 
 
 def cpu_threads() -> int:
