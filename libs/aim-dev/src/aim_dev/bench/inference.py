@@ -15,13 +15,18 @@ runtime in the node's registry and a repository of the stack's Hub server. On a
 2. **Warm**: a second AIMService of the same model in the same namespace: its template cache is the
    Ready one (a cache hit: no download), so it is the predictor pod, the load and the first token.
 3. **Tokens/s**: a ``--tokens``-token answer (``ignore_eos``: the model repeats its sentence) from
-   the deployed predictor (through ``kubectl port-forward`` to its Service, as asked in 1.) and from
-   the same runtime started by hand on this machine (``runtime.py`` with the host's ``xllamacpp``,
-   the very wheel the image installs, on the same GGUF file, the same thread rule), alternating,
-   ``--repeat`` runs each after an untimed warm-up. ``tokens_per_s`` is the client's count over
-   the request's wall time; ``server_tokens_per_s`` is llama.cpp's own generation rate (its
-   ``timings``), without transport. The ratios are deployed over by hand (medians; ``paired``: the
-   median of each pair's ratio, since load on a shared machine comes and goes).
+   the deployed predictor (``kubectl port-forward`` to its Service, as asked in 1.), from the same
+   runtime started by hand as a bare Pod of the same image on the same file (no operator: the
+   image's own defaults; the same node, cgroups and port-forward), and from the same runtime started
+   by hand on this machine (``runtime.py`` with the host's ``xllamacpp``, the very wheel the image
+   installs), in rotation, ``--repeat`` runs each after an untimed warm-up. ``tokens_per_s`` is
+   the client's count over the request's wall time; ``server_tokens_per_s`` is llama.cpp's own
+   generation rate (its ``timings``), without transport. The ratios are the deployed predictor's
+   over a by-hand one (medians; ``paired``: the median of each round's ratio, since load on a
+   shared machine comes and goes). The pod is the like-for-like baseline (what the operator's
+   settings could change); the host process is scheduled differently (the host's root cgroup, with
+   every other process of the machine, against the node's pods as one group), which on a busy
+   two-core machine moves llama.cpp's rate by several times either way.
 
 Human lines go to stderr; the last stdout line is one JSON object.
 """
@@ -49,7 +54,8 @@ from aim_dev.local import predictor
 from aim_dev.local.nodestack import NodeStack
 from aim_dev.local.processes import free_port
 from aim_dev.node import config as node_config
-from aimcore.api.kinds import NAMESPACE, by_kind
+from aim_dev.testing.kubelet import wait_for_service_account
+from aimcore.api.kinds import NAMESPACE, POD, by_kind
 from aimcore.runtime.kube import Kube, connect
 
 MODEL = tinyllm.MODEL_BENCH
@@ -87,10 +93,7 @@ class Bench:
         try:
             await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
             await self.stack.add_volumes(kube, 2)
-            for _ in range(100):  # the namespace's default service account (the Job controller's)
-                if await kube.get(by_kind("", "ServiceAccount"), NS, "default"):
-                    break
-                await asyncio.sleep(0.1)
+            await wait_for_service_account(kube, NS)  # the Jobs' pods need the namespace's default
             body = {
                 "apiVersion": AIM_MODEL.api_version,
                 "kind": AIM_MODEL.kind,
@@ -183,18 +186,27 @@ def generate(base: str, host: str, tokens: int) -> tuple[float, float]:
     return produced / wall, float(reply["timings"]["predicted_per_second"])
 
 
+def model_dir(work: Path) -> Path:
+    """The model's file as a complete download (with the downloader's manifest), readable by all."""
+    cache = work / "models"
+    source = tinyllm.ensure(tinyllm.default_dir(), (MODEL,))[MODEL.repo]
+    directory = cache / MODEL.repo
+    directory.mkdir(parents=True)
+    shutil.copyfile(source, directory / MODEL.filename)
+    manifest = {"files": [{"path": MODEL.filename, "size": source.stat().st_size}]}
+    (directory / ".aim-manifest.json").write_text(json.dumps(manifest))
+    for path in (work, cache, directory.parent, directory):  # the pod's uid reads it
+        path.chmod(0o755)
+    for f in directory.iterdir():
+        f.chmod(0o644)
+    return cache
+
+
 class ByHand:
     """The runtime as a user starts it on this machine: ``runtime.py`` on the model's file."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, cache: Path) -> None:
         self.port = free_port()
-        cache = work / "cache"
-        source = tinyllm.ensure(tinyllm.default_dir(), (MODEL,))[MODEL.repo]
-        directory = cache / MODEL.repo
-        directory.mkdir(parents=True)
-        shutil.copyfile(source, directory / MODEL.filename)
-        manifest = {"files": [{"path": MODEL.filename, "size": source.stat().st_size}]}
-        (directory / ".aim-manifest.json").write_text(json.dumps(manifest))
         env = {
             **os.environ,
             "AIM_MODEL_ID": MODEL.repo,
@@ -226,8 +238,56 @@ class ByHand:
         self.log.close()
 
 
-def _median_ratio(a: list[float], b: list[float]) -> float:
-    return round(statistics.median(a) / statistics.median(b), 3)
+class ByHandPod:
+    """The runtime as a user runs it on the cluster by hand: a bare Pod of the same image on the same
+    GGUF file (a hostPath volume), no operator, no InferenceService, nothing but the image's own
+    defaults, scheduled like the predictor (the same node, cgroups and port-forward)."""
+
+    NAME = "by-hand"
+
+    def __init__(self, stack: NodeStack, models: Path) -> None:
+        self.stack = stack
+        self.models = models
+
+    async def start(self) -> None:
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": self.NAME},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "llamacpp",
+                        "image": llamacpp.IMAGE,
+                        "imagePullPolicy": "IfNotPresent",
+                        "env": [
+                            {"name": "AIM_MODEL_ID", "value": MODEL.repo},
+                            {"name": "AIM_CACHE_PATH", "value": "/models"},
+                        ],
+                        "ports": [{"containerPort": llamacpp.PORT}],
+                        "readinessProbe": {
+                            "httpGet": {"path": "/health", "port": llamacpp.PORT},
+                            "periodSeconds": 1,
+                        },
+                        "volumeMounts": [{"name": "models", "mountPath": "/models", "readOnly": True}],
+                    }
+                ],
+                "volumes": [{"name": "models", "hostPath": {"path": str(self.models), "type": "Directory"}}],
+            },
+        }
+        kube = Kube(await connect(str(self.stack.kubeconfig)), field_manager="aim-bench")
+        try:
+            await kube.create(POD, pod, NS)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                got = await kube.get(POD, NS, self.NAME) or {}
+                conds = (got.get("status") or {}).get("conditions") or []
+                if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds):
+                    return
+                await asyncio.sleep(0.2)
+            raise TimeoutError(f"the by-hand pod was not Ready: {json.dumps(got.get('status'))}")
+        finally:
+            await kube.close()
 
 
 def run(stack: NodeStack, work: Path, tokens: int, repeat: int) -> dict[str, Any]:
@@ -248,28 +308,45 @@ def run(stack: NodeStack, work: Path, tokens: int, repeat: int) -> dict[str, Any
     warm_first, _ = bench.first_token("warm", warm.pop("_start"))
     say(f"[bench] warm: {warm} first token {warm_first} s")
 
-    say(f"[bench] tokens/s: {tokens}-token answers, deployed and by hand, alternating, {repeat} each")
+    say(f"[bench] tokens/s: {tokens}-token answers: deployed, a pod by hand, the host by hand; {repeat} each")
     url = predictor.service_url(asyncio.run(bench.service("cold")))
-    by_hand = ByHand(work)
-    deployed: list[tuple[float, float]] = []
-    hand: list[tuple[float, float]] = []
+    models = model_dir(work)
+    asyncio.run(ByHandPod(stack, models).start())
+    host = ByHand(work, models)
+    results: dict[str, list[tuple[float, float]]] = {"deployed": [], "pod": [], "host": []}
     try:
-        with predictor.forward(stack.kubeconfig, NS, url) as endpoint:
-            runs: list[tuple[Callable[[], tuple[float, float]], list[tuple[float, float]]]] = [
-                (lambda: generate(endpoint.base, endpoint.host, tokens), deployed),
-                (lambda: generate(by_hand.base, f"127.0.0.1:{by_hand.port}", tokens), hand),
-            ]
-            for call, _ in runs:  # warm-up, untimed
+        with (
+            predictor.forward(stack.kubeconfig, NS, url) as endpoint,
+            predictor.forward_pod(stack.kubeconfig, NS, ByHandPod.NAME) as pod,
+        ):
+            calls: dict[str, Callable[[], tuple[float, float]]] = {
+                "deployed": lambda: generate(endpoint.base, endpoint.host, tokens),
+                "pod": lambda: generate(pod.base, pod.host, tokens),
+                "host": lambda: generate(host.base, f"127.0.0.1:{host.port}", tokens),
+            }
+            for call in calls.values():  # warm-up, untimed
                 call()
+            order = list(calls)
             for i in range(repeat):
-                for call, out in runs if i % 2 == 0 else list(reversed(runs)):
-                    out.append(call())
-                pair = f"deployed {deployed[-1][0]:.1f} tok/s, by hand {hand[-1][0]:.1f} tok/s"
-                say(f"[bench] run {i + 1}: {pair}")
+                for name in order[i % 3 :] + order[: i % 3]:  # each goes first in turn
+                    results[name].append(calls[name]())
+                line = ", ".join(f"{n} {results[n][-1][0]:.1f}" for n in order)
+                say(f"[bench] run {i + 1} (tok/s): {line}")
     finally:
-        by_hand.stop()
-    client_d, server_d = [d[0] for d in deployed], [d[1] for d in deployed]
-    client_h, server_h = [h[0] for h in hand], [h[1] for h in hand]
+        host.stop()
+
+    def median(name: str, k: int) -> float:
+        return round(statistics.median(r[k] for r in results[name]), 1)
+
+    def ratio(a: str, b: str, k: int = 0) -> float:
+        return round(
+            statistics.median(r[k] for r in results[a]) / statistics.median(r[k] for r in results[b]), 3
+        )
+
+    def paired(a: str, b: str) -> float:
+        pairs = zip(results[a], results[b], strict=True)
+        return round(statistics.median(x[0] / y[0] for x, y in pairs), 3)
+
     return {
         "model": {
             "repo": MODEL.repo,
@@ -283,14 +360,14 @@ def run(stack: NodeStack, work: Path, tokens: int, repeat: int) -> dict[str, Any
         "warm": {**warm, "first_token": warm_first},
         "tokens": tokens,
         "repeat": repeat,
-        "deployed_tokens_per_s": round(statistics.median(client_d), 1),
-        "by_hand_tokens_per_s": round(statistics.median(client_h), 1),
-        "ratio": _median_ratio(client_d, client_h),
-        "ratio_paired": round(statistics.median(d / h for d, h in zip(client_d, client_h, strict=True)), 3),
-        "deployed_server_tokens_per_s": round(statistics.median(server_d), 1),
-        "by_hand_server_tokens_per_s": round(statistics.median(server_h), 1),
-        "server_ratio": _median_ratio(server_d, server_h),
-        "runs": {"deployed": deployed, "by_hand": hand},
+        "tokens_per_s": {name: median(name, 0) for name in results},
+        "server_tokens_per_s": {name: median(name, 1) for name in results},
+        "ratio_vs_pod": ratio("deployed", "pod"),
+        "ratio_vs_pod_paired": paired("deployed", "pod"),
+        "server_ratio_vs_pod": ratio("deployed", "pod", 1),
+        "ratio_vs_host": ratio("deployed", "host"),
+        "ratio_vs_host_paired": paired("deployed", "host"),
+        "runs": results,
     }
 
 
