@@ -343,9 +343,9 @@ def test_local_node_overlay_changes_only_images_host_networking_addresses_and_po
     base: list[Obj],
 ) -> None:
     """What the node tier and `aimctl up --node` run is deploy/base: the overlay may set image
-    names, host networking, addresses and, because a host-network pod's port is the node's, one
-    health port per service with one replica that a rollout replaces rather than surges beside
-    (docs/node.md), and nothing else."""
+    names, host networking, addresses, the caches' download image and, because a host-network
+    pod's port is the node's, one health port per service with one replica that a rollout replaces
+    rather than surges beside (docs/node.md), and nothing else."""
     local = {(o["kind"], o["metadata"]["name"]): o for o in render(LOCAL_NODE)}
     assert set(local) == {(o["kind"], o["metadata"]["name"]) for o in base}
     for original in base:
