@@ -163,7 +163,8 @@ if ! python3 -m uv --version >/dev/null 2>&1; then
   python3 -m pip install -q uv
 fi
 # The real node's images (Debian + Python base, the operator's image from the Dockerfile, pause, the
-# test model), once per machine; rebuilt only when their inputs change.
+# test model, the llama.cpp runtime) and the tiny models it serves, once per machine; rebuilt only
+# when their inputs change.
 if [ "$NODE" = 1 ]; then
   cd "$ROOT"
   python3 -m uv run --frozen --quiet python -m aim_dev.images build

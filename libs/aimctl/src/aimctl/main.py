@@ -303,6 +303,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from aim_dev.bench import deployer as bench_deployer  # noqa: PLC0415 - only the benchmark needs it
 
         return bench_deployer.main(args.home, args.singles, args.objects or 1000, args.profile)
+    if args.suite == "inference":
+        from aim_dev.bench import inference as bench_inference  # noqa: PLC0415 - only the benchmark needs it
+
+        return bench_inference.main(args.home, args.tokens, args.repeat if args.repeat != 3 else 5)
     if args.suite == "memory":
         from aim_dev.bench import memory as bench_memory  # noqa: PLC0415 - only the benchmark needs it
 
@@ -350,7 +354,7 @@ def parser() -> argparse.ArgumentParser:
     rbac.set_defaults(func=cmd_rbac)
     settings.set_defaults(func=cmd_settings)
     bench = sub.add_parser("bench", help="benchmarks; prints one JSON object on its last line")
-    bench.add_argument("suite", choices=["backbone", "download", "deployer", "memory"])
+    bench.add_argument("suite", choices=["backbone", "download", "deployer", "memory", "inference"])
     bench.add_argument("--home", help="AIM home for the stack (default: a temporary directory)")
     bench.add_argument("--singles", type=int, default=100, help="single objects for the latency figures")
     bench.add_argument(
@@ -363,7 +367,13 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--profile", metavar="DIR", help="deployer: py-spy each service during the burst, profiles in DIR"
     )
-    bench.add_argument("--repeat", type=int, default=3, help="download: runs of each (the median counts)")
+    bench.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="download, inference: runs of each (the median counts; inference: 5)",
+    )
+    bench.add_argument("--tokens", type=int, default=256, help="inference: tokens per timed answer")
     bench.add_argument("--window", type=float, default=60.0, help="download: seconds of progress reports")
     bench.add_argument(
         "--write-path",

@@ -1,9 +1,13 @@
 """``aimctl up --node``: the embedded stack with a real node (docs/node.md), and its demo.
 
 The operator runs as users run it, from ``deploy/`` (NATS and the six services as Pods); with
-``--demo`` an AIMService of the test model image (pushed to the node's registry) goes all the way:
-its template's discovery Job runs the image's dry-run on the node, the KServe stand-in starts the
-predictor pod, and the service turns ``Running``. Root only: the node needs network and mount
+``--demo`` a real model goes all the way: the tiny llama model A (:mod:`aim_dev.tinyllm`, on the
+stack's Hub server) as an AIM model image of the llama.cpp runtime, pushed to the node's registry;
+an AIMModel of it, whose template's discovery Job runs the image's dry-run on the node (it reads the
+GGUF's header from the Hub), and an AIMService with caching on: a template cache, a model cache and
+a real download Job into a volume, the KServe stand-in starts the predictor pod that mounts it,
+llama.cpp loads the weights, the service turns ``Running``, and the demo asks it a question through
+the address its status gives and prints the answer. Root only: the node needs network and mount
 namespaces and cgroups.
 """
 
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import threading
 import time
@@ -20,17 +25,19 @@ from typing import Any
 
 import yaml
 
-from aim_dev import testmodel
-from aim_dev.local import binaries
+from aim_dev import tinyllm
+from aim_dev.local import binaries, predictor
 from aim_dev.local.consuming import SERVICES
 from aim_dev.local.deployed import DeployFailed
 from aim_dev.local.nodestack import NodeStack
 from aim_dev.node import NodeError
-from aimcore.api.kinds import POD
+from aim_dev.node import config as node_config
+from aimcore.api.kinds import POD, by_kind
 from aimcore.runtime.kube import ApiException, Kube, connect
 from aimctl import foreground
 
 DISCOVERY_JOBS = "app.kubernetes.io/name=aim-discovery"
+AIM_SERVICE = by_kind("aim.eai.amd.com", "AIMService")
 PREDICTORS = "serving.kserve.io/inferenceservice"
 
 
@@ -46,14 +53,36 @@ def _show(kubeconfig: Path, *args: str) -> str:
     return text
 
 
-def demo_service(image: str) -> dict[str, Any]:
-    return {
+DEMO_MODEL = tinyllm.MODEL_A
+DEMO_QUESTION = "Hello! Who are you?"
+
+
+def demo_manifests(image: str, hub: str) -> list[dict[str, Any]]:
+    """The demo's AIMModel and AIMService: where the weights are (the Hub server) and that the
+    model's pods may fetch from there (the outbound policy) go in their env."""
+    env = [
+        {"name": "HF_ENDPOINT", "value": hub},
+        {"name": "AIM_OUTBOUND_ALLOWED_HOSTS", "value": node_config.NODE_IP},
+    ]
+    model = {
+        "apiVersion": "aim.eai.amd.com/v1alpha1",
+        "kind": "AIMModel",
+        "metadata": {"name": DEMO_MODEL.name, "namespace": "default"},
+        "spec": {"image": image, "env": env},
+    }
+    service = {
         "apiVersion": "aim.eai.amd.com/v1alpha1",
         "kind": "AIMService",
         "metadata": {"name": "tiny-chat", "namespace": "default"},
-        # the test model's one profile is unoptimized: a CPU stand-in for an AIM image
-        "spec": {"model": {"image": image}, "template": {"allowUnoptimized": True}},
+        # llama.cpp's CPU profile is unoptimized (no AIM profile is tuned for it)
+        "spec": {
+            "model": {"name": DEMO_MODEL.name},
+            "template": {"allowUnoptimized": True},
+            "caching": {"mode": "Always"},
+            "env": env,
+        },
     }
+    return [model, service]
 
 
 def _exit(pod: dict[str, Any]) -> str:
@@ -108,22 +137,58 @@ def _show_discovery(pod: dict[str, Any] | None, log: str) -> str | None:
     return name
 
 
+def _ask(stack: NodeStack) -> str | None:
+    """The demo service's answer, asked through the address its status gives."""
+    kube = asyncio.run(_get_service(stack.kubeconfig))
+    try:
+        url = predictor.service_url(kube)
+    except predictor.NotServing as exc:
+        print(exc)
+        return None
+    service = predictor.predictor_service(url, "default")
+    print(f"\n$ the status's address: {url} (InferenceService {service.removesuffix('-predictor')})")
+    print(f"$ kubectl port-forward -n default svc/{service} :80   (no ingress on this node)")
+    try:
+        with predictor.forward(stack.kubeconfig, "default", url) as endpoint:
+            message = {"role": "user", "content": DEMO_QUESTION}
+            body = json.dumps({"model": DEMO_MODEL.repo, "messages": [message]})
+            print(f"$ curl -s {endpoint.base}/v1/chat/completions -H 'Host: {endpoint.host}' -d '{body}'")
+            answer = endpoint.chat(DEMO_QUESTION, DEMO_MODEL.repo)
+    except (OSError, predictor.NotServing) as exc:
+        print(f"no answer: {exc}")
+        return None
+    print(f"{DEMO_MODEL.name} answers: {answer}")
+    return answer
+
+
+async def _get_service(kubeconfig: Path) -> dict[str, Any]:
+    kube = Kube(await connect(str(kubeconfig)), field_manager="aimctl")
+    try:
+        return await kube.get(AIM_SERVICE, "default", "tiny-chat") or {}
+    finally:
+        await kube.close()
+
+
 def demo(stack: NodeStack, timeout: float = 300.0) -> bool:
     kubeconfig = stack.kubeconfig
-    print("\n$ push the test model image to the node's registry (its labels carry recommended deployments)")
-    image = stack.push_model("test-model", "aim/test-model", testmodel.VERSION)
+    print(
+        f"\n$ push {DEMO_MODEL.name}'s AIM image (the llama.cpp runtime and the model's labels) "
+        "to the node's registry"
+    )
+    image = stack.push_tiny_model(DEMO_MODEL)
     print(image)
+    print(
+        f"$ the Hub server holds its weights: {stack.hub_endpoint}/{DEMO_MODEL.repo} ({DEMO_MODEL.filename})"
+    )
+    asyncio.run(_volumes(stack))
     followed: list[tuple[dict[str, Any] | None, str]] = []
     follower = threading.Thread(
         target=lambda: followed.append(asyncio.run(_follow_discovery(kubeconfig, timeout))), daemon=True
     )
     follower.start()
-    print("\n$ kubectl apply -f - <<EOF (an AIMService of that image)")
-    print(
-        _kubectl(
-            kubeconfig, "apply", "--validate=false", "-f", "-", stdin=yaml.safe_dump(demo_service(image))
-        )
-    )
+    print("\n$ kubectl apply -f - <<EOF (an AIMModel of that image, an AIMService of it with caching on)")
+    manifests = "---\n".join(yaml.safe_dump(m) for m in demo_manifests(image, stack.hub_endpoint))
+    print(_kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=manifests))
     deadline = time.monotonic() + timeout
     follower.join(timeout)
     pod = _show_discovery(*(followed[0] if followed else (None, "")))
@@ -140,10 +205,23 @@ def demo(stack: NodeStack, timeout: float = 300.0) -> bool:
     _show(kubeconfig, "get", "aimmodels,aimservicetemplates", "-n", "default")
     profile = "jsonpath={.items[0].status.profile.metadata}"
     _show(kubeconfig, "get", "aimservicetemplates", "-n", "default", "-o", profile)
+    _show(kubeconfig, "get", "aimtemplatecaches,aimmodelcaches,pvc", "-n", "default")
+    _show(kubeconfig, "get", "jobs", "-n", "default", "-l", "aim.eai.amd.com/component=download")
     _show(kubeconfig, "get", "inferenceservices,deployments", "-n", "default")
     pods = _show(kubeconfig, "get", "pods", "-n", "default", "-o", "wide", "-l", PREDICTORS)
     services = _show(kubeconfig, "get", "aimsvc", "-n", "default")
-    return "Running" in pods and "Running" in services
+    answer = _ask(stack) if "Running" in services else None
+    return "Running" in pods and "Running" in services and answer == DEMO_MODEL.sentence
+
+
+async def _volumes(stack: NodeStack) -> None:
+    """Two static volumes for the model cache's claim (the node has no provisioner)."""
+    kube = Kube(await connect(str(stack.kubeconfig)), field_manager="aimctl")
+    try:
+        paths = await stack.add_volumes(kube, 2)
+    finally:
+        await kube.close()
+    print(f"$ two static hostPath volumes for the model cache (no provisioner here): {paths[0].parent}")
 
 
 def cmd_up_node(args: argparse.Namespace) -> int:

@@ -62,7 +62,7 @@ def controller(
         ctx.name,
         (*TEMPLATE_CACHE_KINDS, *MODEL_CACHE_KINDS, LLMKUBE_MODEL),
         dispatch(
-            (TEMPLATE_CACHE_KINDS, TemplateCacheReconciler(ctx.kube).reconcile),
+            (TEMPLATE_CACHE_KINDS, TemplateCacheReconciler(ctx.kube, settings.download_image).reconcile),
             (MODEL_CACHE_KINDS, ModelCacheReconciler(ctx.kube, settings, local).reconcile),
             ((LLMKUBE_MODEL,), LLMKubeModelReconciler(ctx.kube, model_settings, runs, requeue).reconcile),
         ),

@@ -81,6 +81,14 @@ class CacheServiceSettings(AimSettings):
         form="an NKey seed",
         description="The seed itself, when there is no `AIM_DOWNLOADER_NATS_SEED_FILE`.",
     )
+    download_image: str | None = setting(
+        env="AIM_CACHE_DOWNLOAD_IMAGE",
+        form="an image reference",
+        description="The download image of the model caches a template cache creates when the "
+        "template cache names none (`spec.downloadImage`). Unset: the model cache's own default "
+        "(the seed's `kserve/storage-initializer:v0.16.0`); the operator's image (`aim-cache`) "
+        "carries `aim-download`, which verifies every file and reports progress.",
+    )
     stall_seconds: float = setting(
         60.0,
         env="AIM_DOWNLOAD_STALL_SECONDS",
@@ -144,6 +152,7 @@ class CacheSettings:
     local_env: dict[str, str] = field(default_factory=dict)
     outbound: OutboundPolicy = field(default_factory=OutboundPolicy)
     log_format: str = "text"  # the service's own AIM_LOG_FORMAT, passed to its download Jobs
+    download_image: str | None = None  # of the model caches template caches create (if they name none)
 
     def job_bus(self) -> JobBus | None:
         if not self.job_nats_url:
@@ -167,4 +176,5 @@ class CacheSettings:
             local_env=own.local_env(),
             outbound=OutboundPolicy.from_env(env),
             log_format=base.log_format,
+            download_image=(own.download_image or "").strip() or None,
         )

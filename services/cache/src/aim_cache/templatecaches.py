@@ -162,8 +162,9 @@ def caches_condition(caches: Sequence[tuple[str, Mapping[str, Any] | None]]) -> 
 
 
 class TemplateCacheReconciler:
-    def __init__(self, kube: Kube) -> None:
+    def __init__(self, kube: Kube, download_image: str | None = None) -> None:
         self.kube = kube
+        self.download_image = download_image  # AIM_CACHE_DOWNLOAD_IMAGE
 
     async def reconcile(self, request: Request) -> Result | None:
         obj = request.obj
@@ -361,8 +362,9 @@ class TemplateCacheReconciler:
             body_spec["env"] = env
         if klass:
             body_spec["storageClassName"] = klass
-        if spec.get("downloadImage") and not legacy:
-            body_spec["modelDownloadImage"] = spec["downloadImage"]
+        download_image = spec.get("downloadImage") or self.download_image
+        if download_image and not legacy:
+            body_spec["modelDownloadImage"] = download_image
         if spec.get("imagePullSecrets"):
             body_spec["imagePullSecrets"] = spec["imagePullSecrets"]
         if spec.get("runtimeConfigName") and not legacy:

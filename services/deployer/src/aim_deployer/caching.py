@@ -22,7 +22,9 @@ service's status, so a reconcile that has not seen its own status write yet cann
 Volumes: every Ready model cache of a Ready template cache (current group: ``status.modelCaches``
 with PVC and mount point; legacy: the model caches labelled with the template cache, mount point
 from their ``aim.eai.amd.com/model-id`` annotation). A cache that disappears while the
-InferenceService mounts it keeps its volumes (``CacheLost``) until a new one is Ready.
+InferenceService mounts it keeps its volumes (``CacheLost``) until a new one is Ready; so does one
+whose model cache is deleted while its template cache makes a new one (``CacheLost``, naming the
+claim, rather than the template cache's "progressing").
 """
 
 from __future__ import annotations
@@ -203,6 +205,20 @@ def failed_model_caches(
     return sorted(out)
 
 
+def lost_claims(
+    informer: Informer, group: str, namespace: str | None, mounts: Sequence[CacheMount]
+) -> list[str]:
+    """The claims the InferenceService mounts whose model cache is gone (deleted, or being deleted):
+    the volume stays mounted (Kubernetes keeps a claim in use), the cache that made it does not."""
+    kind = by_kind(group, "AIMModelCache")
+    claimed = {
+        str((mc.get("status") or {}).get("persistentVolumeClaim"))
+        for mc in informer.list(kind, namespace)
+        if not mc["metadata"].get("deletionTimestamp")
+    }
+    return sorted({m.claim for m in mounts if m.claim not in claimed})
+
+
 def retried_uids(tc: Mapping[str, Any]) -> frozenset[str]:
     text = str((tc["metadata"].get("annotations") or {}).get(RETRIED_UIDS_ANNOTATION) or "")
     return frozenset(u for u in text.split(",") if u)
@@ -290,6 +306,18 @@ def plan_cache(
             retry_attempts=attempts or None,
         )
     message = f"template cache {name} is {state.lower()}: {_ready_message(tc)}"
+    lost = lost_claims(informer, ref.group, namespace, live_mounts)
+    if lost:  # a mounted model cache was deleted: the server keeps its volume until a new one is Ready
+        message = (
+            f"the model cache of the mounted volume {', '.join(lost)} was deleted; serving from it "
+            f"until the new one is ready ({message})"
+        )
+        return CachePlan(
+            cond(CACHE_READY, False, "CacheLost", message),
+            tuple(live_mounts),
+            reference=reference,
+            retry_attempts=attempts or None,
+        )
     return CachePlan(
         cond(CACHE_READY, False, "CacheNotReady", message),
         tuple(live_mounts),

@@ -36,6 +36,12 @@ Rules and where they differ from the original:
   fixed, ``autoscalerClass=none``.
 * **Labels**: propagated labels < the service's ``aim.eai.amd.com/`` labels < ours (component,
   managed-by, part-of, service/template/model, metric/precision when known) — ours always win.
+* **Readiness** (not in the original): ``kserve-container`` gets an HTTP readiness probe on
+  ``/health`` of its ``http`` port (every 2 s), which AIM containers answer with 200 only once the
+  model is loaded (vLLM and llama.cpp alike). Without it KServe's default is a TCP probe, and a
+  server that listens while it loads (llama.cpp does) would be Ready, and the service ``Running``,
+  before it can answer. Readiness only: no liveness or startup probe, so a long load is never
+  killed; a model that fails to load exits, which is the crash the pods condition reports.
 
 Output is deterministic: same inputs, equal dicts (caches are ordered by mount path, env by name).
 """
@@ -81,6 +87,14 @@ __all__ = [
 
 CONTAINER_NAME = "kserve-container"
 HTTP_PORT = 8000
+HEALTH_PATH = "/health"
+READINESS_PROBE: Obj = {
+    "httpGet": {"path": HEALTH_PATH, "port": "http"},
+    "periodSeconds": 2,
+    "timeoutSeconds": 1,
+    "failureThreshold": 3,
+}
+"""Ready means loaded: AIM containers answer ``/health`` with 200 once the weights are loaded."""
 CACHE_ROOT = "/workspace/model-cache"
 SHM_VOLUME = "dshm"
 SHM_SIZE = "8Gi"
@@ -467,6 +481,7 @@ def build(inputs: Inputs) -> Obj:
         "env": container_env(inputs),
         "resources": container_resources(inputs),
         "ports": [{"containerPort": HTTP_PORT, "name": "http", "protocol": "TCP"}],
+        "readinessProbe": copy.deepcopy(READINESS_PROBE),
         "volumeMounts": [
             {"name": SHM_VOLUME, "mountPath": "/dev/shm"},
             *({"name": vol, "mountPath": cache.mount_path} for vol, cache in caches),

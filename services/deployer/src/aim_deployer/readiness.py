@@ -34,7 +34,8 @@ not-ready pod is classified and the worst wins (newest pod first on ties), worst
    found), ``InvalidImageReference``, ``SecretNotFound``, ``PodOOMKilled`` (OOMKilled in the
    container's state or last state), ``PodFailed`` (``CreateContainerConfigError``,
    ``CreateContainerError``, ``RunContainerError``);
-1. ``CrashLoopBackOff`` (message: restarts and the last exit code/reason, never its log text);
+1. ``CrashLoopBackOff`` (message: restarts, the last exit code/reason and the container's own
+   termination message, e.g. a model server's reason for not loading; never its log text);
 2. ``ImagePullBackOff`` (any other pull failure);
 3. ``FailedScheduling`` (``PodScheduled=False`` with reason ``Unschedulable``; scheduler message);
 4. ``PodsPending`` (not scheduled yet);
@@ -229,6 +230,8 @@ def _last_termination(cs: Mapping[str, Any]) -> str:
     text = f"exit code {term.get('exitCode', '?')}"
     if term.get("reason"):
         text += f" ({_clip(str(term['reason']), 60)})"
+    if term.get("message"):  # what the container itself said (its termination message)
+        text += f": {_clip(str(term['message']), 200)}"
     return text
 
 

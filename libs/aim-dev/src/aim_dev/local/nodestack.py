@@ -12,7 +12,10 @@ Deployments as Pods, their RBAC, the restricted security context;
   speaks plain HTTP to loopback registries only, so the node's loopback it is): model images are
   pushed here (:meth:`NodeStack.push_model`);
 - a Hugging-Face-Hub-compatible server on the host, which pods reach on the node's address
-  (:attr:`NodeStack.hub_endpoint`), for model caches and LLMKube Models;
+  (:attr:`NodeStack.hub_endpoint`), for model caches and LLMKube Models, serving the tiny generated
+  models (:mod:`aim_dev.tinyllm`) as ordinary model repositories; their AIM model images
+  (:mod:`aim_dev.llamacpp`, the runtime with a model's identity) go to the registry with
+  :meth:`NodeStack.push_tiny_model`;
 - the CRDs of KServe, Gateway API and KEDA (the permissive stand-ins the test API server uses) and
   the KServe stand-in (:mod:`aim_dev.kserve`), which turns InferenceServices into Deployments;
 - NATS forwarded to the host's loopback (``state.json``'s ``nats_url``), so ``aimctl events`` and
@@ -29,6 +32,7 @@ import asyncio
 import contextlib
 import fcntl
 import json
+import secrets
 import shutil
 import sys
 import time
@@ -37,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aim_dev import crdinstall, images
+from aim_dev import crdinstall, images, llamacpp, tinyllm
 from aim_dev.local import consuming, deployed
 from aim_dev.local.cluster import ControlPlane
 from aim_dev.local.hub import HubServer
@@ -52,9 +56,10 @@ from aimcore.runtime.kube import Kube, connect
 REGISTRY = "127.0.0.1:5000"
 """The local registry as the node (containerd, the operator's pods) sees it."""
 KSERVE = "kserve-standin"
-NODE_IMAGES = ("pause", *(f"service-{s}" for s in consuming.SERVICES), "nats")
+NODE_IMAGES = ("pause", *(f"service-{s}" for s in consuming.SERVICES), "nats", "llamacpp")
 """Imported into the node's containerd at its start (the services' first: they share the base
-layer, which is then unpacked once). Model images come from the registry."""
+layer, which is then unpacked once; the llama.cpp runtime is the cache service's image and one
+layer more). Model images come from the registry."""
 
 
 @dataclass
@@ -91,6 +96,31 @@ class NodeStack:
         """The reference pods and the operator use for an image pushed as ``repository:tag``."""
         return f"{REGISTRY}/{repository}:{tag}"
 
+    def push_tiny_model(self, model: tinyllm.TinyModel) -> str:
+        """Make ``model``'s AIM image from the llama.cpp runtime (configuration only) and push it
+        to the local registry; returns its reference as the node sees it."""
+        assert self.registry is not None
+        builder = images.Builder()
+        env, labels = llamacpp.model_config(model)
+        ref = builder.derive("llamacpp", llamacpp.model_ref(model), env=env, labels=labels)
+        repository, tag = llamacpp.model_ref(model, "aim").rsplit(":", 1)
+        builder.push_ref(ref, f"{self.registry.host}/{repository}:{tag}")
+        return self.model_image(repository, tag)
+
+    async def add_volumes(self, kube: Kube, count: int, size: str = "2Gi", **kwargs: Any) -> list[Path]:
+        """Static hostPath PersistentVolumes (the node has no provisioner), each a fresh directory
+        under ``volumes/`` writable by any uid, bound by whichever claim fits first."""
+        paths = []
+        for _ in range(count):
+            name = f"pv-{secrets.token_hex(4)}"
+            path = self.home / "volumes" / name
+            path.mkdir(parents=True)
+            path.chmod(0o777)
+            volume = deployed.host_path_volume(name, path, size, **kwargs)
+            await kube.create(deployed.PERSISTENT_VOLUME, volume)
+            paths.append(path)
+        return paths
+
     def push_model(self, image: str, repository: str, tag: str) -> str:
         """Push a built image (:data:`aim_dev.images.IMAGES` name) to the local registry; returns
         its reference as the node sees it."""
@@ -124,6 +154,7 @@ class NodeStack:
         with self._step("registry and hub"):
             self.registry = Registry(self.home / "registry", die_with_parent=keep).start()
             self.hub = HubServer(self.home / "hub", die_with_parent=keep).start()
+            tinyllm.publish(self.hub.root)
         asyncio.run(self._install_stand_in_crds())
         nats_port = free_port()
         self._write_state(nats_url=f"nats://127.0.0.1:{nats_port}")
