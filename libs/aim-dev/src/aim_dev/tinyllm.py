@@ -29,6 +29,7 @@ only what is missing or differs from the recipe.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import itertools
 import json
 import os
@@ -260,11 +261,12 @@ def write(model: TinyModel, path: Path) -> Path:
 
 
 def recipe(model: TinyModel) -> str:
-    """A hash of everything a model's file is made from (its settings, the vocabulary, this module)."""
+    """A hash of everything a model's file is made from (its settings, the vocabulary, this module,
+    the ``gguf`` release)."""
     h = hashlib.sha256(json.dumps(asdict(model), sort_keys=True).encode())
     h.update(json.dumps(vocabulary().tokens).encode())
     h.update(Path(__file__).read_bytes())
-    h.update(gguf.__name__.encode())
+    h.update(importlib.metadata.version("gguf").encode())  # the writer that made it
     return h.hexdigest()
 
 
