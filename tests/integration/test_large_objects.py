@@ -27,7 +27,7 @@ from aimcore.api.bus.auth import DEFAULT_MAX_PAYLOAD
 from aimcore.api.kinds import NAMESPACE, by_kind
 from aimcore.runtime.kube import Kube, connect
 from tests.helpers import api_requests, condition, eventually, has, manifest, status_of
-from tests.integration.conftest import Services
+from tests.integration.conftest import Services, drained
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
 AIMMODEL = by_kind("aim.eai.amd.com", "AIMModel")
@@ -165,27 +165,6 @@ async def test_the_largest_object_etcd_stores_is_mirrored_whole(shipped_servers:
         assert "managedFields" not in entry["metadata"]  # the mirror leaves out what no reader needs
 
 
-async def drained(servers: LocalServers) -> None:
-    """Every service's reports so far are handled: discovery's consumer and the status service's."""
-    nc = await connect_as(servers.nats)
-    try:
-        js = nc.jetstream()
-
-        async def idle() -> bool:
-            for stream, durable in (
-                (topology.EVENTS_STREAM, "aim-discovery"),
-                (topology.STATUS_STREAM, "aim-status"),
-            ):
-                info = await js.consumer_info(stream, durable)
-                if info.num_pending or info.num_ack_pending:
-                    return False
-            return True
-
-        await eventually(idle, timeout=60, what="the consumers to drain")
-    finally:
-        await nc.close()
-
-
 def big_model(name: str, namespace: str, label_bytes: int) -> dict[str, Any]:
     """An AIMModel whose ``spec.imageMetadata`` carries about ``label_bytes`` of original labels
     (the shape air-gapped users write: every label of the image, some of them long)."""
@@ -219,7 +198,7 @@ async def test_a_model_too_large_to_take_its_full_status_gets_a_condition_saying
             # no retry storm: a later report (a label change makes discovery reconcile again) sends
             # no write the API server is known to refuse
             await kube.patch(AIMMODEL, namespace, "big", {"metadata": {"labels": {"touched": "yes"}}})
-            await drained(shipped_servers)
+            await drained(shipped_servers, "discovery")
             # one refused write for the generation (before: one per retry, 20 of them), none after
             assert await api_requests(kube, "PATCH", "aimmodels", "500") == refused + 1
             log = (shipped_servers.workdir / "logs" / "status.log").read_text()

@@ -25,7 +25,7 @@ from aimcore.api.kinds import NAMESPACE, by_kind
 from aimcore.runtime.informer import kind_pattern, snapshot
 from aimcore.runtime.kube import Kube, connect
 from tests.helpers import eventually, manifest
-from tests.integration.conftest import Services, consumers_ready
+from tests.integration.conftest import Services, consumers_ready, drained
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
 NS = "rollout"
@@ -82,27 +82,6 @@ class WriteCounter:
         self.task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await self.task
-
-
-async def drained(servers: LocalServers) -> None:
-    """Wait until the deployer's and the status service's consumers have nothing left to do."""
-    nc = await connect_as(servers.nats)
-    try:
-        js = nc.jetstream()
-
-        async def idle() -> bool:
-            for stream, durable in (
-                (topology.EVENTS_STREAM, "aim-deployer"),
-                (topology.STATUS_STREAM, "aim-status"),
-            ):
-                info = await js.consumer_info(stream, durable)
-                if info.num_pending or info.num_ack_pending:
-                    return False
-            return True
-
-        await eventually(idle, timeout=60, what="the consumers to drain")
-    finally:
-        await nc.close()
 
 
 async def mirrored(servers: LocalServers) -> int:

@@ -21,8 +21,13 @@ of newer API servers and make the CRD uninstallable.
 from __future__ import annotations
 
 import re
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 __all__ = [
+    "ModelId",
+    "SourceUri",
     "check_model_id",
     "check_profile_id",
     "check_source_uri",
@@ -135,3 +140,9 @@ def check_source_uri(value: str) -> str:
 def check_profile_id(value: str | None) -> str | None:
     """``value`` (``None`` allowed), or ``ValueError`` with :func:`profile_id_error`'s message."""
     return None if value is None else _checked(profile_id_error(value), value)
+
+
+SourceUri = Annotated[str, AfterValidator(check_source_uri)]
+"""A model source's ``sourceUri``, held to :func:`check_source_uri` wherever a model declares one."""
+ModelId = Annotated[str, AfterValidator(check_model_id)]
+"""A model source's ``modelId``, held to :func:`check_model_id` wherever a model declares one."""

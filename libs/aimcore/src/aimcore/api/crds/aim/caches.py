@@ -38,7 +38,7 @@ from aimcore.api.crds.base import (
     immutable,
 )
 from aimcore.api.quantities import amount
-from aimcore.api.sourcerules import check_model_id, check_source_uri
+from aimcore.api.sourcerules import SourceUri, check_model_id
 
 # ---------------------------------------------------------------------------------------------
 # Enums
@@ -199,7 +199,7 @@ class AIMTemplateCacheStatus(K8sModel):
 class AIMModelCacheSpec(RuntimeConfigRef):
     """AIMModelCacheSpec defines the desired state of AIMModelCache"""
 
-    source_uri: str = Field(
+    source_uri: SourceUri = Field(
         min_length=1,
         pattern=SOURCE_URI_PATTERN,
         json_schema_extra=immutable("sourceUri is immutable"),
@@ -254,14 +254,9 @@ class AIMModelCacheSpec(RuntimeConfigRef):
         default=None, description="ImagePullSecrets references secrets for pulling AIM container images."
     )
 
-    @field_validator("source_uri")
-    @classmethod
-    def _check_source_uri(cls, value: str) -> str:
-        return check_source_uri(value)
-
     @field_validator("model_id")
     @classmethod
-    def _check_model_id(cls, value: str | None) -> str | None:
+    def _check_model_id(cls, value: str | None) -> str | None:  # (optional: a pattern on the field)
         return None if value is None else check_model_id(value)
 
     @field_validator("size")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from aimcore.api.crds.base import (
     Condition,
@@ -26,7 +26,7 @@ from aimcore.api.crds.base import (
 )
 from aimcore.api.kinds import GROUP_AIM
 from aimcore.api.quantities import amount
-from aimcore.api.sourcerules import check_model_id, check_source_uri
+from aimcore.api.sourcerules import ModelId, SourceUri
 
 GROUP = GROUP_AIM
 CATEGORIES = ("aim", "all")
@@ -472,7 +472,7 @@ class AIMModelSource(K8sModel):
     Discovery extracts these from the container's configuration to enable caching and validation.
     """
 
-    model_id: str = Field(
+    model_id: ModelId = Field(
         pattern=MODEL_ID_PATTERN,
         description=(
             "ModelID is the canonical identifier in {org}/{name} format.\n"
@@ -482,7 +482,7 @@ class AIMModelSource(K8sModel):
             "For S3 sources, users define their own organizational structure."
         ),
     )
-    source_uri: str = Field(
+    source_uri: SourceUri = Field(
         pattern=SOURCE_URI_PATTERN,
         description=(
             "SourceURI is the location from which the model should be downloaded.\n"
@@ -508,16 +508,6 @@ class AIMModelSource(K8sModel):
             "Takes precedence over base-level env for the same variable name."
         ),
     )
-
-    @field_validator("model_id")
-    @classmethod
-    def _check_model_id(cls, value: str) -> str:
-        return check_model_id(value)
-
-    @field_validator("source_uri")
-    @classmethod
-    def _check_source_uri(cls, value: str) -> str:
-        return check_source_uri(value)
 
 
 class _ResolutionStatus(K8sModel):

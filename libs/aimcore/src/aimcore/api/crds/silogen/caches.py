@@ -33,7 +33,7 @@ from aimcore.api.crds.silogen.common import (
     _pull_secrets,
     _runtime_config_name,
 )
-from aimcore.api.sourcerules import check_source_uri
+from aimcore.api.sourcerules import SourceUri
 
 # ---------------------------------------------------------------------------------------------
 # Enums
@@ -88,7 +88,7 @@ class AIMTemplateCacheStatus(_ObservedStatus):
 class AIMModelCacheSpec(K8sModel):
     """The desired state of an AIMModelCache: one model downloaded into a PVC."""
 
-    source_uri: str = Field(
+    source_uri: SourceUri = Field(
         min_length=1,
         pattern=SOURCE_URI_PATTERN,
         description="SourceURI is the source of the model to be downloaded. This is the only identifier",
@@ -107,11 +107,6 @@ class AIMModelCacheSpec(K8sModel):
         description="ModelDownloadImage is the image used to download the model",
     )
     image_pull_secrets: list[LocalObjectReference] | None = _pull_secrets()
-
-    @field_validator("source_uri")
-    @classmethod
-    def _check_source_uri(cls, value: str) -> str:
-        return check_source_uri(value)
 
     @field_validator("size")
     @classmethod
