@@ -2,7 +2,8 @@
 # Installs everything the local control plane and the tests need, once per machine.
 #
 # - Debian packages: etcd-server, kubernetes-client (kubectl), docker-registry, golang-go, build tools;
-#   kustomize 5.x from Debian trixie's package (unpacked into $AIM_BIN_CACHE) for deploy/.
+#   kustomize 5.x from Debian trixie's package (unpacked into $AIM_BIN_CACHE) for deploy/;
+#   prometheus and promtool from Debian's package (unpacked likewise) for the alert rules.
 # - kube-apiserver, kube-controller-manager, kubelet and kube-scheduler, built in one `make` from
 #   Debian's `kubernetes` source package (1.20.2) with the vendored reflect2 replaced by 1.0.2
 #   (DESIGN §6), and the static `pause` binary from the same tree, cached in $AIM_BIN_CACHE. A cache
@@ -42,6 +43,7 @@ have_src() {
   for b in "${BINARIES[@]}" pause; do [ -x "$CACHE/$b" ] || return 1; done
 }
 [ -x "$CACHE/kubectl" ] || need_update=1
+[ -x "$CACHE/promtool" ] && [ -x "$CACHE/prometheus" ] || need_update=1
 
 if ! have_src; then
   dpkg -s golang-github-modern-go-reflect2-dev >/dev/null 2>&1 || need_apt+=(golang-github-modern-go-reflect2-dev)
@@ -93,6 +95,19 @@ if [ ! -x "$CACHE/kustomize" ]; then
   apt-get "${apt_tmp[@]}" update -qq
   (cd "$tmp" && apt-get "${apt_tmp[@]}" download -qq kustomize >/dev/null && dpkg-deb -x kustomize_*.deb x)
   cp "$tmp/x/usr/bin/kustomize" "$CACHE/.kustomize.new" && mv -f "$CACHE/.kustomize.new" "$CACHE/kustomize"
+  rm -rf "$tmp"
+fi
+
+# Prometheus and promtool (Debian's 2.42) for the monitoring component's rule tests and the node
+# tier's scrape: unpacked from the package into the cache, not installed (the package would start a
+# system Prometheus and node exporter on this machine's ports).
+if [ ! -x "$CACHE/promtool" ] || [ ! -x "$CACHE/prometheus" ]; then
+  log "unpacking Debian's prometheus and promtool"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download -qq prometheus >/dev/null && dpkg-deb -x prometheus_*.deb x)
+  for b in prometheus promtool; do
+    cp "$tmp/x/usr/bin/$b" "$CACHE/.$b.new" && mv -f "$CACHE/.$b.new" "$CACHE/$b"
+  done
   rm -rf "$tmp"
 fi
 

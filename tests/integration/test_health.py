@@ -82,6 +82,9 @@ async def test_probes_and_metrics_of_the_running_services(
     await eventually(written, timeout=30, what="the status service's writes counted")
     text = await metrics("deployer")
     assert 'aim_consumer_pending_messages{consumer="aim-deployer"}' in text  # the lag, sampled
+    # one nats-server: the consumer's raft group is that server, and it is current
+    assert sample(text, "aim_consumer_replicas", consumer="aim-deployer") == 1.0
+    assert sample(text, "aim_consumer_replicas_current", consumer="aim-deployer") == 1.0
     assert sample(text, "aim_nats_permission_violations_total") == 0.0
     assert sample(text, "aim_nats_connected") == 1.0
 

@@ -10,7 +10,7 @@ replica gets it now rather than after the ack wait), including messages the serv
 the last fetch gave up waiting, and lets the work in progress finish.
 
 Each consumer is a readiness check (``consumer <durable>``: bound or not, :mod:`aimcore.runtime.probes`)
-and its counters and lag are metrics (:mod:`aimcore.runtime.metrics`).
+and its counters and sampled lag are metrics (:mod:`aimcore.runtime.metrics`).
 """
 
 from __future__ import annotations
@@ -83,7 +83,6 @@ class Consumer:
         self.stats = ConsumerStats()
         self.bound = False
         self.stopped = False
-        self.lag: tuple[int, int] | None = None  # (pending, ack pending), sampled when scraped
         self._subject_locks: KeyedLock[str] = KeyedLock()
         self._tasks: set[asyncio.Task[None]] = set()
 

@@ -4,7 +4,9 @@ Every metric of the runtime library is declared here, on one registry (:data:`RE
 services add their own to (the status service's writes, the cache service's download bytes, the
 watcher's leader flag). The consumers' counters are not copied: they stay the in-memory
 :class:`~aimcore.runtime.consumer.ConsumerStats` and are read when scraped; the consumers' lag
-(``num_pending`` from the consumer's info) is sampled once per scrape, one request per consumer.
+(``num_pending`` from the consumer's info) and the health of their raft groups in a JetStream cluster
+(peers caught up and online, from the same answer) are sampled once per scrape, one request per
+consumer.
 ``docs/deploy.md`` ("Health and metrics") lists every metric with its labels and meaning.
 """
 
@@ -14,8 +16,10 @@ import asyncio
 import contextlib
 import weakref
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nats.js.api import ConsumerInfo
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -98,11 +102,34 @@ def _field(name: str) -> str:
     return "permanent" if name == "terminated" else name
 
 
+@dataclass(frozen=True)
+class ConsumerSample:
+    """What one consumer-info request said about a consumer, when scraped."""
+
+    pending: int  # messages in its stream not delivered yet (its lag)
+    ack_pending: int  # delivered, not acknowledged yet
+    replicas: int  # peers of its raft group in a JetStream cluster (1 on a single server)
+    current: int  # of those, the leader and the followers that are caught up and online
+
+    @classmethod
+    def of(cls, info: ConsumerInfo) -> ConsumerSample:
+        cluster = info.cluster
+        followers = (cluster.replicas or []) if cluster is not None else []
+        leader = 1 if cluster is None or cluster.leader else 0
+        return cls(
+            pending=info.num_pending or 0,
+            ack_pending=info.num_ack_pending or 0,
+            replicas=1 + len(followers),
+            current=leader + sum(1 for p in followers if p.current and not p.offline),
+        )
+
+
 class ConsumerCollector(Collector):
-    """The counters and last sampled lag of every consumer this process runs, by durable name."""
+    """The counters and last sampled state of every consumer this process runs, by durable name."""
 
     def __init__(self) -> None:
         self.consumers: weakref.WeakSet[Consumer] = weakref.WeakSet()
+        self.samples: weakref.WeakKeyDictionary[Consumer, ConsumerSample] = weakref.WeakKeyDictionary()
 
     def track(self, consumer: Consumer) -> None:
         self.consumers.add(consumer)
@@ -117,39 +144,51 @@ class ConsumerCollector(Collector):
             for durable, value in totals.items():
                 family.add_metric([durable], value)
             yield family
-        pending = GaugeMetricFamily(
-            "aim_consumer_pending_messages",
-            "Messages in the stream not yet delivered to the consumer (its lag), sampled when scraped.",
-            labels=["consumer"],
-        )
-        ack_pending = GaugeMetricFamily(
-            "aim_consumer_ack_pending_messages",
-            "Messages delivered to the consumer and not acknowledged yet, sampled when scraped.",
-            labels=["consumer"],
-        )
+        sampled = {
+            "pending": GaugeMetricFamily(
+                "aim_consumer_pending_messages",
+                "Messages in the stream not yet delivered to the consumer (its lag), sampled when scraped.",
+                labels=["consumer"],
+            ),
+            "ack_pending": GaugeMetricFamily(
+                "aim_consumer_ack_pending_messages",
+                "Messages delivered to the consumer and not acknowledged yet, sampled when scraped.",
+                labels=["consumer"],
+            ),
+            "replicas": GaugeMetricFamily(
+                "aim_consumer_replicas",
+                "Peers of the consumer's raft group (1 on a single NATS server), sampled when scraped.",
+                labels=["consumer"],
+            ),
+            "current": GaugeMetricFamily(
+                "aim_consumer_replicas_current",
+                "The leader and followers of the consumer's raft group caught up and online, when scraped.",
+                labels=["consumer"],
+            ),
+        }
         bound = GaugeMetricFamily(
             "aim_consumer_bound", "1 while the consumer is bound to its durable, else 0.", labels=["consumer"]
         )
         for c in consumers:
             bound.add_metric([c.spec.durable], 1.0 if c.bound else 0.0)
-            if c.lag is not None:
-                pending.add_metric([c.spec.durable], c.lag[0])
-                ack_pending.add_metric([c.spec.durable], c.lag[1])
-        yield pending
-        yield ack_pending
+            sample = self.samples.get(c)
+            if sample is not None:
+                for field_name, gauge in sampled.items():
+                    gauge.add_metric([c.spec.durable], getattr(sample, field_name))
+        yield from sampled.values()
         yield bound
 
-    async def sample_lag(self) -> None:
-        """Ask the server for each bound consumer's pending counts (concurrently, each bounded by
-        :data:`LAG_TIMEOUT`); a consumer whose answer does not come loses its stale figure."""
+    async def sample(self) -> None:
+        """Ask the server about each bound consumer (concurrently, each bounded by
+        :data:`LAG_TIMEOUT`); a consumer whose answer does not come loses its stale figures."""
 
         async def one(c: Consumer) -> None:
-            c.lag = None
+            self.samples.pop(c, None)
             if not c.bound:
                 return
             with contextlib.suppress(Exception):
                 info = await asyncio.wait_for(c.js.consumer_info(c.spec.stream, c.spec.durable), LAG_TIMEOUT)
-                c.lag = (info.num_pending or 0, info.num_ack_pending or 0)
+                self.samples[c] = ConsumerSample.of(info)
 
         await asyncio.gather(*(one(c) for c in list(self.consumers)))
 
@@ -159,8 +198,8 @@ REGISTRY.register(CONSUMERS)
 
 
 async def exposition() -> bytes:
-    """The text of ``/metrics``: the consumers' lag sampled now, then every metric."""
-    await CONSUMERS.sample_lag()
+    """The text of ``/metrics``: the consumers sampled now, then every metric."""
+    await CONSUMERS.sample()
     return generate_latest(REGISTRY)
 
 
