@@ -14,6 +14,7 @@ import pytest
 from nats.js import JetStreamContext
 
 from aim_dev.testing.plugin import LocalServers, connect_as
+from aim_status.ordering import Sequenced
 from aim_status.writer import StatusWriter
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
@@ -45,13 +46,18 @@ async def bus(private_stack: LocalServers) -> AsyncIterator[JetStreamContext]:
         await nc.close()
 
 
-def report(obj: dict[str, Any], status: str) -> StatusReport:
+def report(obj: dict[str, Any], status: str) -> Sequenced:
+    """A report as the writer takes it (not from the stream: no order to check)."""
     meta = obj["metadata"]
-    return StatusReport(
-        object=ObjectRef.of(MODEL, meta["namespace"], meta["name"]),
-        uid=meta["uid"],
-        source="tests",
-        conditions=(ConditionReport(type="ImageReady", status=status, reason="Checked", message=status),),
+    return Sequenced(
+        "",
+        0,
+        StatusReport(
+            object=ObjectRef.of(MODEL, meta["namespace"], meta["name"]),
+            uid=meta["uid"],
+            source="tests",
+            conditions=(ConditionReport(type="ImageReady", status=status, reason="Checked", message=status),),
+        ),
     )
 
 

@@ -9,6 +9,11 @@ service as a process."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
+import json
+from collections import defaultdict
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,13 +22,16 @@ from nats.js import JetStreamContext
 
 from aim_dev.testing.plugin import LocalServers, connect_as
 from aim_status.app import CONSUMER
+from aim_status.ordering import Ordering, Sequenced
+from aim_status.writer import StatusWriter
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
 from aimcore.api.bus.topology import ensure_consumer
+from aimcore.api.errors import TransientError
 from aimcore.api.kinds import by_kind
 from aimcore.runtime.kube import Kube, connect
 from tests.helpers import condition, eventually, manifest, status_of
-from tests.integration.conftest import Services
+from tests.integration.conftest import Services, health_get
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")
 NS = "default"
@@ -200,3 +208,174 @@ async def test_progress_published_after_the_outcome_does_not_undo_it(
         assert after["status"]["progress"] == {"percentage": 100}
     finally:
         services.stop_all()
+
+
+async def test_a_conflict_retry_checks_the_order_again(
+    private_stack: LocalServers, kube: Kube, bus: JetStreamContext
+) -> None:
+    """Two status replicas: one writes the newer report while the other holds the older one, read
+    from a copy of the object that the first write made stale. The other's patch meets a 409; its
+    retry must see that the stream holds a newer report from the same source and write nothing."""
+    obj = await kube.create(MODEL, manifest(MODEL, "raced", NS, {"image": "example.com/m:1"}), NS)
+    older, newer = report(obj, "Older", "False", source_type="Custom"), report(obj, "Newer", "True")
+    subject = subjects.status_subject("discovery", MODEL, NS, "raced")
+    older_seq = (await bus.publish(subject, older.encode())).seq
+    newer_seq = (await bus.publish(subject, newer.encode())).seq
+    kv = await topology.objects_bucket(bus)
+    await kv.put(subjects.object_key(MODEL, NS, "raced"), json.dumps(obj).encode())  # soon stale
+
+    first = StatusWriter(kube)  # the replica that got the newer report
+    assert await first.apply(Sequenced(subject, newer_seq, newer))
+    written = await kube.get(MODEL, NS, "raced")
+    assert written is not None
+
+    ordering = Ordering(bus, topology.STATUS_STREAM)
+    second = StatusWriter(kube, mirror=kv, ordering=ordering)
+    assert not await second.apply(Sequenced(subject, older_seq, older))
+    assert second.conflicts == 1  # the stale copy made it retry
+    assert ordering.superseded == 1  # and the retry found the newer report
+    after = await kube.get(MODEL, NS, "raced")
+    assert after is not None
+    assert after["metadata"]["resourceVersion"] == written["metadata"]["resourceVersion"]
+    assert condition(after["status"], "ImageReady")["reason"] == "Newer"
+
+    # the same race without the order checked on retry puts the older report back
+    unordered = StatusWriter(kube, mirror=kv)
+    assert await unordered.apply(Sequenced(subject, older_seq, older))
+    assert unordered.conflicts == 1
+    regressed = await kube.get(MODEL, NS, "raced")
+    assert regressed is not None
+    assert condition(regressed["status"], "ImageReady")["reason"] == "Older"
+
+
+async def test_an_ordering_read_that_fails_is_a_retry_not_a_pass(private_stack: LocalServers) -> None:
+    nc = await connect_as(private_stack.nats)
+    js = nc.jetstream()
+    await topology.ensure_topology(js)
+    await nc.close()  # the stream cannot be read now
+    rep = StatusReport(object=ObjectRef.of(MODEL, NS, "x"), source="discovery")
+    with pytest.raises(TransientError, match="cannot check the order"):
+        await Ordering(js, topology.STATUS_STREAM).latest_part("aim.status.discovery.x", 5, rep)
+    # a report that is not from the stream has no order to check
+    assert await Ordering(js, topology.STATUS_STREAM).latest_part("", 0, rep) is rep
+
+
+class History:
+    """Every version of the test's AIMModels the API server hands a watch, in order: what each
+    object's status looked like at every write, not only at the end."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self.seen: dict[str, list[tuple[int, int]]] = defaultdict(list)  # name -> (generation, step)
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        _, rv = await self.kube.list(MODEL, NS)
+        self.task = asyncio.create_task(self._follow(rv))
+
+    async def _follow(self, rv: str) -> None:
+        while True:
+            async for event in self.kube.watch(MODEL, rv, namespace=NS, timeout_seconds=30):
+                obj = event["object"]
+                rv = obj["metadata"]["resourceVersion"]
+                if event["type"] != "MODIFIED":
+                    continue
+                status = obj.get("status") or {}
+                message = condition(status, "ImageReady").get("message", "")
+                if message.startswith("step "):
+                    self.seen[obj["metadata"]["name"]].append(
+                        (int(status.get("observedGeneration", 0)), int(message.removeprefix("step ")))
+                    )
+
+    async def stop(self) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+async def handled_by(services: Services, label: str) -> float:
+    """The reports a replica has handled (0 while it does not answer yet)."""
+    status, text = await health_get(services, label, "/metrics")
+    if status != 200:
+        return 0.0
+    prefix = 'aim_consumer_handled_total{consumer="aim-status"} '
+    return sum(float(line.removeprefix(prefix)) for line in text.splitlines() if line.startswith(prefix))
+
+
+async def test_two_status_replicas_never_let_an_older_report_win(
+    private_stack: LocalServers, kube: Kube, bus: JetStreamContext
+) -> None:
+    """A burst of reports for 70 objects (more than one replica fetches at once) through two status
+    replicas, one killed (SIGKILL) half-way; every report is a new step, every other step also a new
+    generation. Watched at every write, no object's observedGeneration or step ever goes backwards,
+    and every object ends at the last."""
+    names = [f"burst-{i:02d}" for i in range(70)]
+    objs = {
+        n: await kube.create(MODEL, manifest(MODEL, n, NS, {"image": "example.com/m:0"}), NS) for n in names
+    }
+    history = History(kube)
+    await history.start()
+    services = Services(private_stack, private_stack.workdir / "logs")
+    services.start("status", 0)
+    services.start("status", 1)
+    steps = 8
+
+    async def step(name: str, k: int) -> None:
+        if k % 2 == 0:  # a new spec: the report that follows is about the new generation
+            objs[name] = await kube.patch(MODEL, NS, name, {"spec": {"image": f"example.com/m:{k}"}})
+        obj = objs[name]
+        rep = report(obj, f"Step{k}", "True").model_copy(
+            update={
+                "conditions": (
+                    ConditionReport(type="ImageReady", status="True", reason="Checked", message=f"step {k}"),
+                )
+            }
+        )
+        await publish(bus, obj, rep)
+
+    try:
+        for k in range(1, steps + 1):
+            await asyncio.gather(*(step(n, k) for n in names))
+            if k == steps // 2:
+                # both replicas have taken reports before one dies
+                await eventually(
+                    lambda: _all_positive(services, ("status", "status-1")),
+                    timeout=30,
+                    what="both replicas handling reports",
+                )
+                services.kill("status-1")
+
+        async def converged() -> bool:
+            for n in names:
+                live = await kube.get(MODEL, NS, n)
+                assert live is not None
+                status = live.get("status") or {}
+                if condition(status, "ImageReady").get("message") != f"step {steps}":
+                    return False
+                if status.get("observedGeneration") != live["metadata"]["generation"]:
+                    return False
+            return True
+
+        await eventually(converged, timeout=90, interval=0.5, what="every object at the last step")
+        await drained(bus)
+    finally:
+        await history.stop()
+        services.stop_all()
+    backwards = {
+        n: seen
+        for n, seen in history.seen.items()
+        if any(b[0] < a[0] or b[1] < a[1] for a, b in itertools.pairwise(seen))
+    }
+    assert backwards == {}
+    assert set(history.seen) == set(names)
+    # the watch saw objects move through writes before their last (older reports already
+    # superseded in the stream when taken are never written at all)
+    assert sum(len(s) for s in history.seen.values()) > len(names)
+
+
+async def _all_positive(services: Services, labels: tuple[str, ...]) -> bool:
+    for label in labels:
+        if await handled_by(services, label) <= 0:
+            return False
+    return True

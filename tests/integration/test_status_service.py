@@ -24,6 +24,7 @@ from nats.js import JetStreamContext
 
 from aim_status.audit import changed_conditions, changed_fields, summary, top_level_status
 from aim_status.coalesce import Coalescer, StreamGuard
+from aim_status.ordering import Sequenced
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ConditionReport, Decision, ObjectRef, StatusReport
 from aimcore.api.kinds import KindRef, by_kind
@@ -58,11 +59,11 @@ class FakeWriter:
         self.calls: list[list[StatusReport]] = []
         self.fail = 0
 
-    async def __call__(self, reports: Sequence[StatusReport]) -> bool:
+    async def __call__(self, reports: Sequence[Sequenced]) -> bool:
         if self.fail:
             self.fail -= 1
             raise RuntimeError("API server unavailable")
-        self.calls.append(list(reports))
+        self.calls.append([r.report for r in reports])
         return True
 
     def values(self) -> list[list[int | None]]:

@@ -69,14 +69,13 @@ async def main(ctx: ServiceContext) -> None:
         events.record(written)  # queued: never waits for the API server
         await auditor(written)
 
-    writer = StatusWriter(ctx.kube, on_write=on_write, mirror=await _mirror(ctx))
+    ordering = Ordering(ctx.js, topology.STATUS_STREAM)
+    writer = StatusWriter(ctx.kube, on_write=on_write, mirror=await _mirror(ctx), ordering=ordering)
     coalescer = Coalescer(
         writer.apply_all,
         settings.coalesce_seconds,
         superseded=StreamGuard(ctx.js, topology.STATUS_STREAM),
     )
-
-    ordering = Ordering(ctx.js, topology.STATUS_STREAM)
 
     async def handle(msg: Msg) -> None:
         seq = msg.metadata.sequence.stream

@@ -26,7 +26,8 @@ per-object ordering lock and stop later reports from superseding it). A crash in
 therefore loses at most the intermediate progress value (the next progress report, or the final
 non-progress report, which is written before it is acked, brings the object up to date). A clean
 shutdown (:meth:`Coalescer.close`) writes everything still pending. A failed trailing write is
-retried with backoff a few times.
+retried with backoff a few times, and so is one whose order cannot be checked (the stream guard
+not answering is a retry, never a pass).
 """
 
 from __future__ import annotations
@@ -42,13 +43,14 @@ from nats.js.errors import NotFoundError
 from opentelemetry import context as otel_context
 from pydantic import ValidationError
 
+from aim_status.ordering import Sequenced
 from aimcore.api.bus.messages import StatusReport
 from aimcore.runtime.keyedlock import KeyedLock
 from aimcore.runtime.kube import describe_error
 
 log = logging.getLogger(__name__)
 
-Write = Callable[[Sequence[StatusReport]], Awaitable[bool]]
+Write = Callable[[Sequence[Sequenced]], Awaitable[bool]]
 Superseded = Callable[[str, int, str], Awaitable[bool]]
 """``(subject, stream sequence, source)`` → is there a newer report from ``source`` on ``subject``?"""
 
@@ -62,6 +64,9 @@ class _Entry:
     report: StatusReport
     context: otel_context.Context
     attempts: int = 0
+
+    def placed(self, subject: str) -> Sequenced:
+        return Sequenced(subject, self.seq, self.report)
 
 
 @dataclass
@@ -112,14 +117,16 @@ class Coalescer:
         """Handle one report for the object on ``subject`` (``seq``: its stream sequence).
         Returns once the report is written, found to change nothing, or buffered."""
         if self.window <= 0:
-            await self._write(subject, [report])
+            await self._write(subject, [Sequenced(subject, seq, report)])
             return
         async with self._locks.hold(subject):
             if not report.progress:
                 flushed = self._take(subject)
                 self.stats.flushed += len(flushed)
                 try:
-                    await self._write(subject, [*(e.report for e in flushed), report])
+                    await self._write(
+                        subject, [*(e.placed(subject) for e in flushed), Sequenced(subject, seq, report)]
+                    )
                 except BaseException:
                     self._restore(subject, flushed)  # the report itself is nak'd and redelivered
                     raise
@@ -138,7 +145,7 @@ class Coalescer:
             last = self._last_write.get(subject)
             if last is None or self.clock() - last >= self.window:
                 self.stats.immediate += 1
-                await self._write(subject, [report])
+                await self._write(subject, [Sequenced(subject, seq, report)])
                 return
             self.stats.buffered += 1
             self._schedule(subject, _Pending({report.source: entry}), due=last + self.window)
@@ -158,7 +165,7 @@ class Coalescer:
 
     # -- internals ------------------------------------------------------------------------------
 
-    async def _write(self, subject: str, reports: Sequence[StatusReport]) -> None:
+    async def _write(self, subject: str, reports: Sequence[Sequenced]) -> None:
         if await self.write(reports):
             now = self.clock()
             self._last_write[subject] = now
@@ -210,35 +217,34 @@ class Coalescer:
             await self._flush(subject, pending, retry=True)
 
     async def _flush(self, subject: str, pending: _Pending, *, retry: bool) -> None:
-        live: list[_Entry] = []
-        for entry in sorted(pending.entries.values(), key=lambda e: e.seq):
-            if await self._is_superseded(subject, entry):
-                self.stats.stale += 1
-            else:
-                live.append(entry)
-        if not live:
-            return
-        self.stats.trailing += 1
-        token = otel_context.attach(live[-1].context)  # the trace of the value that lands
+        entries = sorted(pending.entries.values(), key=lambda e: e.seq)
+        stale: list[_Entry] = []
+        token = otel_context.attach(entries[-1].context)  # the trace of the value that lands
         try:
-            await self._write(subject, [e.report for e in live])
+            # a guard that cannot read the stream fails the flush (retried), never passes it
+            for entry in entries:
+                if await self._is_superseded(subject, entry):
+                    stale.append(entry)
+                    self.stats.stale += 1
+            live = [e for e in entries if e not in stale]
+            if not live:
+                return
+            self.stats.trailing += 1
+            await self._write(subject, [e.placed(subject) for e in live])
         except Exception as exc:
             log.warning("trailing status write on %s failed: %s", subject, describe_error(exc))
+            failed = [e for e in entries if e not in stale]
             if retry:
-                self._restore(subject, live)
+                self._restore(subject, failed)
             else:
-                self.stats.dropped += len(live)
+                self.stats.dropped += len(failed)
         finally:
             otel_context.detach(token)
 
     async def _is_superseded(self, subject: str, entry: _Entry) -> bool:
         if self.superseded is None or not entry.seq:
             return False
-        try:
-            return await self.superseded(subject, entry.seq, entry.report.source)
-        except Exception as exc:  # when in doubt, write: a late write beats a lost one
-            log.debug("stream guard on %s failed: %s", subject, exc)
-            return False
+        return await self.superseded(subject, entry.seq, entry.report.source)
 
 
 class StreamGuard:

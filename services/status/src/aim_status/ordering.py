@@ -13,11 +13,19 @@ wins; a newer *progress* report overrides only older progress, never an outcome)
 applied, and a report with nothing left is acknowledged without a write. In
 the usual case (no newer report) this is one direct read of the stream. Reports from an older
 generation are also refused by the composition itself (:func:`aimcore.runtime.status.compose.is_stale`).
+
+The check is made again before every retry of a write that met a 409 Conflict
+(:meth:`Ordering.current`): with several status replicas, the conflict is usually another replica
+writing a newer report of the same object, and the first check was made before it existed. A check
+that cannot read the stream is a :class:`~aimcore.api.errors.TransientError` (the report is retried
+with backoff), never a pass: applying a report whose order is unknown could put an older value back.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
@@ -25,10 +33,19 @@ from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 
 from aimcore.api.bus.messages import StatusReport
+from aimcore.api.errors import TransientError
 
 log = logging.getLogger(__name__)
 
 LOOKAHEAD = 256
+
+
+class Sequenced(NamedTuple):
+    """A report with where the stream holds it (``seq`` 0: not from the stream, nothing to check)."""
+
+    subject: str
+    seq: int
+    report: StatusReport
 
 
 def remainder(report: StatusReport, conditions: set[str], fields: set[str]) -> StatusReport | None:
@@ -78,8 +95,7 @@ class Ordering:
         except NotFoundError:
             pass  # no (more) newer report on the subject
         except (NatsError, TimeoutError) as exc:
-            # the stream cannot be read now: apply (the composition still refuses older generations)
-            log.debug("ordering check on %s failed: %r", subject, exc)
+            raise TransientError(f"cannot check the order of the report on {subject}: {exc!r}") from exc
         if not conditions and not fields:
             return report
         rest = remainder(report, conditions, fields)
@@ -88,3 +104,12 @@ class Ordering:
         elif rest is not report:
             self.trimmed += 1
         return rest
+
+    async def current(self, reports: Sequence[Sequenced]) -> list[Sequenced]:
+        """What of ``reports`` no newer report from its source overrides now, in order."""
+        kept: list[Sequenced] = []
+        for placed in reports:
+            rest = await self.latest_part(placed.subject, placed.seq, placed.report)
+            if rest is not None:
+                kept.append(placed._replace(report=rest))
+        return kept

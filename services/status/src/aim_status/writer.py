@@ -9,6 +9,10 @@ a stale copy costs a 409 and a read from the API server, never a lost update. Co
 nothing changes is only trusted from the API server (a stale copy could hide a needed write). Under
 a burst this takes one API request per status write instead of two.
 
+After a 409 Conflict the reports' order is checked again on the stream (:meth:`Ordering.current
+<aim_status.ordering.Ordering.current>`) before the write is recomputed: the conflict is usually
+another status replica writing a newer report of the same object.
+
 Metrics: ``aim_status_writes_total``, ``aim_status_conflicts_total`` and ``aim_status_noops_total``
 by kind (see ``docs/deploy.md``)."""
 
@@ -27,6 +31,7 @@ from opentelemetry import trace
 from prometheus_client import Counter
 
 from aim_status import authority, oversize
+from aim_status.ordering import Ordering, Sequenced
 from aimcore.api.bus import mirror, subjects
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.errors import PermanentError, TransientError
@@ -76,8 +81,15 @@ OnWrite = Callable[[Written], Awaitable[None]]
 
 
 class StatusWriter:
-    def __init__(self, kube: Kube, on_write: OnWrite | None = None, mirror: KeyValue | None = None) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        on_write: OnWrite | None = None,
+        mirror: KeyValue | None = None,
+        ordering: Ordering | None = None,
+    ) -> None:
         self.kube = kube
+        self.ordering = ordering
         self.on_write = on_write
         self.mirror = mirror
         self.mirror_reads = 0
@@ -86,15 +98,15 @@ class StatusWriter:
         self.conflicts = 0
         self.oversize = oversize.Oversize()
 
-    async def apply_all(self, reports: Sequence[StatusReport]) -> bool:
+    async def apply_all(self, reports: Sequence[Sequenced]) -> bool:
         return await self.apply(*reports)
 
-    async def apply(self, *reports: StatusReport) -> bool:
-        """Write ``reports`` (all about one object, oldest first); True if the API server was
+    async def apply(self, *placed: Sequenced) -> bool:
+        """Write the reports (all about one object, oldest first); True if the API server was
         written to."""
-        if not reports:
+        if not placed:
             return False
-        target = reports[0].object
+        target = placed[0].report.object
         try:
             ref = by_kind(target.group, target.kind)
         except KeyError as exc:
@@ -104,9 +116,16 @@ class StatusWriter:
         ns, name = target.namespace, target.name
         with logs.about(target), tracer.start_as_current_span(f"write status {ref.kind}") as span:
             span.set_attribute("k8s.object", target.display)
-            span.set_attribute("aim.status.reports", len(reports))
+            span.set_attribute("aim.status.reports", len(placed))
             candidate = await self._mirrored(ref, ns, name)
+            conflicted = False
             for _ in range(MAX_CONFLICTS):
+                if conflicted and self.ordering is not None:
+                    placed = tuple(await self.ordering.current(placed))
+                    if not placed:
+                        return False  # newer reports from their sources say everything they said
+                conflicted = False
+                reports = [p.report for p in placed]
                 from_mirror = candidate is not None
                 obj = candidate if candidate is not None else await self.kube.get(ref, ns, name)
                 candidate = None
@@ -142,7 +161,8 @@ class StatusWriter:
                     if exc.status == 409:
                         self.conflicts += 1
                         CONFLICTS.labels(ref.group, ref.kind).inc()
-                        continue  # someone else wrote in between: recompute on fresh state
+                        conflicted = True
+                        continue  # someone else wrote in between: check the order, recompute on fresh state
                     if exc.status == 404:
                         return False
                     raise
