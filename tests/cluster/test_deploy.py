@@ -446,6 +446,43 @@ def test_pdb_and_service_monitor_components() -> None:
     assert rule["ports"] == [{"port": 8080, "protocol": "TCP"}]
 
 
+def test_bus_tls_component() -> None:
+    """The production overlay requires TLS on the bus: NATS runs the generated TLS configuration with
+    the certificate from `aim-bus-tls` (its reloader also watching it), and every service connects
+    to a tls:// URL trusting only the CA bundle of that Secret (the key is not mounted)."""
+    committed = (COMPONENTS / "bus-tls" / "nats.conf").read_text()
+    assert committed == cli_bus.deploy_config(tls=True), (
+        "run `aimctl bus config --tls > deploy/components/bus-tls/nats.conf`"
+    )
+    rendered = render(PRODUCTION)
+    (config,) = [c for n, c in of_kind(rendered, "ConfigMap").items() if n.startswith("aim-nats-config")]
+    assert config["data"]["nats.conf"] == committed
+    nats = of_kind(rendered, "StatefulSet")["aim-nats"]["spec"]["template"]["spec"]
+    (tls_volume,) = [v for v in nats["volumes"] if v["name"] == "tls"]
+    assert tls_volume["secret"]["secretName"] == "aim-bus-tls"
+    by_name = {c["name"]: c for c in nats["containers"]}
+    for name in ("nats", "reloader"):
+        assert {"name": "tls", "mountPath": "/etc/nats-tls", "readOnly": True} in by_name[name][
+            "volumeMounts"
+        ]
+    assert "/etc/nats-tls" in by_name["reloader"]["command"]
+    deployments = of_kind(rendered, "Deployment")
+    assert set(deployments) == {f"aim-{s}" for s in SERVICES}
+    for name, deployment in deployments.items():
+        (c,) = containers(deployment)
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        assert env["AIM_NATS_URL"] == "tls://aim-nats.aim-system:4222", name
+        ca_file = env["AIM_NATS_TLS_CA_FILE"]
+        (mount,) = [m for m in c["volumeMounts"] if ca_file.startswith(m["mountPath"] + "/")]
+        (volume,) = [
+            v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"]
+        ]
+        assert volume["secret"]["secretName"] == "aim-bus-tls"
+        assert volume["secret"]["items"] == [{"key": "ca.crt", "path": "ca.crt"}], (
+            "only the CA, never the key"
+        )
+
+
 def verify_image(cache: Obj) -> str:
     """What AIM_LLMKUBE_VERIFY_IMAGE is in the cache's pods (its value, or the annotation it reads)."""
     (c,) = containers(cache)

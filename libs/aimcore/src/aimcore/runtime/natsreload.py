@@ -1,14 +1,15 @@
 """The NATS pod's reloader sidecar: nats-server re-reads its configuration on SIGHUP but does not
 watch its files, and the bus's accepted keys (``/etc/nats-keys/<role>.conf``, from the Secrets
-``aim-bus-<role>``) change in place when a key is rotated (the kubelet updates a Secret volume
-within a minute or two). This polls the files and signals nats-server when they change, so a
-rotation reaches the server with no restart (docs/deploy.md, "Rotating the bus keys").
+``aim-bus-<role>``) and, with TLS, its certificate (``/etc/nats-tls``, the Secret ``aim-bus-tls``)
+change in place when they are rotated (the kubelet updates a Secret volume within a minute or two).
+This polls the files and signals nats-server when they change, so a rotation reaches the server with
+no restart (docs/deploy.md, "Rotating the bus keys").
 
 It runs in the NATS pod (shared process namespace, same user) and finds nats-server through its pid
 file (``nats-server -P``). A signal that cannot be sent (no pid file yet) is tried again on the next
 poll; a server that starts later reads the current files anyway.
 
-``python -m aimcore.runtime.natsreload --dir DIR --pid-file FILE [--interval SECONDS]``
+``python -m aimcore.runtime.natsreload --dir DIR [--dir DIR...] --pid-file FILE [--interval SECONDS]``
 """
 
 from __future__ import annotations
@@ -20,18 +21,19 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 log = logging.getLogger("aim-nats-reloader")
 
 
-def digest(directory: Path) -> str:
-    """What the included files say: their names and contents (a Secret volume's hidden entries,
+def digest(directories: Sequence[Path]) -> str:
+    """What the watched files say: their names and contents (a Secret volume's hidden entries,
     ``..data`` and the timestamped directories, are skipped; the visible names are links into them)."""
     h = hashlib.sha256()
-    for path in sorted(directory.glob("*.conf")):
-        h.update(path.name.encode() + b"\0")
+    files = (p for d in directories for p in sorted(d.iterdir()) if not p.name.startswith("."))
+    for path in files:
+        h.update(str(path).encode() + b"\0")
         try:
             h.update(path.read_bytes())
         except FileNotFoundError:  # swapped while listed: the next poll sees the new set
@@ -46,38 +48,45 @@ def signal_server(pid_file: Path) -> None:
 
 
 def watch(
-    directory: Path,
+    directories: Sequence[Path],
     pid_file: Path,
     interval: float,
     *,
     polls: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
-    """Poll ``directory`` every ``interval`` seconds; signal the server after each change
+    """Poll ``directories`` every ``interval`` seconds; signal the server after each change
     (``polls``: stop after that many, for tests)."""
-    applied = digest(directory)
-    log.info("watching %s for the bus's accepted keys; nats-server pid file %s", directory, pid_file)
+    applied = digest(directories)
+    log.info(
+        "watching %s for the bus's keys and certificates; nats-server pid file %s",
+        ", ".join(map(str, directories)),
+        pid_file,
+    )
     done = 0
     while polls is None or done < polls:
         sleep(interval)
         done += 1
-        current = digest(directory)
+        current = digest(directories)
         if current == applied:
             continue
         try:
             signal_server(pid_file)
         except (OSError, ValueError) as exc:
             log.warning(
-                "the accepted keys changed but nats-server could not be signalled (%s); retrying", exc
+                "the bus's files changed but nats-server could not be signalled (%s); retrying",
+                exc,
             )
             continue
         applied = current
-        log.info("the accepted keys changed: nats-server reloads its configuration")
+        log.info("the bus's keys or certificates changed: nats-server reloads its configuration")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aim-nats-reloader", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dir", required=True, type=Path, help="the directory of the included key files")
+    parser.add_argument(
+        "--dir", required=True, type=Path, action="append", help="a directory of watched files (repeatable)"
+    )
     parser.add_argument("--pid-file", required=True, type=Path, help="nats-server's pid file (-P)")
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between polls")
     args = parser.parse_args(argv)
