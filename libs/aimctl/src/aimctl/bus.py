@@ -10,6 +10,8 @@
   the same on the seed files, and ``nats.conf`` rewritten with the keys accepted.
 - ``--tls`` (with the above): also the bus's TLS material, a private CA and NATS's certificate
   (``aimctl.bus_tls``); ``--rotate tls`` / ``--retire tls`` rotate the CA in the same two steps.
+- ``aimctl bus spec``: the bus contract as AsyncAPI (:mod:`aimcore.api.bus.contract`), what
+  ``docs/asyncapi.yaml`` holds (``--check FILE`` fails when it differs).
 - ``aimctl bus config``: the nats-server configuration ``deploy/base/nats/nats.conf`` is generated
   from (the roles and their permissions; each role's two accepted keys are variables defined in
   ``/etc/nats-keys/<role>.conf``, the Secret's ``accepted.conf``, which NATS re-reads on a
@@ -28,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from aimcore.api.bus import auth
+from aimcore.api.bus import auth, contract
 from aimctl import bus_tls
 
 DEPLOYED_ROLES = tuple(r for r in auth.ROLE_NAMES if r != "admin")
@@ -255,6 +257,19 @@ def cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_spec(args: argparse.Namespace) -> int:
+    text = contract.yaml_text()
+    if args.check:
+        path = Path(args.check)
+        if not path.exists() or path.read_text() != text:
+            print(f"{path} differs from the bus contract; run `aimctl bus spec > {path}`", file=sys.stderr)
+            return 1
+        print(f"{path} matches the bus contract", file=sys.stderr)
+        return 0
+    sys.stdout.write(text)
+    return 0
+
+
 def register(sub: Any) -> None:
     bus = sub.add_parser("bus", help="the bus's credentials and server configuration")
     actions = bus.add_subparsers(dest="action", required=True)
@@ -292,3 +307,6 @@ def register(sub: Any) -> None:
     config.add_argument("--check", metavar="FILE", help="fail if FILE differs from the generated config")
     config.add_argument("--tls", action="store_true", help="TLS required (deploy/components/bus-tls)")
     config.set_defaults(func=cmd_config)
+    spec = actions.add_parser("spec", help="the bus contract (streams, subjects, payloads) as AsyncAPI 3.0")
+    spec.add_argument("--check", metavar="FILE", help="fail if FILE differs from the generated document")
+    spec.set_defaults(func=cmd_spec)
