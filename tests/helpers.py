@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import secrets
@@ -123,3 +124,34 @@ def has(type_: str, status: str, reason: str) -> Any:
         return c.get("status") == status and c.get("reason") == reason
 
     return check
+
+
+class Follower:
+    """Every watch event of one kind in a namespace, handed to ``on_event`` in order from a watch of
+    its own (opened again where the server ends it), from :meth:`start` until :meth:`stop`: what the
+    objects looked like at every write, not only at the end."""
+
+    def __init__(
+        self, kube: Kube, ref: KindRef, namespace: str, on_event: Callable[[dict[str, Any]], None]
+    ) -> None:
+        self.kube = kube
+        self.ref = ref
+        self.namespace = namespace
+        self.on_event = on_event
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        _, rv = await self.kube.list(self.ref, self.namespace)
+        self.task = asyncio.create_task(self._follow(rv))
+
+    async def _follow(self, rv: str) -> None:
+        while True:
+            async for event in self.kube.watch(self.ref, rv, namespace=self.namespace, timeout_seconds=30):
+                rv = event["object"]["metadata"]["resourceVersion"]
+                self.on_event(event)
+
+    async def stop(self) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task

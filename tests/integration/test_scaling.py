@@ -17,14 +17,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from aim_dev.testing.plugin import LocalServers, connect_as
 from aimcore.api.bus import subjects, topology
 from aimcore.api.kinds import NAMESPACE, by_kind
 from aimcore.runtime.informer import kind_pattern, snapshot
 from aimcore.runtime.kube import Kube, connect
-from tests.helpers import eventually, manifest
+from tests.helpers import Follower, eventually, manifest
 from tests.integration.conftest import Services, consumers_ready, drained
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
@@ -62,26 +60,18 @@ class WriteCounter:
     modification of an AIMService here is a status write."""
 
     def __init__(self, kube: Kube) -> None:
-        self.kube = kube
         self.writes: Counter[str] = Counter()
-        self.task: asyncio.Task[None] | None = None
+        self.follower = Follower(kube, AIMSVC, NS, self._count)
+
+    def _count(self, event: dict[str, Any]) -> None:
+        if event["type"] == "MODIFIED":
+            self.writes[event["object"]["metadata"]["name"]] += 1
 
     async def start(self) -> None:
-        _, rv = await self.kube.list(AIMSVC, NS)
-        self.task = asyncio.create_task(self._follow(rv))
-
-    async def _follow(self, rv: str) -> None:
-        while True:
-            async for event in self.kube.watch(AIMSVC, rv, namespace=NS, timeout_seconds=30):
-                rv = event["object"]["metadata"]["resourceVersion"]
-                if event["type"] == "MODIFIED":
-                    self.writes[event["object"]["metadata"]["name"]] += 1
+        await self.follower.start()
 
     async def stop(self) -> None:
-        assert self.task is not None
-        self.task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await self.task
+        await self.follower.stop()
 
 
 async def mirrored(servers: LocalServers) -> int:
@@ -120,7 +110,7 @@ async def with_stack(
         await drained(stack)
         services.assert_alive()
     finally:
-        if counter.task:
+        if counter.follower.task:
             await counter.stop()
         await kube.close()
         services.stop_all()

@@ -10,7 +10,6 @@ service as a process."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 from collections import defaultdict
@@ -30,7 +29,7 @@ from aimcore.api.bus.topology import ensure_consumer
 from aimcore.api.errors import TransientError
 from aimcore.api.kinds import by_kind
 from aimcore.runtime.kube import Kube, connect
-from tests.helpers import condition, eventually, manifest, status_of
+from tests.helpers import Follower, condition, eventually, manifest, status_of
 from tests.integration.conftest import Services, health_get
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")
@@ -265,33 +264,23 @@ class History:
     object's status looked like at every write, not only at the end."""
 
     def __init__(self, kube: Kube) -> None:
-        self.kube = kube
         self.seen: dict[str, list[tuple[int, int]]] = defaultdict(list)  # name -> (generation, step)
-        self.task: asyncio.Task[None] | None = None
+        self.follower = Follower(kube, MODEL, NS, self._record)
+
+    def _record(self, event: dict[str, Any]) -> None:
+        obj = event["object"]
+        status = obj.get("status") or {}
+        message = condition(status, "ImageReady").get("message", "")
+        if event["type"] == "MODIFIED" and message.startswith("step "):
+            self.seen[obj["metadata"]["name"]].append(
+                (int(status.get("observedGeneration", 0)), int(message.removeprefix("step ")))
+            )
 
     async def start(self) -> None:
-        _, rv = await self.kube.list(MODEL, NS)
-        self.task = asyncio.create_task(self._follow(rv))
-
-    async def _follow(self, rv: str) -> None:
-        while True:
-            async for event in self.kube.watch(MODEL, rv, namespace=NS, timeout_seconds=30):
-                obj = event["object"]
-                rv = obj["metadata"]["resourceVersion"]
-                if event["type"] != "MODIFIED":
-                    continue
-                status = obj.get("status") or {}
-                message = condition(status, "ImageReady").get("message", "")
-                if message.startswith("step "):
-                    self.seen[obj["metadata"]["name"]].append(
-                        (int(status.get("observedGeneration", 0)), int(message.removeprefix("step ")))
-                    )
+        await self.follower.start()
 
     async def stop(self) -> None:
-        assert self.task is not None
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+        await self.follower.stop()
 
 
 async def handled_by(services: Services, label: str) -> float:
