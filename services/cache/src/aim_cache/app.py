@@ -86,7 +86,7 @@ def controller(
 
 async def main(ctx: ServiceContext) -> None:
     assert ctx.kube is not None
-    settings = CacheSettings.from_env(ctx.settings)
+    settings = CacheSettings.of(ctx.settings)
     local: LocalExecutor | None = None
     if settings.executor == "local":
 
@@ -105,7 +105,7 @@ async def main(ctx: ServiceContext) -> None:
             outbound=settings.outbound,
         )
     model_settings = await with_own_image(
-        ModelSettings.from_env(settings.cache_dir), ctx.kube, ctx.settings.system_namespace
+        ModelSettings.of(ctx.settings, settings.cache_dir), ctx.kube, ctx.settings.system_namespace
     )
     runs = Runs(
         model_settings.cache_dir, concurrency=model_settings.downloads, stall_timeout=settings.stall_timeout

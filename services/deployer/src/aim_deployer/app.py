@@ -62,7 +62,7 @@ def controller(ctx: ServiceContext, settings: DeployerSettings) -> Controller:
 
 
 async def main(ctx: ServiceContext) -> None:
-    await run_controller(ctx, controller(ctx, DeployerSettings.from_env()))
+    await run_controller(ctx, controller(ctx, ctx.settings.get(DeployerSettings)))
 
 
 def run() -> None:

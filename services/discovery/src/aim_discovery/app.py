@@ -45,7 +45,7 @@ config_users = any_of(
 
 def controller(ctx: ServiceContext, slots: Slots) -> Controller:
     assert ctx.kube is not None, "discovery needs a Kubernetes client (secrets, templates, jobs, logs)"
-    policy = OutboundPolicy.from_env()
+    policy = OutboundPolicy.configured(ctx.settings)
     registry = functools.partial(RegistryClient, policy=policy)
     models = ModelReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry, policy=policy)
     templates = TemplateReconciler(ctx.kube, ctx.settings.system_namespace, slots, policy=policy)

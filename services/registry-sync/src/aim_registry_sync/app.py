@@ -22,8 +22,8 @@ from aimcore.runtime.service import ServiceContext, run_service
 
 def controller(ctx: ServiceContext) -> Controller:
     assert ctx.kube is not None, "registry-sync needs a Kubernetes client"
-    # The operator-wide outbound address policy (AIM_OUTBOUND_*), read once: a bad value fails here.
-    registry = functools.partial(RegistryClient, policy=OutboundPolicy.from_env())
+    # the operator-wide outbound address policy (AIM_OUTBOUND_*), read at start-up
+    registry = functools.partial(RegistryClient, policy=OutboundPolicy.configured(ctx.settings))
     sources = SourceReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
     return Controller(
         ctx.name, MODEL_SOURCE_KINDS, sources.reconcile, watches=[Watch(AIMCLUSTERMODEL, keep_cached)]

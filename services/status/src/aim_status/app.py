@@ -62,7 +62,7 @@ async def main(ctx: ServiceContext) -> None:
     if not await topology.wait_for_stream(ctx.js, topology.STATUS_STREAM, ctx.stop):
         return
     auditor = Auditor(ctx.js)
-    settings = StatusSettings()
+    settings = ctx.settings.get(StatusSettings)
     events = EventRecorder(ctx.kube, rate=RateLimit(settings.events_qps, settings.events_burst))
 
     async def on_write(written: Written) -> None:
