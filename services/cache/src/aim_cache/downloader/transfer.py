@@ -56,7 +56,7 @@ from aim_cache.downloader.ranges import RangeSet, split
 from aim_cache.downloader.sources import Digest, RemoteFile
 from aimcore.api.backoff import Backoff, Jitter
 from aimcore.api.errors import AimError
-from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.outbound import STRICT, OutboundPolicy
 
 log = logging.getLogger("aim_cache.downloader")
 
@@ -226,7 +226,7 @@ class Transfer:
         compute: Sequence[str] = (),
         before_place: Callable[[], None] | None = None,
         guard: Callable[[str], None] | None = None,
-        policy: OutboundPolicy | None = None,
+        policy: OutboundPolicy = STRICT,
     ) -> None:
         for algorithm in compute:
             new_hasher(algorithm, 0)  # ValueError for an unknown algorithm
@@ -244,7 +244,7 @@ class Transfer:
         self.compute = tuple(dict.fromkeys(compute))
         self.before_place = before_place
         self.guard = guard
-        self.policy = policy if policy is not None else OutboundPolicy.from_env()
+        self.policy = policy
         self._placing = False
         self._place_lock = threading.Lock()
         self.error: DownloadError | None = None
