@@ -26,8 +26,8 @@ from aim_discovery.model_reconciler import (
 )
 from aim_discovery.templates import job_template, template_kind_token
 from aimcore.api.kinds import by_kind
+from aimcore.domain.status.rules import RESOURCE, State
 from aimcore.runtime.refusals import Refusal
-from aimcore.runtime.status.rules import RESOURCE, State
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"

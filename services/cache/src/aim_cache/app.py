@@ -35,6 +35,7 @@ from aimcore.api.kinds import (
     KindRef,
 )
 from aimcore.api.types import Obj
+from aimcore.domain.status.compose import AIM_STATUS
 from aimcore.runtime.mappers import any_of, by_index, every, through_job_to_owner, to_owners
 from aimcore.runtime.reconciler import Controller, Watch, dispatch, publish_requeue, run_controller
 from aimcore.runtime.report import publish_report
@@ -81,6 +82,7 @@ def controller(
             deps.RUNTIME_CONFIG_INDEX: deps.runtime_config,
             KEY_INDEX: cache_keys,
         },
+        composer=AIM_STATUS,
     )
 
 

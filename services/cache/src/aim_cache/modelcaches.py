@@ -53,10 +53,10 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, JOB, POD, PVC, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain import jobs
-from aimcore.domain.children import owned_by
 from aimcore.domain.gpu import parse_quantity
 from aimcore.domain.runtimeconfig import ConfigNotFound, resolution_conditions, resolve_live
 from aimcore.domain.units import format_bytes, format_duration
+from aimcore.runtime.children import owned_by
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
 

@@ -41,13 +41,14 @@ from aim_cache import plan
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
-from aimcore.domain.children import owned_by, owner_reference
-from aimcore.domain.finalizers import NotReadyCleanup, add_finalizer, has_finalizer
+from aimcore.domain.cleanup import NotReadyCleanup
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import merge_env, resolution_conditions
+from aimcore.domain.status.rules import dependency_message
+from aimcore.runtime.children import owned_by, owner_reference
+from aimcore.runtime.finalizers import add_finalizer, has_finalizer
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.status.rules import dependency_message
 
 FINALIZER = "aim.eai.amd.com/artifactcleanup"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"

@@ -21,7 +21,7 @@ controller applies what :class:`ModelPlan` asks for.
 A model is usable when Ready, or Degraded (some of its templates are unusable, the others may be
 fine: template selection decides). Otherwise ``ModelNotReady``, as in the original, whatever its
 state, which the message names (``AIMModel x is Failed: ImageNotFound: …``,
-:func:`aimcore.runtime.status.rules.dependency_message`): a Failed model makes the service Failed,
+:func:`aimcore.domain.status.rules.dependency_message`): a Failed model makes the service Failed,
 a NotAvailable one Pending (nowhere to run it), one still coming Pending (waiting for it).
 """
 
@@ -39,9 +39,9 @@ from aimcore.api.crds.registry import resource_class
 from aimcore.api.imageref import InvalidReference, parse_reference
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
-from aimcore.domain.children import owner_reference
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import Resolved
+from aimcore.domain.status.rules import dependency_message
 from aimcore.domain.views import (
     AIM,
     AUTO_GENERATED,
@@ -52,8 +52,8 @@ from aimcore.domain.views import (
     ready_reason,
     state_of,
 )
+from aimcore.runtime.children import owner_reference
 from aimcore.runtime.informer import Informer
-from aimcore.runtime.status.rules import dependency_message
 
 MODEL_READY = "ModelReady"
 SERVICE_LABEL = "aim.eai.amd.com/service"

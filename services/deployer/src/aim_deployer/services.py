@@ -45,12 +45,13 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
-from aimcore.domain.children import differs, owner_reference
-from aimcore.domain.finalizers import NotReadyCleanup, add_finalizer, has_finalizer
+from aimcore.domain.cleanup import NotReadyCleanup
 from aimcore.domain.naming import label_value
 from aimcore.domain.pathtemplate import DEFAULT_PATH_TEMPLATE, quote_template
 from aimcore.domain.runtimeconfig import Resolved, propagated_labels, resolution_conditions
 from aimcore.domain.views import AIM, READY_STATES, TemplateView, resolved_reference, state_of
+from aimcore.runtime.children import differs, owner_reference
+from aimcore.runtime.finalizers import add_finalizer, has_finalizer
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal

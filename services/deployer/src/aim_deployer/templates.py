@@ -35,12 +35,12 @@ from aimcore.api import hardware
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
-from aimcore.domain.children import owner_reference
 from aimcore.domain.gpu import GPU_RESOURCE
 from aimcore.domain.naming import derived_name, label_value
+from aimcore.domain.status.rules import dependency_message
 from aimcore.domain.views import AIM, ORIGIN_LABEL, TemplateView, is_ready, ready_message, state_of
+from aimcore.runtime.children import owner_reference
 from aimcore.runtime.informer import Informer
-from aimcore.runtime.status.rules import dependency_message
 
 TEMPLATE_READY = "TemplateReady"
 RESOLVED = "Resolved"

@@ -27,6 +27,7 @@ from aimcore.api.kinds import (
 )
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.status.compose import AIM_STATUS
 from aimcore.runtime.mappers import any_of, by_index, every, through, to_owners
 from aimcore.runtime.probes import READINESS
 from aimcore.runtime.reconciler import Controller, Watch, dispatch, run_controller
@@ -71,6 +72,7 @@ def controller(ctx: ServiceContext, slots: Slots) -> Controller:
             deps.RUNTIME_CONFIG_INDEX: deps.runtime_config,
             deps.DEFAULT_TEMPLATE_INDEX: deps.default_template,
         },
+        composer=AIM_STATUS,
     )
 
 

@@ -53,7 +53,6 @@ from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import SECRET, KindRef, by_kind
-from aimcore.domain.children import differs, owned_by
 from aimcore.domain.oci import (
     OCI_ERRORS,
     AddressNotAllowed,
@@ -84,11 +83,12 @@ from aimcore.domain.views import (
     ModelView,
     TemplateView,
 )
+from aimcore.runtime.children import differs, owned_by
+from aimcore.runtime.composer import has_status_field
 from aimcore.runtime.informer import Informer
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
-from aimcore.runtime.status.rules import has_status_field
 
 log = logging.getLogger(__name__)
 

@@ -43,7 +43,6 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import JOB, NODE, POD, KindRef, by_kind
 from aimcore.domain import gpu as gpus
 from aimcore.domain import jobs
-from aimcore.domain.children import child_labels, contains, owner_reference
 from aimcore.domain.naming import label_value
 from aimcore.domain.outbound import ADDRESS_NOT_ALLOWED, OutboundPolicy, literal_env, source_refusal
 from aimcore.domain.runtimeconfig import (
@@ -63,10 +62,11 @@ from aimcore.domain.views import (
     resolved_reference,
     secret_names,
 )
+from aimcore.runtime.children import child_labels, contains, owner_reference
+from aimcore.runtime.composer import has_status_field
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
-from aimcore.runtime.status.rules import has_status_field
 
 log = logging.getLogger(__name__)
 

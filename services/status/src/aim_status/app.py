@@ -2,7 +2,7 @@
 every service through one durable consumer shared by its replicas, believes each only from the
 service its subject names and only for the kinds that service owns (:mod:`aim_status.authority`),
 applies them with the kinds'
-aggregation rules (:mod:`aimcore.runtime.status.rules`) in the order their sources published them
+aggregation rules (:mod:`aimcore.domain.status.rules`) in the order their sources published them
 (:mod:`aim_status.ordering`), coalesces progress bursts (:mod:`aim_status.coalesce`), publishes an
 audit record per write (:mod:`aim_status.audit`) and records a Kubernetes Event per condition
 transition (:mod:`aim_status.events`, written best effort by :mod:`aim_status.recorder`).
@@ -35,6 +35,7 @@ from aimcore.api.bus import topology
 from aimcore.api.bus.messages import StatusReport
 from aimcore.api.bus.topology import ConsumerSpec
 from aimcore.api.errors import PermanentError
+from aimcore.domain.status.compose import AIM_STATUS
 from aimcore.runtime.consumer import Consumer
 from aimcore.runtime.probes import READINESS
 from aimcore.runtime.service import ServiceContext, run_service
@@ -69,7 +70,7 @@ async def main(ctx: ServiceContext) -> None:
         events.record(written)  # queued: never waits for the API server
         await auditor(written)
 
-    writer = StatusWriter(ctx.kube, on_write=on_write, mirror=await _mirror(ctx))
+    writer = StatusWriter(ctx.kube, on_write=on_write, mirror=await _mirror(ctx), composer=AIM_STATUS)
     coalescer = Coalescer(
         writer.apply_all,
         settings.coalesce_seconds,

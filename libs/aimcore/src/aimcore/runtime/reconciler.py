@@ -40,6 +40,7 @@ from aimcore.api.crds.validation import INVALID_SPEC, describe, parse
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.runtime import logs, metrics, tracing
+from aimcore.runtime.composer import Composer, is_paused
 from aimcore.runtime.consumer import Consumer
 from aimcore.runtime.informer import Indexer, Informer
 from aimcore.runtime.lease import ObjectLeases
@@ -47,7 +48,6 @@ from aimcore.runtime.mappers import Mapper
 from aimcore.runtime.probes import READINESS
 from aimcore.runtime.report import Reporter
 from aimcore.runtime.service import ServiceContext
-from aimcore.runtime.status.compose import is_paused
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +161,9 @@ class Controller:
     # reconciled it (controller-runtime's GenerationChanged + labels/annotations predicates): for
     # controllers whose decisions do not depend on their own status having been written.
     ignore_own_status: bool = False
+    # the kinds' status rules its reports are checked against before they are sent (the
+    # composition the status service writes with); default: none
+    composer: Composer = field(default_factory=Composer)
 
 
 def _fingerprint(obj: Obj) -> str:
@@ -179,9 +182,9 @@ def _fingerprint(obj: Obj) -> str:
     return json.dumps(kept, sort_keys=True, default=str)
 
 
-def failed_fields(ref: KindRef) -> dict[str, Any]:
-    """The top-level status field that says "failed" for a kind (LLMKube uses ``phase``)."""
-    return {"phase": FAILED} if ref.group == "inference.llmkube.dev" else {"status": FAILED}
+def failed_fields(ref: KindRef, composer: Composer) -> dict[str, Any]:
+    """The top-level status field that says "failed" for a kind (its rules name the field)."""
+    return {composer.state_field(ref): FAILED}
 
 
 def invalid_spec_conditions(message: str, reason: str = INVALID_SPEC) -> list[ConditionReport]:
@@ -195,7 +198,7 @@ RUNTIME_VERDICTS = frozenset({INVALID_SPEC, mirror.OBJECT_TOO_LARGE})
 """The ``ConfigValid`` reasons the runtime itself reports (and withdraws), not a controller."""
 
 
-def spec_valid_again(ref: KindRef) -> tuple[list[ConditionReport], dict[str, Any]]:
+def spec_valid_again(ref: KindRef, composer: Composer) -> tuple[list[ConditionReport], dict[str, Any]]:
     """What undoes the runtime's own verdict (``InvalidSpec``, ``ObjectTooLarge``) once the object
     is usable again; the controller's reconcile, which runs right after, reports the real state."""
     conditions = [
@@ -204,8 +207,7 @@ def spec_valid_again(ref: KindRef) -> tuple[list[ConditionReport], dict[str, Any
             type="Ready", status="False", reason="Reconciling", message="The spec is valid again"
         ),
     ]
-    fields = {"phase": "Pending"} if ref.group == "inference.llmkube.dev" else {"status": "Pending"}
-    return conditions, fields
+    return conditions, {composer.state_field(ref): "Pending"}
 
 
 def _rejected_by_runtime(obj: Obj) -> bool:
@@ -334,21 +336,24 @@ class Runtime:
 
         await self.leases.run_exclusive(key, work, at_least)
 
+    def _failed(self, ref: KindRef) -> dict[str, Any]:
+        return failed_fields(ref, self.reporter.composer)
+
     async def _reconcile(self, ref: KindRef, obj: Obj) -> None:
         if (big := mirror.too_large(obj)) is not None:
             conditions = invalid_spec_conditions(big.message, mirror.OBJECT_TOO_LARGE)
-            if await self.reporter.report(ref, obj, conditions, failed_fields(ref)):
+            if await self.reporter.report(ref, obj, conditions, self._failed(ref)):
                 await self.reporter.decide(ref, obj, "reject", mirror.OBJECT_TOO_LARGE, big.message)
             return
         try:
             resource = parse(obj)
         except ValidationError as exc:
             message = describe(exc)
-            if await self.reporter.report(ref, obj, invalid_spec_conditions(message), failed_fields(ref)):
+            if await self.reporter.report(ref, obj, invalid_spec_conditions(message), self._failed(ref)):
                 await self.reporter.decide(ref, obj, "reject", INVALID_SPEC, message)
             return
         if _rejected_by_runtime(obj):
-            conditions, fields = spec_valid_again(ref)
+            conditions, fields = spec_valid_again(ref, self.reporter.composer)
             await self.reporter.report(ref, obj, conditions, fields)
         request = Request(ref, resource, obj, self.informer, self.reporter, self.own_writes)
         result = await self.controller.reconcile(request)
@@ -414,7 +419,7 @@ async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime
         controller,
         informer,
         ObjectLeases(leases_kv, controller.service, stop=ctx.stop),
-        Reporter(ctx.js, ctx.name),
+        Reporter(ctx.js, ctx.name, controller.composer),
         journal=ctx.settings.reconcile_journal,
     )
     try:

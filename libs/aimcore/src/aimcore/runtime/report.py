@@ -14,7 +14,7 @@ from aimcore.api.bus.messages import ConditionReport, Decision, ObjectRef, Statu
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.runtime import logs, tracing
-from aimcore.runtime.status.compose import is_current
+from aimcore.runtime.composer import Composer
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +30,14 @@ async def publish_report(js: JetStreamContext, report: StatusReport) -> None:
 
 
 class Reporter:
-    def __init__(self, js: JetStreamContext, source: str) -> None:
+    """Publishes ``source``'s status reports and decisions. A report the object's status already
+    says is not sent: ``composer`` (the kinds' rules, as the status service composes; default:
+    none) says what a report would change."""
+
+    def __init__(self, js: JetStreamContext, source: str, composer: Composer | None = None) -> None:
         self.js = js
         self.source = source
+        self.composer = composer if composer is not None else Composer()
         self.sent = 0
         self.skipped = 0
 
@@ -68,7 +73,7 @@ class Reporter:
     ) -> bool:
         """Publish unless the object's status already says exactly this. Returns True if sent."""
         report = self.build(ref, obj, conditions, fields, progress=progress)
-        if is_current(obj, report):
+        if self.composer.is_current(obj, report):
             self.skipped += 1
             return False
         await publish_report(self.js, report)
