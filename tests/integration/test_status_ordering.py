@@ -16,7 +16,7 @@ import pytest
 from nats.js import JetStreamContext
 
 from aim_dev.testing.plugin import LocalServers, connect_as
-from aim_status.app import CONSUMER
+from aim_status.reports import CONSUMER
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
 from aimcore.api.bus.topology import ensure_consumer

@@ -29,7 +29,6 @@ from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.domain.status.compose import AIM_STATUS
 from aimcore.runtime.mappers import any_of, by_index, every, through, to_owners
-from aimcore.runtime.probes import READINESS
 from aimcore.runtime.reconciler import Controller, Watch, dispatch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
 
@@ -77,11 +76,10 @@ def controller(ctx: ServiceContext, slots: Slots) -> Controller:
 
 
 async def main(ctx: ServiceContext) -> None:
-    READINESS.waiting(f"consumer aim-{ctx.name}", f"waiting for the {topology.EVENTS_STREAM} stream")
-    if not await topology.wait_for_stream(ctx.js, topology.EVENTS_STREAM, ctx.stop):
-        return
-    slots = Slots(await ctx.js.key_value(topology.DISCOVERY_BUCKET))
-    await run_controller(ctx, controller(ctx, slots))
+    async def build() -> Controller:  # once the topology exists: the Job slots are one of its buckets
+        return controller(ctx, Slots(await ctx.js.key_value(topology.DISCOVERY_BUCKET)))
+
+    await run_controller(ctx, build)
 
 
 def run() -> None:

@@ -18,12 +18,13 @@ runtime then:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -41,11 +42,10 @@ from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.runtime import logs, metrics, tracing
 from aimcore.runtime.composer import Composer, is_paused
-from aimcore.runtime.consumer import Consumer
+from aimcore.runtime.consumer import Consuming, run_consumer
 from aimcore.runtime.informer import Indexer, Informer
 from aimcore.runtime.lease import ObjectLeases
 from aimcore.runtime.mappers import Mapper
-from aimcore.runtime.probes import READINESS
 from aimcore.runtime.report import Reporter
 from aimcore.runtime.service import ServiceContext
 
@@ -232,12 +232,17 @@ class Journal:
             f.write(line)
 
 
+def consumer_name(service: str) -> str:
+    """The durable consumer of ``service``'s controller (shared by its replicas)."""
+    return f"aim-{service}"
+
+
 def event_consumer(controller: Controller) -> ConsumerSpec:
     kinds = [*controller.kinds, *(w.kind for w in controller.watches)]
     filters = [subjects.kind_filter(subjects.EVENTS_PREFIX, k) for k in dict.fromkeys(kinds)]
     filters.append(f"{subjects.REQUEUE_PREFIX}.{subjects.escape(controller.service)}.>")
     return ConsumerSpec(
-        durable=f"aim-{controller.service}", stream=topology.EVENTS_STREAM, filter_subjects=filters
+        durable=consumer_name(controller.service), stream=topology.EVENTS_STREAM, filter_subjects=filters
     )
 
 
@@ -403,30 +408,39 @@ async def schedule_requeue(js: JetStreamContext, service: str, ref: KindRef, obj
     await js.publish(subject, _requeue_event(ref, obj).encode(), headers=tracing.inject(headers))
 
 
-async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime | None:
-    """Run ``controller`` until the service stops."""
-    consumer = event_consumer(controller)
-    # not ready until the consumer itself says so (it replaces this check when it runs)
-    READINESS.waiting(f"consumer {consumer.durable}", f"waiting for the {topology.EVENTS_STREAM} stream")
-    if not await topology.wait_for_stream(ctx.js, topology.EVENTS_STREAM, ctx.stop):
-        return None
-    kinds = list(dict.fromkeys([*controller.kinds, *(w.kind for w in controller.watches)]))
-    informer = Informer(await topology.objects_bucket(ctx.js), kinds, controller.indexers)
-    await informer.start()
-    leases_kv = await topology.leases_bucket(ctx.js)
-    runtime = Runtime(
-        ctx.js,
-        controller,
-        informer,
-        ObjectLeases(leases_kv, controller.service, stop=ctx.stop),
-        Reporter(ctx.js, ctx.name, controller.composer),
-        journal=ctx.settings.reconcile_journal,
-    )
-    try:
-        await Consumer(ctx.js, consumer, runtime.handle).run(ctx.stop)
-    finally:
-        await informer.stop()
-    return runtime
+Build = Callable[[], Awaitable[Controller]]
+"""Builds a controller that needs the bus's topology (a bucket the watcher declares)."""
+
+
+async def run_controller(ctx: ServiceContext, controller: Controller | Build) -> Runtime | None:
+    """Run ``controller`` until the service stops, on the service's consumer
+    (:func:`~aimcore.runtime.consumer.run_consumer`): once the events stream exists, an informer of
+    its kinds, its leases, its reporter (with the controller's composer). A controller given as a
+    :data:`Build` is built then, when the topology it needs exists."""
+    runtimes: list[Runtime] = []
+
+    @contextlib.asynccontextmanager
+    async def serve() -> AsyncIterator[Consuming]:
+        built = controller if isinstance(controller, Controller) else await controller()
+        kinds = list(dict.fromkeys([*built.kinds, *(w.kind for w in built.watches)]))
+        informer = Informer(await topology.objects_bucket(ctx.js), kinds, built.indexers)
+        await informer.start()
+        try:
+            runtime = Runtime(
+                ctx.js,
+                built,
+                informer,
+                ObjectLeases(await topology.leases_bucket(ctx.js), built.service, stop=ctx.stop),
+                Reporter(ctx.js, ctx.name, built.composer),
+                journal=ctx.settings.reconcile_journal,
+            )
+            runtimes.append(runtime)
+            yield Consuming(event_consumer(built), runtime.handle)
+        finally:
+            await informer.stop()
+
+    await run_consumer(ctx, topology.EVENTS_STREAM, consumer_name(ctx.name), serve)
+    return runtimes[0] if runtimes else None
 
 
 async def validate_only(request: Request) -> Result | None:
