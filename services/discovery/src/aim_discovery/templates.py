@@ -66,7 +66,8 @@ from aimcore.runtime.children import child_labels, contains, owner_reference
 from aimcore.runtime.composer import has_status_field
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
+from aimcore.runtime.refusals import Refusal
+from aimcore.runtime.writes import Children, How
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,7 @@ class TemplateReconciler:
         self.slots = slots
         self.clock = clock
         self.policy = policy or OutboundPolicy()
-        self.refused = RefusedBodies()  # discovery Jobs the API server refused for their content
+        self.children = Children(kube)  # writes Jobs and caches; keeps the bodies refused
 
     async def reconcile(self, request: Request) -> Result | None:
         template = TemplateView(request.ref, request.obj)
@@ -414,7 +415,7 @@ class TemplateReconciler:
             gpu_count=requirement.requests,
         )
         body["metadata"]["annotations"][ANNOTATION_TEMPLATE_KIND] = template_kind_token(request.ref)
-        known = self.refused.get(JOB, body)
+        known = self.children.refused_before(JOB, body)
         if known is not None:  # refused as it is: not sent again until the spec changes
             return await self._job_refused(request, namespace, name, known, conditions, fields, attempt)
         claimed = await self.slots.claim(f"{namespace}/{name}", lambda key: self._job_state(request, key))
@@ -431,16 +432,11 @@ class TemplateReconciler:
         if previous is not None:
             await self._delete_job(previous)
         try:
-            await self.kube.create(JOB, body, namespace)
+            # one already there was created by an earlier run whose event has not reached the
+            # cache yet; not recorded: the template reads its Job from the cache
+            created = await self.children.write(request, JOB, body, how=How.CREATE, record=False)
         except ApiException as exc:
-            found = refusal(exc)
-            if exc.status == 409:
-                pass  # created by an earlier run whose event has not reached the cache yet
-            elif found is not None:
-                await self.slots.release(f"{namespace}/{name}")
-                self.refused.remember(JOB, body, found)
-                return await self._job_refused(request, namespace, name, found, conditions, fields, attempt)
-            elif exc.status is not None and exc.status < 500:
+            if exc.status is not None and exc.status < 500:
                 await self.slots.release(f"{namespace}/{name}")
                 message = f"Cannot create discovery Job {namespace}/{name}: HTTP {exc.status} {exc.reason}"
                 conditions += [
@@ -453,8 +449,10 @@ class TemplateReconciler:
                 ]
                 await self._report(request, conditions, fields, "discovery", JOB_CREATE_FAILED, message)
                 return Result(requeue_after=dryrun.JOB_RETRY.delay(attempt, jitter=jitter_key(request.obj)))
-            else:
-                raise
+            raise
+        if isinstance(created, Refusal):
+            await self.slots.release(f"{namespace}/{name}")
+            return await self._job_refused(request, namespace, name, created, conditions, fields, attempt)
         fields["discoveryJob"] = {"name": name, "namespace": namespace, "kind": "Job"}
         message = f"Discovery Job {name} created (attempt {attempt})"
         conditions += [
@@ -627,16 +625,11 @@ class TemplateReconciler:
         if existing is None or not contains(existing.get("spec"), spec):
             # a refused cache is left out (the template is usable without it): the audit stream
             # says why, and the same body is not sent again
-            if self.refused.get(kind, body) is not None:
+            if self.children.refused_before(kind, body) is not None:
                 return
-            try:
-                await self.kube.apply(kind, body)
-            except ApiException as exc:
-                found = refusal(exc)
-                if found is None:
-                    raise
-                self.refused.remember(kind, body, found)
-                log.warning("AIMTemplateCache %s refused: %s", template.name, found.describe())
+            # not recorded: the template reads its cache (and its uid) back from the cache
+            found = await self.children.write(request, kind, body, record=False)
+            if isinstance(found, Refusal):
                 await request.reporter.decide(
                     request.ref,
                     request.obj,

@@ -27,17 +27,17 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Generic
 
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from pydantic import ValidationError
+from typing_extensions import TypeVar
 
 from aimcore.api.bus import mirror, subjects, topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ConditionReport, ObjectRef
 from aimcore.api.bus.topology import ConsumerSpec
 from aimcore.api.crds.base import Resource
-from aimcore.api.crds.validation import INVALID_SPEC, describe, parse
+from aimcore.api.crds.validation import INVALID_SPEC
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.runtime import logs, metrics, tracing
@@ -95,16 +95,20 @@ class OwnWrites:
         return True
 
 
+R = TypeVar("R", bound=Resource, default=Resource)
+
+
 @dataclass
-class Request:
-    """Everything a reconcile needs about one object."""
+class Request(Generic[R]):
+    """Everything a reconcile needs about one object; ``Request[AIMService]`` says which kind
+    ``resource`` is (the runtime parsed and validated it: :meth:`Informer.decoded`)."""
 
     ref: KindRef
-    resource: Resource
-    obj: Obj
+    resource: R
+    obj: Obj  # as stored: the status (the status service's), fragments a child copies verbatim
     informer: Informer
     reporter: Reporter
-    # a reconcile records the children it writes here (see OwnWrites)
+    # a reconcile records the children it writes here (see OwnWrites; aimcore.runtime.writes)
     writes: OwnWrites = field(default_factory=OwnWrites)
 
     @property
@@ -117,8 +121,22 @@ class Request:
         name: str = self.obj["metadata"]["name"]
         return name
 
+    async def report(
+        self,
+        conditions: Sequence[ConditionReport] = (),
+        fields: dict[str, Any] | None = None,
+        *,
+        progress: bool = False,
+    ) -> bool:
+        """Report this object's conditions and status fields (:meth:`Reporter.report`)."""
+        return await self.reporter.report(self.ref, self.obj, conditions, fields, progress=progress)
 
-Reconcile = Callable[[Request], Awaitable[Result | None]]
+    async def decide(self, action: str, reason: str, message: str, **details: Any) -> None:
+        """Record a decision about this object in the audit stream (:meth:`Reporter.decide`)."""
+        await self.reporter.decide(self.ref, self.obj, action, reason, message, **details)
+
+
+Reconcile = Callable[[Request[Any]], Awaitable[Result | None]]
 
 
 @dataclass(frozen=True)
@@ -140,7 +158,7 @@ def dispatch(*routes: tuple[Iterable[KindRef], Reconcile]) -> Reconcile:
     reconcile (``dispatch((MODEL_KINDS, models.reconcile), (TEMPLATE_KINDS, ...))``)."""
     table = {kind: reconcile for kinds, reconcile in routes for kind in kinds}
 
-    async def reconcile(request: Request) -> Result | None:
+    async def reconcile(request: Request[Any]) -> Result | None:
         route = table.get(request.ref)
         if route is None:
             log.error("no reconcile for %s %s", request.ref.short, request.name)
@@ -350,13 +368,13 @@ class Runtime:
             if await self.reporter.report(ref, obj, conditions, self._failed(ref)):
                 await self.reporter.decide(ref, obj, "reject", mirror.OBJECT_TOO_LARGE, big.message)
             return
-        try:
-            resource = parse(obj)
-        except ValidationError as exc:
-            message = describe(exc)
+        read = self.informer.decoded(ref, obj)  # parsed once per resourceVersion
+        if read.invalid is not None or read.resource is None:
+            message = read.invalid or "the object does not read as its kind"
             if await self.reporter.report(ref, obj, invalid_spec_conditions(message), self._failed(ref)):
                 await self.reporter.decide(ref, obj, "reject", INVALID_SPEC, message)
             return
+        resource = read.resource
         if _rejected_by_runtime(obj):
             conditions, fields = spec_valid_again(ref, self.reporter.composer)
             await self.reporter.report(ref, obj, conditions, fields)
@@ -443,7 +461,7 @@ async def run_controller(ctx: ServiceContext, controller: Controller | Build) ->
     return runtimes[0] if runtimes else None
 
 
-async def validate_only(request: Request) -> Result | None:
+async def validate_only(request: Request[Any]) -> Result | None:
     """The reconcile of kinds whose controller is not built yet: validation (done by the runtime)
     is all that happens, and nothing else is claimed."""
     log.debug("%s %s is valid; no controller for it yet", request.ref.short, request.name)
