@@ -41,6 +41,8 @@ from aim_cache.downloader import (
     probe_size,
     read_manifest,
 )
+from aim_cache.downloader import disk as disk_module
+from aim_cache.downloader import holding as holding_module
 from aim_cache.downloader import sources as sources_module
 from aim_cache.downloader import transfer as transfer_module
 from aim_cache.downloader import writepath as writepath_module
@@ -272,8 +274,8 @@ async def test_ranges_are_hashed_in_order_from_memory_or_disk(
     from the buffers the bytes arrived in ("held"), or reads back what it could not hold ("read
     back"), with O_DIRECT writes or through the page cache; a corrupted byte is caught either way."""
     if mode == "read back":
-        monkeypatch.setattr(transfer_module, "HOLD_BYTES", 0)
-        monkeypatch.setattr(transfer_module, "HOLD_WAIT", 0.0)
+        monkeypatch.setattr(holding_module, "HOLD_BYTES", 0)
+        monkeypatch.setattr(holding_module, "HOLD_WAIT", 0.0)
     real_preadv, real_pwrite = os.preadv, os.pwrite
     read_back: list[int] = []
     direct_writes: list[int] = []
@@ -308,11 +310,11 @@ async def test_ranges_are_hashed_in_order_from_memory_or_disk(
         assert sum(read_back) == 0  # hashed from memory: no second pass over the file
     probe = tmp_path / "probe"
     probe.write_bytes(b"")
-    fd = transfer_module._open_direct(probe)
+    fd = disk_module.open_direct(probe)
     if fd is not None:  # the filesystem has O_DIRECT: whole blocks went through it
         os.close(fd)
         assert bool(direct_writes) == direct_io
-        assert all(n % transfer_module.ALIGN == 0 for n in direct_writes)
+        assert all(n % disk_module.ALIGN == 0 for n in direct_writes)
 
     corrupt = new_repo(hub, files)
     hub.corrupt(corrupt, path, 2 * MIB + 100, count=1000)  # whichever range request covers it
@@ -375,7 +377,7 @@ async def test_probed_write_path_is_used_and_still_verifies_every_byte(
     chosen = writepath_module.chosen(tmp_path / "ok")
     assert chosen is not None and chosen.path == path
     (tmp_path / "x").write_bytes(b"")
-    fd = transfer_module._open_direct(tmp_path / "x")
+    fd = disk_module.open_direct(tmp_path / "x")
     if fd is not None:  # the filesystem has O_DIRECT
         os.close(fd)
         assert bool(direct_writes) == (path == "direct")
@@ -620,17 +622,17 @@ async def test_symlinked_directory_in_dest_cannot_lead_outside(hub: HubServer, t
 async def test_storage_full(hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = model_files()
     repo_id = new_repo(hub, files)
-    real_disk_usage = transfer_module.shutil.disk_usage
+    real_disk_usage = disk_module.shutil.disk_usage
 
     def tiny(path: Any) -> Any:
         return real_disk_usage(path)._replace(free=1000)
 
-    monkeypatch.setattr(transfer_module.shutil, "disk_usage", tiny)
+    monkeypatch.setattr(disk_module.shutil, "disk_usage", tiny)
     with pytest.raises(DownloadError) as early:
         await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert early.value.reason == STORAGE_FULL and "needed" in early.value.message
     assert resolves(hub, repo_id) == []  # refused before fetching anything
-    monkeypatch.setattr(transfer_module.shutil, "disk_usage", real_disk_usage)
+    monkeypatch.setattr(disk_module.shutil, "disk_usage", real_disk_usage)
 
     real_pwrite = os.pwrite
 
@@ -639,12 +641,12 @@ async def test_storage_full(hub: HubServer, tmp_path: Path, monkeypatch: pytest.
             raise OSError(28, "No space left on device")
         return real_pwrite(fd, data, offset)
 
-    monkeypatch.setattr(transfer_module.os, "pwrite", full_after_a_while)
+    monkeypatch.setattr(disk_module.os, "pwrite", full_after_a_while)
     with pytest.raises(DownloadError) as late:
         await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert late.value.reason == STORAGE_FULL and ".safetensors" in late.value.message
     assert not (tmp_path / MANIFEST).exists()
-    monkeypatch.setattr(transfer_module.os, "pwrite", real_pwrite)
+    monkeypatch.setattr(disk_module.os, "pwrite", real_pwrite)
     # resumes once there is room
     await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert_tree(tmp_path, files)

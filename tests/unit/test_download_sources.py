@@ -20,6 +20,7 @@ from aim_cache.downloader.errors import (
     DownloadError,
     redact_url,
 )
+from aim_cache.downloader.filejob import new_hasher
 from aim_cache.downloader.manifest import Manifest, ManifestFile, build, matches
 from aim_cache.downloader.ranges import RangeSet, split
 from aim_cache.downloader.sources import (
@@ -35,7 +36,7 @@ from aim_cache.downloader.sources import (
     parse_source,
     validate_path,
 )
-from aim_cache.downloader.transfer import RANGE_RETRY, new_hasher
+from aim_cache.downloader.transfer import RANGE_RETRY
 
 SHA = "a" * 64
 

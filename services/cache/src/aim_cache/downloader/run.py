@@ -23,11 +23,12 @@ from aim_cache.downloader import manifest as manifests
 from aim_cache.downloader import writepath
 from aim_cache.downloader.errors import DOWNLOAD_FAILED, INVALID_SOURCE, DownloadError
 from aim_cache.downloader.fetch import make_ssl_context
+from aim_cache.downloader.filejob import PlannedFile
 from aim_cache.downloader.manifest import Manifest, ManifestFile
 from aim_cache.downloader.partial import partial_dir
 from aim_cache.downloader.progress import Progress
 from aim_cache.downloader.sources import DIGEST_ALGORITHMS, PARTIAL_DIR, Digest, Listing, list_source
-from aim_cache.downloader.transfer import PlannedFile, Transfer
+from aim_cache.downloader.transfer import Transfer
 from aimcore.domain.outbound import STRICT, OutboundPolicy
 
 log = logging.getLogger("aim_cache.downloader")
