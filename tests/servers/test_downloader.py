@@ -43,6 +43,7 @@ from aim_cache.downloader import (
 )
 from aim_cache.downloader import disk as disk_module
 from aim_cache.downloader import holding as holding_module
+from aim_cache.downloader import rangefetch as rangefetch_module
 from aim_cache.downloader import sources as sources_module
 from aim_cache.downloader import transfer as transfer_module
 from aim_cache.downloader import writepath as writepath_module
@@ -131,7 +132,7 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Cut files into 256 KiB ranges and read into 64 KiB buffers, so small test files exercise
     multi-range transfers, buffer flushes and hashing behind a moving prefix."""
     monkeypatch.setattr(transfer_module, "CHUNK_SIZE", 256 * KIB)
-    monkeypatch.setattr(transfer_module, "BUFFER_SIZE", 64 * KIB)
+    monkeypatch.setattr(rangefetch_module, "BUFFER_SIZE", 64 * KIB)
     yield
 
 
@@ -441,7 +442,7 @@ async def test_stall_is_retried_from_where_it_stopped(hub: HubServer, tmp_path: 
 async def test_persistent_stall_raises_download_stalled(
     hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(transfer_module, "RANGE_JITTER", None)  # the exact schedule: its time is asserted
+    monkeypatch.setattr(rangefetch_module, "RANGE_JITTER", None)  # the exact schedule: its time is asserted
     files = {"model.safetensors": blob(200 * KIB, 3)}
     repo_id = new_repo(hub, files)
     hub.stall_after(repo_id, "model.safetensors", 0, seconds=30, count=50)
@@ -453,7 +454,7 @@ async def test_persistent_stall_raises_download_stalled(
     host = hub.endpoint.removeprefix("http://")
     assert info.value.message == f"no data for 0.3 s from {host}"
     attempts = len(resolves(hub, repo_id, "model.safetensors"))
-    assert attempts == transfer_module.MAX_ATTEMPTS  # a few attempts, never a tight loop
+    assert attempts == rangefetch_module.MAX_ATTEMPTS  # a few attempts, never a tight loop
     assert 4 * 0.3 + 0.25 + 0.5 + 1.0 <= elapsed + 0.1 < 10
     assert not (tmp_path / MANIFEST).exists()
 

@@ -31,6 +31,7 @@ from aim_cache.downloader import (
     list_source,
     read_manifest,
 )
+from aim_cache.downloader import rangefetch as rangefetch_module
 from aim_cache.downloader import transfer as transfer_module
 from aim_cache.downloader.manifest import SCHEMA, build, matches
 from tests.helpers import LOOPBACK
@@ -70,7 +71,7 @@ def stamp(path: Path) -> tuple[int, int]:
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """256 KiB ranges and 64 KiB buffers: several ranges per file, arriving out of order."""
     monkeypatch.setattr(transfer_module, "CHUNK_SIZE", 256 * KIB)
-    monkeypatch.setattr(transfer_module, "BUFFER_SIZE", 64 * KIB)
+    monkeypatch.setattr(rangefetch_module, "BUFFER_SIZE", 64 * KIB)
     yield
 
 
