@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aim_discovery import dryrun
@@ -77,25 +78,17 @@ def job_template(job: Mapping[str, Any]) -> tuple[KindRef, str | None, str] | No
     return ref, namespace, str(owner.get("name"))
 
 
+@dataclass(eq=False)
 class DiscoveryJobs:
     """Runs a template's discovery: the Job for its current spec (one at a time per spec, within the
     cluster-wide slots), its progress, its output read into the status, its retries."""
 
-    def __init__(  # noqa: PLR0917
-        self,
-        kube: Kube,
-        system_namespace: str,
-        slots: Slots,
-        children: Children,
-        cache: TemplateCache,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.kube = kube
-        self.system_namespace = system_namespace
-        self.slots = slots
-        self.children = children
-        self.cache = cache
-        self.clock = clock
+    kube: Kube
+    system_namespace: str
+    slots: Slots
+    children: Children
+    cache: TemplateCache
+    clock: Callable[[], float] = time.time
 
     async def discover(  # noqa: PLR0917
         self,

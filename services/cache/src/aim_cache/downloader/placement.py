@@ -9,8 +9,9 @@ import errno
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 from aim_cache.downloader import disk, partial
 from aim_cache.downloader.errors import CHECKSUM_MISMATCH, DOWNLOAD_FAILED, DownloadError
@@ -26,30 +27,21 @@ HASH_BUFFER = 1 * MiB
 HASH_THREADS = 2
 
 
+@dataclass(kw_only=True, eq=False)
 class Placement:
     """Hashes, verifies and places a transfer's files. ``fail`` is told of an error (the transfer
     fails), ``placed`` of every file in place; ``before_place`` is called once, before the first file
     is moved into place; ``stop`` ends the hashing."""
 
-    def __init__(
-        self,
-        *,
-        compute: Sequence[str],
-        before_place: Callable[[], None] | None,
-        buffers: Buffers,
-        stop: threading.Event,
-        fail: Callable[[DownloadError], None],
-        placed: Callable[[FileResult], None],
-    ) -> None:
-        self.compute = tuple(compute)
-        self.before_place = before_place
-        self.buffers = buffers
-        self.stop = stop
-        self.fail = fail
-        self.placed = placed
-        self.pool: ThreadPoolExecutor | None = None
-        self._placing = False
-        self._place_lock = threading.Lock()
+    compute: tuple[str, ...]
+    before_place: Callable[[], None] | None
+    buffers: Buffers
+    stop: threading.Event
+    fail: Callable[[DownloadError], None]
+    placed: Callable[[FileResult], None]
+    pool: ThreadPoolExecutor | None = None
+    _placing: bool = False
+    _place_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> None:
         self.pool = ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="aim-dl-hash")

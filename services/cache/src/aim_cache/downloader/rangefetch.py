@@ -69,24 +69,17 @@ class _Failed(AimError):
         self.error = error
 
 
+@dataclass(eq=False)
 class RangeFetcher:
     """Fetches ranges for a transfer's workers until ``stop`` is set. ``record`` is told of every
     range written, ``lost`` of the bytes dropped when a source without Range support starts a file
     over."""
 
-    def __init__(
-        self,
-        stall_timeout: float,
-        buffers: Buffers,
-        stop: threading.Event,
-        record: Callable[[FileJob, int, int], None],
-        lost: Callable[[int], None],
-    ) -> None:
-        self.stall_timeout = stall_timeout
-        self.buffers = buffers
-        self.stop = stop
-        self.record = record
-        self.lost = lost
+    stall_timeout: float
+    buffers: Buffers
+    stop: threading.Event
+    record: Callable[[FileJob, int, int], None]
+    lost: Callable[[int], None]
 
     def run_range(self, conns: fetch.Connections, slot: Slot, job: FileJob, start: int, end: int) -> bool:
         """Fetch ``[start, end)`` with retries; False if stopped before the end."""
