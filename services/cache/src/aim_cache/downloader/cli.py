@@ -201,14 +201,14 @@ class Publisher:
             await asyncio.sleep(PUBLISH_INTERVAL)
 
     async def _publish(self) -> None:
-        from aimcore.api.bus.progress import TOKEN_HEADER  # noqa: PLC0415
+        from aimcore.runtime.report import offer_progress  # noqa: PLC0415 - only when publishing
 
         report = self.latest
         if report is None or report is self.sent:
             return
         self.sent = report
         try:
-            await self.nc.publish(self.subject, report.encode(), headers={TOKEN_HEADER: self.token})
+            await offer_progress(self.nc, report, self.token)
             await self.nc.flush(timeout=2)
             self.published += 1
         except Exception as e:
