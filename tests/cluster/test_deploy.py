@@ -388,7 +388,7 @@ def test_local_node_overlay_changes_only_images_host_networking_addresses_and_po
 def test_keda_component_scales_on_the_real_consumers_lag() -> None:
     """The KEDA component replaces the CPU HPAs with `nats-jetstream` ScaledObjects on the
     durable consumers the services really bind (their names derived from the code)."""
-    from aim_status.app import CONSUMER as STATUS_CONSUMER  # noqa: PLC0415
+    from aim_status.reports import CONSUMER as STATUS_CONSUMER  # noqa: PLC0415
     from aimcore.api.bus import topology  # noqa: PLC0415
     from aimcore.runtime.reconciler import Controller, event_consumer  # noqa: PLC0415
 

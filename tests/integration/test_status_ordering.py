@@ -20,8 +20,8 @@ import pytest
 from nats.js import JetStreamContext
 
 from aim_dev.testing.plugin import LocalServers, connect_as
-from aim_status.app import CONSUMER
 from aim_status.ordering import Ordering, Sequenced
+from aim_status.reports import CONSUMER
 from aim_status.writer import StatusWriter
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport

@@ -12,9 +12,9 @@ import nats
 import pytest
 
 from aim_dev.crdinstall import CRD
-from aim_watcher.app import mirrored
 from aim_watcher.kind_watch import KindWatcher
 from aim_watcher.publisher import Publisher
+from aim_watcher.watching import mirrored
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType
 from aimcore.api.kinds import by_kind

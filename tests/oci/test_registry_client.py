@@ -25,6 +25,7 @@ from aimcore.domain.oci import (
     parse_reference,
 )
 from aimcore.domain.outbound import OutboundPolicy
+from tests.helpers import LOOPBACK
 
 AIM_LABELS = {
     "com.amd.aim.model.canonicalName": "meta-llama/Llama-3.1-8B-Instruct",
@@ -60,7 +61,7 @@ async def test_labels_from_manifest_and_config_only(oci_registry: Registry, mani
     pushed = push_image(oci_registry.url, repo, "0.7.0", AIM_LABELS, manifest_format=manifest_format)
     [layer] = pushed.layer_digests
     config_digest = pushed.manifests[0].config_digest
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         meta = await client.image_metadata(f"{oci_registry.host}/{repo}:0.7.0")
         requests = list(client.request_log)
 
@@ -86,7 +87,7 @@ async def test_labels_from_manifest_and_config_only(oci_registry: Registry, mani
 async def test_by_digest_and_head_digest(oci_registry: Registry) -> None:
     repo = repo_name()
     pushed = push_image(oci_registry.url, repo, "1.0", {"a": "b"})
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         assert await client.digest(f"{oci_registry.host}/{repo}:1.0") == pushed.digest
         assert await client.labels(f"{oci_registry.host}/{repo}@{pushed.digest}") == {"a": "b"}
         manifest = await client.manifest(parse_reference(f"{oci_registry.host}/{repo}:1.0"))
@@ -109,7 +110,7 @@ async def test_multi_arch_index_resolves_to_linux_amd64(
         platform_labels={p: {"built.for": p} for p in platforms},
     )
     amd64 = pushed.for_platform("linux/amd64")
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         config = await client.config(f"{oci_registry.host}/{repo}:2.0")
         assert config.index_digest == pushed.digest
         assert config.manifest.digest == amd64.digest
@@ -132,7 +133,7 @@ async def test_index_without_amd64_uses_the_first_image(oci_registry: Registry) 
         platforms=["linux/s390x", "linux/arm64"],
         platform_labels={"linux/s390x": {"p": "s390x"}, "linux/arm64": {"p": "arm64"}},
     )
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         config = await client.config(f"{oci_registry.host}/{repo}:3.0")
     assert config.manifest.digest == pushed.for_platform("linux/s390x").digest
     assert config.labels == {"p": "s390x"}
@@ -147,7 +148,7 @@ async def test_catalog_and_tags_with_pagination(oci_registry: Registry) -> None:
     for tag in tags:
         push_image(oci_registry.url, repos[0], tag, {"v": tag})
 
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         everything = await client.catalog(oci_registry.host)
         paged = await client.catalog(oci_registry.host, page_size=2)
         catalog_pages = [u for _, u in client.request_log if u.endswith("/v2/_catalog")]
@@ -166,7 +167,7 @@ async def test_catalog_and_tags_with_pagination(oci_registry: Registry) -> None:
 async def test_missing_image_repository_and_deleted_manifest(oci_registry: Registry) -> None:
     repo = repo_name()
     pushed = push_image(oci_registry.url, repo, "1.0", {})
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         with pytest.raises(ImageNotFound, match="MANIFEST_UNKNOWN"):
             await client.labels(f"{oci_registry.host}/{repo}:9.9")
         with pytest.raises(ImageNotFound, match="no/such-repo"):
@@ -197,7 +198,7 @@ async def test_basic_auth_with_a_pull_secret(oci_registry_auth: Registry) -> Non
     creds = credentials_from_secret(
         dockerconfig_secret(oci_registry_auth.host, oci_registry_auth.username, oci_registry_auth.password)
     )
-    async with RegistryClient(creds) as client:
+    async with RegistryClient(creds, policy=LOOPBACK) as client:
         meta = await client.image_metadata(f"{oci_registry_auth.host}/{repo}:1.0")
         assert (
             meta.model is not None
@@ -216,7 +217,7 @@ async def test_wrong_password_is_auth_failed_without_the_password(oci_registry_a
     push_image(oci_registry_auth.url, repo, "1.0", {}, auth=oci_registry_auth.auth)
     wrong = f"wrong-{secrets.token_hex(8)}"
     creds = DockerConfig.single(oci_registry_auth.host, oci_registry_auth.username, wrong)
-    async with RegistryClient(creds) as client:
+    async with RegistryClient(creds, policy=LOOPBACK) as client:
         with pytest.raises(AuthFailed) as info:
             await client.labels(f"{oci_registry_auth.host}/{repo}:1.0")
         with pytest.raises(AuthFailed) as catalog_info:
@@ -231,19 +232,19 @@ async def test_wrong_password_is_auth_failed_without_the_password(oci_registry_a
 async def test_anonymous_access_to_the_auth_registry_is_auth_failed(oci_registry_auth: Registry) -> None:
     repo = repo_name()
     push_image(oci_registry_auth.url, repo, "1.0", {}, auth=oci_registry_auth.auth)
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         with pytest.raises(AuthFailed, match="no credentials"):
             await client.labels(f"{oci_registry_auth.host}/{repo}:1.0")
     # credentials for another registry are not used here
     other = DockerConfig.single("ghcr.io", "someone", "x")
-    async with RegistryClient(other) as client:
+    async with RegistryClient(other, policy=LOOPBACK) as client:
         with pytest.raises(AuthFailed):
             await client.labels(f"{oci_registry_auth.host}/{repo}:1.0")
 
 
 async def test_unreachable_registry() -> None:
     port = free_port()  # nothing listens there
-    async with RegistryClient(timeout=5) as client:
+    async with RegistryClient(timeout=5, policy=LOOPBACK) as client:
         with pytest.raises(RegistryUnreachable) as info:
             await client.labels(f"127.0.0.1:{port}/aim/x:1.0")
         with pytest.raises(RegistryUnreachable):

@@ -41,6 +41,9 @@ from aim_cache.downloader import (
     probe_size,
     read_manifest,
 )
+from aim_cache.downloader import disk as disk_module
+from aim_cache.downloader import holding as holding_module
+from aim_cache.downloader import rangefetch as rangefetch_module
 from aim_cache.downloader import sources as sources_module
 from aim_cache.downloader import transfer as transfer_module
 from aim_cache.downloader import writepath as writepath_module
@@ -51,7 +54,7 @@ from aimcore.api.bus import progress, topology
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.kinds import by_kind
 from aimcore.domain.outbound import ALLOWED_HOSTS_ENV
-from tests.helpers import LOOPBACK_HOSTS
+from tests.helpers import LOOPBACK, LOOPBACK_HOSTS
 
 KIB, MIB = 1024, 1024 * 1024
 LFS_THRESHOLD = 4 * KIB
@@ -129,7 +132,7 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Cut files into 256 KiB ranges and read into 64 KiB buffers, so small test files exercise
     multi-range transfers, buffer flushes and hashing behind a moving prefix."""
     monkeypatch.setattr(transfer_module, "CHUNK_SIZE", 256 * KIB)
-    monkeypatch.setattr(transfer_module, "BUFFER_SIZE", 64 * KIB)
+    monkeypatch.setattr(rangefetch_module, "BUFFER_SIZE", 64 * KIB)
     yield
 
 
@@ -153,6 +156,7 @@ async def test_hf_model_downloads_verified(hub: HubServer, tmp_path: Path, small
         env=hf_env(hub),
         connections=4,
         on_progress=lambda p: seen.append((p, threading.get_ident())),
+        policy=LOOPBACK,
     )
     assert_tree(tmp_path, files)
     info = json.loads((hub.root / repo_id / ".hub.json").read_text())
@@ -180,9 +184,9 @@ async def test_hf_model_downloads_verified(hub: HubServer, tmp_path: Path, small
 async def test_complete_download_is_not_fetched_again(hub: HubServer, tmp_path: Path) -> None:
     files = model_files()
     repo_id = new_repo(hub, files)
-    first = await download(f"hf://{repo_id}@main", tmp_path, env=hf_env(hub))
+    first = await download(f"hf://{repo_id}@main", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     before = len(resolves(hub, repo_id))
-    second = await download(f"hf://{repo_id}@main", tmp_path, env=hf_env(hub))
+    second = await download(f"hf://{repo_id}@main", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert second == first
     assert len(resolves(hub, repo_id)) == before  # only the listing went over the network
 
@@ -195,7 +199,7 @@ async def test_sha256_computed_where_the_hub_gives_none(
     files = model_files()
     repo_id = new_repo(hub, files)
     manifest = await download(
-        f"hf://{repo_id}", tmp_path, env=hf_env(hub), connections=4, compute=("sha256",)
+        f"hf://{repo_id}", tmp_path, env=hf_env(hub), connections=4, compute=("sha256",), policy=LOOPBACK
     )
     assert_tree(tmp_path, files)
     assert manifest.verified == ("git-sha1", "sha256")
@@ -209,20 +213,23 @@ async def test_sha256_computed_where_the_hub_gives_none(
             assert f.computed == (Digest("sha256", sha),)
     assert read_manifest(tmp_path) == manifest
     before = len(resolves(hub, repo_id))
-    assert await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), compute=("sha256",)) == manifest
+    assert (
+        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), compute=("sha256",), policy=LOOPBACK)
+        == manifest
+    )
     assert len(resolves(hub, repo_id)) == before
 
 
 async def test_new_revision_fetches_only_changed_files(hub: HubServer, tmp_path: Path) -> None:
     files = model_files()
     repo_id = new_repo(hub, files)
-    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
+    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     changed = dict(files)
     changed["config.json"] = b'{"model_type": "llama", "hidden_size": 128}'
     del changed["README.md"]
     add_repo(hub.root, repo_id, changed, lfs_threshold=LFS_THRESHOLD)
     before = len(resolves(hub, repo_id))
-    manifest = await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
+    manifest = await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     fetched = [r["path"] for r in resolves(hub, repo_id)[before:]]
     assert fetched == ["config.json"]
     assert_tree(tmp_path, changed)
@@ -237,7 +244,7 @@ async def test_corrupted_byte_is_caught(hub: HubServer, tmp_path: Path, path: st
     offset = min(len(files[path]) - 1, 1_000_000)
     hub.corrupt(repo_id, path, offset, count=5)
     with pytest.raises(DownloadError) as info:
-        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
+        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     error = info.value
     assert error.reason == CHECKSUM_MISMATCH and error.transient
     algorithm = "sha256" if path.endswith(".safetensors") else "git-sha1"
@@ -250,7 +257,7 @@ async def test_corrupted_byte_is_caught(hub: HubServer, tmp_path: Path, path: st
     assert not (tmp_path / ".aim-partial" / f"{path}.part").exists()
     assert not (tmp_path / MANIFEST).exists()
     hub.clear_faults()
-    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
+    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert_tree(tmp_path, files)
 
 
@@ -268,8 +275,8 @@ async def test_ranges_are_hashed_in_order_from_memory_or_disk(
     from the buffers the bytes arrived in ("held"), or reads back what it could not hold ("read
     back"), with O_DIRECT writes or through the page cache; a corrupted byte is caught either way."""
     if mode == "read back":
-        monkeypatch.setattr(transfer_module, "HOLD_BYTES", 0)
-        monkeypatch.setattr(transfer_module, "HOLD_WAIT", 0.0)
+        monkeypatch.setattr(holding_module, "HOLD_BYTES", 0)
+        monkeypatch.setattr(holding_module, "HOLD_WAIT", 0.0)
     real_preadv, real_pwrite = os.preadv, os.pwrite
     read_back: list[int] = []
     direct_writes: list[int] = []
@@ -290,7 +297,12 @@ async def test_ranges_are_hashed_in_order_from_memory_or_disk(
     files = {path: blob(3 * MIB + 4097, 11), "config.json": b"{}"}
     direct_io = mode != "page cache"
     await download(
-        f"hf://{new_repo(hub, files)}", tmp_path / "ok", env=hf_env(hub), connections=4, direct_io=direct_io
+        f"hf://{new_repo(hub, files)}",
+        tmp_path / "ok",
+        env=hf_env(hub),
+        connections=4,
+        direct_io=direct_io,
+        policy=LOOPBACK,
     )
     assert_tree(tmp_path / "ok", files)
     if mode == "read back":
@@ -299,17 +311,22 @@ async def test_ranges_are_hashed_in_order_from_memory_or_disk(
         assert sum(read_back) == 0  # hashed from memory: no second pass over the file
     probe = tmp_path / "probe"
     probe.write_bytes(b"")
-    fd = transfer_module._open_direct(probe)
+    fd = disk_module.open_direct(probe)
     if fd is not None:  # the filesystem has O_DIRECT: whole blocks went through it
         os.close(fd)
         assert bool(direct_writes) == direct_io
-        assert all(n % transfer_module.ALIGN == 0 for n in direct_writes)
+        assert all(n % disk_module.ALIGN == 0 for n in direct_writes)
 
     corrupt = new_repo(hub, files)
     hub.corrupt(corrupt, path, 2 * MIB + 100, count=1000)  # whichever range request covers it
     with pytest.raises(DownloadError) as info:
         await download(
-            f"hf://{corrupt}", tmp_path / "bad", env=hf_env(hub), connections=4, direct_io=direct_io
+            f"hf://{corrupt}",
+            tmp_path / "bad",
+            env=hf_env(hub),
+            connections=4,
+            direct_io=direct_io,
+            policy=LOOPBACK,
         )
     assert info.value.reason == CHECKSUM_MISMATCH and path in info.value.message
     assert hashlib.sha256(files[path]).hexdigest() in info.value.message
@@ -353,13 +370,15 @@ async def test_probed_write_path_is_used_and_still_verifies_every_byte(
     monkeypatch.setattr(os, "pwrite", pwrite)
     name = "model.safetensors"
     files = {name: blob(3 * MIB + 4097, 13), "config.json": b"{}"}
-    await download(f"hf://{new_repo(hub, files)}", tmp_path / "ok", env=hf_env(hub), connections=4)
+    await download(
+        f"hf://{new_repo(hub, files)}", tmp_path / "ok", env=hf_env(hub), connections=4, policy=LOOPBACK
+    )
     assert_tree(tmp_path / "ok", files)
     assert len(probed) == 1  # while listing, in the nearest existing directory (same filesystem)
     chosen = writepath_module.chosen(tmp_path / "ok")
     assert chosen is not None and chosen.path == path
     (tmp_path / "x").write_bytes(b"")
-    fd = transfer_module._open_direct(tmp_path / "x")
+    fd = disk_module.open_direct(tmp_path / "x")
     if fd is not None:  # the filesystem has O_DIRECT
         os.close(fd)
         assert bool(direct_writes) == (path == "direct")
@@ -367,7 +386,7 @@ async def test_probed_write_path_is_used_and_still_verifies_every_byte(
     corrupt = new_repo(hub, files)
     hub.corrupt(corrupt, name, 2 * MIB + 100, count=1000)  # whichever range request covers it
     with pytest.raises(DownloadError) as info:
-        await download(f"hf://{corrupt}", tmp_path / "bad", env=hf_env(hub), connections=4)
+        await download(f"hf://{corrupt}", tmp_path / "bad", env=hf_env(hub), connections=4, policy=LOOPBACK)
     assert info.value.reason == CHECKSUM_MISMATCH and name in info.value.message
     assert not (tmp_path / "bad" / name).exists()
     assert len(probed) == 1  # the same filesystem: the verdict is reused
@@ -387,7 +406,7 @@ async def test_refused_direct_writes_fall_back_to_the_page_cache(
 
     monkeypatch.setattr(os, "pwrite", pwrite)
     files = {"model.safetensors": blob(MIB + 5, 12)}
-    await download(f"hf://{new_repo(hub, files)}", tmp_path, env=hf_env(hub), connections=2)
+    await download(f"hf://{new_repo(hub, files)}", tmp_path, env=hf_env(hub), connections=2, policy=LOOPBACK)
     assert_tree(tmp_path, files)
     assert len(refused) <= 2  # refused once per file (a second worker may have been writing too)
 
@@ -398,7 +417,7 @@ async def test_dropped_connection_resumes_with_range(hub: HubServer, tmp_path: P
     path = "model-00002-of-00002.safetensors"
     cut = 700 * KIB + 17
     hub.drop_after(repo_id, path, cut)
-    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
+    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert_tree(tmp_path, files)
     requests = resolves(hub, repo_id, path)
     assert [r["fault"] for r in requests] == ["drop_after", None]
@@ -412,7 +431,7 @@ async def test_stall_is_retried_from_where_it_stopped(hub: HubServer, tmp_path: 
     path = "model-00001-of-00002.safetensors"
     hub.stall_after(repo_id, path, 100 * KIB, seconds=30)
     started = time.monotonic()
-    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), stall_timeout=0.5)
+    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), stall_timeout=0.5, policy=LOOPBACK)
     assert time.monotonic() - started < 10
     assert_tree(tmp_path, files)
     requests = resolves(hub, repo_id, path)
@@ -423,19 +442,19 @@ async def test_stall_is_retried_from_where_it_stopped(hub: HubServer, tmp_path: 
 async def test_persistent_stall_raises_download_stalled(
     hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(transfer_module, "RANGE_JITTER", None)  # the exact schedule: its time is asserted
+    monkeypatch.setattr(rangefetch_module, "RANGE_JITTER", None)  # the exact schedule: its time is asserted
     files = {"model.safetensors": blob(200 * KIB, 3)}
     repo_id = new_repo(hub, files)
     hub.stall_after(repo_id, "model.safetensors", 0, seconds=30, count=50)
     started = time.monotonic()
     with pytest.raises(DownloadError) as info:
-        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), stall_timeout=0.3)
+        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), stall_timeout=0.3, policy=LOOPBACK)
     elapsed = time.monotonic() - started
     assert info.value.reason == DOWNLOAD_STALLED and info.value.transient
     host = hub.endpoint.removeprefix("http://")
     assert info.value.message == f"no data for 0.3 s from {host}"
     attempts = len(resolves(hub, repo_id, "model.safetensors"))
-    assert attempts == transfer_module.MAX_ATTEMPTS  # a few attempts, never a tight loop
+    assert attempts == rangefetch_module.MAX_ATTEMPTS  # a few attempts, never a tight loop
     assert 4 * 0.3 + 0.25 + 0.5 + 1.0 <= elapsed + 0.1 < 10
     assert not (tmp_path / MANIFEST).exists()
 
@@ -446,7 +465,7 @@ async def test_interrupted_download_does_not_refetch_completed_bytes(hub: HubSer
     path = "model-00002-of-00002.safetensors"
     size = len(files[path])
     hub.stall_after(repo_id, path, 1200 * KIB, seconds=60)
-    task = asyncio.create_task(download(f"hf://{repo_id}", tmp_path, env=hf_env(hub)))
+    task = asyncio.create_task(download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK))
 
     def stalled() -> bool:
         return any(r["bytes_sent"] >= 1200 * KIB for r in resolves(hub, repo_id, path))
@@ -462,7 +481,7 @@ async def test_interrupted_download_does_not_refetch_completed_bytes(hub: HubSer
 
     before = len(resolves(hub, repo_id, path))
     hub.clear_faults()
-    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
+    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert_tree(tmp_path, files)
     again = resolves(hub, repo_id, path)[before:]
     assert [r["range"] for r in again] == [f"bytes={1200 * KIB}-{size - 1}"]
@@ -483,13 +502,13 @@ async def test_changed_file_starts_over(hub: HubServer, tmp_path: Path) -> None:
     hub.drop_after(repo_id, path, 300 * KIB)
     hub.drop_after(repo_id, path, 0, count=10)  # then no progress at all: the attempts run out
     with pytest.raises(DownloadError):
-        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
+        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert _part_size(tmp_path, path) == 300 * KIB
     hub.clear_faults()
     new = {path: blob(600 * KIB, 5)}
     add_repo(hub.root, repo_id, new, lfs_threshold=LFS_THRESHOLD)
     before = len(resolves(hub, repo_id, path))
-    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
+    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert_tree(tmp_path, new)
     assert [r["range"] for r in resolves(hub, repo_id, path)[before:]] == [f"bytes=0-{600 * KIB - 1}"]
 
@@ -500,26 +519,28 @@ async def test_private_repo_token_vs_missing_repo(hub: HubServer, tmp_path: Path
     repo_id = new_repo(hub, files, token=token)
 
     with pytest.raises(DownloadError) as wrong:
-        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub, "hf_wrong" + secrets.token_hex(4)))
+        await download(
+            f"hf://{repo_id}", tmp_path, env=hf_env(hub, "hf_wrong" + secrets.token_hex(4)), policy=LOOPBACK
+        )
     assert wrong.value.reason == AUTH_ERROR and not wrong.value.transient
 
     with pytest.raises(DownloadError) as anonymous:
-        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
+        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert anonymous.value.reason == SOURCE_NOT_FOUND and "HF_TOKEN" in anonymous.value.message
 
     with pytest.raises(DownloadError) as missing:
-        await download("hf://aim-tests/does-not-exist", tmp_path, env=hf_env(hub, token))
+        await download("hf://aim-tests/does-not-exist", tmp_path, env=hf_env(hub, token), policy=LOOPBACK)
     assert missing.value.reason == SOURCE_NOT_FOUND
 
     with pytest.raises(DownloadError) as revision:
-        await download(f"hf://{repo_id}@v9", tmp_path, env=hf_env(hub, token))
+        await download(f"hf://{repo_id}@v9", tmp_path, env=hf_env(hub, token), policy=LOOPBACK)
     assert revision.value.reason == SOURCE_NOT_FOUND and "v9" in revision.value.message
 
     for e in (wrong.value, anonymous.value, missing.value, revision.value):
         assert token not in e.message and "hf_wrong" not in e.message
 
     manifest = await download(
-        f"hf://{repo_id}", tmp_path, env={"HF_ENDPOINT": hub.endpoint, "HF_TOKEN": token}
+        f"hf://{repo_id}", tmp_path, env={"HF_ENDPOINT": hub.endpoint, "HF_TOKEN": token}, policy=LOOPBACK
     )
     assert_tree(tmp_path, files)
     assert manifest.verified == ("git-sha1", "sha256")
@@ -536,33 +557,37 @@ async def test_stdlib_listing_equals_the_huggingface_hub_listing(
     env = hf_env(hub, token)
     for uri in (f"hf://{repo_id}", f"hf://{repo_id}@main"):
         parsed = sources_module.parse_source(uri)
-        fast = sources_module._list_hf_direct(parsed, env)
+        fast = sources_module._list_hf_direct(parsed, env, policy=LOOPBACK)
         with monkeypatch.context() as m:
             m.setattr(sources_module, "_list_hf_direct", lambda *_: None)
-            slow = sources_module._list_hf(parsed, env)
+            slow = sources_module._list_hf(parsed, env, policy=LOOPBACK)
         assert fast is not None and fast == slow
         assert [f.url for f in fast.files] == [f.url for f in slow.files]
     missing = sources_module.parse_source("hf://aim-tests/does-not-exist")
-    assert sources_module._list_hf_direct(missing, env) is None
+    assert sources_module._list_hf_direct(missing, env, policy=LOOPBACK) is None
     bad_revision = sources_module.parse_source(f"hf://{repo_id}@v9")
-    assert sources_module._list_hf_direct(bad_revision, env) is None
+    assert sources_module._list_hf_direct(bad_revision, env, policy=LOOPBACK) is None
     if private:
         assert (
-            sources_module._list_hf_direct(sources_module.parse_source(f"hf://{repo_id}"), hf_env(hub))
+            sources_module._list_hf_direct(
+                sources_module.parse_source(f"hf://{repo_id}"), hf_env(hub), policy=LOOPBACK
+            )
             is None
         )
 
 
 async def test_unreachable_hub(tmp_path: Path) -> None:
     with pytest.raises(DownloadError) as info:
-        await download("hf://org/model", tmp_path, env={"HF_ENDPOINT": "http://127.0.0.1:9"})
+        await download("hf://org/model", tmp_path, env={"HF_ENDPOINT": "http://127.0.0.1:9"}, policy=LOOPBACK)
     assert info.value.reason == "SourceUnreachable" and info.value.transient
 
 
 async def test_probe_size(hub: HubServer) -> None:
     files = model_files()
     repo_id = new_repo(hub, files)
-    assert await probe_size(f"hf://{repo_id}", hf_env(hub)) == sum(len(d) for d in files.values())
+    assert await probe_size(f"hf://{repo_id}", hf_env(hub), policy=LOOPBACK) == sum(
+        len(d) for d in files.values()
+    )
 
 
 async def test_hostile_listing_is_refused_before_writing(hub: HubServer, tmp_path: Path) -> None:
@@ -575,7 +600,7 @@ async def test_hostile_listing_is_refused_before_writing(hub: HubServer, tmp_pat
     index_path.write_text(json.dumps(index))
     dest = tmp_path / "dest"
     with pytest.raises(DownloadError) as info:
-        await download(f"hf://{repo_id}", dest, env=hf_env(hub))
+        await download(f"hf://{repo_id}", dest, env=hf_env(hub), policy=LOOPBACK)
     assert info.value.reason == INVALID_SOURCE and "../../escaped.json" in info.value.message
     assert not (tmp_path / "escaped.json").exists()
     assert not dest.exists() or not any(dest.iterdir())
@@ -590,7 +615,7 @@ async def test_symlinked_directory_in_dest_cannot_lead_outside(hub: HubServer, t
     dest.mkdir()
     (dest / "weights").symlink_to(outside)
     with pytest.raises(DownloadError) as info:
-        await download(f"hf://{repo_id}", dest, env=hf_env(hub))
+        await download(f"hf://{repo_id}", dest, env=hf_env(hub), policy=LOOPBACK)
     assert info.value.reason == INVALID_SOURCE and "outside" in info.value.message
     assert list(outside.iterdir()) == []
 
@@ -598,17 +623,17 @@ async def test_symlinked_directory_in_dest_cannot_lead_outside(hub: HubServer, t
 async def test_storage_full(hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = model_files()
     repo_id = new_repo(hub, files)
-    real_disk_usage = transfer_module.shutil.disk_usage
+    real_disk_usage = disk_module.shutil.disk_usage
 
     def tiny(path: Any) -> Any:
         return real_disk_usage(path)._replace(free=1000)
 
-    monkeypatch.setattr(transfer_module.shutil, "disk_usage", tiny)
+    monkeypatch.setattr(disk_module.shutil, "disk_usage", tiny)
     with pytest.raises(DownloadError) as early:
-        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
+        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert early.value.reason == STORAGE_FULL and "needed" in early.value.message
     assert resolves(hub, repo_id) == []  # refused before fetching anything
-    monkeypatch.setattr(transfer_module.shutil, "disk_usage", real_disk_usage)
+    monkeypatch.setattr(disk_module.shutil, "disk_usage", real_disk_usage)
 
     real_pwrite = os.pwrite
 
@@ -617,13 +642,14 @@ async def test_storage_full(hub: HubServer, tmp_path: Path, monkeypatch: pytest.
             raise OSError(28, "No space left on device")
         return real_pwrite(fd, data, offset)
 
-    monkeypatch.setattr(transfer_module.os, "pwrite", full_after_a_while)
+    monkeypatch.setattr(disk_module.os, "pwrite", full_after_a_while)
     with pytest.raises(DownloadError) as late:
-        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))
+        await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert late.value.reason == STORAGE_FULL and ".safetensors" in late.value.message
     assert not (tmp_path / MANIFEST).exists()
-    monkeypatch.setattr(transfer_module.os, "pwrite", real_pwrite)
-    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub))  # resumes once there is room
+    monkeypatch.setattr(disk_module.os, "pwrite", real_pwrite)
+    # resumes once there is room
+    await download(f"hf://{repo_id}", tmp_path, env=hf_env(hub), policy=LOOPBACK)
     assert_tree(tmp_path, files)
 
 
@@ -634,18 +660,20 @@ async def test_http_url_with_expected_sha256(hub: HubServer, tmp_path: Path) -> 
     data = blob(700 * KIB, 7)
     repo_id = new_repo(hub, {"weights.gguf": data})
     url = hub.url(repo_id, "weights.gguf")
-    manifest = await download(url, tmp_path, env={}, expected_sha256=hashlib.sha256(data).hexdigest())
+    manifest = await download(
+        url, tmp_path, env={}, expected_sha256=hashlib.sha256(data).hexdigest(), policy=LOOPBACK
+    )
     assert (tmp_path / "weights.gguf").read_bytes() == data
     assert manifest.verified == ("sha256",) and manifest.revision is None
 
     wrong = "0" * 64
     with pytest.raises(DownloadError) as info:
-        await download(url, tmp_path / "other", env={}, expected_sha256=wrong)
+        await download(url, tmp_path / "other", env={}, expected_sha256=wrong, policy=LOOPBACK)
     assert info.value.reason == CHECKSUM_MISMATCH and wrong in info.value.message
     assert not (tmp_path / "other" / "weights.gguf").exists()
 
     with pytest.raises(DownloadError) as missing:
-        await download(hub.url(repo_id, "nope.bin"), tmp_path / "x", env={})
+        await download(hub.url(repo_id, "nope.bin"), tmp_path / "x", env={}, policy=LOOPBACK)
     assert missing.value.reason == SOURCE_NOT_FOUND
 
 
@@ -656,7 +684,7 @@ async def test_local_directory_and_file(tmp_path: Path) -> None:
     for path, data in files.items():
         (src / path).write_bytes(data)
     (src / "sub" / "link.json").symlink_to(src / "sub" / "b.json")
-    manifest = await download(f"file://{src}", tmp_path / "d1", env={})
+    manifest = await download(f"file://{src}", tmp_path / "d1", env={}, policy=LOOPBACK)
     assert_tree(tmp_path / "d1", {**files, "sub/link.json": b"{}"})
     assert manifest.verified == ()
 
@@ -665,16 +693,17 @@ async def test_local_directory_and_file(tmp_path: Path) -> None:
         tmp_path / "d2",
         env={},
         expected_sha256=hashlib.sha256(files["a.bin"]).hexdigest(),
+        policy=LOOPBACK,
     )
     assert (tmp_path / "d2" / "a.bin").read_bytes() == files["a.bin"] and single.verified == ("sha256",)
 
     (src / "escape").symlink_to("/etc/hostname")
     with pytest.raises(DownloadError) as info:
-        await download(str(src), tmp_path / "d3", env={})
+        await download(str(src), tmp_path / "d3", env={}, policy=LOOPBACK)
     assert info.value.reason == INVALID_SOURCE and "escape" in info.value.message
 
     with pytest.raises(DownloadError) as missing:
-        await download(str(tmp_path / "nothing"), tmp_path / "d4", env={})
+        await download(str(tmp_path / "nothing"), tmp_path / "d4", env={}, policy=LOOPBACK)
     assert missing.value.reason == SOURCE_NOT_FOUND
 
 
@@ -711,7 +740,9 @@ async def test_redirect_to_another_host_drops_the_token(tmp_path: Path, small_ch
             {"Authorization": "Bearer hf_secret"},
             (Digest("sha256", hashlib.sha256(data).hexdigest()),),
         )
-        manifest = await download_listing(Listing("test", None, (remote,)), tmp_path / "dest", connections=2)
+        manifest = await download_listing(
+            Listing("test", None, (remote,)), tmp_path / "dest", connections=2, policy=LOOPBACK
+        )
     finally:
         await origin_runner.cleanup()
         await cdn_runner.cleanup()
@@ -740,7 +771,9 @@ async def test_s3_model_downloads_verified(s3_server: S3Server, tmp_path: Path, 
     s3_server.put_model(bucket, "org/model", files, checksum=True)
     multipart = blob(11 * MIB, 10)
     s3_server.put_multipart(bucket, "org/model/weights/big.bin", multipart)
-    manifest = await download(f"s3://{bucket}/org/model", tmp_path, env=s3_server.credentials_env())
+    manifest = await download(
+        f"s3://{bucket}/org/model", tmp_path, env=s3_server.credentials_env(), policy=LOOPBACK
+    )
     assert_tree(tmp_path, {**files, "weights/big.bin": multipart})
     assert manifest.verified == ("md5", "sha256")
     by_path = {f.path: {d.algorithm for d in f.digests} for f in manifest.files}
@@ -749,7 +782,10 @@ async def test_s3_model_downloads_verified(s3_server: S3Server, tmp_path: Path, 
     assert manifest.revision is None and manifest.source == f"s3://{bucket}/org/model"
 
     single = await download(
-        f"s3://{bucket}/org/model/config.json", tmp_path / "one", env=s3_server.credentials_env()
+        f"s3://{bucket}/org/model/config.json",
+        tmp_path / "one",
+        env=s3_server.credentials_env(),
+        policy=LOOPBACK,
     )
     assert [f.path for f in single.files] == ["config.json"]
 
@@ -761,20 +797,24 @@ async def test_s3_wrong_secret_vs_missing_bucket(s3_server: S3Server, tmp_path: 
     bad_secret = "wrong-" + secrets.token_hex(8)
 
     with pytest.raises(DownloadError) as auth:
-        await download(f"s3://{bucket}/m", tmp_path, env={**env, "AWS_SECRET_ACCESS_KEY": bad_secret})
+        await download(
+            f"s3://{bucket}/m", tmp_path, env={**env, "AWS_SECRET_ACCESS_KEY": bad_secret}, policy=LOOPBACK
+        )
     assert auth.value.reason == AUTH_ERROR and not auth.value.transient
     assert bad_secret not in auth.value.message and env["AWS_SECRET_ACCESS_KEY"] not in auth.value.message
 
     with pytest.raises(DownloadError) as unknown_key:
-        await download(f"s3://{bucket}/m", tmp_path, env={**env, "AWS_ACCESS_KEY_ID": "AKIANOSUCHKEY"})
+        await download(
+            f"s3://{bucket}/m", tmp_path, env={**env, "AWS_ACCESS_KEY_ID": "AKIANOSUCHKEY"}, policy=LOOPBACK
+        )
     assert unknown_key.value.reason == AUTH_ERROR
 
     with pytest.raises(DownloadError) as no_bucket:
-        await download(f"s3://missing-{secrets.token_hex(3)}/m", tmp_path, env=env)
+        await download(f"s3://missing-{secrets.token_hex(3)}/m", tmp_path, env=env, policy=LOOPBACK)
     assert no_bucket.value.reason == SOURCE_NOT_FOUND
 
     with pytest.raises(DownloadError) as no_prefix:
-        await download(f"s3://{bucket}/nothing-here", tmp_path, env=env)
+        await download(f"s3://{bucket}/nothing-here", tmp_path, env=env, policy=LOOPBACK)
     assert no_prefix.value.reason == SOURCE_NOT_FOUND
 
 

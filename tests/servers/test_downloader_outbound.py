@@ -19,6 +19,7 @@ from aim_dev.local.hub import HubServer
 from aim_dev.local.s3 import S3Server
 from aimcore.domain.outbound import OutboundPolicy
 from tests.file_server import FileServer
+from tests.helpers import LOOPBACK
 from tests.servers.test_downloader import last_json, new_repo, run_cli
 
 METADATA = "http://169.254.169.254"
@@ -67,7 +68,7 @@ async def test_an_hf_endpoint_at_the_metadata_service_is_refused(endpoint: str) 
 
 async def test_an_hf_endpoint_on_a_refused_host_gets_no_request(other: FileServer) -> None:
     with pytest.raises(DownloadError) as err:
-        await list_source("hf://org/model", {"HF_ENDPOINT": other.base})
+        await list_source("hf://org/model", {"HF_ENDPOINT": other.base}, policy=LOOPBACK)
     refused(err.value)
     assert "127.0.0.2 (loopback)" in err.value.message
     assert other.requests == []
@@ -79,7 +80,7 @@ async def test_a_hub_api_redirect_to_a_refused_host_is_not_followed(
     """The quick listing refuses the redirect; the refusal is final (no fallback that would try again)."""
     site.redirects["/api/models/org/model"] = {"Location": f"{other.base}/api/models/org/model"}
     with pytest.raises(DownloadError) as err:
-        await list_source("hf://org/model", {"HF_ENDPOINT": site.base})
+        await list_source("hf://org/model", {"HF_ENDPOINT": site.base}, policy=LOOPBACK)
     refused(err.value)
     assert site.requests == [("GET", "/api/models/org/model?blobs=True")]
     assert other.requests == []
@@ -92,7 +93,7 @@ async def test_the_huggingface_hub_fallback_is_guarded_too(
     connections through the policy as well."""
     monkeypatch.setattr(sources_module, "_list_hf_direct", lambda *_: None)
     with pytest.raises(DownloadError) as err:
-        await list_source("hf://org/model", {"HF_ENDPOINT": other.base})
+        await list_source("hf://org/model", {"HF_ENDPOINT": other.base}, policy=LOOPBACK)
     refused(err.value)
     assert other.requests == []
 
@@ -103,7 +104,7 @@ async def test_the_fallback_follows_redirects_only_where_allowed(
     monkeypatch.setattr(sources_module, "_list_hf_direct", lambda *_: None)
     site.redirects["/api/models/org/model"] = {"Location": f"{other.base}/api/models/org/model"}
     with pytest.raises(DownloadError) as err:
-        await list_source("hf://org/model", {"HF_ENDPOINT": site.base})
+        await list_source("hf://org/model", {"HF_ENDPOINT": site.base}, policy=LOOPBACK)
     refused(err.value)
     assert [path.split("?")[0] for _, path in site.requests] == ["/api/models/org/model"]
     assert other.requests == []
@@ -112,7 +113,7 @@ async def test_the_fallback_follows_redirects_only_where_allowed(
 async def test_a_real_hub_is_listed_when_allowed(hub_server: HubServer) -> None:
     repo_id = new_repo(hub_server, {"config.json": b"{}"})
     env = {"HF_ENDPOINT": hub_server.endpoint}
-    assert len((await list_source(f"hf://{repo_id}", env)).files) == 1
+    assert len((await list_source(f"hf://{repo_id}", env, policy=LOOPBACK)).files) == 1
     by_name = {"HF_ENDPOINT": hub_server.endpoint.replace("127.0.0.1", "localhost")}
     strict = OutboundPolicy(allowed_hosts=frozenset({"127.0.0.1"}))
     with pytest.raises(DownloadError) as err:  # the same hub by a name that resolves to loopback
@@ -126,7 +127,7 @@ async def test_a_real_hub_is_listed_when_allowed(hub_server: HubServer) -> None:
 async def test_an_s3_endpoint_on_a_refused_host_gets_no_request(other: FileServer) -> None:
     env = {"AWS_ENDPOINT_URL": other.base, "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}
     with pytest.raises(DownloadError) as err:
-        await list_source("s3://bucket/model", env)
+        await list_source("s3://bucket/model", env, policy=LOOPBACK)
     refused(err.value)
     assert "s" not in err.value.message.split() and "k" not in err.value.message.split()
     assert other.requests == []
@@ -163,10 +164,10 @@ async def test_a_download_redirected_to_a_refused_host_is_refused(
 ) -> None:
     (site.root / "model.bin").write_bytes(b"\x00" * 1024)
     listing_url = f"{site.base}/model.bin"
-    await list_source(listing_url, {})  # listed from the allowed host
+    await list_source(listing_url, {}, policy=LOOPBACK)  # listed from the allowed host
     site.redirects["/model.bin"] = {"Location": f"{other.base}/model.bin"}
     with pytest.raises(DownloadError) as err:
-        await download(listing_url, tmp_path / "dest", env={}, stall_timeout=5)
+        await download(listing_url, tmp_path / "dest", env={}, stall_timeout=5, policy=LOOPBACK)
     refused(err.value)
     assert other.requests == []
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from aim_cache.llmkube.gguf import GGUFError, read_local, read_remote, status_fields
+from tests.helpers import LOOPBACK
 from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
 
 BIG_TENSOR = 8 << 20
@@ -153,7 +154,7 @@ def serve() -> Iterator[Serve]:
 def test_ranges_fetch_about_one_block(model: bytes, serve: Serve) -> None:
     server, site = serve(data=model)
     assert len(model) > BIG_TENSOR
-    header = read_remote(f"{server.base}/model.gguf")
+    header = read_remote(f"{server.base}/model.gguf", policy=LOOPBACK)
     assert status_fields(header) == EXPECTED_STATUS
     assert site.bytes_sent <= 1 << 20
     assert site.bytes_sent * 8 < len(model)
@@ -163,7 +164,7 @@ def test_ranges_fetch_about_one_block(model: bytes, serve: Serve) -> None:
 
 def test_small_blocks_reuse_one_connection(model: bytes, serve: Serve) -> None:
     server, site = serve(data=model)
-    header = read_remote(f"{server.base}/model.gguf", block=8192)
+    header = read_remote(f"{server.base}/model.gguf", block=8192, policy=LOOPBACK)
     assert status_fields(header) == EXPECTED_STATUS
     assert len(site.requests) > 5  # the tokenizer arrays span many 8 KiB blocks
     assert all(r["range"].startswith("bytes=") for r in site.requests)
@@ -175,7 +176,7 @@ def test_small_blocks_reuse_one_connection(model: bytes, serve: Serve) -> None:
 def test_without_ranges_the_stream_is_cut_short(model: bytes, serve: Serve) -> None:
     server, site = serve(data=model, tail=1 << 30, ranges=False)
     started = time.monotonic()
-    header = read_remote(f"{server.base}/model.gguf", timeout=20)
+    header = read_remote(f"{server.base}/model.gguf", timeout=20, policy=LOOPBACK)
     assert status_fields(header) == EXPECTED_STATUS
     assert len(site.requests) == 1
     assert time.monotonic() - started < 10
@@ -192,7 +193,7 @@ def test_without_ranges_the_stream_is_cut_short(model: bytes, serve: Serve) -> N
 def test_not_found(serve: Serve) -> None:
     server, _ = serve(data=b"")
     with pytest.raises(GGUFError, match="404") as info:
-        read_remote(f"{server.base}/missing.gguf?sig=abc")
+        read_remote(f"{server.base}/missing.gguf?sig=abc", policy=LOOPBACK)
     assert info.value.status == 404
     assert "sig=abc" not in str(info.value)
 
@@ -201,12 +202,12 @@ def test_authorization(model: bytes, serve: Serve) -> None:
     server, site = serve(data=model, token=TOKEN)
     url = f"{server.base}/model.gguf"
     with pytest.raises(GGUFError, match="401") as info:
-        read_remote(url)
+        read_remote(url, policy=LOOPBACK)
     assert info.value.status == 401
     with pytest.raises(GGUFError, match="401") as info:
-        read_remote(url, headers={"Authorization": "Bearer wrong-token-value"})
+        read_remote(url, headers={"Authorization": "Bearer wrong-token-value"}, policy=LOOPBACK)
     assert "wrong-token-value" not in str(info.value)
-    header = read_remote(url, headers={"Authorization": f"Bearer {TOKEN}"})
+    header = read_remote(url, headers={"Authorization": f"Bearer {TOKEN}"}, policy=LOOPBACK)
     assert status_fields(header) == EXPECTED_STATUS
     assert site.requests[-1]["authorization"] == f"Bearer {TOKEN}"
 
@@ -214,7 +215,10 @@ def test_authorization(model: bytes, serve: Serve) -> None:
 def test_same_origin_redirect_keeps_credentials(model: bytes, serve: Serve) -> None:
     server, site = serve(data=model, token=TOKEN, redirects={"/resolve/main/m.gguf": "/model.gguf"})
     header = read_remote(
-        f"{server.base}/resolve/main/m.gguf", headers={"Authorization": f"Bearer {TOKEN}"}, block=8192
+        f"{server.base}/resolve/main/m.gguf",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        block=8192,
+        policy=LOOPBACK,
     )
     assert status_fields(header) == EXPECTED_STATUS
     assert [r["path"] for r in site.requests[:2]] == ["/resolve/main/m.gguf", "/model.gguf"]
@@ -232,6 +236,7 @@ def test_cross_origin_redirect_drops_credentials(model: bytes, serve: Serve) -> 
         f"{hub.base}/org/repo/resolve/main/m.gguf",
         headers={"Authorization": f"Bearer {TOKEN}", "X-Trace": "t1"},
         block=8192,
+        policy=LOOPBACK,
     )
     assert status_fields(header) == EXPECTED_STATUS
     assert hub_site.requests[0]["authorization"] == f"Bearer {TOKEN}"
@@ -244,42 +249,46 @@ def test_cross_origin_redirect_drops_credentials(model: bytes, serve: Serve) -> 
 def test_redirect_loop(serve: Serve) -> None:
     server, _ = serve(redirects={"/a": "/b", "/b": "/a"})
     with pytest.raises(GGUFError, match="redirects"):
-        read_remote(f"{server.base}/a")
+        read_remote(f"{server.base}/a", policy=LOOPBACK)
 
 
 def test_file_replaced_mid_read(model: bytes, serve: Serve) -> None:
     server, _ = serve(data=model, etag_after_first='"v2"')
     with pytest.raises(GGUFError, match="changed"):
-        read_remote(f"{server.base}/model.gguf", block=8192)
+        read_remote(f"{server.base}/model.gguf", block=8192, policy=LOOPBACK)
 
 
 def test_not_gguf_and_empty(serve: Serve) -> None:
     server, _ = serve(data=b"<html>hello</html>")
     with pytest.raises(GGUFError, match="not a GGUF file"):
-        read_remote(f"{server.base}/model.gguf")
+        read_remote(f"{server.base}/model.gguf", policy=LOOPBACK)
     empty, _ = serve(data=b"")
     with pytest.raises(GGUFError, match="not a GGUF file"):
-        read_remote(f"{empty.base}/model.gguf")
+        read_remote(f"{empty.base}/model.gguf", policy=LOOPBACK)
 
 
 def test_truncated_remote(model: bytes, serve: Serve) -> None:
     server, _ = serve(data=model[:20_000])
     with pytest.raises(GGUFError, match="truncated"):
-        read_remote(f"{server.base}/model.gguf", block=4096)
+        read_remote(f"{server.base}/model.gguf", block=4096, policy=LOOPBACK)
 
 
 def test_timeout(model: bytes, serve: Serve) -> None:
     server, _ = serve(data=model, hang=3.0)
     started = time.monotonic()
     with pytest.raises(GGUFError, match=r"(?i)time"):
-        read_remote(f"{server.base}/model.gguf", timeout=0.5)
+        read_remote(f"{server.base}/model.gguf", timeout=0.5, policy=LOOPBACK)
     assert time.monotonic() - started < 2.5
 
 
 def test_connection_refused_and_bad_urls() -> None:
     with pytest.raises(GGUFError, match="failed"):
-        read_remote("http://127.0.0.1:9/model.gguf", timeout=2)
+        read_remote("http://127.0.0.1:9/model.gguf", timeout=2, policy=LOOPBACK)
     with pytest.raises(GGUFError, match="only http"):
-        read_remote("ftp://example.com/model.gguf")
+        read_remote("ftp://example.com/model.gguf", policy=LOOPBACK)
     with pytest.raises(GGUFError, match="invalid characters"):
-        read_remote("http://127.0.0.1:9/model.gguf", headers={"Authorization": "Bearer x\r\nX-Evil: 1"})
+        read_remote(
+            "http://127.0.0.1:9/model.gguf",
+            headers={"Authorization": "Bearer x\r\nX-Evil: 1"},
+            policy=LOOPBACK,
+        )

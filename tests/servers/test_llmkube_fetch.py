@@ -22,6 +22,7 @@ from aim_cache.downloader.sources import Digest
 from aim_cache.llmkube import drift, fetch, gguf, runs
 from aim_cache.llmkube.sources import Policy, Source, SourceError, parse_source
 from tests.file_server import FileServer
+from tests.helpers import LOOPBACK
 from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
 
 METADATA = "169.254.169.254"
@@ -106,7 +107,7 @@ def http_source(url: str, **spec: Any) -> Source:
 async def test_probe_http_etag_and_length(server: FileServer, guard: Recorder, model_bytes: bytes) -> None:
     put(server.root, "model.gguf", model_bytes)
     url = f"{server.base}/model.gguf"
-    fp = await fetch.probe(http_source(url), (), guard)
+    fp = await fetch.probe(http_source(url), (), guard, outbound=LOOPBACK)
     assert fp == drift.Fingerprint(etag=strong_etag(model_bytes), length=len(model_bytes))
     assert server.requests == [("HEAD", "/model.gguf")]
     assert guard.calls == [url]
@@ -120,7 +121,7 @@ async def test_probe_hugging_face_redirect_is_not_followed(server: FileServer, g
         "ETag": '"the-redirect-itself"',
     }
     url = f"{server.base}/org/repo/resolve/main/model.gguf"
-    fp = await fetch.probe(http_source(url), (), guard)
+    fp = await fetch.probe(http_source(url), (), guard, outbound=LOOPBACK)
     assert fp == drift.Fingerprint(etag="e" * 64, length=HF_SIZE)
     assert server.requests == [("HEAD", "/org/repo/resolve/main/model.gguf")]
     assert guard.calls == [url]
@@ -132,14 +133,14 @@ async def test_probe_follows_a_plain_redirect(
     put(server.root, "blobs/model.gguf", model_bytes)
     server.redirects["/old/model.gguf"] = {"Location": "/blobs/model.gguf"}
     url = f"{server.base}/old/model.gguf"
-    fp = await fetch.probe(http_source(url), (), guard)
+    fp = await fetch.probe(http_source(url), (), guard, outbound=LOOPBACK)
     assert fp == drift.Fingerprint(etag=strong_etag(model_bytes), length=len(model_bytes))
     assert server.requests == [("HEAD", "/old/model.gguf"), ("HEAD", "/blobs/model.gguf")]
     assert guard.calls == [url, f"{server.base}/blobs/model.gguf"]
 
 
 async def test_probe_not_found(server: FileServer, guard: Recorder) -> None:
-    assert await fetch.probe(http_source(f"{server.base}/missing.gguf"), (), guard) is None
+    assert await fetch.probe(http_source(f"{server.base}/missing.gguf"), (), guard, outbound=LOOPBACK) is None
     assert server.requests == [("HEAD", "/missing.gguf")]
 
 
@@ -147,7 +148,12 @@ async def test_probe_connection_refused_is_indeterminate(guard: Recorder) -> Non
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    assert await fetch.probe(http_source(f"http://127.0.0.1:{port}/m.gguf"), (), guard, timeout=5) is None
+    assert (
+        await fetch.probe(
+            http_source(f"http://127.0.0.1:{port}/m.gguf"), (), guard, timeout=5, outbound=LOOPBACK
+        )
+        is None
+    )
 
 
 async def test_probe_local_file(tmp_path: Path, guard: Recorder, model_bytes: bytes) -> None:
@@ -158,16 +164,17 @@ async def test_probe_local_file(tmp_path: Path, guard: Recorder, model_bytes: by
     st = path.stat()
     expected = drift.Fingerprint(length=len(model_bytes), mtime=st.st_mtime)
     assert expected.mtime == 1_700_000_000.5
-    assert await fetch.probe(source, (str(path),), guard) == expected
-    assert await fetch.probe(source, (), guard) == expected  # falls back to the spec's path
+    assert await fetch.probe(source, (str(path),), guard, outbound=LOOPBACK) == expected
+    # falls back to the spec's path
+    assert await fetch.probe(source, (), guard, outbound=LOOPBACK) == expected
     assert guard.calls == []  # local files are never guarded as URLs
-    assert await fetch.probe(http_source(str(tmp_path / "gone.gguf")), (), guard) is None
+    assert await fetch.probe(http_source(str(tmp_path / "gone.gguf")), (), guard, outbound=LOOPBACK) is None
 
 
 async def test_probe_local_prefers_checked_path(tmp_path: Path, guard: Recorder) -> None:
     spec_path = put(tmp_path, "a/m.gguf", b"short")
     real_path = put(tmp_path, "b/m.gguf", b"a longer body")
-    fp = await fetch.probe(http_source(str(spec_path)), (str(real_path),), guard)
+    fp = await fetch.probe(http_source(str(spec_path)), (str(real_path),), guard, outbound=LOOPBACK)
     assert fp is not None
     assert fp.length == len(b"a longer body")
 
@@ -182,12 +189,12 @@ def test_revision_of() -> None:
 async def test_revision_changes_with_the_upstream(server: FileServer, guard: Recorder) -> None:
     put(server.root, "model.gguf", b"version one")
     source = http_source(f"{server.base}/model.gguf")
-    first = fetch.revision_of(await fetch.probe(source, (), guard))
-    again = fetch.revision_of(await fetch.probe(source, (), guard))
+    first = fetch.revision_of(await fetch.probe(source, (), guard, outbound=LOOPBACK))
+    again = fetch.revision_of(await fetch.probe(source, (), guard, outbound=LOOPBACK))
     put(server.root, "model.gguf", b"version two")  # same length, new content
-    changed = fetch.revision_of(await fetch.probe(source, (), guard))
+    changed = fetch.revision_of(await fetch.probe(source, (), guard, outbound=LOOPBACK))
     put(server.root, "model.gguf", b"version three")
-    longer = fetch.revision_of(await fetch.probe(source, (), guard))
+    longer = fetch.revision_of(await fetch.probe(source, (), guard, outbound=LOOPBACK))
     assert first == again == f"{strong_etag(b'version one')}|11|None"
     assert changed == f"{strong_etag(b'version two')}|11|None"
     assert longer == f"{strong_etag(b'version three')}|13|None"
@@ -206,7 +213,7 @@ async def test_probe_refuses_redirect_to_metadata(
     evil: str, server: FileServer, guard: Recorder, dialed: list[tuple[str, int]]
 ) -> None:
     with pytest.raises(SourceError) as info:
-        await fetch.probe(http_source(evil), (), guard)
+        await fetch.probe(http_source(evil), (), guard, outbound=LOOPBACK)
     assert info.value.reason == "SourceNotAllowed"
     assert METADATA in info.value.message
     assert guard.calls == [evil, METADATA_URL]
@@ -219,7 +226,9 @@ async def test_listing_refuses_redirect_to_metadata(
     evil: str, server: FileServer, guard: Recorder, dialed: list[tuple[str, int]]
 ) -> None:
     with pytest.raises(DownloadError) as info:
-        await fetch.listing(http_source(evil), evil, (), expected_sha256=None, revision=None, guard=guard)
+        await fetch.listing(
+            http_source(evil), evil, (), expected_sha256=None, revision=None, guard=guard, outbound=LOOPBACK
+        )
     assert info.value.reason == "SourceNotAllowed"
     assert info.value.transient is False
     assert guard.calls == [f"{server.base}/", f"http://{METADATA}:80/"]
@@ -233,7 +242,9 @@ async def test_download_refuses_redirect_to_metadata(
     listing = Listing("evil", None, (RemoteFile("model.gguf", 4096, evil),))
     dest = tmp_path / "dest"
     with pytest.raises(DownloadError) as info:
-        await download_listing(listing, dest, guard=fetch.download_guard(guard), stall_timeout=5)
+        await download_listing(
+            listing, dest, guard=fetch.download_guard(guard), stall_timeout=5, policy=LOOPBACK
+        )
     assert info.value.reason == "SourceNotAllowed"
     assert info.value.transient is False
     assert guard.calls == [f"{server.base}/", f"http://{METADATA}:80/"]
@@ -250,7 +261,7 @@ async def test_download_refuses_redirect_to_metadata(
 async def test_remote_header_refuses_redirect_to_metadata(
     evil: str, server: FileServer, guard: Recorder, dialed: list[tuple[str, int]]
 ) -> None:
-    assert await fetch.remote_header(evil, guard) is None
+    assert await fetch.remote_header(evil, guard, outbound=LOOPBACK) is None
     assert guard.calls == [evil, METADATA_URL]
     assert [path for _, path in server.requests] == ["/evil.gguf"]
     assert all(host != METADATA for host, _ in dialed)
@@ -258,9 +269,9 @@ async def test_remote_header_refuses_redirect_to_metadata(
 
 async def test_refused_start_url_sends_nothing(dialed: list[tuple[str, int]]) -> None:
     guard = Recorder()
-    assert await fetch.remote_header(METADATA_URL, guard) is None
+    assert await fetch.remote_header(METADATA_URL, guard, outbound=LOOPBACK) is None
     with pytest.raises(SourceError) as info:
-        await fetch.probe(http_source(METADATA_URL), (), guard)
+        await fetch.probe(http_source(METADATA_URL), (), guard, outbound=LOOPBACK)
     assert info.value.reason == "SourceNotAllowed"
     assert guard.calls == [METADATA_URL, METADATA_URL]
     assert dialed == []
@@ -312,7 +323,7 @@ async def test_listing_single_file_with_mmproj(
     raw = f"{server.base}/dir/Llama%203%20Q4.gguf"
     source = parse_source({"source": raw, "mmproj": "mmproj-f16.gguf"})
     listing = await fetch.listing(
-        source, raw, (), expected_sha256=SHA.upper(), revision="etag|1|None", guard=guard
+        source, raw, (), expected_sha256=SHA.upper(), revision="etag|1|None", guard=guard, outbound=LOOPBACK
     )
     assert listing.source == fetch.source_identity(source, raw) == f"{raw} [{source.cache_key}]"
     assert listing.revision == "etag|1|None"
@@ -356,7 +367,9 @@ async def test_listing_files_at_staged_paths(
 ) -> None:
     source, raw = repo_source(server)
     expected = hashlib.sha256(repo["model.gguf"]).hexdigest()
-    listing = await fetch.listing(source, raw, (), expected_sha256=expected, revision=None, guard=guard)
+    listing = await fetch.listing(
+        source, raw, (), expected_sha256=expected, revision=None, guard=guard, outbound=LOOPBACK
+    )
     assert listing.source == f"{raw} [{source.cache_key}]"
     assert listing.revision is None
     assert [(f.path, f.size, f.url) for f in listing.files] == [
@@ -371,7 +384,9 @@ async def test_listing_without_sha256_has_no_digests(
     server: FileServer, guard: Recorder, repo: dict[str, bytes]
 ) -> None:
     source, raw = repo_source(server)
-    listing = await fetch.listing(source, raw, (), expected_sha256=None, revision="r", guard=guard)
+    listing = await fetch.listing(
+        source, raw, (), expected_sha256=None, revision="r", guard=guard, outbound=LOOPBACK
+    )
     assert [f.digests for f in listing.files] == [(), (), ()]
     assert listing.revision == "r"
 
@@ -380,7 +395,9 @@ async def test_listing_missing_file(server: FileServer, guard: Recorder, repo: d
     (server.root / "repo/vision/mmproj.gguf").unlink()
     source, raw = repo_source(server)
     with pytest.raises(DownloadError) as info:
-        await fetch.listing(source, raw, (), expected_sha256=None, revision=None, guard=guard)
+        await fetch.listing(
+            source, raw, (), expected_sha256=None, revision=None, guard=guard, outbound=LOOPBACK
+        )
     assert info.value.reason == "SourceNotFound"
 
 
@@ -390,7 +407,7 @@ async def test_listing_local_files(tmp_path: Path, model_bytes: bytes) -> None:
     raw = str(tmp_path / "src")
     source = parse_source({"source": raw, "files": ["model.gguf", "sub/extra.bin"]})
     real = (str(tmp_path / "src/model.gguf"), str(tmp_path / "src/sub/extra.bin"))
-    listing = await fetch.listing(source, raw, real, expected_sha256=SHA, revision=None)
+    listing = await fetch.listing(source, raw, real, expected_sha256=SHA, revision=None, outbound=LOOPBACK)
     assert [(f.path, f.size, f.url) for f in listing.files] == [
         ("model.gguf", len(model_bytes), f"file://{real[0]}"),
         ("sub/extra.bin", 5, f"file://{real[1]}"),
@@ -406,14 +423,25 @@ async def test_download_listing_and_sidecar(
 ) -> None:
     source, raw = repo_source(server)
     expected = hashlib.sha256(repo["model.gguf"]).hexdigest()
-    fp = await fetch.probe(source, (), guard)
+    fp = await fetch.probe(source, (), guard, outbound=LOOPBACK)
     assert fp == drift.Fingerprint(etag=strong_etag(repo["model.gguf"]), length=len(repo["model.gguf"]))
     listing = await fetch.listing(
-        source, raw, (), expected_sha256=expected, revision=fetch.revision_of(fp), guard=guard
+        source,
+        raw,
+        (),
+        expected_sha256=expected,
+        revision=fetch.revision_of(fp),
+        guard=guard,
+        outbound=LOOPBACK,
     )
     dest = tmp_path / "cache" / source.cache_key
     manifest = await download_listing(
-        listing, dest, compute=("sha256",), guard=fetch.download_guard(guard), stall_timeout=10
+        listing,
+        dest,
+        compute=("sha256",),
+        guard=fetch.download_guard(guard),
+        stall_timeout=10,
+        policy=LOOPBACK,
     )
     for rel, data in repo.items():
         assert (dest / rel).read_bytes() == data
@@ -444,7 +472,9 @@ async def test_download_listing_and_sidecar(
 
     # The sidecar is not part of the download: the same listing is complete as it is.
     gets_before = sum(1 for method, _ in server.requests if method == "GET")
-    again = await download_listing(listing, dest, compute=("sha256",), guard=fetch.download_guard(guard))
+    again = await download_listing(
+        listing, dest, compute=("sha256",), guard=fetch.download_guard(guard), policy=LOOPBACK
+    )
     assert again == manifest
     assert sum(1 for method, _ in server.requests if method == "GET") == gets_before
     assert runs.read_sidecar(dest) == recorded
@@ -454,10 +484,14 @@ async def test_download_with_wrong_sha256_keeps_nothing(
     server: FileServer, guard: Recorder, repo: dict[str, bytes], tmp_path: Path
 ) -> None:
     source, raw = repo_source(server)
-    listing = await fetch.listing(source, raw, (), expected_sha256=SHA, revision=None, guard=guard)
+    listing = await fetch.listing(
+        source, raw, (), expected_sha256=SHA, revision=None, guard=guard, outbound=LOOPBACK
+    )
     dest = tmp_path / "dest"
     with pytest.raises(DownloadError) as info:
-        await download_listing(listing, dest, compute=("sha256",), guard=fetch.download_guard(guard))
+        await download_listing(
+            listing, dest, compute=("sha256",), guard=fetch.download_guard(guard), policy=LOOPBACK
+        )
     assert info.value.reason == "ChecksumMismatch"
     assert not (dest / "model.gguf").exists()
     assert read_manifest(dest) is None
@@ -515,7 +549,7 @@ def test_read_sidecar_wrong_types(tmp_path: Path) -> None:
 async def test_remote_header_matches_local(server: FileServer, guard: Recorder, model_bytes: bytes) -> None:
     path = put(server.root, "model.gguf", model_bytes)
     url = f"{server.base}/model.gguf"
-    header = await fetch.remote_header(url, guard)
+    header = await fetch.remote_header(url, guard, outbound=LOOPBACK)
     assert header == gguf.status_fields(gguf.read_local(path))
     assert header == EXPECTED_STATUS
     assert fetch.local_header(str(path)) == header
@@ -529,12 +563,12 @@ async def test_remote_header_follows_an_allowed_redirect(
     put(server.root, "blobs/model.gguf", model_bytes)
     server.redirects["/resolve/main/model.gguf"] = {"Location": "/blobs/model.gguf"}
     url = f"{server.base}/resolve/main/model.gguf"
-    assert await fetch.remote_header(url, guard) == EXPECTED_STATUS
+    assert await fetch.remote_header(url, guard, outbound=LOOPBACK) == EXPECTED_STATUS
     assert guard.calls == [url, f"{server.base}/blobs/model.gguf"]
 
 
 async def test_remote_header_not_gguf_or_missing(server: FileServer, guard: Recorder, tmp_path: Path) -> None:
     put(server.root, "page.gguf", b"<html>not a model</html>")
-    assert await fetch.remote_header(f"{server.base}/page.gguf", guard) is None
-    assert await fetch.remote_header(f"{server.base}/missing.gguf", guard) is None
+    assert await fetch.remote_header(f"{server.base}/page.gguf", guard, outbound=LOOPBACK) is None
+    assert await fetch.remote_header(f"{server.base}/missing.gguf", guard, outbound=LOOPBACK) is None
     assert fetch.local_header(str(put(tmp_path, "x.gguf", b"nope"))) is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from aim_dev.bench.memory import KINDS, memory, objects
-from aimcore.runtime.status.compose import PAUSE_ANNOTATION
+from aimcore.api.bus.mirror import PAUSE_ANNOTATION
 
 
 def test_objects_are_paused_unique_and_spread_over_the_kinds() -> None:

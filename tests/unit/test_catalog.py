@@ -22,8 +22,6 @@ from aim_discovery.catalog import (
     templates_condition,
 )
 from aimcore.api.kinds import by_kind
-from aimcore.domain.children import MANAGED_BY, contains, differs, owner_reference
-from aimcore.domain.children import PART_OF_LABEL as PART_OF
 from aimcore.domain.naming import derived_name
 from aimcore.domain.views import (
     MODEL_LABEL,
@@ -36,6 +34,8 @@ from aimcore.domain.views import (
     is_template,
     model_kinds,
 )
+from aimcore.runtime.children import MANAGED_BY, contains, differs, owner_reference
+from aimcore.runtime.children import PART_OF_LABEL as PART_OF
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"

@@ -1,5 +1,5 @@
 """Labels, owner references and comparison of the objects services create for AIM resources
-(``aimcore.domain.children``)."""
+(``aimcore.runtime.children``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from aimcore.api.kinds import CHILD_SELECTOR, JOB, by_kind
-from aimcore.domain.children import (
+from aimcore.runtime.children import (
     MANAGED_BY,
     PART_OF_LABEL,
     PART_OF_VALUE,

@@ -16,8 +16,8 @@ from aim_discovery.model_reconciler import (
     with_default_template,
 )
 from aimcore.api.kinds import by_kind
+from aimcore.domain.status import rules
 from aimcore.domain.views import ModelView
-from aimcore.runtime.status import rules
 from tests.unit.test_mappers import informer, obj, run
 
 AIM = "aim.eai.amd.com"

@@ -11,8 +11,8 @@ import pytest
 from aim_deployer.services import refused_condition
 from aim_deployer.templates import MODEL_HAS_NO_TEMPLATES, why_no_templates
 from aimcore.api.kinds import HTTP_ROUTE, by_kind
+from aimcore.domain.status.rules import SERVICE, State
 from aimcore.runtime.refusals import Refusal
-from aimcore.runtime.status.rules import SERVICE, State
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")
 CLUSTER_MODEL = by_kind("aim.eai.amd.com", "AIMClusterModel")

@@ -10,7 +10,7 @@ import pytest
 
 from aim_deployer import readiness
 from aim_deployer.readiness import Health, inference_service_health, pods_health
-from aimcore.runtime.status.rules import SERVICE, State
+from aimcore.domain.status.rules import SERVICE, State
 
 Obj = dict[str, Any]
 

@@ -20,7 +20,9 @@ from aim_cache.downloader.errors import (
     DownloadError,
     redact_url,
 )
+from aim_cache.downloader.filejob import new_hasher
 from aim_cache.downloader.manifest import Manifest, ManifestFile, build, matches
+from aim_cache.downloader.rangefetch import RANGE_RETRY
 from aim_cache.downloader.ranges import RangeSet, split
 from aim_cache.downloader.sources import (
     Digest,
@@ -35,7 +37,6 @@ from aim_cache.downloader.sources import (
     parse_source,
     validate_path,
 )
-from aim_cache.downloader.transfer import RANGE_RETRY, new_hasher
 
 SHA = "a" * 64
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from aim_cache.downloader import transfer as transfer_module
-from aim_cache.downloader import writepath
+from aim_cache.downloader import disk, writepath
+from aim_cache.downloader.filejob import PlannedFile, new_hasher
 from aim_cache.downloader.ranges import RangeSet
 from aim_cache.downloader.sources import RemoteFile
-from aim_cache.downloader.transfer import PlannedFile, Transfer
+from aim_cache.downloader.transfer import Transfer
 from aim_cache.downloader.writepath import ProbeResult, choose
 
 MIB = 1 << 20
@@ -55,7 +55,7 @@ def test_probe_measures_both_ways_and_leaves_nothing(tmp_path: Path) -> None:
     assert result.size == 2 * MIB
     assert result.buffered_s is not None and result.buffered_s > 0
     (tmp_path / "x").write_bytes(b"")
-    fd = transfer_module._open_direct(tmp_path / "x")
+    fd = disk.open_direct(tmp_path / "x")
     if fd is not None:  # the filesystem has O_DIRECT
         os.close(fd)
         assert result.direct_s is not None and result.direct_s > 0
@@ -124,26 +124,26 @@ def _prepared(tmp_path: Path, size: int) -> Transfer:
 def test_page_cache_path_drops_only_what_the_hash_is_done_with(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(transfer_module, "DROP_BEHIND", MIB)
+    monkeypatch.setattr(disk, "DROP_BEHIND", MIB)
     dropped: list[tuple[int, int]] = []
-    monkeypatch.setattr(transfer_module, "wait_and_drop", lambda fd, start, end: dropped.append((start, end)))
+    monkeypatch.setattr(disk, "wait_and_drop", lambda fd, start, end: dropped.append((start, end)))
     engine = _prepared(tmp_path, 8 * MIB)
     try:
         assert engine.write_path == writepath.Choice("buffered", "requested")
         job = engine._jobs[0]
-        job.hashers = {"sha256": transfer_module.new_hasher("sha256", 8 * MIB)}
+        job.hashers = {"sha256": new_hasher("sha256", 8 * MIB)}
         job.done = RangeSet([(0, 6 * MIB)])
         job.hashed = int(2.5 * MIB)  # the hash is behind the written prefix
-        engine._start_writeback(job)
+        engine.durability.write_back(job)
         assert dropped == [(0, MIB)]  # one window behind the hash position, in whole steps
         job.hashed = 6 * MIB
         job.done = RangeSet([(0, 7 * MIB)])
-        engine._start_writeback(job)
+        engine.durability.write_back(job)
         assert dropped == [(0, MIB), (MIB, 5 * MIB)]
         job.direct_fd = 99  # a direct-path file: its bytes never were in the cache
         job.done = RangeSet([(0, 8 * MIB)])
         job.hashed = 8 * MIB
-        engine._start_writeback(job)
+        engine.durability.write_back(job)
         assert dropped == [(0, MIB), (MIB, 5 * MIB)]
         job.direct_fd = None
     finally:
@@ -156,7 +156,7 @@ def test_dropped_ranges_keep_their_bytes(tmp_path: Path) -> None:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         os.pwrite(fd, data, 0)
-        transfer_module.wait_and_drop(fd, 0, 3 * MIB)
+        disk.wait_and_drop(fd, 0, 3 * MIB)
         assert os.pread(fd, 4 * MIB, 0) == data
     finally:
         os.close(fd)

@@ -49,7 +49,7 @@ from aimcore.domain.jobs import (
     job_state,
     redact,
 )
-from aimcore.runtime.status.rules import REASON_STATES
+from aimcore.domain.status.rules import REASON_STATES
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 HF_TOKEN = "hf_abcdefghijklmnopqrstuvwxyz012345"

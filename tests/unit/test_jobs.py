@@ -34,7 +34,7 @@ from aimcore.domain.jobs import (
     log_excerpt,
     redact,
 )
-from aimcore.runtime.status.rules import REASON_STATES
+from aimcore.domain.status.rules import REASON_STATES
 
 Obj = dict[str, Any]
 

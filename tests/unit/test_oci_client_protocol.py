@@ -25,6 +25,7 @@ from aimcore.domain.oci import (
     RegistryUnreachable,
     select_platform,
 )
+from tests.helpers import LOOPBACK
 
 PASSWORD = "pw-DO-NOT-LEAK"
 
@@ -169,7 +170,7 @@ def host(fake: Fake) -> str:
 
 
 async def test_bearer_token_flow_caches_tokens_per_scope(fake: Fake) -> None:
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         labels = await client.labels(f"{host(fake)}/team/app:1.0")
         assert labels == {"k": "v"}
         assert len(fake.token_requests) == 1
@@ -186,38 +187,38 @@ async def test_bearer_token_flow_caches_tokens_per_scope(fake: Fake) -> None:
 
 async def test_token_endpoint_gets_the_credentials(fake: Fake) -> None:
     creds = DockerConfig.single(host(fake), "alice", PASSWORD)
-    async with RegistryClient(creds) as client:
+    async with RegistryClient(creds, policy=LOOPBACK) as client:
         assert await client.labels(f"{host(fake)}/private/app:1.0") == {"k": "v"}
     assert _basic_ok(fake.token_requests[0]["auth"])
 
 
 async def test_token_endpoint_rejects_credentials(fake: Fake) -> None:
     creds = DockerConfig.single(host(fake), "alice", "wrong-" + PASSWORD)
-    async with RegistryClient(creds) as client:
+    async with RegistryClient(creds, policy=LOOPBACK) as client:
         with pytest.raises(AuthFailed) as info:
             await client.labels(f"{host(fake)}/private/app:1.0")
     assert PASSWORD not in str(info.value) and "alice" not in str(info.value)
 
 
 async def test_token_without_access_is_auth_failed(fake: Fake) -> None:
-    async with RegistryClient() as client:  # anonymous token for a private repository
+    async with RegistryClient(policy=LOOPBACK) as client:  # anonymous token for a private repository
         with pytest.raises(AuthFailed, match="rejected the anonymous request"):
             await client.labels(f"{host(fake)}/private/app:1.0")
     fake.grant_scopes = False
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         with pytest.raises(AuthFailed):
             await client.manifest(f"{host(fake)}/team/app:1.0")
 
 
 async def test_blob_redirect_to_another_host_drops_authorization(fake: Fake) -> None:
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         config = await client.config(f"{host(fake)}/team/app:1.0")
     assert config.digest == sha(CONFIG)
     assert fake.cdn_authorization == [None]
 
 
 async def test_tags_pagination_follows_link_headers(fake: Fake) -> None:
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         assert await client.tags(f"{host(fake)}/team/app", page_size=3) == TAGS
         assert await client.tags(f"{host(fake)}/team/app", page_size=2, limit=3) == TAGS[:3]
         assert await client.tags(f"{host(fake)}/team/app") == TAGS
@@ -226,7 +227,7 @@ async def test_tags_pagination_follows_link_headers(fake: Fake) -> None:
 
 
 async def test_not_found_5xx_and_429(fake: Fake) -> None:
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         with pytest.raises(ImageNotFound, match="MANIFEST_UNKNOWN"):
             await client.manifest(f"{host(fake)}/team/app:2.0")
         with pytest.raises(RegistryUnreachable, match="503"):
@@ -236,7 +237,7 @@ async def test_not_found_5xx_and_429(fake: Fake) -> None:
 
 
 async def test_digest_mismatch_is_a_registry_error(fake: Fake) -> None:
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         with pytest.raises(RegistryError, match="digest"):
             await client.manifest(f"{host(fake)}/baddigest@sha256:{'0' * 64}")
         with pytest.raises(RegistryError, match="digest"):
@@ -244,7 +245,7 @@ async def test_digest_mismatch_is_a_registry_error(fake: Fake) -> None:
 
 
 async def test_head_digest(fake: Fake) -> None:
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         assert await client.digest(f"{host(fake)}/team/app:1.0") == sha(MANIFEST)
 
 

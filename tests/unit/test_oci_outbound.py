@@ -18,6 +18,7 @@ from aimcore.domain.oci import (
     RegistryError,
 )
 from aimcore.domain.outbound import OutboundPolicy
+from tests.helpers import LOOPBACK
 from tests.oci_servers import BASIC, METADATA_URL, PASSWORD, Servers, registry_servers
 
 
@@ -34,9 +35,9 @@ def credentials(servers: Servers) -> DockerConfig:
 # -- redirects -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("policy", [None, OutboundPolicy(allow_private=True)])
+@pytest.mark.parametrize("policy", [LOOPBACK, OutboundPolicy(allow_private=True)])
 async def test_a_redirect_to_the_metadata_address_is_refused(
-    servers: Servers, policy: OutboundPolicy | None
+    servers: Servers, policy: OutboundPolicy
 ) -> None:
     """Even with private addresses allowed: the metadata address is never reached."""
     servers.blob_location = METADATA_URL
@@ -64,7 +65,7 @@ async def test_a_redirect_to_a_name_that_resolves_to_a_refused_address_never_con
 
 async def test_a_redirect_to_another_private_host_follows_the_private_switch(servers: Servers) -> None:
     servers.blob_location = f"{servers.other}/blob"
-    async with RegistryClient() as client:  # the tests' policy: only 127.0.0.1 and localhost
+    async with RegistryClient(policy=LOOPBACK) as client:  # the tests' policy: only 127.0.0.1 and localhost
         with pytest.raises(AddressNotAllowed, match=r"127\.0\.0\.2 \(loopback\)"):
             await client.config(f"{servers.registry}/team/app:1.0")
     assert servers.other_log == []
@@ -75,7 +76,7 @@ async def test_a_redirect_to_another_private_host_follows_the_private_switch(ser
 
 async def test_a_redirect_to_another_scheme_is_a_registry_error(servers: Servers) -> None:
     servers.blob_location = "file:///etc/passwd"
-    async with RegistryClient() as client:
+    async with RegistryClient(policy=LOOPBACK) as client:
         with pytest.raises(RegistryError, match="not http"):
             await client.config(f"{servers.registry}/team/app:1.0")
 
@@ -119,7 +120,7 @@ async def test_anonymous_token_requests_may_use_such_a_realm(servers: Servers) -
 async def test_a_realm_on_the_registrys_own_host_gets_the_credentials(servers: Servers) -> None:
     """Same host (another port): the registry itself is spoken to over plain HTTP there anyway."""
     servers.realm = f"{servers.same_host}/token"
-    async with RegistryClient(credentials(servers)) as client:
+    async with RegistryClient(credentials(servers), policy=LOOPBACK) as client:
         await client.manifest(f"{servers.registry}/team/app:1.0")
     assert [auth for _, auth in servers.other_log] == [BASIC]
 

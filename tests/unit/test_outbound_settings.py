@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aim_cache.llmkube.settings import ModelSettings
-from aim_cache.settings import CacheSettings
+from aim_cache.settings import SETTINGS, CacheSettings
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.runtime.settings import Settings
 
@@ -30,15 +30,15 @@ def env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 def test_the_default_is_strict_everywhere(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert OutboundPolicy.from_env() == OutboundPolicy()
-    assert CacheSettings.from_env(Settings()).outbound == OutboundPolicy()
-    policy = ModelSettings.from_env(tmp_path).policy
+    assert CacheSettings.of(Settings.load(SETTINGS)).outbound == OutboundPolicy()
+    policy = ModelSettings.of(Settings.load(SETTINGS), tmp_path).policy
     assert (policy.allowed_hosts, policy.allow_private) == (frozenset(), False)
 
 
 def test_the_cache_service_reads_the_operator_wide_settings(env: pytest.MonkeyPatch) -> None:
     env.setenv("AIM_OUTBOUND_ALLOWED_HOSTS", "mirror.internal,10.0.0.7")
     env.setenv("AIM_OUTBOUND_ALLOW_PRIVATE", "true")
-    assert CacheSettings.from_env(Settings()).outbound == OutboundPolicy(
+    assert CacheSettings.of(Settings.load(SETTINGS)).outbound == OutboundPolicy(
         frozenset({"mirror.internal", "10.0.0.7"}), True
     )
 
@@ -60,19 +60,21 @@ def test_llmkube_private_switch_overrides_the_operator_wide_one(
         env.setenv("AIM_OUTBOUND_ALLOW_PRIVATE", outbound)
     if llmkube is not None:
         env.setenv("AIM_LLMKUBE_ALLOW_PRIVATE", llmkube)
-    assert ModelSettings.from_env(tmp_path).policy.allow_private is expected
+    assert ModelSettings.of(Settings.load(SETTINGS), tmp_path).policy.allow_private is expected
 
 
 def test_llmkube_hosts_add_to_the_operator_wide_ones(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     env.setenv("AIM_OUTBOUND_ALLOWED_HOSTS", "mirror.internal")
     env.setenv("AIM_LLMKUBE_ALLOWED_HOSTS", "models.internal, Files.Internal")
-    policy = ModelSettings.from_env(tmp_path).policy
+    policy = ModelSettings.of(Settings.load(SETTINGS), tmp_path).policy
     assert policy.outbound.allowed_hosts == {"mirror.internal", "models.internal", "files.internal"}
-    assert CacheSettings.from_env(Settings()).outbound.allowed_hosts == {"mirror.internal"}  # this path only
+    assert CacheSettings.of(Settings.load(SETTINGS)).outbound.allowed_hosts == {
+        "mirror.internal"
+    }  # this path only
 
 
 def test_the_download_jobs_log_format_is_the_services(env: pytest.MonkeyPatch) -> None:
     env.delenv("AIM_LOG_FORMAT", raising=False)
-    assert CacheSettings.from_env(Settings()).log_format == "text"
+    assert CacheSettings.of(Settings.load(SETTINGS)).log_format == "text"
     env.setenv("AIM_LOG_FORMAT", "json")
-    assert CacheSettings.from_env(Settings()).log_format == "json"
+    assert CacheSettings.of(Settings.load(SETTINGS)).log_format == "json"

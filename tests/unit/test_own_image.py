@@ -7,6 +7,8 @@ from pathlib import Path
 
 from aim_cache.llmkube.own_image import image_of
 from aim_cache.llmkube.settings import DEFAULT_VERIFY_IMAGE, ModelSettings
+from aim_cache.settings import SETTINGS
+from aimcore.runtime.settings import Settings
 
 
 def test_the_cache_container_is_chosen() -> None:
@@ -24,11 +26,11 @@ def test_the_cache_container_is_chosen() -> None:
 
 
 def test_an_explicit_verify_image_wins(tmp_path: Path) -> None:
-    unset = ModelSettings.from_env(tmp_path, {"AIM_POD_NAME": "aim-cache-1"})
+    unset = ModelSettings.of(Settings.load(SETTINGS, {"AIM_POD_NAME": "aim-cache-1"}), tmp_path)
     assert (unset.verify_image, unset.verify_image_set, unset.pod_name) == (
         DEFAULT_VERIFY_IMAGE,
         False,
         "aim-cache-1",
     )
-    given = ModelSettings.from_env(tmp_path, {"AIM_LLMKUBE_VERIFY_IMAGE": "my/verify:1"})
+    given = ModelSettings.of(Settings.load(SETTINGS, {"AIM_LLMKUBE_VERIFY_IMAGE": "my/verify:1"}), tmp_path)
     assert (given.verify_image, given.verify_image_set) == ("my/verify:1", True)

@@ -13,6 +13,9 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "status.md"
 REPORTERS = (
     "services/deployer/",
     "services/discovery/src/aim_discovery/templates.py",
+    "services/discovery/src/aim_discovery/template_jobs.py",
+    "services/discovery/src/aim_discovery/template_cache.py",
+    "services/discovery/src/aim_discovery/template_status.py",
     "services/discovery/src/aim_discovery/model_reconciler.py",
     "services/cache/src/aim_cache/templatecaches.py",
     "services/cache/src/aim_cache/modelcaches.py",

@@ -13,6 +13,7 @@ from pydantic import BeforeValidator
 
 from aim_cache.downloader.settings import DownloadJobSettings
 from aim_cache.llmkube.settings import LLMKubeSettings, ModelSettings
+from aim_cache.settings import SETTINGS as CACHE_SETTINGS
 from aim_cache.settings import CacheServiceSettings, CacheSettings
 from aim_deployer.settings import DeployerSettings
 from aim_status.settings import StatusSettings
@@ -112,7 +113,7 @@ def test_keyword_arguments_override_single_fields_the_rest_comes_from_the_enviro
     monkeypatch.setenv("AIM_NATS_TLS_CA_FILE", "/env-ca")
     bus = BusSettings(url="nats://given:4222")
     assert (bus.url, bus.tls_ca_file) == ("nats://given:4222", "/env-ca")
-    assert Settings().nats_url == "nats://from-env:4222"
+    assert Settings.load().nats_url == "nats://from-env:4222"
 
 
 def test_from_env_reads_the_mapping_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -223,21 +224,25 @@ def test_cache_service_settings(tmp_path: Path) -> None:
 def test_cache_settings_resolve_the_job_bus(tmp_path: Path) -> None:
     seed = tmp_path / "seed"
     seed.write_text("SUDOWNLOAD\n")
-    base = Settings(bus=BusSettings.from_env({"AIM_NATS_URL": "nats://svc:4222", "AIM_NATS_SEED": "SUCACHE"}))
-    unset = CacheSettings.from_env(
-        base, {"AIM_DOWNLOADER_NATS_SEED_FILE": str(seed), "AIM_DOWNLOADER_NATS_SEED": "x"}
+    bus = {"AIM_NATS_URL": "nats://svc:4222", "AIM_NATS_SEED": "SUCACHE"}
+
+    def base(env: dict[str, str]) -> Settings:
+        return Settings.load(CACHE_SETTINGS, {**bus, **env})
+
+    unset = CacheSettings.of(
+        base({"AIM_DOWNLOADER_NATS_SEED_FILE": str(seed), "AIM_DOWNLOADER_NATS_SEED": "x"})
     )
     assert (unset.job_nats_url, unset.job_nats_seed) == ("nats://svc:4222", "SUDOWNLOAD")
     assert unset.progress_key and unset.outbound == OutboundPolicy()
     # an empty AIM_DOWNLOADER_NATS_URL is a value: no progress from Jobs
-    empty = CacheSettings.from_env(base, {"AIM_DOWNLOADER_NATS_URL": ""})
+    empty = CacheSettings.of(base({"AIM_DOWNLOADER_NATS_URL": ""}))
     assert empty.job_nats_url is None and empty.job_bus() is None
-    other = CacheSettings.from_env(base, {"AIM_DOWNLOADER_NATS_URL": "nats://pods:4222"})
+    other = CacheSettings.of(base({"AIM_DOWNLOADER_NATS_URL": "nats://pods:4222"}))
     assert other.job_nats_url == "nats://pods:4222"
 
 
 def test_llmkube_settings(tmp_path: Path) -> None:
-    s = ModelSettings.from_env(tmp_path, {})
+    s = ModelSettings.of(Settings.load(CACHE_SETTINGS, {}), tmp_path)
     assert s.cache_dir == tmp_path / "_llmkube" and s.policy.allowed_roots == ()
     assert (s.revalidate_seconds, s.retry_seconds, s.retry_max_seconds, s.downloads) == (
         3600.0,
@@ -251,7 +256,7 @@ def test_llmkube_settings(tmp_path: Path) -> None:
     assert LLMKubeSettings.from_env({"AIM_LLMKUBE_ALLOW_PRIVATE": "ture"}).allow_private is False  # as before
     assert LLMKubeSettings.from_env({"AIM_LLMKUBE_ALLOW_PRIVATE": " "}).allow_private is None
     assert (
-        ModelSettings.from_env(tmp_path, {"AIM_LLMKUBE_CACHE_DIR": "~/x"}).cache_dir
+        ModelSettings.of(Settings.load(CACHE_SETTINGS, {"AIM_LLMKUBE_CACHE_DIR": "~/x"}), tmp_path).cache_dir
         == Path("~/x").expanduser()
     )
     for name in (

@@ -1,8 +1,8 @@
 """Every ``AIM_*`` read goes through a settings class, and the reference page says what they say.
 
-- Only the settings modules of the runtime library and the services read the environment (and the
-  downloader's CLI, which hands the model cache's env, the user's, to the sources: not
-  configuration).
+- Only the settings modules of the runtime library and the services read the environment (the
+  download Job's among them, which also hands the model cache's env, the user's, to the sources:
+  not configuration).
 - Every ``AIM_*`` name in the sources is a variable of a settings class or one of the few names that
   are not operator settings (stream names, variables the operator sets inside model containers).
 - ``docs/settings.md`` is what ``aimctl settings docs`` renders from the classes (the drift check).
@@ -20,11 +20,9 @@ SOURCES = [ROOT / "libs" / "aimcore" / "src", *sorted((ROOT / "services").glob("
 
 READS_ENVIRONMENT = re.compile(r"\bos\.environ\b|\bos\.getenv\b|\bgetenv\(|\bfrom os import .*\benviron\b")
 
-USERS_ENV = {
-    # aim-download's environment is the model cache's env (HF_TOKEN, AWS_*...: the user's, handed to
-    # the sources as it is) plus the Job's settings, which it reads through DownloadJobSettings.
-    "services/cache/src/aim_cache/downloader/cli.py",
-}
+USERS_ENV: set[str] = set()
+"""Modules besides the settings modules that read the environment: none. (aim-download's
+environment, the model cache's env plus the Job's settings, is read by its settings module.)"""
 
 NOT_SETTINGS = {
     # streams of the bus contract

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
-from aimcore.runtime.status.compose import (
+from aimcore.domain.status.compose import (
     compose,
     compose_all,
     from_the_future,

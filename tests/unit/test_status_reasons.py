@@ -1,5 +1,5 @@
 """Every condition reason a service can report is known to the status rules
-(aimcore.runtime.status.rules): given a state by the shared table, a kind's table or a suffix rule,
+(aimcore.domain.status.rules): given a state by the shared table, a kind's table or a suffix rule,
 or listed as a waiting reason or one reported only where no state is read — never left to the
 catch-all unseen.
 
@@ -37,7 +37,7 @@ from types import ModuleType
 from typing import Any
 
 from aimcore.api.errors import AimError
-from aimcore.runtime.status import rules
+from aimcore.domain.status import rules
 from tests.sources import ROOT, module_files
 
 # callee name → (position of its reason argument, position of its status/ok argument); both may also
@@ -45,6 +45,7 @@ from tests.sources import ROOT, module_files
 SINKS: dict[str, tuple[int | None, int | None]] = {
     "ConditionReport": (None, None),  # keywords only
     "cond": (2, 1),  # the services' cond(type, ok, reason, message)
+    "condition": (2, 1),  # aimcore.runtime.conditions.condition (the same)
     "invalid_spec_conditions": (1, None),  # aimcore.runtime.reconciler
     "Health": (1, 0),  # deployer readiness: one condition's worth
     "GPUCheck": (2, 1),  # aimcore.domain.gpu: GPUReady of a template
@@ -443,7 +444,7 @@ def test_every_reported_reason_is_known_to_the_status_rules() -> None:
     collected = collect()
     unknown = {reason: sorted(sites)[:3] for reason, sites in collected.reasons.items() if not known(reason)}
     assert unknown == {}, (
-        "add these to aimcore.runtime.status.rules (REASON_STATES, WAITING_REASONS or UNREAD_REASONS)"
+        "add these to aimcore.domain.status.rules (REASON_STATES, WAITING_REASONS or UNREAD_REASONS)"
     )
 
 

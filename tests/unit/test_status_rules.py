@@ -7,8 +7,8 @@ from typing import Any, get_args
 
 import pytest
 
-from aimcore.runtime.status import rules
-from aimcore.runtime.status.rules import State
+from aimcore.domain.status import rules
+from aimcore.domain.status.rules import State
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=5)

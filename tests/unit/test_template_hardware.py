@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from aim_deployer import inference
 from aim_deployer.inference import Inputs
 from aim_deployer.templates import derived_spec, derived_template_name, overrides_of
-from aim_discovery.templates import hardware_summary, resolved_hardware
+from aim_discovery.template_status import hardware_summary, resolved_hardware
 from aimcore.api import hardware
 from aimcore.api.crds import aim
 from aimcore.api.kinds import by_kind

@@ -1,5 +1,5 @@
 """The model's templates condition (``aim_discovery.model_reconciler.templates_state``, reference
-§2.8) and the template a discovery Job belongs to (``aim_discovery.templates.job_template``)."""
+§2.8) and the template a discovery Job belongs to (``aim_discovery.template_jobs.job_template``)."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ from aim_discovery.model_reconciler import (
     RefusedTemplate,
     templates_state,
 )
-from aim_discovery.templates import job_template, template_kind_token
+from aim_discovery.template_jobs import job_template, template_kind_token
 from aimcore.api.kinds import by_kind
+from aimcore.domain.status.rules import RESOURCE, State
 from aimcore.runtime.refusals import Refusal
-from aimcore.runtime.status.rules import RESOURCE, State
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"

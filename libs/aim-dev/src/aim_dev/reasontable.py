@@ -1,6 +1,6 @@
 """The reason table of docs/status.md: every condition reason the services report, per kind and
 condition, with the state the status rules derive from it — computed from
-:mod:`aimcore.runtime.status.rules`, so the page cannot drift from the rules (a test compares).
+:mod:`aimcore.domain.status.rules`, so the page cannot drift from the rules (a test compares).
 
 The list of which kind reports which reason on which condition is kept here, by hand, next to the
 code that reports them (the services); ``tests/unit/test_status_reasons.py`` checks that the rules
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aimcore.api.kinds import GROUP_AIM
-from aimcore.runtime.status import rules
+from aimcore.domain.status import rules
 
 # (kind as users see it, rule kind, [(condition type, [reasons])])
 Table = Sequence[tuple[str, str, Sequence[tuple[str, Sequence[str]]]]]

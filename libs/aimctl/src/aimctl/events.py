@@ -22,6 +22,7 @@ from aimcore.api.bus.auth import Credentials
 from aimcore.api.kinds import KindRef
 from aimcore.runtime.bus import BusSettings, connect_bus
 from aimcore.runtime.kube import Kube, connect, describe_error
+from aimcore.runtime.settings import ProxySettings
 from aimctl.audit import describe as describe_view
 from aimctl.audit import render
 from aimctl.audit.history import History
@@ -259,7 +260,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 async def _read_object(
     kubeconfig: str, ref: KindRef, namespace: str | None, name: str
 ) -> dict[str, Any] | None:
-    kube = Kube(await connect(kubeconfig), field_manager="aimctl")
+    kube = Kube(await connect(kubeconfig, ProxySettings()), field_manager="aimctl")
     try:
         return await kube.get(ref, namespace, name)
     finally:

@@ -1,4 +1,4 @@
-"""Entry point: ``python -m aim_cache`` or ``aim-watcher``."""
+"""Entry point: ``python -m aim_cache`` or ``aim-cache``."""
 
 from aim_cache.app import run
 

@@ -35,6 +35,7 @@ from aimcore.api.kinds import (
     KindRef,
 )
 from aimcore.api.types import Obj
+from aimcore.domain.status.compose import AIM_STATUS
 from aimcore.runtime.mappers import any_of, by_index, every, through_job_to_owner, to_owners
 from aimcore.runtime.reconciler import Controller, Watch, dispatch, publish_requeue, run_controller
 from aimcore.runtime.report import publish_report
@@ -81,12 +82,13 @@ def controller(
             deps.RUNTIME_CONFIG_INDEX: deps.runtime_config,
             KEY_INDEX: cache_keys,
         },
+        composer=AIM_STATUS,
     )
 
 
 async def main(ctx: ServiceContext) -> None:
     assert ctx.kube is not None
-    settings = CacheSettings.from_env(ctx.settings)
+    settings = CacheSettings.of(ctx.settings)
     local: LocalExecutor | None = None
     if settings.executor == "local":
 
@@ -105,7 +107,7 @@ async def main(ctx: ServiceContext) -> None:
             outbound=settings.outbound,
         )
     model_settings = await with_own_image(
-        ModelSettings.from_env(settings.cache_dir), ctx.kube, ctx.settings.system_namespace
+        ModelSettings.of(ctx.settings, settings.cache_dir), ctx.kube, ctx.settings.system_namespace
     )
     runs = Runs(
         model_settings.cache_dir, concurrency=model_settings.downloads, stall_timeout=settings.stall_timeout

@@ -35,7 +35,7 @@ from aim_cache.downloader import (
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
-from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.outbound import STRICT, OutboundPolicy
 
 log = logging.getLogger(__name__)
 DOWNLOADS = DownloadMeter("local")
@@ -75,10 +75,10 @@ class LocalExecutor:
         *,
         stall_timeout: float = 60.0,
         concurrency: int = 2,
-        outbound: OutboundPolicy | None = None,
+        outbound: OutboundPolicy = STRICT,
     ) -> None:
         self.root = root
-        self.outbound = outbound if outbound is not None else OutboundPolicy.from_env()
+        self.outbound = outbound
         self.publish = publish
         self.wake = wake
         self.stall_timeout = stall_timeout

@@ -53,10 +53,11 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, JOB, POD, PVC, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain import jobs
-from aimcore.domain.children import owned_by
 from aimcore.domain.gpu import parse_quantity
 from aimcore.domain.runtimeconfig import ConfigNotFound, resolution_conditions, resolve_live
 from aimcore.domain.units import format_bytes, format_duration
+from aimcore.runtime.children import owned_by
+from aimcore.runtime.conditions import condition as cond
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
 
@@ -72,10 +73,6 @@ LEGACY = GROUP_LEGACY
 NON_RETRYABLE = PERMANENT_REASONS | {SECRET_NOT_FOUND}
 # failures that are about the source rather than the transfer
 SOURCE_REASONS = NON_RETRYABLE | {SOURCE_UNREACHABLE}
-
-
-def cond(type_: str, ok: bool, reason: str, message: str = "") -> ConditionReport:
-    return ConditionReport(type=type_, status="True" if ok else "False", reason=reason, message=message)
 
 
 def backoff(attempts: int, reason: str, *, jitter: Jitter) -> float:

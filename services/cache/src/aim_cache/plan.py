@@ -29,9 +29,9 @@ from aimcore.api.bus import progress
 from aimcore.api.bus.messages import ObjectRef
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.api.types import Obj
-from aimcore.domain.children import owner_reference
 from aimcore.domain.naming import derived_name, go_json, label_value
 from aimcore.domain.outbound import POLICY_ENV
+from aimcore.runtime.children import owner_reference
 
 CACHE_ROOT = "/workspace/model-cache"
 DEFAULT_HEADROOM_PERCENT = 10

@@ -10,11 +10,13 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
+from opentelemetry import context
 
 from aim_cache.download_metrics import DownloadMeter
 from aimcore.api.bus import progress
 from aimcore.api.bus.auth import PROGRESS_PREFIX
 from aimcore.api.errors import PermanentError
+from aimcore.runtime import tracing
 from aimcore.runtime.report import publish_report
 
 log = logging.getLogger(__name__)
@@ -49,9 +51,12 @@ class ProgressRelay:
             log.log(logging.WARNING if self.rejected == 1 else logging.DEBUG, "%s", exc.message)
             return
         self.meter.observe_fields(report.uid or report.object.display, report.fields)
+        attached = context.attach(tracing.extract(msg.headers))  # the Job's trace, if it has one
         try:
             await publish_report(self.js, report)
         except Exception as exc:  # progress is best effort: the next offer, or the verdict, follows
             log.debug("relaying progress for %s failed: %r", report.object.display, exc)
             return
+        finally:
+            context.detach(attached)
         self.relayed += 1

@@ -9,7 +9,6 @@ env cannot change that policy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -160,8 +159,10 @@ class CacheSettings:
         return JobBus(self.job_nats_url, self.job_nats_seed, self.progress_key)
 
     @classmethod
-    def from_env(cls, base: Settings, env: Mapping[str, str] | None = None) -> CacheSettings:
-        own = CacheServiceSettings.from_env(env)
+    def of(cls, base: Settings) -> CacheSettings:
+        """What the service works with, from the settings it read at start-up (its own
+        :class:`CacheServiceSettings`, the bus, the outbound policy)."""
+        own = base.get(CacheServiceSettings)
         nats_url = base.nats_url if own.downloader_nats_url is None else own.downloader_nats_url
         return cls(
             executor=own.executor,
@@ -174,7 +175,7 @@ class CacheSettings:
             stall_timeout=own.stall_seconds,
             local_downloads=own.local_downloads,
             local_env=own.local_env(),
-            outbound=OutboundPolicy.from_env(env),
+            outbound=OutboundPolicy.configured(base),
             log_format=base.log_format,
             download_image=(own.download_image or "").strip() or None,
         )

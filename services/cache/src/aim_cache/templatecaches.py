@@ -41,13 +41,15 @@ from aim_cache import plan
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
-from aimcore.domain.children import owned_by, owner_reference
-from aimcore.domain.finalizers import NotReadyCleanup, add_finalizer, has_finalizer
+from aimcore.domain.cleanup import NotReadyCleanup
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import merge_env, resolution_conditions
+from aimcore.domain.status.rules import dependency_message
+from aimcore.runtime.children import owned_by, owner_reference
+from aimcore.runtime.conditions import condition as cond
+from aimcore.runtime.finalizers import add_finalizer, has_finalizer
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.status.rules import dependency_message
 
 FINALIZER = "aim.eai.amd.com/artifactcleanup"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
@@ -67,10 +69,6 @@ _RANK = {
     "NotAvailable": 2,
     "Failed": 1,
 }
-
-
-def cond(type_: str, ok: bool, reason: str, message: str = "") -> ConditionReport:
-    return ConditionReport(type=type_, status="True" if ok else "False", reason=reason, message=message)
 
 
 def template_name(ref: KindRef, spec: Mapping[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Entry point: ``python -m aim_deployer`` or ``aim-watcher``."""
+"""Entry point: ``python -m aim_deployer`` or ``aim-deployer``."""
 
 from aim_deployer.app import run
 

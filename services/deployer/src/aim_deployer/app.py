@@ -21,6 +21,7 @@ from aimcore.api.kinds import (
     TEMPLATE_CACHE_KINDS,
     TEMPLATE_KINDS,
 )
+from aimcore.domain.status.compose import AIM_STATUS
 from aimcore.runtime.mappers import any_of, by_index, every, through, to_owners
 from aimcore.runtime.reconciler import Controller, Watch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
@@ -52,6 +53,7 @@ def controller(ctx: ServiceContext, settings: DeployerSettings) -> Controller:
         # every decision reads the informer's dependencies, not the service's own status (the
         # sticky references and the retry counter are read on the next dependency change)
         ignore_own_status=True,
+        composer=AIM_STATUS,
         indexers={
             deps.BY_MODEL: deps.service_models,
             deps.BY_TEMPLATE: deps.service_templates,
@@ -62,7 +64,7 @@ def controller(ctx: ServiceContext, settings: DeployerSettings) -> Controller:
 
 
 async def main(ctx: ServiceContext) -> None:
-    await run_controller(ctx, controller(ctx, DeployerSettings.from_env()))
+    await run_controller(ctx, controller(ctx, ctx.settings.get(DeployerSettings)))
 
 
 def run() -> None:

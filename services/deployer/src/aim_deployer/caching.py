@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aim_deployer.inference import CacheMount
-from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
+from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL
 from aim_deployer.service_view import ServiceView
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
@@ -43,6 +43,7 @@ from aimcore.api.types import Obj
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
 from aimcore.domain.views import AIM, READY_STATES, ready_message, state_of
+from aimcore.runtime.conditions import condition
 from aimcore.runtime.informer import Informer
 
 CACHE_READY = "CacheReady"
@@ -238,7 +239,7 @@ def plan_cache(
     mode = service.caching_mode
     if mode == NEVER:
         return CachePlan(
-            cond(CACHE_READY, True, "CachingDisabled", "caching.mode is Never: no cache is used")
+            condition(CACHE_READY, True, "CachingDisabled", "caching.mode is Never: no cache is used")
         )
     tc = find_cache(informer, ref.group, namespace, template)
     tname = template[1]["metadata"]["name"]
@@ -246,14 +247,14 @@ def plan_cache(
         if mode == AUTO:
             if live_mounts:
                 message = f"the template cache of {tname} is gone; keeping the mounted volumes"
-                return CachePlan(cond(CACHE_READY, False, "CacheLost", message), tuple(live_mounts))
+                return CachePlan(condition(CACHE_READY, False, "CacheLost", message), tuple(live_mounts))
             message = f"no template cache for {tname} (caching.mode Auto does not create one)"
-            return CachePlan(cond(CACHE_READY, True, "NoCache", message))
+            return CachePlan(condition(CACHE_READY, True, "NoCache", message))
         kind, body = cache_body(service, template)
         reason = "CacheLost" if live_mounts else "CacheCreating"
         message = f"creating template cache {body['metadata']['name']} for {tname}"
         return CachePlan(
-            cond(CACHE_READY, False, reason, message),
+            condition(CACHE_READY, False, reason, message),
             tuple(live_mounts),
             wait=not live_mounts,
             create=(kind, body),
@@ -267,7 +268,7 @@ def plan_cache(
         mounts = mounts_of(informer, ref.group, tc)
         message = f"template cache {name} is ready ({len(mounts)} model cache(s) mounted)"
         return CachePlan(
-            cond(CACHE_READY, True, "CacheReady", message),
+            condition(CACHE_READY, True, "CacheReady", message),
             mounts,
             reference=reference,
             retry_attempts=attempts if ref.group == AIM and attempts else None,
@@ -278,7 +279,7 @@ def plan_cache(
         if attempts == 0 and failed:
             message = f"template cache {name} failed; retrying once (deleting {', '.join(failed)})"
             return CachePlan(
-                cond(CACHE_READY, False, "CacheRetrying", message),
+                condition(CACHE_READY, False, "CacheRetrying", message),
                 tuple(live_mounts),
                 wait=not live_mounts,
                 retry=tuple(failed),
@@ -291,7 +292,7 @@ def plan_cache(
             why = "is being retried" if attempts else "failed"
             message = f"template cache {name} {why}: {_ready_message(tc)}"
             return CachePlan(
-                cond(CACHE_READY, False, "CacheRetrying" if attempts else "CacheNotReady", message),
+                condition(CACHE_READY, False, "CacheRetrying" if attempts else "CacheNotReady", message),
                 tuple(live_mounts),
                 wait=not live_mounts,
                 reference=reference,
@@ -300,7 +301,7 @@ def plan_cache(
         retried = " after its retry" if attempts else ""
         message = f"template cache {name} failed{retried}: {_ready_message(tc)}; running without it"
         return CachePlan(
-            cond(CACHE_READY, False, "CacheFailed", message),
+            condition(CACHE_READY, False, "CacheFailed", message),
             tuple(live_mounts),
             reference=reference,
             retry_attempts=attempts or None,
@@ -313,13 +314,13 @@ def plan_cache(
             f"until the new one is ready ({message})"
         )
         return CachePlan(
-            cond(CACHE_READY, False, "CacheLost", message),
+            condition(CACHE_READY, False, "CacheLost", message),
             tuple(live_mounts),
             reference=reference,
             retry_attempts=attempts or None,
         )
     return CachePlan(
-        cond(CACHE_READY, False, "CacheNotReady", message),
+        condition(CACHE_READY, False, "CacheNotReady", message),
         tuple(live_mounts),
         wait=not live_mounts,
         reference=reference,

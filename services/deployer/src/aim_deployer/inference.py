@@ -57,11 +57,11 @@ from aimcore.api import hardware
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import INFERENCE_SERVICE, KindRef
 from aimcore.api.types import Obj
-from aimcore.domain.children import child_labels, owner_reference
 from aimcore.domain.gpu import GPU_RESOURCE, parse_quantity
 from aimcore.domain.naming import derived_name, label_value, sanitize_part
 from aimcore.domain.runtimeconfig import AIM_LABEL_PREFIX, merge_env
 from aimcore.domain.views import ModelView, TemplateView, secret_names
+from aimcore.runtime.children import child_labels, owner_reference
 
 __all__ = [
     "AUTOSCALER_CLASS_ANNOTATION",

@@ -21,7 +21,7 @@ controller applies what :class:`ModelPlan` asks for.
 A model is usable when Ready, or Degraded (some of its templates are unusable, the others may be
 fine: template selection decides). Otherwise ``ModelNotReady``, as in the original, whatever its
 state, which the message names (``AIMModel x is Failed: ImageNotFound: …``,
-:func:`aimcore.runtime.status.rules.dependency_message`): a Failed model makes the service Failed,
+:func:`aimcore.domain.status.rules.dependency_message`): a Failed model makes the service Failed,
 a NotAvailable one Pending (nowhere to run it), one still coming Pending (waiting for it).
 """
 
@@ -39,9 +39,9 @@ from aimcore.api.crds.registry import resource_class
 from aimcore.api.imageref import InvalidReference, parse_reference
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
-from aimcore.domain.children import owner_reference
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import Resolved
+from aimcore.domain.status.rules import dependency_message
 from aimcore.domain.views import (
     AIM,
     AUTO_GENERATED,
@@ -52,8 +52,9 @@ from aimcore.domain.views import (
     ready_reason,
     state_of,
 )
+from aimcore.runtime.children import owner_reference
+from aimcore.runtime.conditions import condition
 from aimcore.runtime.informer import Informer
-from aimcore.runtime.status.rules import dependency_message
 
 MODEL_READY = "ModelReady"
 SERVICE_LABEL = "aim.eai.amd.com/service"
@@ -72,10 +73,6 @@ MODEL_NAME_CONFLICT = "ModelNameConflict"  # the name to create is held by anoth
 NAMESPACED_MODEL = by_kind(AIM, "AIMModel")  # custom models are namespaced (either group's kind)
 
 _USABLE = ("Ready", "Degraded")
-
-
-def cond(type_: str, ok: bool, reason: str, message: str = "") -> ConditionReport:
-    return ConditionReport(type=type_, status="True" if ok else "False", reason=reason, message=message)
 
 
 @dataclass(frozen=True)
@@ -116,13 +113,15 @@ def judge(kind: KindRef, obj: Obj, how: str) -> ModelPlan:
     what = f"{kind.kind} {name}"
     if state in _USABLE:
         note = f" (model is {state}: {ready_message(obj)})" if state != "Ready" else ""
-        return ModelPlan(cond(MODEL_READY, True, MODEL_RESOLVED, f"{how} {what}{note}"), (kind, obj), True)
+        return ModelPlan(
+            condition(MODEL_READY, True, MODEL_RESOLVED, f"{how} {what}{note}"), (kind, obj), True
+        )
     detail = ready_message(obj)
     cause = ready_reason(obj)
     if cause and cause not in ("Progressing", "NotReady"):  # name the model's own reason
         detail = f"{cause}: {detail}" if detail else cause
     message = dependency_message(what, state, detail)
-    return ModelPlan(cond(MODEL_READY, False, MODEL_NOT_READY, message), (kind, obj))
+    return ModelPlan(condition(MODEL_READY, False, MODEL_NOT_READY, message), (kind, obj))
 
 
 def by_name(informer: Informer, group: str, namespace: str | None, name: str) -> ModelPlan:
@@ -133,7 +132,7 @@ def by_name(informer: Informer, group: str, namespace: str | None, name: str) ->
             return judge(kind, found, "using")
     where = " or ".join(k.kind + (f" in namespace {namespace}" if k.namespaced else "") for k in kinds)
     message = f"no {where} named {name!r}"
-    return ModelPlan(cond(MODEL_READY, False, MODEL_NOT_FOUND, message), invalid="ReferenceNotFound")
+    return ModelPlan(condition(MODEL_READY, False, MODEL_NOT_FOUND, message), invalid="ReferenceNotFound")
 
 
 # -- model.image --------------------------------------------------------------------------------
@@ -196,7 +195,7 @@ def by_image(  # noqa: PLR0917 - one call site, every argument named there
         name = auto_model_name(image)
     except InvalidReference as exc:
         message = f"spec.model.image: {exc}"
-        return ModelPlan(cond(MODEL_READY, False, INVALID_IMAGE, message), invalid="InvalidSpec")
+        return ModelPlan(condition(MODEL_READY, False, INVALID_IMAGE, message), invalid="InvalidSpec")
     matches: list[tuple[KindRef, Obj]] = []
     for kind in _lookup_kinds(group):
         for obj in informer.list(kind, namespace if kind.namespaced else None):
@@ -216,7 +215,7 @@ def by_image(  # noqa: PLR0917 - one call site, every argument named there
     if len(local) > 1:
         names = ", ".join(f"{k.kind} {o['metadata']['name']}" for k, o in local)
         message = f"{len(local)} models have image {image}: {names}; reference one with spec.model.name"
-        return ModelPlan(cond(MODEL_READY, False, MULTIPLE_MODELS, message))
+        return ModelPlan(condition(MODEL_READY, False, MULTIPLE_MODELS, message))
     if local:
         kind, obj = local[0]
         return judge(kind, obj, f"using (image {image})")
@@ -233,7 +232,7 @@ def by_image(  # noqa: PLR0917 - one call site, every argument named there
         meta["namespace"] = namespace
     body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": spec}
     message = f"creating {kind.kind} {name} for image {image}"
-    return ModelPlan(cond(MODEL_READY, False, CREATING_MODEL, message), create=(kind, body))
+    return ModelPlan(condition(MODEL_READY, False, CREATING_MODEL, message), create=(kind, body))
 
 
 # -- model.custom -------------------------------------------------------------------------------
@@ -328,7 +327,7 @@ def name_taken(
         f"{kind.kind} {name} exists but is not {wanted}; delete or rename it, or reference a model "
         "with spec.model.name"
     )
-    return ModelPlan(cond(MODEL_READY, False, MODEL_NAME_CONFLICT, message))
+    return ModelPlan(condition(MODEL_READY, False, MODEL_NAME_CONFLICT, message))
 
 
 def by_custom(informer: Informer, service: ServiceView) -> ModelPlan:
@@ -370,7 +369,7 @@ def by_custom(informer: Informer, service: ServiceView) -> ModelPlan:
     }
     body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": spec}
     message = f"creating custom AIMModel {name} ({', '.join(u for _, u, _ in key)})"
-    return ModelPlan(cond(MODEL_READY, False, CREATING_MODEL, message), create=(kind, body))
+    return ModelPlan(condition(MODEL_READY, False, CREATING_MODEL, message), create=(kind, body))
 
 
 def _owner_uids(obj: Mapping[str, Any]) -> set[Any]:
@@ -394,4 +393,4 @@ def resolve_model(informer: Informer, service: ServiceView, config: Resolved | N
     if service.model_custom is not None:
         return by_custom(informer, service)
     message = "spec.model must set exactly one of name, image or custom"
-    return ModelPlan(cond(MODEL_READY, False, "InvalidSpec", message), invalid="InvalidSpec")
+    return ModelPlan(condition(MODEL_READY, False, "InvalidSpec", message), invalid="InvalidSpec")

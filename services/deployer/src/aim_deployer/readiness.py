@@ -4,7 +4,7 @@
 Why it exists: KServe's own status says little about *why* a model server is not up (an image
 that cannot be pulled, a crash loop, no node with a free GPU), and users read the AIMService, not
 the pods. These pure functions turn the observed objects into a reason the status rules
-(:mod:`aimcore.runtime.status.rules`) map to a lifecycle state, and a message a user can act on. Messages
+(:mod:`aimcore.domain.status.rules`) map to a lifecycle state, and a message a user can act on. Messages
 never quote env values; kubelet and scheduler text is redacted and clipped.
 
 ``InferenceServiceReady`` (:func:`inference_service_health`), first match wins:

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from aim_deployer import caching, inference, readiness, routing
 from aim_deployer.model_resolution import (
@@ -35,7 +35,6 @@ from aim_deployer.model_resolution import (
     MODEL_READY,
     SERVICE_LABEL,
     ModelPlan,
-    cond,
     resolve_model,
 )
 from aim_deployer.service_view import ServiceView
@@ -45,15 +44,18 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
-from aimcore.domain.children import differs, owner_reference
-from aimcore.domain.finalizers import NotReadyCleanup, add_finalizer, has_finalizer
+from aimcore.domain.cleanup import NotReadyCleanup
 from aimcore.domain.naming import label_value
 from aimcore.domain.pathtemplate import DEFAULT_PATH_TEMPLATE, quote_template
 from aimcore.domain.runtimeconfig import Resolved, propagated_labels, resolution_conditions
 from aimcore.domain.views import AIM, READY_STATES, TemplateView, resolved_reference, state_of
+from aimcore.runtime.children import differs, owner_reference
+from aimcore.runtime.conditions import condition, refused_condition
+from aimcore.runtime.finalizers import add_finalizer, has_finalizer
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
+from aimcore.runtime.refusals import Refusal
+from aimcore.runtime.writes import Children, How
 
 log = logging.getLogger(__name__)
 
@@ -69,19 +71,7 @@ PODS_INDEX = "isvc-pods"
 DOWNSTREAM = (TEMPLATE_READY, caching.CACHE_READY, ISVC_READY, PODS_READY)
 FORBIDDEN_RETRY = 60.0  # a write refused for lack of permission is tried again after this long
 
-T = TypeVar("T")
-
-
-def refused_condition(
-    type_: str, child: str, kind: KindRef, body: Obj, found: Refusal, *, update: bool
-) -> ConditionReport:
-    """The step's condition when the API server refused its child: ``<child>CreateRejected`` (the
-    body's content) or ``<child>CreateForbidden`` (permissions), with the server's message."""
-    how = "Forbidden" if found.forbidden else "Rejected"
-    verb = "update" if update else "create"
-    name = body["metadata"].get("name")
-    message = f"the API server refused to {verb} {kind.kind} {name}: {found.describe()}"
-    return cond(type_, False, f"{child}Create{how}", message)
+__all__ = ["PODS_INDEX", "ServiceReconciler", "live_mounts", "pod_isvc", "refused_condition", "waiting_for"]
 
 
 def waiting_for(what: str, after: str) -> list[ConditionReport]:
@@ -158,7 +148,7 @@ class ServiceReconciler:
     def __init__(self, kube: Kube, settings: DeployerSettings) -> None:
         self.kube = kube
         self.settings = settings
-        self.refused = RefusedBodies()  # children the API server refused for their content
+        self.children = Children(kube)  # writes them; keeps the bodies refused for their content
 
     async def reconcile(self, request: Request) -> Result | None:
         ref = request.ref
@@ -172,7 +162,7 @@ class ServiceReconciler:
         state = Pass(conditions, {})
         if config is None:
             state.conditions += [
-                cond("ModelReady", False, "AwaitingRuntimeConfig", "waiting for the runtime config")
+                condition("ModelReady", False, "AwaitingRuntimeConfig", "waiting for the runtime config")
             ]
             state.conditions += waiting_for("RuntimeConfig", "")
             return await self._report(request, state)
@@ -215,16 +205,16 @@ class ServiceReconciler:
             state.invalid(plan.invalid, plan.condition.message)
         if plan.create is not None:
             kind, body = plan.create
-            created = await self._attempt(kind, body, lambda: self._create(kind, body))
+            # a model others may share: one a concurrent reconcile created first is left as it is
+            # (this service joins it as an owner next time)
+            created = await self.children.write(request, kind, body, how=How.CREATE)
             if isinstance(created, Refusal):
                 state.refused(
                     refused_condition(MODEL_READY, "Model", kind, body, created, update=False), created
                 )
                 return None
-            if created:
-                await request.reporter.decide(
-                    request.ref, request.obj, "create-model", plan.condition.reason, plan.condition.message
-                )
+            if created.created:
+                await request.decide("create-model", plan.condition.reason, plan.condition.message)
         if plan.join is not None:
             await self._co_own(request, *plan.join)
         field = "resolvedModel" if request.ref.group == AIM else "resolvedImage"
@@ -244,25 +234,17 @@ class ServiceReconciler:
             state.invalid(plan.invalid, plan.condition.message)
         if plan.create is not None:
             kind, body = plan.create
-            created = await self._attempt(kind, body, lambda: self._create(kind, body))
+            created = await self.children.write(request, kind, body, how=How.CREATE)  # shared, as a model
             if isinstance(created, Refusal):
                 refused = refused_condition(TEMPLATE_READY, "Template", kind, body, created, update=False)
                 state.refused(refused, created)
                 return None
-            if created:
-                await request.reporter.decide(
-                    request.ref,
-                    request.obj,
-                    "create-derived-template",
-                    plan.condition.reason,
-                    plan.condition.message,
-                )
+            if created.created:
+                await request.decide("create-derived-template", plan.condition.reason, plan.condition.message)
         if plan.join is not None:
             await self._co_own(request, *plan.join)
         if plan.selection is not None and not _same_condition(service, plan.condition):
-            await request.reporter.decide(
-                request.ref,
-                request.obj,
+            await request.decide(
                 "select-template",
                 plan.selection.reason,
                 plan.selection.message,
@@ -287,7 +269,7 @@ class ServiceReconciler:
             return inference.isvc_name(request.name, request.namespace or "")
         except inference.NameTooLong as exc:
             state.invalid("InvalidSpec", str(exc))
-            state.set(cond(ISVC_READY, False, "InvalidSpec", str(exc)))
+            state.set(condition(ISVC_READY, False, "InvalidSpec", str(exc)))
             return None
 
     async def _cache(
@@ -304,19 +286,13 @@ class ServiceReconciler:
             if not has_finalizer(request.obj, FINALIZER):
                 await add_finalizer(self.kube, request.ref, request.obj, FINALIZER)
             kind, body = plan.create
-            applied = await self._attempt(kind, body, lambda: self.kube.apply(kind, body))
+            applied = await self.children.write(request, kind, body)
             if isinstance(applied, Refusal):
                 exists = request.informer.get(kind, request.namespace, body["metadata"]["name"]) is not None
                 refused = refused_condition(caching.CACHE_READY, "Cache", kind, body, applied, update=exists)
                 state.refused(refused, applied)
                 return dataclasses.replace(plan, condition=refused, wait=True)
-            await request.reporter.decide(
-                request.ref,
-                request.obj,
-                "create-template-cache",
-                plan.condition.reason,
-                plan.condition.message,
-            )
+            await request.decide("create-template-cache", plan.condition.reason, plan.condition.message)
         if plan.retry:
             tc = plan.retry_of
             assert tc is not None
@@ -342,9 +318,7 @@ class ServiceReconciler:
             )
             for name in plan.retry:
                 await self.kube.delete(kind, request.namespace, name)
-            await request.reporter.decide(
-                request.ref, request.obj, "retry-cache", plan.condition.reason, plan.condition.message
-            )
+            await request.decide("retry-cache", plan.condition.reason, plan.condition.message)
         if request.ref.group == AIM:
             cache: dict[str, Any] = {}
             if plan.reference is not None:
@@ -381,7 +355,11 @@ class ServiceReconciler:
         body = inference.build(inputs)
         if live is None or differs(live, body):
             exists = live is not None
-            written = await self._attempt(INFERENCE_SERVICE, body, lambda: self._write(body, exists=exists))
+            # a new one is created (a plain create costs the API server less than an apply), an
+            # existing one applied over
+            written = await self.children.write(
+                request, INFERENCE_SERVICE, body, how=How.CREATE_OR_APPLY, seen=exists
+            )
             if isinstance(written, Refusal):
                 refused = refused_condition(
                     ISVC_READY, "InferenceService", INFERENCE_SERVICE, body, written, update=exists
@@ -400,12 +378,10 @@ class ServiceReconciler:
                 self._pods(request, state, live, isvc_name)
                 state.set(refused)  # the running one is outdated: the refusal explains the step
                 return False
-            live = written
-            request.writes.record(INFERENCE_SERVICE, live)
+            assert written.obj is not None  # (only a plain create leaves one there as it is)
+            live = written.obj
             if not (live.get("status") or {}):
-                await request.reporter.decide(
-                    request.ref,
-                    request.obj,
+                await request.decide(
                     "apply-inference-service",
                     "CreatingRuntime",
                     f"InferenceService {isvc_name} applied",
@@ -416,7 +392,7 @@ class ServiceReconciler:
     def _pods(self, request: Request, state: Pass, live: Obj, isvc_name: str) -> None:
         """The InferenceService's and its predictor pods' conditions."""
         health = readiness.inference_service_health(live)
-        state.set(cond(ISVC_READY, health.ok, health.reason, health.message))
+        state.set(condition(ISVC_READY, health.ok, health.reason, health.message))
         pods = [
             p
             for p in request.informer.by_index(PODS_INDEX, isvc_name)
@@ -424,7 +400,7 @@ class ServiceReconciler:
         ]
         expected = int((((live or {}).get("spec") or {}).get("predictor") or {}).get("minReplicas") or 1)
         pods_health = readiness.pods_health(pods, expected=expected)
-        state.set(cond(PODS_READY, pods_health.ok, pods_health.reason, pods_health.message))
+        state.set(condition(PODS_READY, pods_health.ok, pods_health.reason, pods_health.message))
 
     async def _route(
         self, request: Request, service: ServiceView, state: Pass, config: Resolved, isvc_name: str
@@ -449,7 +425,7 @@ class ServiceReconciler:
             if existing is not None:
                 await self.kube.delete(HTTP_ROUTE, request.namespace, name)
             if had_condition:
-                state.set(cond(ROUTE_READY, True, "RoutingDisabled", "routing is disabled"))
+                state.set(condition(ROUTE_READY, True, "RoutingDisabled", "routing is disabled"))
             state.fields["routing"] = None
             return
         gateway = setting("gatewayRef")
@@ -458,7 +434,7 @@ class ServiceReconciler:
                 "routing is enabled but no gateway is configured "
                 "(spec.routing.gatewayRef or the runtime config's)"
             )
-            state.set(cond(ROUTE_READY, False, "GatewayNotConfigured", message))
+            state.set(condition(ROUTE_READY, False, "GatewayNotConfigured", message))
             return
         template = setting("pathTemplate", "routeTemplate")
         try:
@@ -471,7 +447,7 @@ class ServiceReconciler:
             if existing is not None:
                 await self.kube.delete(HTTP_ROUTE, request.namespace, name)
             shown = quote_template(str(template or DEFAULT_PATH_TEMPLATE))
-            state.set(cond(ROUTE_READY, False, "PathTemplateInvalid", f"path template {shown}: {exc}"))
+            state.set(condition(ROUTE_READY, False, "PathTemplateInvalid", f"path template {shown}: {exc}"))
             state.fields["routing"] = None
             return
         timeout = setting("requestTimeout")
@@ -480,7 +456,7 @@ class ServiceReconciler:
         except routing.RequestTimeoutError as exc:
             if existing is not None:
                 await self.kube.delete(HTTP_ROUTE, request.namespace, name)
-            state.set(cond(ROUTE_READY, False, routing.REASON_TIMEOUT_INVALID, str(exc)))
+            state.set(condition(ROUTE_READY, False, routing.REASON_TIMEOUT_INVALID, str(exc)))
             state.fields["routing"] = None
             return
         annotations = {
@@ -506,7 +482,7 @@ class ServiceReconciler:
         )
         if existing is None or differs(existing, body):
             update = existing is not None
-            applied = await self._attempt(HTTP_ROUTE, body, lambda: self.kube.apply(HTTP_ROUTE, body))
+            applied = await self.children.write(request, HTTP_ROUTE, body)
             if isinstance(applied, Refusal):
                 state.refused(
                     refused_condition(ROUTE_READY, "HTTPRoute", HTTP_ROUTE, body, applied, update=update),
@@ -515,45 +491,12 @@ class ServiceReconciler:
                 if existing is None:
                     state.fields["routing"] = None
                 return
-            existing = applied
+            existing = applied.obj
         ok, reason, message = routing.route_condition(existing)
-        state.set(cond(ROUTE_READY, ok, reason, message))
+        state.set(condition(ROUTE_READY, ok, reason, message))
         state.fields["routing"] = {"path": path}
 
     # -- helpers -------------------------------------------------------------------------------
-
-    async def _attempt(self, kind: KindRef, body: Obj, write: Callable[[], Awaitable[T]]) -> T | Refusal:
-        """``write()`` (of ``body``), or the API server's refusal of it. A body refused for its
-        content before is not sent again (a refusal is permanent until the body changes);
-        conflicts, server and network errors raise, to be retried with backoff as before."""
-        known = self.refused.get(kind, body)
-        if known is not None:
-            return known
-        try:
-            result = await write()
-        except ApiException as exc:
-            found = refusal(exc)
-            if found is None:
-                raise
-            name = body["metadata"].get("name")
-            log.warning("the API server refused %s %s: %s", kind.kind, name, found.describe())
-            self.refused.remember(kind, body, found)
-            return found
-        self.refused.forget(kind, body)
-        return result
-
-    async def _create(self, kind: KindRef, body: Obj) -> bool:
-        """Create a child others may share (a model, a derived template); one that a concurrent
-        reconcile created first is left as it is (this service joins it as an owner next time):
-        an apply would replace that creator's owner reference with ours."""
-        return await self.kube.create_if_absent(kind, body) is not None
-
-    async def _write(self, body: Obj, *, exists: bool) -> Obj:
-        """Create a new InferenceService (a plain create costs the API server less than an apply),
-        apply changes to an existing one; one that appeared meanwhile is applied over."""
-        if not exists and (created := await self.kube.create_if_absent(INFERENCE_SERVICE, body)) is not None:
-            return created
-        return await self.kube.apply(INFERENCE_SERVICE, body)
 
     @staticmethod
     def _affinity(template: tuple[KindRef, Obj], inventory: gpus.Inventory) -> Obj | None:
@@ -605,9 +548,7 @@ class ServiceReconciler:
                 if exc.status not in (404, 409, 422):
                     raise
                 continue  # changed meanwhile: the next reconcile looks again
-            await request.reporter.decide(
-                request.ref,
-                request.obj,
+            await request.decide(
                 "release-model",
                 "ModelReleased",
                 f"custom AIMModel {meta['name']} is no longer used by this service"
@@ -637,7 +578,7 @@ class ServiceReconciler:
             fields = {
                 k: v for k, v in fields.items() if k in ("resolvedImage", "resolvedTemplate", "routing")
             }
-        await request.reporter.report(request.ref, request.obj, state.conditions, fields)
+        await request.report(state.conditions, fields)
         return Result(requeue_after=state.retry_after) if state.retry_after is not None else None
 
     async def _finalize(self, request: Request) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL, cond
+from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL
 from aim_deployer.selection import (
     Candidate,
     Selection,
@@ -35,12 +35,13 @@ from aimcore.api import hardware
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
-from aimcore.domain.children import owner_reference
 from aimcore.domain.gpu import GPU_RESOURCE
 from aimcore.domain.naming import derived_name, label_value
+from aimcore.domain.status.rules import dependency_message
 from aimcore.domain.views import AIM, ORIGIN_LABEL, TemplateView, is_ready, ready_message, state_of
+from aimcore.runtime.children import owner_reference
+from aimcore.runtime.conditions import condition
 from aimcore.runtime.informer import Informer
-from aimcore.runtime.status.rules import dependency_message
 
 TEMPLATE_READY = "TemplateReady"
 RESOLVED = "Resolved"
@@ -137,14 +138,14 @@ def _waiting(kind: KindRef, obj: Obj, why: str) -> TemplatePlan:
     original's one reason; the status rules take a Failed, Degraded or NotAvailable from it)."""
     name = obj["metadata"]["name"]
     message = dependency_message(f"{why} {kind.kind} {name}", state_of(obj), ready_message(obj))
-    return TemplatePlan(cond(TEMPLATE_READY, False, TEMPLATE_NOT_READY, message), (kind, obj))
+    return TemplatePlan(condition(TEMPLATE_READY, False, TEMPLATE_NOT_READY, message), (kind, obj))
 
 
 def _use(kind: KindRef, obj: Obj, why: str, **extra: Any) -> TemplatePlan:
     if not is_ready(obj):
         return _waiting(kind, obj, why)
     message = f"{why} {kind.kind} {obj['metadata']['name']}"
-    return TemplatePlan(cond(TEMPLATE_READY, True, RESOLVED, message), (kind, obj), **extra)
+    return TemplatePlan(condition(TEMPLATE_READY, True, RESOLVED, message), (kind, obj), **extra)
 
 
 # -- derived templates --------------------------------------------------------------------------
@@ -274,7 +275,7 @@ def plan_derived(ask: Ask, base: tuple[KindRef, Obj], overrides: Mapping[str, An
         "spec": derived_spec(ref.group, base[1], overrides, model_name),
     }
     message = f"creating AIMServiceTemplate {name} {why.rstrip(':')}"
-    return TemplatePlan(cond(TEMPLATE_READY, False, CREATING_DERIVED, message), create=(kind, body))
+    return TemplatePlan(condition(TEMPLATE_READY, False, CREATING_DERIVED, message), create=(kind, body))
 
 
 # -- resolution ---------------------------------------------------------------------------------
@@ -319,7 +320,7 @@ def _gpu_override_not_applicable(plan: TemplatePlan, overrides: Mapping[str, Any
         "to choose: set the GPU model in the override (e.g. gpu.model: MI300X) to run on those "
         "nodes, or remove the GPU override to run on CPU"
     )
-    return TemplatePlan(cond(TEMPLATE_READY, False, GPU_OVERRIDE_NOT_APPLICABLE, message))
+    return TemplatePlan(condition(TEMPLATE_READY, False, GPU_OVERRIDE_NOT_APPLICABLE, message))
 
 
 def resolve_template(
@@ -351,7 +352,7 @@ def _resolve_template(
                 f"no AIMServiceTemplate in namespace {namespace} or AIMClusterServiceTemplate named {name!r}"
             )
             return TemplatePlan(
-                cond(TEMPLATE_READY, False, TEMPLATE_NOT_FOUND, message), invalid="ReferenceNotFound"
+                condition(TEMPLATE_READY, False, TEMPLATE_NOT_FOUND, message), invalid="ReferenceNotFound"
             )
         return _with_overrides(ask, found, "using")
 
@@ -368,7 +369,7 @@ def _resolve_template(
             "spec.template.name"
         )
         return TemplatePlan(
-            cond(TEMPLATE_READY, False, TEMPLATE_NOT_FOUND, message), invalid="ReferenceNotFound"
+            condition(TEMPLATE_READY, False, TEMPLATE_NOT_FOUND, message), invalid="ReferenceNotFound"
         )
 
     sticky = service.resolved_template
@@ -404,7 +405,7 @@ def _resolve_template(
     if not pool:
         reason, message = why_no_templates(model) or (reason, message)
     return TemplatePlan(
-        cond(TEMPLATE_READY, False, reason, message),
+        condition(TEMPLATE_READY, False, reason, message),
         selection=selection,
         verdicts=selection.verdicts,
     )

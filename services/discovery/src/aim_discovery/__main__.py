@@ -1,4 +1,4 @@
-"""Entry point: ``python -m aim_discovery`` or ``aim-watcher``."""
+"""Entry point: ``python -m aim_discovery`` or ``aim-discovery``."""
 
 from aim_discovery.app import run
 

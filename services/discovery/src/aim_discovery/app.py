@@ -27,8 +27,8 @@ from aimcore.api.kinds import (
 )
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.status.compose import AIM_STATUS
 from aimcore.runtime.mappers import any_of, by_index, every, through, to_owners
-from aimcore.runtime.probes import READINESS
 from aimcore.runtime.reconciler import Controller, Watch, dispatch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
 
@@ -45,7 +45,7 @@ config_users = any_of(
 
 def controller(ctx: ServiceContext, slots: Slots) -> Controller:
     assert ctx.kube is not None, "discovery needs a Kubernetes client (secrets, templates, jobs, logs)"
-    policy = OutboundPolicy.from_env()
+    policy = OutboundPolicy.configured(ctx.settings)
     registry = functools.partial(RegistryClient, policy=policy)
     models = ModelReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry, policy=policy)
     templates = TemplateReconciler(ctx.kube, ctx.settings.system_namespace, slots, policy=policy)
@@ -71,15 +71,15 @@ def controller(ctx: ServiceContext, slots: Slots) -> Controller:
             deps.RUNTIME_CONFIG_INDEX: deps.runtime_config,
             deps.DEFAULT_TEMPLATE_INDEX: deps.default_template,
         },
+        composer=AIM_STATUS,
     )
 
 
 async def main(ctx: ServiceContext) -> None:
-    READINESS.waiting(f"consumer aim-{ctx.name}", f"waiting for the {topology.EVENTS_STREAM} stream")
-    if not await topology.wait_for_stream(ctx.js, topology.EVENTS_STREAM, ctx.stop):
-        return
-    slots = Slots(await ctx.js.key_value(topology.DISCOVERY_BUCKET))
-    await run_controller(ctx, controller(ctx, slots))
+    async def build() -> Controller:  # once the topology exists: the Job slots are one of its buckets
+        return controller(ctx, Slots(await ctx.js.key_value(topology.DISCOVERY_BUCKET)))
+
+    await run_controller(ctx, build)
 
 
 def run() -> None:

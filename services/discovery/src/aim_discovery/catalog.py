@@ -4,7 +4,7 @@ groups are read is :mod:`aimcore.domain.views`'.
 
 Template names, labels and owner references follow reference §1.4/§1.5 so ``kubectl get aimtpl``
 shows what the Go operator would; the labels and owner references every child carries, and how a
-child is compared with the cluster's copy, are :mod:`aimcore.domain.children`'s.
+child is compared with the cluster's copy, are :mod:`aimcore.runtime.children`'s.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
-from aimcore.domain.children import child_labels, owner_reference
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
 from aimcore.domain.views import AIM, AUTO_GENERATED, MODEL_LABEL, ORIGIN_LABEL, ModelView
+from aimcore.runtime.children import child_labels, owner_reference
 
 ALIAS_LABEL = "aim.eai.amd.com/template.alias"
 MODEL_CONTROLLER = "aim-model-controller"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from aim_discovery.templates import job_template
+from aim_discovery.template_jobs import job_template
 from aimcore.api.bus.messages import ChangeEvent, ChangeType
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj

@@ -53,7 +53,6 @@ from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import SECRET, KindRef, by_kind
-from aimcore.domain.children import differs, owned_by
 from aimcore.domain.oci import (
     OCI_ERRORS,
     AddressNotAllowed,
@@ -84,11 +83,13 @@ from aimcore.domain.views import (
     ModelView,
     TemplateView,
 )
+from aimcore.runtime.children import differs, owned_by
+from aimcore.runtime.composer import has_status_field
 from aimcore.runtime.informer import Informer
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
-from aimcore.runtime.status.rules import has_status_field
+from aimcore.runtime.refusals import Refusal
+from aimcore.runtime.writes import Children
 
 log = logging.getLogger(__name__)
 
@@ -312,7 +313,7 @@ class ModelReconciler:
         self.clock = clock
         self.policy = policy or OutboundPolicy()
         self.failures: dict[str, tuple[str, int]] = {}  # uid → (image, consecutive failures)
-        self.refused = RefusedBodies()
+        self.children = Children(kube)  # writes the templates; keeps those refused
 
     async def reconcile(self, request: Request) -> Result | None:
         model = ModelView(request.ref, request.obj)
@@ -550,22 +551,20 @@ class ModelReconciler:
                     continue
                 if not differs(existing, body):
                     continue
-            known = self.refused.get(kind, body)
+            known = self.children.refused_before(kind, body)
             if known is not None:  # refused as it is: not sent again until it changes
                 refused.append(RefusedTemplate(template.name, known, existing is not None))
                 continue
             try:
-                await self.kube.apply(kind, body)
+                # (not recorded: the model counts its templates from the cache, woken by their events)
+                found = await self.children.write(request, kind, body, record=False)
             except ApiException as exc:
-                found = refusal(exc)
-                if found is None:
-                    if exc.status is None or exc.status >= 500:
-                        raise
-                    # a conflict or a namespace being deleted: the next reconcile sees the outcome
-                    log.warning("applying template %s failed: %s %s", template.name, exc.status, exc.reason)
-                    continue
-                log.warning("applying template %s refused: %s", template.name, found.describe())
-                self.refused.remember(kind, body, found)
+                if exc.status is None or exc.status >= 500:
+                    raise
+                # a conflict or a namespace being deleted: the next reconcile sees the outcome
+                log.warning("applying template %s failed: %s %s", template.name, exc.status, exc.reason)
+                continue
+            if isinstance(found, Refusal):
                 refused.append(RefusedTemplate(template.name, found, existing is not None))
                 reason = TEMPLATE_CREATE_FORBIDDEN if found.forbidden else TEMPLATE_CREATE_REJECTED
                 await request.reporter.decide(
@@ -576,7 +575,6 @@ class ModelReconciler:
                     f"template {template.name}: {found.describe()}",
                 )
                 continue
-            self.refused.forget(kind, body)
             await request.reporter.decide(
                 request.ref,
                 request.obj,

@@ -1,4 +1,4 @@
-"""Entry point: ``python -m aim_registry_sync`` or ``aim-watcher``."""
+"""Entry point: ``python -m aim_registry_sync`` or ``aim-registry-sync``."""
 
 from aim_registry_sync.app import run
 

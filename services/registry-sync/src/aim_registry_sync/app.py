@@ -15,6 +15,7 @@ from aim_registry_sync.sync import AIMCLUSTERMODEL, SourceReconciler
 from aimcore.api.kinds import MODEL_SOURCE_KINDS
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.status.compose import AIM_STATUS
 from aimcore.runtime.mappers import keep_cached
 from aimcore.runtime.reconciler import Controller, Watch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
@@ -22,11 +23,15 @@ from aimcore.runtime.service import ServiceContext, run_service
 
 def controller(ctx: ServiceContext) -> Controller:
     assert ctx.kube is not None, "registry-sync needs a Kubernetes client"
-    # The operator-wide outbound address policy (AIM_OUTBOUND_*), read once: a bad value fails here.
-    registry = functools.partial(RegistryClient, policy=OutboundPolicy.from_env())
+    # the operator-wide outbound address policy (AIM_OUTBOUND_*), read at start-up
+    registry = functools.partial(RegistryClient, policy=OutboundPolicy.configured(ctx.settings))
     sources = SourceReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
     return Controller(
-        ctx.name, MODEL_SOURCE_KINDS, sources.reconcile, watches=[Watch(AIMCLUSTERMODEL, keep_cached)]
+        ctx.name,
+        MODEL_SOURCE_KINDS,
+        sources.reconcile,
+        watches=[Watch(AIMCLUSTERMODEL, keep_cached)],
+        composer=AIM_STATUS,
     )
 
 

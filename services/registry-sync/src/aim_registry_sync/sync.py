@@ -53,10 +53,10 @@ from aimcore.domain.oci import (
     RegistryUnreachable,
     credentials_from_secrets,
 )
+from aimcore.runtime.composer import rfc3339
 from aimcore.runtime.informer import Informer
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.status.rules import rfc3339
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Entry point: ``python -m aim_status`` or ``aim-watcher``."""
+"""Entry point: ``python -m aim_status`` or ``aim-status``."""
 
 from aim_status.app import run
 

@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.jobs import redact
-from aimcore.runtime.status import rules
+from aimcore.domain.status import rules
 
 NORMAL = "Normal"
 WARNING = "Warning"

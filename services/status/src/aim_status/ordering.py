@@ -12,7 +12,7 @@ report *from the same source* also sets is taken out of it (each has one owner, 
 wins; a newer *progress* report overrides only older progress, never an outcome); what remains is
 applied, and a report with nothing left is acknowledged without a write. In
 the usual case (no newer report) this is one direct read of the stream. Reports from an older
-generation are also refused by the composition itself (:func:`aimcore.runtime.status.compose.is_stale`).
+generation are also refused by the composition itself (:func:`aimcore.runtime.composer.is_stale`).
 
 The check is made again before every retry of a write that met a 409 Conflict
 (:meth:`Ordering.current`): with several status replicas, the conflict is usually another replica

@@ -1,7 +1,7 @@
-"""Applies status reports to the cluster: read, merge (with the kind's aggregation rule),
-conditional status patch, retry on conflict with fresh state, nothing written when nothing changes,
-and paused or replaced objects left alone. Several reports for one object (a coalesced progress
-report and the report that follows it) are applied in order in one write.
+"""Applies status reports to the cluster: read, merge (with the composer it is given: the kinds'
+aggregation rules), conditional status patch, retry on conflict with fresh state, nothing written
+when nothing changes, and paused or replaced objects left alone. Several reports for one object (a
+coalesced progress report and the report that follows it) are applied in order in one write.
 
 The first read is from the NATS object mirror when there is one (the reporter has just seen the
 object there, so it is almost always current): the patch is conditional on its resourceVersion, so
@@ -37,10 +37,11 @@ from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.errors import PermanentError, TransientError
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
+from aimcore.domain.status.compose import AIM_STATUS
 from aimcore.runtime import logs
+from aimcore.runtime.composer import Composer, from_the_future, is_paused, patch_for
 from aimcore.runtime.kube import ApiException, Kube, describe_error
 from aimcore.runtime.metrics import REGISTRY
-from aimcore.runtime.status.compose import from_the_future, is_paused, patch_for, status_change
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aim.status")
@@ -86,9 +87,11 @@ class StatusWriter:
         kube: Kube,
         on_write: OnWrite | None = None,
         mirror: KeyValue | None = None,
+        composer: Composer = AIM_STATUS,
         ordering: Ordering | None = None,
     ) -> None:
         self.kube = kube
+        self.composer = composer
         self.ordering = ordering
         self.on_write = on_write
         self.mirror = mirror
@@ -135,7 +138,9 @@ class StatusWriter:
                     live = self._refuse_future(obj, live)
                 now = datetime.now(UTC)
                 change = (
-                    status_change(obj, live, now) if obj is not None and live and not is_paused(obj) else None
+                    self.composer.status_change(obj, live, now)
+                    if obj is not None and live and not is_paused(obj)
+                    else None
                 )
                 if change is None and from_mirror:
                     continue  # nothing to write, per the mirror: only the API server may say so

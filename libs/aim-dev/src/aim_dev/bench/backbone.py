@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from aim_dev.local.stack import Stack
+from aimcore.api.bus.mirror import PAUSE_ANNOTATION
 from aimcore.api.kinds import CHILD_KINDS, NAMESPACE, NODE, by_kind, crd_kinds
 from aimcore.runtime.kube import Kube, connect
-from aimcore.runtime.status.compose import PAUSE_ANNOTATION
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
 SPEC = {"model": {"name": "m"}}

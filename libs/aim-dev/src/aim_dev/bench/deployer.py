@@ -67,9 +67,9 @@ from aim_dev.bench.backbone import (
 from aim_dev.bench.profile import Profiler
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.stack import Stack
+from aimcore.api.bus.mirror import PAUSE_ANNOTATION
 from aimcore.api.kinds import GROUP_AIM, INFERENCE_SERVICE, by_kind
 from aimcore.runtime.kube import Kube, connect
-from aimcore.runtime.status.compose import PAUSE_ANNOTATION
 
 AIM = GROUP_AIM
 AIMSVC = by_kind(AIM, "AIMService")

@@ -24,10 +24,10 @@ from typing import Any
 from aim_dev.bench.backbone import create_all, embedded_stack, namespace, operator_pids, say, stamped
 from aim_dev.local.stack import Stack
 from aimcore.api.bus import topology
+from aimcore.api.bus.mirror import PAUSE_ANNOTATION
 from aimcore.api.kinds import GROUP_AIM, KindRef, by_kind
 from aimcore.runtime.bus import BusSettings, connect_bus
 from aimcore.runtime.kube import Kube, connect
-from aimcore.runtime.status.compose import PAUSE_ANNOTATION
 
 AIM = GROUP_AIM
 NS = "bench-memory"

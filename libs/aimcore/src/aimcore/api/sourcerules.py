@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator
+from aimcore.api.decoding import rule
 
 __all__ = [
     "ModelId",
@@ -142,7 +142,7 @@ def check_profile_id(value: str | None) -> str | None:
     return None if value is None else _checked(profile_id_error(value), value)
 
 
-SourceUri = Annotated[str, AfterValidator(check_source_uri)]
+SourceUri = Annotated[str, rule(check_source_uri)]
 """A model source's ``sourceUri``, held to :func:`check_source_uri` wherever a model declares one."""
-ModelId = Annotated[str, AfterValidator(check_model_id)]
+ModelId = Annotated[str, rule(check_model_id)]
 """A model source's ``modelId``, held to :func:`check_model_id` wherever a model declares one."""

@@ -47,7 +47,7 @@ __all__ = [
     "redact",
 ]
 
-# -- condition reasons (all known to aimcore.runtime.status.rules.REASON_STATES) -------------------------
+# -- condition reasons (all known to aimcore.domain.status.rules.REASON_STATES) -------------------------
 
 REASON_IMAGE_PULL_AUTH_FAILURE = "ImagePullAuthFailure"
 REASON_IMAGE_NOT_FOUND = "ImageNotFound"

@@ -11,6 +11,10 @@ the last fetch gave up waiting, and lets the work in progress finish.
 
 Each consumer is a readiness check (``consumer <durable>``: bound or not, :mod:`aimcore.runtime.probes`)
 and its counters and sampled lag are metrics (:mod:`aimcore.runtime.metrics`).
+
+Every service shell runs its consumer the one way, :func:`run_consumer`: not ready until it binds,
+waiting for its stream (the watcher declares the topology), then set up, consumed until the service
+stops, and torn down.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError
@@ -29,12 +35,14 @@ from nats.js import JetStreamContext
 from opentelemetry import trace
 
 from aimcore.api.backoff import Backoff
+from aimcore.api.bus import topology
 from aimcore.api.bus.topology import ConsumerSpec, ensure_consumer
 from aimcore.api.errors import AckAction, decide, is_permanent
 from aimcore.runtime import metrics, tracing
 from aimcore.runtime.keyedlock import KeyedLock
 from aimcore.runtime.kube import describe_error
 from aimcore.runtime.probes import READINESS
+from aimcore.runtime.service import ServiceContext
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aimcore.runtime")
@@ -106,7 +114,7 @@ class Consumer:
 
     @property
     def check_name(self) -> str:
-        return f"consumer {self.spec.durable}"
+        return consumer_check(self.spec.durable)
 
     def readiness(self) -> str | None:
         if self.stopped:
@@ -227,3 +235,39 @@ class Consumer:
             await asyncio.sleep(interval)
             with contextlib.suppress(Exception):
                 await msg.in_progress()
+
+
+def consumer_check(durable: str) -> str:
+    """The readiness check of the consumer ``durable`` (:attr:`Consumer.check_name`)."""
+    return f"consumer {durable}"
+
+
+class Consuming(NamedTuple):
+    """What a service consumes, set up once its stream exists: its durable consumer and the
+    handler of its messages."""
+
+    spec: ConsumerSpec
+    handler: Handler
+
+
+Serve = Callable[[], AbstractAsyncContextManager[Consuming]]
+"""Sets up what a service's handler needs (informers, leases, writers...), yields the
+:class:`Consuming`, and tears it down when the consumer has stopped."""
+
+
+async def run_consumer(ctx: ServiceContext, stream: str, durable: str, serve: Serve) -> bool:
+    """Run the service's durable consumer ``durable`` on ``stream`` until the service stops: not
+    ready until it is bound (so the check exists before anything can be slow), wait for the
+    stream, which the watcher declares with the rest of the topology (its buckets too, so
+    ``serve`` may open them), then consume what ``serve`` sets up. False when the service stopped
+    before the stream existed."""
+    READINESS.waiting(consumer_check(durable), f"waiting for the {stream} stream")
+    if not await topology.wait_for_stream(ctx.js, stream, ctx.stop):
+        return False
+    async with serve() as consuming:
+        spec = consuming.spec
+        assert (spec.stream, spec.durable) == (stream, durable), (
+            f"{spec.durable} is not {durable} on {stream}"
+        )
+        await Consumer(ctx.js, spec, consuming.handler).run(ctx.stop)
+    return True

@@ -5,6 +5,13 @@ in-memory copy of the kinds it cares about by watching the mirror bucket (one KV
 and looks objects up locally: by key, by label, by owner, or by any field a service registers an
 index for (``spec.modelName``, ``spec.model.image``...). Reads never go back in time: a reader
 handling an event waits until the cache has caught up with that event's resourceVersion.
+
+Objects of our own kinds are read into their models here, where they enter the process
+(:meth:`Informer.decoded`): once per resourceVersion, lazily, and only those a reader asks for. Not
+on store: the mirror holds every object of the watched kinds, most of which no reconcile reads
+(10,000 paused objects cost the deployer ~35 MiB more parsed than as dicts, docs/benchmarks.md);
+a bounded cache of the ones read keeps the hot ones parsed once. Objects of other projects (Pods,
+Jobs, InferenceServices) stay as the API server wrote them.
 """
 
 from __future__ import annotations
@@ -15,7 +22,8 @@ import json
 import logging
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -24,16 +32,36 @@ from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
 from aimcore.api.bus import subjects
 from aimcore.api.errors import TransientError
-from aimcore.api.kinds import KindRef
+from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.runtime.probes import READINESS
 from aimcore.runtime.resourceversion import rv_int
 
+if TYPE_CHECKING:  # the watcher uses this module and loads no CRD model
+    from aimcore.api.crds.base import Resource
+    from aimcore.api.crds.validation import Decoded
+
 log = logging.getLogger(__name__)
 GRAVEYARD_SIZE = 4096
+DECODED_SIZE = 2048  # objects kept read into their models (least recently read forgotten first)
 
-Indexer = Callable[[Obj], Iterable[str]]
 Key = str  # the mirror key: subjects.object_key(ref, namespace, name)
+
+
+@dataclass(frozen=True)
+class ResourceIndexer:
+    """An index over the parsed model of our own kinds (:func:`resource_indexer`); objects that do
+    not read as their kind (a placeholder for one too large for the bus) are not indexed."""
+
+    index: Callable[[KindRef, Resource], Iterable[str]]
+
+
+Indexer = Callable[[Obj], Iterable[str]] | ResourceIndexer
+
+
+def resource_indexer(index: Callable[[KindRef, Resource], Iterable[str]]) -> ResourceIndexer:
+    """Index by what ``index`` says of the object's model (``index(kind, resource)``)."""
+    return ResourceIndexer(index)
 
 
 def owner_uids(obj: Obj) -> Iterable[str]:
@@ -116,6 +144,7 @@ class Informer:
         self._scopes: dict[str, dict[Key, None]] = defaultdict(dict)
         self._tasks: list[asyncio.Task[None]] = []
         self.synced = asyncio.Event()
+        self._decoded: OrderedDict[Key, tuple[str, Decoded]] = OrderedDict()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -172,14 +201,23 @@ class Informer:
             for scope in _scopes_of(key):
                 self._scopes[scope][key] = None
         self.objects[key] = obj
-        values = {name: list(fn(obj)) for name, fn in self.indexers.items()}
+        values = {name: list(self._index_values(fn, key, obj)) for name, fn in self.indexers.items()}
         self._indexed_values[key] = values
         for name, vals in values.items():
             for v in vals:
                 self._index[name][v].add(key)
 
+    def _index_values(self, indexer: Indexer, key: Key, obj: Obj) -> Iterable[str]:
+        if not isinstance(indexer, ResourceIndexer):
+            return indexer(obj)
+        group, kind, _ = key.split(".", 2)
+        ref = by_kind(subjects.token_group(group), kind)
+        resource = self.decoded(ref, obj).resource
+        return indexer.index(ref, resource) if resource is not None else ()
+
     def _remove(self, key: Key) -> None:
         self._unindex(key)
+        self._decoded.pop(key, None)
         old = self.objects.pop(key, None)
         if old is not None:
             for scope in _scopes_of(key):
@@ -203,6 +241,27 @@ class Informer:
                         del self._index[name][v]
 
     # -- reads -------------------------------------------------------------------------------
+
+    def decoded(self, ref: KindRef, obj: Obj) -> Decoded:
+        """``obj`` (of one of our kinds) read into its model, with its owner's verdict on the
+        spec: parsed once per resourceVersion (an object without one, not stored, each time)."""
+        from aimcore.api.crds.validation import decode  # noqa: PLC0415 - see TYPE_CHECKING above
+
+        meta = obj.get("metadata") or {}
+        version = _rv(obj)
+        if version is None:
+            return decode(ref.group, ref.kind, obj)
+        key = subjects.object_key(ref, meta.get("namespace"), str(meta.get("name")))
+        hit = self._decoded.get(key)
+        if hit is not None and hit[0] == version:
+            self._decoded.move_to_end(key)
+            return hit[1]
+        read = decode(ref.group, ref.kind, obj)
+        self._decoded[key] = (version, read)
+        self._decoded.move_to_end(key)
+        while len(self._decoded) > DECODED_SIZE:
+            self._decoded.popitem(last=False)
+        return read
 
     def get(self, ref: KindRef, namespace: str | None, name: str) -> Obj | None:
         return self.objects.get(subjects.object_key(ref, namespace, name))

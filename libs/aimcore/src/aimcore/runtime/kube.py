@@ -38,8 +38,10 @@ class Gone(AimError):
     transient = True
 
 
-async def connect(kubeconfig: str | None = None) -> Transport:
-    """A connection to the API server from a kubeconfig file, or the in-cluster service account."""
+async def connect(kubeconfig: str | None = None, proxy: ProxySettings | None = None) -> Transport:
+    """A connection to the API server from a kubeconfig file, or the in-cluster service account;
+    through the proxy variables only when ``proxy`` says one is configured (see
+    :func:`_without_env_lookups`)."""
     cfg = Configuration()
     if kubeconfig:
         await config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
@@ -50,7 +52,8 @@ async def connect(kubeconfig: str | None = None) -> Transport:
             await config.load_kube_config(client_configuration=cfg)
     cfg.connection_pool_maxsize = 64
     api = Transport(cfg)
-    _without_env_lookups(api)
+    if proxy is None or not proxy.proxy:
+        _without_env_lookups(api)
     return api
 
 
@@ -62,8 +65,6 @@ def _without_env_lookups(api: Transport) -> None:
     request look up proxy variables and parse ``~/.netrc`` in a worker thread (a tenth of the
     status service's CPU under load). The API server is reached directly unless a proxy variable
     is set (a kubeconfig ``proxy-url`` is passed per request and keeps working either way)."""
-    if ProxySettings().proxy:
-        return
     session = api.session
     api.session = aiohttp.ClientSession(connector=session.connector, trust_env=False, read_bufsize=2**21)
     session.detach()  # the connector now belongs to the new session

@@ -18,36 +18,36 @@ runtime then:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Generic
 
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from pydantic import ValidationError
+from typing_extensions import TypeVar
 
 from aimcore.api.bus import mirror, subjects, topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ConditionReport, ObjectRef
 from aimcore.api.bus.topology import ConsumerSpec
 from aimcore.api.crds.base import Resource
-from aimcore.api.crds.validation import INVALID_SPEC, describe, parse
+from aimcore.api.crds.validation import INVALID_SPEC
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.runtime import logs, metrics, tracing
-from aimcore.runtime.consumer import Consumer
+from aimcore.runtime.composer import Composer, is_paused
+from aimcore.runtime.consumer import Consuming, run_consumer
 from aimcore.runtime.informer import Indexer, Informer
 from aimcore.runtime.lease import ObjectLeases
 from aimcore.runtime.mappers import Mapper
-from aimcore.runtime.probes import READINESS
 from aimcore.runtime.report import Reporter
 from aimcore.runtime.service import ServiceContext
-from aimcore.runtime.status.compose import is_paused
 
 log = logging.getLogger(__name__)
 
@@ -95,16 +95,20 @@ class OwnWrites:
         return True
 
 
+R = TypeVar("R", bound=Resource, default=Resource)
+
+
 @dataclass
-class Request:
-    """Everything a reconcile needs about one object."""
+class Request(Generic[R]):
+    """Everything a reconcile needs about one object; ``Request[AIMService]`` says which kind
+    ``resource`` is (the runtime parsed and validated it: :meth:`Informer.decoded`)."""
 
     ref: KindRef
-    resource: Resource
-    obj: Obj
+    resource: R
+    obj: Obj  # as stored: the status (the status service's), fragments a child copies verbatim
     informer: Informer
     reporter: Reporter
-    # a reconcile records the children it writes here (see OwnWrites)
+    # a reconcile records the children it writes here (see OwnWrites; aimcore.runtime.writes)
     writes: OwnWrites = field(default_factory=OwnWrites)
 
     @property
@@ -117,8 +121,22 @@ class Request:
         name: str = self.obj["metadata"]["name"]
         return name
 
+    async def report(
+        self,
+        conditions: Sequence[ConditionReport] = (),
+        fields: dict[str, Any] | None = None,
+        *,
+        progress: bool = False,
+    ) -> bool:
+        """Report this object's conditions and status fields (:meth:`Reporter.report`)."""
+        return await self.reporter.report(self.ref, self.obj, conditions, fields, progress=progress)
 
-Reconcile = Callable[[Request], Awaitable[Result | None]]
+    async def decide(self, action: str, reason: str, message: str, **details: Any) -> None:
+        """Record a decision about this object in the audit stream (:meth:`Reporter.decide`)."""
+        await self.reporter.decide(self.ref, self.obj, action, reason, message, **details)
+
+
+Reconcile = Callable[[Request[Any]], Awaitable[Result | None]]
 
 
 @dataclass(frozen=True)
@@ -140,7 +158,7 @@ def dispatch(*routes: tuple[Iterable[KindRef], Reconcile]) -> Reconcile:
     reconcile (``dispatch((MODEL_KINDS, models.reconcile), (TEMPLATE_KINDS, ...))``)."""
     table = {kind: reconcile for kinds, reconcile in routes for kind in kinds}
 
-    async def reconcile(request: Request) -> Result | None:
+    async def reconcile(request: Request[Any]) -> Result | None:
         route = table.get(request.ref)
         if route is None:
             log.error("no reconcile for %s %s", request.ref.short, request.name)
@@ -161,6 +179,9 @@ class Controller:
     # reconciled it (controller-runtime's GenerationChanged + labels/annotations predicates): for
     # controllers whose decisions do not depend on their own status having been written.
     ignore_own_status: bool = False
+    # the kinds' status rules its reports are checked against before they are sent (the
+    # composition the status service writes with); default: none
+    composer: Composer = field(default_factory=Composer)
 
 
 def _fingerprint(obj: Obj) -> str:
@@ -179,9 +200,9 @@ def _fingerprint(obj: Obj) -> str:
     return json.dumps(kept, sort_keys=True, default=str)
 
 
-def failed_fields(ref: KindRef) -> dict[str, Any]:
-    """The top-level status field that says "failed" for a kind (LLMKube uses ``phase``)."""
-    return {"phase": FAILED} if ref.group == "inference.llmkube.dev" else {"status": FAILED}
+def failed_fields(ref: KindRef, composer: Composer) -> dict[str, Any]:
+    """The top-level status field that says "failed" for a kind (its rules name the field)."""
+    return {composer.state_field(ref): FAILED}
 
 
 def invalid_spec_conditions(message: str, reason: str = INVALID_SPEC) -> list[ConditionReport]:
@@ -195,7 +216,7 @@ RUNTIME_VERDICTS = frozenset({INVALID_SPEC, mirror.OBJECT_TOO_LARGE})
 """The ``ConfigValid`` reasons the runtime itself reports (and withdraws), not a controller."""
 
 
-def spec_valid_again(ref: KindRef) -> tuple[list[ConditionReport], dict[str, Any]]:
+def spec_valid_again(ref: KindRef, composer: Composer) -> tuple[list[ConditionReport], dict[str, Any]]:
     """What undoes the runtime's own verdict (``InvalidSpec``, ``ObjectTooLarge``) once the object
     is usable again; the controller's reconcile, which runs right after, reports the real state."""
     conditions = [
@@ -204,8 +225,7 @@ def spec_valid_again(ref: KindRef) -> tuple[list[ConditionReport], dict[str, Any
             type="Ready", status="False", reason="Reconciling", message="The spec is valid again"
         ),
     ]
-    fields = {"phase": "Pending"} if ref.group == "inference.llmkube.dev" else {"status": "Pending"}
-    return conditions, fields
+    return conditions, {composer.state_field(ref): "Pending"}
 
 
 def _rejected_by_runtime(obj: Obj) -> bool:
@@ -230,12 +250,17 @@ class Journal:
             f.write(line)
 
 
+def consumer_name(service: str) -> str:
+    """The durable consumer of ``service``'s controller (shared by its replicas)."""
+    return f"aim-{service}"
+
+
 def event_consumer(controller: Controller) -> ConsumerSpec:
     kinds = [*controller.kinds, *(w.kind for w in controller.watches)]
     filters = [subjects.kind_filter(subjects.EVENTS_PREFIX, k) for k in dict.fromkeys(kinds)]
     filters.append(f"{subjects.REQUEUE_PREFIX}.{subjects.escape(controller.service)}.>")
     return ConsumerSpec(
-        durable=f"aim-{controller.service}", stream=topology.EVENTS_STREAM, filter_subjects=filters
+        durable=consumer_name(controller.service), stream=topology.EVENTS_STREAM, filter_subjects=filters
     )
 
 
@@ -334,21 +359,24 @@ class Runtime:
 
         await self.leases.run_exclusive(key, work, at_least)
 
+    def _failed(self, ref: KindRef) -> dict[str, Any]:
+        return failed_fields(ref, self.reporter.composer)
+
     async def _reconcile(self, ref: KindRef, obj: Obj) -> None:
         if (big := mirror.too_large(obj)) is not None:
             conditions = invalid_spec_conditions(big.message, mirror.OBJECT_TOO_LARGE)
-            if await self.reporter.report(ref, obj, conditions, failed_fields(ref)):
+            if await self.reporter.report(ref, obj, conditions, self._failed(ref)):
                 await self.reporter.decide(ref, obj, "reject", mirror.OBJECT_TOO_LARGE, big.message)
             return
-        try:
-            resource = parse(obj)
-        except ValidationError as exc:
-            message = describe(exc)
-            if await self.reporter.report(ref, obj, invalid_spec_conditions(message), failed_fields(ref)):
+        read = self.informer.decoded(ref, obj)  # parsed once per resourceVersion
+        if read.invalid is not None or read.resource is None:
+            message = read.invalid or "the object does not read as its kind"
+            if await self.reporter.report(ref, obj, invalid_spec_conditions(message), self._failed(ref)):
                 await self.reporter.decide(ref, obj, "reject", INVALID_SPEC, message)
             return
+        resource = read.resource
         if _rejected_by_runtime(obj):
-            conditions, fields = spec_valid_again(ref)
+            conditions, fields = spec_valid_again(ref, self.reporter.composer)
             await self.reporter.report(ref, obj, conditions, fields)
         request = Request(ref, resource, obj, self.informer, self.reporter, self.own_writes)
         result = await self.controller.reconcile(request)
@@ -398,33 +426,42 @@ async def schedule_requeue(js: JetStreamContext, service: str, ref: KindRef, obj
     await js.publish(subject, _requeue_event(ref, obj).encode(), headers=tracing.inject(headers))
 
 
-async def run_controller(ctx: ServiceContext, controller: Controller) -> Runtime | None:
-    """Run ``controller`` until the service stops."""
-    consumer = event_consumer(controller)
-    # not ready until the consumer itself says so (it replaces this check when it runs)
-    READINESS.waiting(f"consumer {consumer.durable}", f"waiting for the {topology.EVENTS_STREAM} stream")
-    if not await topology.wait_for_stream(ctx.js, topology.EVENTS_STREAM, ctx.stop):
-        return None
-    kinds = list(dict.fromkeys([*controller.kinds, *(w.kind for w in controller.watches)]))
-    informer = Informer(await topology.objects_bucket(ctx.js), kinds, controller.indexers)
-    await informer.start()
-    leases_kv = await topology.leases_bucket(ctx.js)
-    runtime = Runtime(
-        ctx.js,
-        controller,
-        informer,
-        ObjectLeases(leases_kv, controller.service, stop=ctx.stop),
-        Reporter(ctx.js, ctx.name),
-        journal=ctx.settings.reconcile_journal,
-    )
-    try:
-        await Consumer(ctx.js, consumer, runtime.handle).run(ctx.stop)
-    finally:
-        await informer.stop()
-    return runtime
+Build = Callable[[], Awaitable[Controller]]
+"""Builds a controller that needs the bus's topology (a bucket the watcher declares)."""
 
 
-async def validate_only(request: Request) -> Result | None:
+async def run_controller(ctx: ServiceContext, controller: Controller | Build) -> Runtime | None:
+    """Run ``controller`` until the service stops, on the service's consumer
+    (:func:`~aimcore.runtime.consumer.run_consumer`): once the events stream exists, an informer of
+    its kinds, its leases, its reporter (with the controller's composer). A controller given as a
+    :data:`Build` is built then, when the topology it needs exists."""
+    runtimes: list[Runtime] = []
+
+    @contextlib.asynccontextmanager
+    async def serve() -> AsyncIterator[Consuming]:
+        built = controller if isinstance(controller, Controller) else await controller()
+        kinds = list(dict.fromkeys([*built.kinds, *(w.kind for w in built.watches)]))
+        informer = Informer(await topology.objects_bucket(ctx.js), kinds, built.indexers)
+        await informer.start()
+        try:
+            runtime = Runtime(
+                ctx.js,
+                built,
+                informer,
+                ObjectLeases(await topology.leases_bucket(ctx.js), built.service, stop=ctx.stop),
+                Reporter(ctx.js, ctx.name, built.composer),
+                journal=ctx.settings.reconcile_journal,
+            )
+            runtimes.append(runtime)
+            yield Consuming(event_consumer(built), runtime.handle)
+        finally:
+            await informer.stop()
+
+    await run_consumer(ctx, topology.EVENTS_STREAM, consumer_name(ctx.name), serve)
+    return runtimes[0] if runtimes else None
+
+
+async def validate_only(request: Request[Any]) -> Result | None:
     """The reconcile of kinds whose controller is not built yet: validation (done by the runtime)
     is all that happens, and nothing else is claimed."""
     log.debug("%s %s is valid; no controller for it yet", request.ref.short, request.name)

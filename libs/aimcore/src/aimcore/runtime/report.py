@@ -1,5 +1,7 @@
 """Publishing status reports and decision records (DESIGN §2.8, §3). Services never write
-``.status`` themselves; they say what they own, and the status service writes it."""
+``.status`` themselves; they say what they own, and the status service writes it. Every report goes
+out one way, with the trace context in its headers: :func:`publish_report` (a service's own), and
+:func:`offer_progress` (a download Job's progress, which the cache service relays as its own)."""
 
 from __future__ import annotations
 
@@ -7,14 +9,15 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
-from aimcore.api.bus import subjects
+from aimcore.api.bus import progress, subjects
 from aimcore.api.bus.messages import ConditionReport, Decision, ObjectRef, StatusReport
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.runtime import logs, tracing
-from aimcore.runtime.status.compose import is_current
+from aimcore.runtime.composer import Composer
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +32,23 @@ async def publish_report(js: JetStreamContext, report: StatusReport) -> None:
     await js.publish(subject, report.encode(), headers=tracing.inject({"Nats-Msg-Id": report.msg_id}))
 
 
+async def offer_progress(nc: NatsClient, report: StatusReport, token: str) -> None:
+    """Offer a download Job's progress ``report`` on its object's progress subject, with the Job's
+    ``token`` (:mod:`aimcore.api.bus.progress`: the only thing the Job's bus role may publish; the
+    cache service checks it and publishes it as its own, :func:`publish_report`)."""
+    headers = tracing.inject({progress.TOKEN_HEADER: token})
+    await nc.publish(progress.subject(report.object), report.encode(), headers=headers)
+
+
 class Reporter:
-    def __init__(self, js: JetStreamContext, source: str) -> None:
+    """Publishes ``source``'s status reports and decisions. A report the object's status already
+    says is not sent: ``composer`` (the kinds' rules, as the status service composes; default:
+    none) says what a report would change."""
+
+    def __init__(self, js: JetStreamContext, source: str, composer: Composer | None = None) -> None:
         self.js = js
         self.source = source
+        self.composer = composer if composer is not None else Composer()
         self.sent = 0
         self.skipped = 0
 
@@ -68,7 +84,7 @@ class Reporter:
     ) -> bool:
         """Publish unless the object's status already says exactly this. Returns True if sent."""
         report = self.build(ref, obj, conditions, fields, progress=progress)
-        if is_current(obj, report):
+        if self.composer.is_current(obj, report):
             self.skipped += 1
             return False
         await publish_report(self.js, report)

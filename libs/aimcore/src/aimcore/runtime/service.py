@@ -1,4 +1,5 @@
-"""The process shell every service runs in: settings validated before anything else, logging,
+"""The process shell every service runs in: settings read and validated once, before anything
+else, and held by the :class:`ServiceContext` (code is handed them from there), logging,
 tracing, the health and metrics server (:mod:`aimcore.runtime.health`, started before anything
 can be slow, so ``/healthz`` answers while NATS is still unreachable), a NATS connection that
 reconnects forever (as the service's own bus role, :mod:`aimcore.runtime.bus`), an optional
@@ -23,9 +24,9 @@ from aimcore.runtime.bus import connect_bus
 from aimcore.runtime.kube import Kube, connect
 from aimcore.runtime.probes import READINESS
 from aimcore.runtime.settings import (
-    COMMON,
     AimSettings,
     HealthSettings,
+    ProxySettings,
     Settings,
     SettingsError,
     TracingSettings,
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class ServiceContext:
     name: str
-    settings: Settings
+    settings: Settings  # every concern the service reads, read once at start-up
     nc: NatsClient
     js: JetStreamContext
     kube: Kube | None
@@ -56,13 +57,11 @@ EXIT_BAD_SETTINGS = 2
 
 def load_settings(program: str, concerns: Sequence[type[AimSettings]] = ()) -> Settings:
     """Every setting the service reads (the process, the bus, tracing, proxies and ``concerns``),
-    read and validated now; a bad value ends the process with one line on stderr naming the
-    variable, the problem and the accepted form, and exit code 2. The concerns are read again
-    where they are used (the environment does not change, so neither do they)."""
+    read and validated now, once: the service holds what this returns. A bad value ends the
+    process with one line on stderr naming the variable, the problem and the accepted form, and
+    exit code 2."""
     try:
-        settings = Settings()  # the process and the bus
-        for concern in dict.fromkeys((*COMMON, *concerns)):
-            concern()  # validated now; read again where used
+        settings = Settings.load(concerns)
     except SettingsError as exc:
         sys.stderr.write(f"{program}: invalid setting {exc}\n")
         sys.stderr.flush()
@@ -75,22 +74,24 @@ async def run_service(
     main: Main,
     *,
     needs_kube: bool,
-    settings: Settings | None = None,
     concerns: Sequence[type[AimSettings]] = (),
 ) -> None:
     """Read the settings (``concerns``: the service's own, beyond every service's; see
     :func:`load_settings`), connect, run ``main`` until a signal arrives or it returns, then clean
     up."""
-    loaded = load_settings(f"aim-{name}", concerns)
-    settings = settings or loaded
+    settings = load_settings(f"aim-{name}", concerns)
     configure_logging(settings.log_level, settings.log_format, f"aim-{name}")
-    tracing.setup(f"aim-{name}", TracingSettings())
-    server = await health.serve(f"aim-{name}", HealthSettings())
+    tracing.setup(f"aim-{name}", settings.get(TracingSettings))
+    server = await health.serve(f"aim-{name}", settings.get(HealthSettings))
     READINESS.waiting("nats", "connecting")
     nc = await connect_bus(settings.bus.as_role(name), f"aim-{name}")
     READINESS.add("nats", lambda: None if nc.is_connected else "not connected")
     metrics.NATS_CONNECTED.set_function(lambda: 1.0 if nc.is_connected else 0.0)
-    kube = Kube(await connect(settings.kubeconfig), field_manager=f"aim-{name}") if needs_kube else None
+    kube = (
+        Kube(await connect(settings.kubeconfig, settings.get(ProxySettings)), field_manager=f"aim-{name}")
+        if needs_kube
+        else None
+    )
     ctx = ServiceContext(name, settings, nc, nc.jetstream(), kube)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

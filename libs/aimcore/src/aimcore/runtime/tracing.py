@@ -30,7 +30,7 @@ def extract(headers: Mapping[str, str] | None) -> context.Context:
     return propagate.extract(dict(headers or {}))
 
 
-def setup(service_name: str, settings: TracingSettings | None = None) -> TracerProvider:
+def setup(service_name: str, settings: TracingSettings) -> TracerProvider:
     """Install a tracer provider. ``OTEL_TRACES_EXPORTER`` picks ``console``, ``otlp`` or ``none``
     (several, comma-separated; default ``none``). An exporter that is unknown or cannot be loaded is
     one warning in the log, and the service runs on without it: tracing is never a reason for a
@@ -42,7 +42,6 @@ def setup(service_name: str, settings: TracingSettings | None = None) -> TracerP
     (docs/benchmarks.md). With an exporter every span is recorded, also under a remote parent that
     did not record its own (a service without an exporter sends ``traceparent`` flags ``00``).
     ``OTEL_TRACES_SAMPLER`` set in the environment overrides both (the SDK reads it)."""
-    settings = settings or TracingSettings()
     exporters: list[SpanExporter] = []
     for name in exporter_names(settings.traces_exporter):
         try:

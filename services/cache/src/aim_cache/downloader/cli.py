@@ -6,8 +6,9 @@ exactly one JSON object the cache service reads from the pod log:
 ``{"result": "error", "reason": "<condition reason>", "message": "..."}``. Exit codes: 0 success,
 1 failure, 2 usage error, 143 stopped by SIGTERM/SIGINT (partial data kept for the next attempt).
 
-The environment is two things: the Job's settings (:mod:`aim_cache.downloader.settings`), and the
-model cache's own env (the user's: tokens, endpoints), handed to the sources as it is.
+The environment is two things: the Job's settings (:mod:`aim_cache.downloader.settings`, read
+once, when the program starts), and the model cache's own env (the user's: tokens, endpoints),
+handed to the sources as it is.
 
 Every connection applies the outbound address policy of ``AIM_OUTBOUND_ALLOWED_HOSTS`` and
 ``AIM_OUTBOUND_ALLOW_PRIVATE`` (strict when unset; the cache service sets both on the download Jobs
@@ -27,7 +28,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import signal
 import sys
 import time
@@ -39,7 +39,7 @@ from aim_cache.downloader import writepath
 from aim_cache.downloader.errors import DOWNLOAD_FAILED, DownloadError, redact_url
 from aim_cache.downloader.progress import Progress, RateMeter, summary
 from aim_cache.downloader.run import download
-from aim_cache.downloader.settings import DownloadJobSettings
+from aim_cache.downloader.settings import DownloadJobSettings, load_job
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.domain.units import format_bytes, format_duration, format_rate
 from aimcore.runtime.settings import SettingsError
@@ -201,14 +201,14 @@ class Publisher:
             await asyncio.sleep(PUBLISH_INTERVAL)
 
     async def _publish(self) -> None:
-        from aimcore.api.bus.progress import TOKEN_HEADER  # noqa: PLC0415
+        from aimcore.runtime.report import offer_progress  # noqa: PLC0415 - only when publishing
 
         report = self.latest
         if report is None or report is self.sent:
             return
         self.sent = report
         try:
-            await self.nc.publish(self.subject, report.encode(), headers={TOKEN_HEADER: self.token})
+            await offer_progress(self.nc, report, self.token)
             await self.nc.flush(timeout=2)
             self.published += 1
         except Exception as e:
@@ -332,9 +332,6 @@ def _display(source: str) -> str:
     return redact_url(source) if source.lower().startswith(("http://", "https://")) else source
 
 
-LOG_FORMATS = ("text", "json")
-
-
 def setup_logging(fmt: str = "text") -> None:
     """Plain lines, or with ``AIM_LOG_FORMAT=json`` (the cache service passes its own) aimcore's
     JSON lines (:mod:`aimcore.runtime.logs`, imported only then: it loads the message models)."""
@@ -353,24 +350,19 @@ def setup_logging(fmt: str = "text") -> None:
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    environment = os.environ if env is None else env
-    fmt = environment.get("AIM_LOG_FORMAT", "").strip().lower() or "text"
-    if fmt not in LOG_FORMATS:
-        build_parser().error(f"invalid setting AIM_LOG_FORMAT: {fmt!r} is not one of text, json")
-    setup_logging(fmt)
+    # The process environment is the model cache's env (the user's, not configuration: the sources
+    # read their tokens and endpoints from it) plus the Job's settings, read through their classes.
+    try:
+        start = load_job(env)
+    except SettingsError as e:
+        build_parser().error(f"invalid setting {e}")
+    setup_logging(start.job.log_format)
     if args.object:
         try:
             parse_object(args.object)
         except ValueError as e:
             build_parser().error(f"--object: {e}")
-    # The process environment is the model cache's env (the user's, not configuration: the sources
-    # read their tokens and endpoints from it) plus the Job's settings, read through their classes.
-    try:
-        job = DownloadJobSettings.from_env(environment)
-        policy = OutboundPolicy.from_env(environment)
-    except SettingsError as e:
-        build_parser().error(f"invalid setting {e}")
-    result, code = asyncio.run(run(args, environment, job, policy))
+    result, code = asyncio.run(run(args, start.environment, start.job, start.policy))
     emit_result(result)
     sys.exit(code)
 

@@ -32,7 +32,7 @@ from aim_cache.downloader.errors import (
     redact_url,
 )
 from aimcore.api.errors import AimError
-from aimcore.domain.outbound import OutboundPolicy, OutboundRefused
+from aimcore.domain.outbound import STRICT, OutboundPolicy, OutboundRefused
 from aimcore.domain.outbound.connect import http_connection
 
 USER_AGENT = "aim-download/1"
@@ -91,14 +91,14 @@ def refused(error: OutboundRefused) -> DownloadError:
 class Connections:
     """One worker's keep-alive connections (one per scheme/host/port). :meth:`abort` may be called
     from another thread: it shuts the sockets down so a blocked read returns at once. ``policy``
-    (default: the operator-wide one from the environment) is applied to every connect."""
+    (the process's, read at start-up; default: the strict one) is applied to every connect."""
 
     def __init__(
         self,
         timeout: float,
         ssl_context: ssl.SSLContext | None = None,
         guard: Callable[[str], None] | None = None,
-        policy: OutboundPolicy | None = None,
+        policy: OutboundPolicy = STRICT,
     ) -> None:
         self.timeout = timeout
         self.ssl_context = ssl_context
@@ -106,7 +106,7 @@ class Connections:
         # first request and every redirect): raises DownloadError to refuse it (a caller's own
         # check, e.g. the LLMKube path's, before the policy's at connect time).
         self.guard = guard
-        self.policy = policy if policy is not None else OutboundPolicy.from_env()
+        self.policy = policy
         self._conns: dict[Key, http.client.HTTPConnection] = {}
         self._lock = threading.Lock()
         self._aborted = False

@@ -23,12 +23,13 @@ from aim_cache.downloader import manifest as manifests
 from aim_cache.downloader import writepath
 from aim_cache.downloader.errors import DOWNLOAD_FAILED, INVALID_SOURCE, DownloadError
 from aim_cache.downloader.fetch import make_ssl_context
+from aim_cache.downloader.filejob import PlannedFile
 from aim_cache.downloader.manifest import Manifest, ManifestFile
 from aim_cache.downloader.partial import partial_dir
 from aim_cache.downloader.progress import Progress
 from aim_cache.downloader.sources import DIGEST_ALGORITHMS, PARTIAL_DIR, Digest, Listing, list_source
-from aim_cache.downloader.transfer import PlannedFile, Transfer
-from aimcore.domain.outbound import OutboundPolicy
+from aim_cache.downloader.transfer import Transfer
+from aimcore.domain.outbound import STRICT, OutboundPolicy
 
 log = logging.getLogger("aim_cache.downloader")
 
@@ -64,7 +65,7 @@ class _Emitter:
             log.exception("progress callback failed")
 
 
-async def probe_size(uri: str, env: Mapping[str, str], *, policy: OutboundPolicy | None = None) -> int:
+async def probe_size(uri: str, env: Mapping[str, str], *, policy: OutboundPolicy = STRICT) -> int:
     """Total bytes of ``uri`` from its listing (for sizing a volume before downloading)."""
     return (await list_source(uri, env, policy=policy)).total_bytes
 
@@ -80,14 +81,14 @@ async def download(
     expected_sha256: str | None = None,
     direct_io: bool | None = None,
     compute: Sequence[str] = (),
-    policy: OutboundPolicy | None = None,
+    policy: OutboundPolicy = STRICT,
 ) -> Manifest:
     """Download ``uri`` into ``dest`` and return its manifest (see the package docstring).
     ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works, ``True`` uses
     ``O_DIRECT`` where it works, ``None`` (the default) measures which is faster on the
     destination's filesystem (:mod:`aim_cache.downloader.writepath`). ``policy``
-    is the outbound address policy every connection applies (default: the operator-wide one from
-    the process environment; ``env`` is the model's own and never changes it).
+    is the outbound address policy every connection applies (the process's, read at start-up;
+    default: the strict one; ``env`` is the model's own and never changes it).
 
     ``compute`` names digest algorithms (``sha256``, ``git-sha1``, ``md5``) to compute for every
     file the source gives no such digest for, while its bytes arrive (no second pass): they are
@@ -128,7 +129,7 @@ async def download_listing(
     direct_io: bool | None = None,
     compute: Sequence[str] = (),
     guard: Callable[[str], None] | None = None,
-    policy: OutboundPolicy | None = None,
+    policy: OutboundPolicy = STRICT,
     _emit: _Emitter | None = None,
 ) -> Manifest:
     """:func:`download` for a listing obtained earlier (e.g. by a size probe). ``guard`` is called
@@ -170,7 +171,7 @@ async def download_listing(
             direct_io=direct_io,
             compute=compute,
             guard=guard,
-            policy=policy if policy is not None else OutboundPolicy.from_env(),
+            policy=policy,
             # The old manifest describes the destination until a file in it is replaced: a
             # download that fails before (e.g. a checksum mismatch) leaves it, and its files, as
             # they were.

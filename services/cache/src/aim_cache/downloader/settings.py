@@ -1,13 +1,20 @@
 """The settings of a download Job's ``aim-download``: what the cache service puts in the Job's
 environment besides the model cache's own env (which is the user's, handed to the sources as it is,
-and is not configuration): the progress token, how to reach the bus, and the outbound policy
-(:class:`~aimcore.runtime.settings.outbound.OutboundSettings`)."""
+and is not configuration): the progress token, how to reach the bus, the log format, and the
+outbound policy (:class:`~aimcore.runtime.settings.outbound.OutboundSettings`). :func:`load_job` reads
+them all, once, when the program starts."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from aimcore.domain.outbound import OutboundPolicy
 from aimcore.runtime.settings import AimSettings, BusSettings
 from aimcore.runtime.settings.base import setting
 from aimcore.runtime.settings.outbound import OutboundSettings
+from aimcore.runtime.settings.process import LogFormat
 
 
 class DownloadJobSettings(AimSettings):
@@ -44,6 +51,13 @@ class DownloadJobSettings(AimSettings):
     nats_tls_ca_file: str | None = setting(
         env="AIM_NATS_TLS_CA_FILE", form="a path", description="The CA that verifies the server."
     )
+    log_format: LogFormat = setting(
+        "text",
+        env="AIM_LOG_FORMAT",
+        form="text or json (any case)",
+        description="The Job's log lines on stderr: plain `text`, or the services' `json` lines "
+        "(the cache service passes its own).",
+    )
 
     def bus(self) -> BusSettings:
         """How the Job connects (as the ``download`` role unless told otherwise; no client
@@ -61,3 +75,23 @@ class DownloadJobSettings(AimSettings):
 
 SETTINGS = (DownloadJobSettings, OutboundSettings)
 """Every concern ``aim-download`` reads."""
+
+
+@dataclass(frozen=True)
+class JobStart:
+    """What ``aim-download`` reads when it starts: its settings, its outbound policy (with the
+    proxies), and its environment as a whole, which is also the model cache's env (the user's:
+    tokens and endpoints the sources read, handed to them as data, never read as configuration)."""
+
+    job: DownloadJobSettings
+    policy: OutboundPolicy
+    environment: Mapping[str, str] = field(repr=False)
+
+
+def load_job(env: Mapping[str, str] | None = None) -> JobStart:
+    """Read and validate the Job's settings from ``env`` (default: the process environment); a bad
+    value raises :class:`~aimcore.runtime.settings.SettingsError`."""
+    environment = os.environ if env is None else env
+    return JobStart(
+        DownloadJobSettings.from_env(environment), OutboundPolicy.from_env(environment), environment
+    )

@@ -34,7 +34,7 @@ from aim_cache.downloader.errors import (
     DownloadError,
     redact_url,
 )
-from aimcore.domain.outbound import OutboundPolicy, refusal_in
+from aimcore.domain.outbound import STRICT, OutboundPolicy, refusal_in
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 MANIFEST_NAME = ".aim-manifest.json"
@@ -265,17 +265,16 @@ async def list_source(
     *,
     expected_sha256: str | None = None,
     guard: Callable[[str], None] | None = None,
-    policy: OutboundPolicy | None = None,
+    policy: OutboundPolicy = STRICT,
 ) -> Listing:
     """List ``uri``'s files (sizes, URLs, digests). ``expected_sha256`` adds a sha256 digest to a
     single-file source (an error for a multi-file one). ``guard`` vets every origin an http(s)
-    probe connects to (see :class:`fetch.Connections`). ``policy`` (default: the operator-wide
-    outbound policy from the process environment, never from ``env``, which is the user's) is
+    probe connects to (see :class:`fetch.Connections`). ``policy`` (the process's outbound policy,
+    never from ``env``, which is the user's; default: the strict one) is
     applied to every connection the listing opens: the Hub API, the S3 endpoint, a URL, and every
     redirect; a refusal is ``AddressNotAllowed``."""
     parsed = parse_source(uri)
     expected = normalize_sha256(expected_sha256)
-    policy = policy if policy is not None else OutboundPolicy.from_env()
     if parsed.scheme == "hf":
         listing = await asyncio.to_thread(_list_hf, parsed, env, policy)
     elif parsed.scheme == "s3":
@@ -350,9 +349,7 @@ def hf_info_entries(info: Any) -> tuple[str, list[tuple[str, int, str, str | Non
     return info["sha"], entries
 
 
-def _list_hf_direct(
-    parsed: ParsedSource, env: Mapping[str, str], policy: OutboundPolicy | None = None
-) -> Listing | None:
+def _list_hf_direct(parsed: ParsedSource, env: Mapping[str, str], policy: OutboundPolicy) -> Listing | None:
     """The listing in one stdlib request, without importing ``huggingface_hub`` (a fifth of a
     second of the downloader's start-up). None on any failure or unexpected answer: the caller then
     lists through ``huggingface_hub``, which also maps every error to its reason. A connection the
@@ -408,8 +405,7 @@ def _hf_listing(
     return Listing(source=parsed.display, revision=commit, files=tuple(files))
 
 
-def _list_hf(parsed: ParsedSource, env: Mapping[str, str], policy: OutboundPolicy | None = None) -> Listing:
-    policy = policy if policy is not None else OutboundPolicy.from_env()
+def _list_hf(parsed: ParsedSource, env: Mapping[str, str], policy: OutboundPolicy) -> Listing:
     fast = _list_hf_direct(parsed, env, policy)
     if fast is not None:
         return fast
@@ -547,10 +543,10 @@ def s3_signer(env: Mapping[str, str]) -> S3Signer | None:
     return S3Signer(access_key, secret_key, env.get("AWS_SESSION_TOKEN") or None, region)
 
 
-def s3_client(env: Mapping[str, str], policy: OutboundPolicy | None = None) -> Any:
+def s3_client(env: Mapping[str, str], policy: OutboundPolicy = STRICT) -> Any:
     """A boto3 S3 client configured only from ``env`` (never the process environment's endpoint
     settings; with no keys it is anonymous rather than searching instance metadata), whose every
-    connection applies ``policy`` (default: the operator-wide one)."""
+    connection applies ``policy`` (default: the strict one)."""
     import boto3  # noqa: PLC0415 - heavy import, only for s3
     from botocore import UNSIGNED  # noqa: PLC0415
     from botocore.config import Config  # noqa: PLC0415
@@ -587,7 +583,7 @@ def s3_client(env: Mapping[str, str], policy: OutboundPolicy | None = None) -> A
     client = session.client("s3", endpoint_url=endpoint, config=config, use_ssl=not no_ssl, verify=verify)
     from aim_cache.downloader.s3connect import guard_client  # noqa: PLC0415 - imports botocore
 
-    guard_client(client, policy if policy is not None else OutboundPolicy.from_env())
+    guard_client(client, policy)
     return client
 
 
@@ -663,7 +659,7 @@ def _s3_digests(head: Mapping[str, Any]) -> tuple[tuple[Digest, ...], str | None
     return tuple(digests), etag
 
 
-def _list_s3(parsed: ParsedSource, env: Mapping[str, str], policy: OutboundPolicy | None = None) -> Listing:
+def _list_s3(parsed: ParsedSource, env: Mapping[str, str], policy: OutboundPolicy) -> Listing:
     assert parsed.bucket is not None and parsed.prefix is not None
     endpoint = (env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or "").strip() or None
     bucket, prefix = parsed.bucket, parsed.prefix
@@ -716,8 +712,8 @@ def _list_s3(parsed: ParsedSource, env: Mapping[str, str], policy: OutboundPolic
 def _list_http(
     parsed: ParsedSource,
     env: Mapping[str, str],
-    guard: Callable[[str], None] | None = None,
-    policy: OutboundPolicy | None = None,
+    guard: Callable[[str], None] | None,
+    policy: OutboundPolicy,
 ) -> Listing:
     assert parsed.url is not None
     verify = tls_verify(parsed, env)

@@ -29,7 +29,7 @@ from aim_cache.llmkube.sources import (
     SourceUnreachable,
     check_remote,
 )
-from aimcore.domain.outbound import OutboundPolicy, OutboundRefused
+from aimcore.domain.outbound import STRICT, OutboundPolicy, OutboundRefused
 from aimcore.domain.outbound.connect import http_connection
 
 log = logging.getLogger(__name__)
@@ -125,13 +125,12 @@ async def probe(
     guard: Guard,
     *,
     timeout: float = PROBE_TIMEOUT,
-    outbound: OutboundPolicy | None = None,
+    outbound: OutboundPolicy = STRICT,
 ) -> drift.Fingerprint | None:
     """The primary file's fingerprint now, or None when the probe says nothing (indeterminate).
     Raises :class:`SourceError` when a redirect leads somewhere the policy refuses. ``outbound``
-    (default: the operator-wide policy) is applied when connecting."""
-    policy = outbound if outbound is not None else OutboundPolicy.from_env()
-    return await asyncio.to_thread(_probe, source, local_paths, guard, timeout, policy)
+    (the service's policy; default: the strict one) is applied when connecting."""
+    return await asyncio.to_thread(_probe, source, local_paths, guard, timeout, outbound)
 
 
 def revision_of(fp: drift.Fingerprint | None) -> str | None:
@@ -152,7 +151,7 @@ async def listing(
     expected_sha256: str | None,
     revision: str | None,
     guard: Guard | None = None,
-    outbound: OutboundPolicy | None = None,
+    outbound: OutboundPolicy = STRICT,
 ) -> Listing:
     """The downloader's listing of every staged file (sizes from HEAD or ``stat``), each placed at
     its staged relative path; ``expected_sha256`` is checked on the primary file."""
@@ -202,11 +201,10 @@ def _remote_header(url: str, guard: Guard, outbound: OutboundPolicy) -> dict[str
 
 
 async def remote_header(
-    url: str, guard: Guard, *, outbound: OutboundPolicy | None = None
+    url: str, guard: Guard, *, outbound: OutboundPolicy = STRICT
 ) -> dict[str, Any] | None:
     """``status.gguf`` read with range requests before the download completes (None on failure)."""
-    policy = outbound if outbound is not None else OutboundPolicy.from_env()
-    return await asyncio.to_thread(_remote_header, url, guard, policy)
+    return await asyncio.to_thread(_remote_header, url, guard, outbound)
 
 
 def local_header(path: str) -> dict[str, Any] | None:

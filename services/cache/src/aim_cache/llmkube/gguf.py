@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aimcore.api.errors import AimError
-from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.outbound import STRICT, OutboundPolicy
 from aimcore.domain.outbound.connect import http_connection
 
 __all__ = [
@@ -424,11 +424,11 @@ class _RemoteFile:
         block: int,
         guard: Callable[[str], None] | None = None,
         *,
-        policy: OutboundPolicy | None = None,
+        policy: OutboundPolicy = STRICT,
     ) -> None:
         self._origin = _origin(_split(url))
         self._guard = guard
-        self._policy = policy if policy is not None else OutboundPolicy.from_env()
+        self._policy = policy
         for name, value in headers.items():
             if any(c in name for c in "\r\n\0:") or any(c in value for c in "\r\n\0"):
                 raise GGUFError(f"invalid characters in request header {name!r}")
@@ -618,7 +618,7 @@ def read_remote(
     timeout: float = 30.0,
     block: int = 1 << 20,
     guard: Callable[[str], None] | None = None,
-    policy: OutboundPolicy | None = None,
+    policy: OutboundPolicy = STRICT,
 ) -> GGUFHeader:
     """Parse the GGUF header of an http(s) URL, transferring only about the header's size.
 
@@ -627,8 +627,8 @@ def read_remote(
     connection closed as soon as the header is parsed. Redirects are followed (Authorization and
     Cookie are dropped when leaving the original origin); ``timeout`` bounds the whole read.
     Failures raise ``GGUFError`` carrying the HTTP status, never header values. ``guard`` is called
-    with every redirect target before it is fetched (it raises to refuse one); ``policy`` (default:
-    the operator-wide outbound policy) is applied to every connection (it raises
+    with every redirect target before it is fetched (it raises to refuse one); ``policy`` (the service's
+    outbound policy; default: the strict one) is applied to every connection (it raises
     :class:`~aimcore.domain.outbound.OutboundRefused`)."""
     if block <= 0:
         raise ValueError("block must be positive")

@@ -60,11 +60,11 @@ from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.kinds import GROUP_LLMKUBE, JOB, NODE, POD, PVC, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain import jobs
-from aimcore.domain.children import owned_by
+from aimcore.runtime.children import owned_by
+from aimcore.runtime.composer import rfc3339
 from aimcore.runtime.informer import Informer
 from aimcore.runtime.kube import ApiException, Kube, describe_error
 from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.status.rules import rfc3339
 
 log = logging.getLogger(__name__)
 

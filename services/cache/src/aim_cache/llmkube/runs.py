@@ -39,7 +39,7 @@ from aim_cache.downloader import (
 )
 from aim_cache.llmkube import drift, fetch
 from aim_cache.llmkube.sources import SOURCE_NOT_ALLOWED, Source, SourceError, SourceUnreachable
-from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.outbound import STRICT, OutboundPolicy
 
 log = logging.getLogger(__name__)
 DOWNLOADS = DownloadMeter("llmkube")
@@ -122,7 +122,7 @@ class Order:
     expected_sha256: str | None
     read_header: bool
     guard: fetch.Guard
-    outbound: OutboundPolicy | None = None  # default: the operator-wide outbound policy
+    outbound: OutboundPolicy = STRICT  # the reconcile gives the service's (default: the strict one)
 
 
 class Runs:

@@ -7,7 +7,6 @@ directory (the operator's own model volume, as LLMKube's controller mounts
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -16,7 +15,7 @@ from pydantic import AfterValidator, BeforeValidator
 
 from aim_cache.llmkube.sources import Policy
 from aimcore.domain.outbound import OutboundPolicy
-from aimcore.runtime.settings import AimSettings
+from aimcore.runtime.settings import AimSettings, Settings
 from aimcore.runtime.settings.base import lenient_flag, setting, split_commas, split_commas_or_colons
 
 DEFAULT_VERIFY_IMAGE = "aim-cache:0.1.0"
@@ -117,10 +116,11 @@ class ModelSettings:
     pod_name: str | None = None
 
     @classmethod
-    def from_env(cls, cache_dir: Path, env: Mapping[str, str] | None = None) -> ModelSettings:
-        """The controller's settings; ``cache_dir`` is the cache service's (``AIM_CACHE_DIR``)."""
-        own = LLMKubeSettings.from_env(env)
-        base = OutboundPolicy.from_env(env)
+    def of(cls, settings: Settings, cache_dir: Path) -> ModelSettings:
+        """The controller's settings, from the settings the service read at start-up;
+        ``cache_dir`` is the cache service's (``AIM_CACHE_DIR``)."""
+        own = settings.get(LLMKubeSettings)
+        base = OutboundPolicy.configured(settings)
         return cls(
             cache_dir=(own.cache_dir or cache_dir / "_llmkube").expanduser(),
             policy=Policy(

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from aim_cache.llmkube import drift
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.domain.units import format_bytes, format_duration
+from aimcore.runtime.conditions import condition as cond
 
 PENDING = "Pending"
 DOWNLOADING = "Downloading"
@@ -81,10 +82,6 @@ class Observed:
     fingerprint: drift.Fingerprint | None = None
     drift: tuple[str, str, str] | None = None  # SourceDrifted (status, reason, message)
     last_revalidated: str | None = None
-
-
-def cond(type_: str, ok: bool, reason: str, message: str = "") -> ConditionReport:
-    return ConditionReport(type=type_, status="True" if ok else "False", reason=reason, message=message)
 
 
 def _retry_text(failure: Failure) -> str:

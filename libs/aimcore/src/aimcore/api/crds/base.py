@@ -14,6 +14,11 @@ Conventions (the generator in ``aim_dev.crdgen`` relies on them):
   needs no ``oldSelf`` is also checked in Python by a ``model_validator``; parsing an object is
   validating it, and a ``ValidationError`` becomes an ``InvalidSpec`` condition.
 - A top-level kind subclasses :class:`Resource` and declares ``crd: ClassVar[CRDInfo]``.
+- Every Python-only rule (a ``model_validator`` or ``field_validator`` that checks, never
+  converts) returns at once when :func:`decoding`, and an annotated type's rule is wrapped in
+  :func:`aimcore.api.decoding.rule`: reading a stored object (what
+  the API server enforced: types, enums, required fields) is one thing, judging it is its owner's
+  (:mod:`aimcore.api.crds.validation`).
 """
 
 from __future__ import annotations
@@ -22,9 +27,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal, Self, cast
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
+from aimcore.api.decoding import decoding, rule
 from aimcore.api.imageref import InvalidReference, parse_reference
 from aimcore.api.quantities import amount, check_amount
 
@@ -99,13 +112,13 @@ def _quantity(value: int | str) -> int | str:
     return value
 
 
-Quantity = Annotated[int | str, AfterValidator(_quantity), WithJsonSchema(_QUANTITY_SCHEMA)]
+Quantity = Annotated[int | str, rule(_quantity), WithJsonSchema(_QUANTITY_SCHEMA)]
 """resource.Quantity: ``"64Gi"``, ``"500m"`` or an integer; never negative, above 2^63-1 or finer
 than 1n (:func:`aimcore.api.quantities.check_amount`: Kubernetes would refuse, cap or round it)."""
 
 QuantityString = Annotated[
     str,
-    AfterValidator(_quantity),
+    rule(_quantity),
     WithJsonSchema({"type": "string", "pattern": _QUANTITY_SCHEMA["pattern"]}),
 ]
 """A quantity the API spells as a plain string (an autoscaling target): the same checks."""
@@ -122,7 +135,7 @@ def _image_reference(value: str) -> str:
     return value
 
 
-ImageReference = Annotated[str, AfterValidator(_image_reference)]
+ImageReference = Annotated[str, rule(_image_reference)]
 """A container image reference, parsed as the registry client and the kubelet will read it
 (:func:`aimcore.api.imageref.parse_reference`); use with ``Field(pattern=IMAGE_PATTERN)`` so the
 API server refuses whitespace at apply time."""
@@ -139,9 +152,7 @@ def _duration(value: str) -> str:
     return value
 
 
-Duration = Annotated[
-    str, AfterValidator(_duration), WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN})
-]
+Duration = Annotated[str, rule(_duration), WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN})]
 """metav1.Duration: a Go duration string such as ``"1h"`` or ``"15m30s"``; the API server refuses
 anything else (it would be stored, then fail or be misread by whoever parses it)."""
 
@@ -221,7 +232,9 @@ class ResourceRequirements(K8sModel):
     claims: list[ResourceClaim] | None = None
 
     @model_validator(mode="after")
-    def _check_pod_rules(self) -> Self:
+    def _check_pod_rules(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         requests, limits = self.requests or {}, self.limits or {}
         for side, values in (("requests", requests), ("limits", limits)):
             for name, value in values.items():

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 from typing import Any, ClassVar, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from aimcore.api.crds.base import (
     AGE,
@@ -31,6 +31,7 @@ from aimcore.api.crds.base import (
     cel,
     k8s_config,
 )
+from aimcore.api.decoding import decoding
 
 # ---------------------------------------------------------------------------------------------
 # Enums
@@ -319,7 +320,9 @@ class GPUSpec(K8sModel):
     )
 
     @model_validator(mode="after")
-    def _check_claims(self) -> Self:
+    def _check_claims(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         claims = self.resource_claims
         if claims and any(
             (c.resource_claim_name is None) == (c.resource_claim_template_name is None) for c in claims

@@ -1,16 +1,30 @@
-"""Service-side validation: parsing an object into its model checks every seed constraint the
-1.20 test API server cannot enforce (CEL), and a failure becomes an ``InvalidSpec`` message."""
+"""Service-side validation, and reading a stored object into its model.
+
+Parsing an object into its model checks every seed constraint the 1.20 test API server cannot
+enforce (CEL), and a failure becomes an ``InvalidSpec`` message (:func:`parse`, :func:`describe`).
+Reading is not judging: every process that reads an object it does not own (a template the
+deployer selects, a model a service names) reads it as the API server stored it, rules or not, as a
+Go controller decodes an object into its struct (:func:`decode`). The owner's verdict travels with
+the read (:attr:`Decoded.invalid`), so one parse per version serves both.
+"""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from aimcore.api.crds.base import Resource
 from aimcore.api.crds.registry import resource_class
+from aimcore.api.decoding import DECODE
 
 INVALID_SPEC = "InvalidSpec"
+_INPUT = ("apiVersion", "kind", "metadata", "spec")  # the user's input: what is validated
+
+log = logging.getLogger(__name__)
 
 
 def describe(error: ValidationError, limit: int = 5) -> str:
@@ -32,6 +46,55 @@ def parse(obj: dict[str, Any]) -> Resource:
     cls = resource_class(group, str(obj.get("kind", "")))
     # The server adds metadata fields and may add status we do not model strictly; only the spec
     # is the user's input to validate.
-    return cls.model_validate(
-        {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "metadata", "spec")}
-    )
+    return cls.model_validate({k: v for k, v in obj.items() if k in _INPUT})
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """One stored object read into its kind's model."""
+
+    resource: Resource | None
+    """The model, status included; ``None`` only when the object is not one of its kind at all (a
+    placeholder for an object too large for the bus: no spec)."""
+    invalid: str | None = None
+    """Why the spec breaks a rule the services check (the ``InvalidSpec`` message its owner
+    reports), ``None`` when it keeps them all."""
+
+
+@cache
+def _status_model(cls: type[Resource]) -> type[BaseModel] | None:
+    """The status model of a kind (``status: XStatus | None``)."""
+    field = cls.model_fields.get("status")
+    annotation = field.annotation if field is not None else None
+    for arg in getattr(annotation, "__args__", (annotation,)):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+    return None
+
+
+def decode(group: str, kind: str, obj: dict[str, Any]) -> Decoded:
+    """``obj`` (stored as kind ``kind`` of ``group``) as its model: checked as :func:`parse`
+    checks it, and read without the services' rules when it breaks one. The status is read too;
+    a status that does not read (none the status service writes) is left out, not fatal."""
+    cls = resource_class(group, kind)
+    given = {k: v for k, v in obj.items() if k in _INPUT}
+    invalid: str | None = None
+    try:
+        resource = cls.model_validate(given)
+    except ValidationError as exc:
+        invalid = describe(exc)
+        try:
+            resource = cls.model_validate(given, context=DECODE)
+        except ValidationError:
+            return Decoded(None, invalid)
+    status = obj.get("status")
+    model = _status_model(cls)
+    if status and model is not None:
+        try:
+            read = model.model_validate(status, context=DECODE)
+        except ValidationError as exc:
+            name = (obj.get("metadata") or {}).get("name")
+            log.warning("the status of %s %s does not read: %s", kind, name, describe(exc))
+        else:
+            resource = resource.model_copy(update={"status": read})
+    return Decoded(resource, invalid)

@@ -67,7 +67,7 @@ from aimcore.domain.oci.errors import (
     RegistryError,
     RegistryUnreachable,
 )
-from aimcore.domain.outbound import OutboundPolicy, OutboundRefused, check_url, normalize_host
+from aimcore.domain.outbound import STRICT, OutboundPolicy, OutboundRefused, check_url, normalize_host
 from aimcore.domain.outbound.resolver import connector
 from aimcore.runtime.keyedlock import KeyedLock
 
@@ -182,8 +182,9 @@ class RegistryClient:
     ``credentials``: usually :func:`aimcore.domain.oci.auth.credentials_from_secrets` of the object's
     ``imagePullSecrets``; without them access is anonymous. ``platform``: what an image index
     resolves to. ``plain_http``: extra registry hosts (``host:port``) spoken to over HTTP.
-    ``policy``: the outbound address policy (default: the operator-wide one from the environment;
-    a ``session`` given by the caller must bring its own connector: only URLs are checked then).
+    ``policy``: the outbound address policy (default: the strict one; a service passes the one it
+    read at start-up; a ``session`` given by the caller must bring its own connector: only URLs are
+    checked then).
     ``request_log`` keeps ``(method, URL without query)`` of the latest requests (tests and
     debugging)."""
 
@@ -200,10 +201,10 @@ class RegistryClient:
         session: aiohttp.ClientSession | None = None,
         user_agent: str = USER_AGENT,
         request_log_size: int = 1000,
-        policy: OutboundPolicy | None = None,
+        policy: OutboundPolicy = STRICT,
     ) -> None:
         self.credentials = credentials or DockerConfig()
-        self.policy = policy if policy is not None else OutboundPolicy.from_env()
+        self.policy = policy
         self.platform = Platform.parse(platform) if isinstance(platform, str) else platform
         self.timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=connect_timeout)
         self.plain_http = frozenset(normalize_registry(h) for h in plain_http)

@@ -7,6 +7,7 @@ See ``docs/deploy.md`` ("Outbound address policy")."""
 from aimcore.domain.outbound.policy import (
     ADDRESS_NOT_ALLOWED,
     POLICY_ENV,
+    STRICT,
     OutboundPolicy,
     OutboundRefused,
     UnresolvedHost,
@@ -25,6 +26,7 @@ __all__ = [
     "ALLOWED_HOSTS_ENV",
     "ALLOW_PRIVATE_ENV",
     "POLICY_ENV",
+    "STRICT",
     "OutboundPolicy",
     "OutboundRefused",
     "UnresolvedHost",

@@ -39,6 +39,7 @@ from urllib.parse import unquote, urlsplit
 
 from aimcore.api.errors import AimError
 from aimcore.domain.outbound.proxy import Proxies
+from aimcore.runtime.settings.loaded import Settings
 from aimcore.runtime.settings.outbound import ALLOW_PRIVATE_ENV, ALLOWED_HOSTS_ENV, OutboundSettings
 from aimcore.runtime.settings.process import ProxySettings
 
@@ -136,17 +137,22 @@ class OutboundPolicy:
         object.__setattr__(self, "allowed_hosts", frozenset(normalize_host(h) for h in self.allowed_hosts))
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> OutboundPolicy:
-        """The operator-wide policy (:class:`~aimcore.runtime.settings.outbound.OutboundSettings`:
-        ``AIM_OUTBOUND_ALLOWED_HOSTS`` and ``AIM_OUTBOUND_ALLOW_PRIVATE``), from ``env`` (default:
-        the process environment). Both unset: the strict default."""
-        return replace(
-            cls.of(OutboundSettings.from_env(env)), proxies=proxies_of(ProxySettings.from_env(env))
-        )
+    def configured(cls, settings: Settings) -> OutboundPolicy:
+        """The operator-wide policy of a process, from the settings it read at start-up
+        (:class:`~aimcore.runtime.settings.outbound.OutboundSettings`: ``AIM_OUTBOUND_ALLOWED_HOSTS``
+        and ``AIM_OUTBOUND_ALLOW_PRIVATE``, and the proxies). Both unset: the strict default."""
+        return cls.of(settings.get(OutboundSettings), settings.get(ProxySettings))
 
     @classmethod
-    def of(cls, settings: OutboundSettings) -> OutboundPolicy:
-        return cls(allowed_hosts=frozenset(settings.allowed_hosts), allow_private=settings.allow_private)
+    def from_env(cls, env: Mapping[str, str] | None = None) -> OutboundPolicy:
+        """The policy an environment gives (a download Job's, which :meth:`env` wrote; default: the
+        process environment)."""
+        return cls.of(OutboundSettings.from_env(env), ProxySettings.from_env(env))
+
+    @classmethod
+    def of(cls, settings: OutboundSettings, proxy: ProxySettings | None = None) -> OutboundPolicy:
+        policy = cls(allowed_hosts=frozenset(settings.allowed_hosts), allow_private=settings.allow_private)
+        return policy if proxy is None else replace(policy, proxies=proxies_of(proxy))
 
     def allows_host(self, host: str) -> bool:
         """Whether ``host`` is allow-listed (it then skips every address check)."""
@@ -160,6 +166,12 @@ class OutboundPolicy:
             ALLOW_PRIVATE_ENV: "true" if self.allow_private else "false",
             **self.proxies.env(),
         }
+
+
+STRICT: Final = OutboundPolicy()
+"""The policy with neither setting given: public addresses only, no proxy. What a client uses when
+it is handed no policy (a process hands its clients the one it read at start-up,
+:meth:`OutboundPolicy.configured`; nothing falls back to reading the environment)."""
 
 
 def proxies_of(settings: ProxySettings) -> Proxies:

@@ -5,13 +5,11 @@ own variables) and whether a proxy is configured."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
 
 from aimcore.runtime.settings.base import AimSettings, setting, split_commas
-from aimcore.runtime.settings.bus import BusSettings
 
 LOG_LEVELS = tuple(logging.getLevelNamesMapping())
 
@@ -29,6 +27,11 @@ def _log_format(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     return value.strip().lower() or "text"
+
+
+LogFormat = Annotated[Literal["text", "json"], BeforeValidator(_log_format)]
+"""``AIM_LOG_FORMAT``'s values: ``text`` or ``json``, any case, blank meaning ``text`` (the services'
+and the download Jobs')."""
 
 
 class ProcessSettings(AimSettings):
@@ -63,7 +66,7 @@ class ProcessSettings(AimSettings):
         form="DEBUG, INFO, WARNING, ERROR or CRITICAL (any case)",
         description="The level of the service's log.",
     )
-    log_format: Annotated[Literal["text", "json"], BeforeValidator(_log_format)] = setting(
+    log_format: LogFormat = setting(
         "text",
         env="AIM_LOG_FORMAT",
         form="text or json (any case)",
@@ -167,39 +170,3 @@ class ProxySettings(AimSettings):
         "`NO_PROXY`, `~/.netrc`) as aiohttp does; when none is, it connects directly and skips "
         "those look-ups on every request. A kubeconfig's `proxy-url` works either way.",
     )
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What every service reads at start-up: its process settings and its bus settings."""
-
-    process: ProcessSettings = field(default_factory=ProcessSettings)
-    bus: BusSettings = field(default_factory=BusSettings)
-
-    @property
-    def kubeconfig(self) -> str | None:
-        return self.process.kubeconfig
-
-    @property
-    def system_namespace(self) -> str:
-        return self.process.system_namespace
-
-    @property
-    def resync_seconds(self) -> float:
-        return self.process.resync_seconds
-
-    @property
-    def log_level(self) -> str:
-        return self.process.log_level
-
-    @property
-    def log_format(self) -> Literal["text", "json"]:
-        return self.process.log_format
-
-    @property
-    def reconcile_journal(self) -> str | None:
-        return self.process.reconcile_journal
-
-    @property
-    def nats_url(self) -> str:
-        return self.bus.url

@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from aimcore.api.crds.aim.common import (
     _DOWNLOAD_ENV_DESCRIPTION,
@@ -37,6 +37,7 @@ from aimcore.api.crds.base import (
     Time,
     immutable,
 )
+from aimcore.api.decoding import decoding
 from aimcore.api.quantities import amount
 from aimcore.api.sourcerules import SourceUri, check_model_id
 
@@ -256,12 +257,16 @@ class AIMModelCacheSpec(RuntimeConfigRef):
 
     @field_validator("model_id")
     @classmethod
-    def _check_model_id(cls, value: str | None) -> str | None:  # (optional: a pattern on the field)
+    def _check_model_id(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if decoding(info):
+            return value
         return None if value is None else check_model_id(value)
 
     @field_validator("size")
     @classmethod
-    def _check_size(cls, value: int | str | None) -> int | str | None:
+    def _check_size(cls, value: int | str | None, info: ValidationInfo) -> int | str | None:
+        if decoding(info):
+            return value
         return check_cache_size(value)
 
 

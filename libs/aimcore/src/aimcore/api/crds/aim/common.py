@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from aimcore.api.crds.base import (
     Condition,
@@ -24,6 +24,7 @@ from aimcore.api.crds.base import (
     immutable,
     k8s_config,
 )
+from aimcore.api.decoding import decoding
 from aimcore.api.kinds import GROUP_AIM
 from aimcore.api.quantities import amount
 from aimcore.api.sourcerules import ModelId, SourceUri
@@ -389,7 +390,9 @@ class AIMGpuRequirements(K8sModel):
     )
 
     @model_validator(mode="after")
-    def _check_model_xor_min_vram(self) -> Self:
+    def _check_model_xor_min_vram(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         if self.model is not None and self.min_vram is not None:
             raise ValueError(GPU_MODEL_XOR_VRAM_MESSAGE)
         return self
@@ -406,7 +409,9 @@ class AIMCpuRequirements(K8sModel):
     )
 
     @model_validator(mode="after")
-    def _check_cores(self) -> Self:
+    def _check_cores(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         if amount(self.requests) <= 0:
             raise ValueError(f"requests must be > 0 (is {self.requests!r})")
         if self.limits is not None and amount(self.limits) < amount(self.requests):
@@ -428,7 +433,9 @@ class AIMHardwareRequirements(K8sModel):
     cpu: AIMCpuRequirements | None = Field(default=None, description="CPU specifies CPU requirements.")
 
     @model_validator(mode="after")
-    def _check_gpu_or_cpu(self) -> Self:
+    def _check_gpu_or_cpu(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         if self.gpu is None and self.cpu is None:
             raise ValueError(HARDWARE_ONE_OF_MESSAGE)
         return self

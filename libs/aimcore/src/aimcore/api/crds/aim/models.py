@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from typing import ClassVar, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from aimcore.api.crds.aim.common import (
     CATEGORIES,
@@ -41,6 +41,7 @@ from aimcore.api.crds.base import (
     cel,
     k8s_config,
 )
+from aimcore.api.decoding import decoding
 
 # ---------------------------------------------------------------------------------------------
 # Enums
@@ -468,7 +469,9 @@ class AIMModelSpec(RuntimeConfigRef):
     )
 
     @model_validator(mode="after")
-    def _check_custom_model_hardware(self) -> Self:
+    def _check_custom_model_hardware(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         if not self.model_sources:
             return self
         if self.custom is not None and self.custom.hardware is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from typing import ClassVar, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from aimcore.api.crds.aim.common import (
     CATEGORIES,
@@ -40,6 +40,7 @@ from aimcore.api.crds.base import (
     immutable,
     k8s_config,
 )
+from aimcore.api.decoding import decoding
 from aimcore.api.hardware import HARDWARE_GPU_MESSAGE, HARDWARE_GPU_RULE
 from aimcore.api.hardware import conflicts as hardware_conflicts
 
@@ -198,7 +199,9 @@ class AIMServiceModel(K8sModel):
     )
 
     @model_validator(mode="after")
-    def _check_exactly_one(self) -> Self:
+    def _check_exactly_one(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         if sum(v is not None for v in (self.name, self.image, self.custom)) != 1:
             raise ValueError(SERVICE_MODEL_ONE_OF_MESSAGE)
         return self
@@ -265,7 +268,9 @@ class AIMServiceOverrides(AIMRuntimeParameters):
     )
 
     @model_validator(mode="after")
-    def _check_no_min_vram(self) -> Self:
+    def _check_no_min_vram(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         if self.gpu is not None and self.gpu.min_vram is not None:
             raise ValueError(OVERRIDE_MIN_VRAM_MESSAGE)
         hardware_gpu = self.hardware.gpu if self.hardware is not None else None
@@ -366,9 +371,11 @@ class AIMServiceMetricTarget(K8sModel):
     )
 
     @model_validator(mode="after")
-    def _check_target_matches_type(self) -> Self:
+    def _check_target_matches_type(self, info: ValidationInfo) -> Self:
         """The autoscaler reads the one field its ``type`` names: that field missing leaves no
         target, and another field set is ignored without a word (both used to deploy)."""
+        if decoding(info):
+            return self
         if self.type is None:
             return self
         wanted = _TARGET_FIELDS[self.type]
@@ -565,7 +572,9 @@ class AIMServiceSpec(AIMServiceRuntimeConfig, RuntimeConfigRef):
     )
 
     @model_validator(mode="after")
-    def _check_replica_bounds(self) -> Self:
+    def _check_replica_bounds(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         check_replica_bounds(self.min_replicas, self.max_replicas)
         return self
 

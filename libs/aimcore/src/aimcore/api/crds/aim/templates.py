@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from aimcore.api.crds.aim.common import (
     _DOWNLOAD_ENV_DESCRIPTION,
@@ -40,6 +40,7 @@ from aimcore.api.crds.base import (
     immutable,
     k8s_config,
 )
+from aimcore.api.decoding import decoding
 from aimcore.api.hardware import HARDWARE_GPU_MESSAGE, HARDWARE_GPU_RULE
 from aimcore.api.hardware import conflicts as hardware_conflicts
 from aimcore.api.sourcerules import check_profile_id
@@ -157,11 +158,15 @@ class AIMServiceTemplateSpecCommon(AIMRuntimeParameters, RuntimeConfigRef):
 
     @field_validator("profile_id")
     @classmethod
-    def _check_profile_id(cls, value: str | None) -> str | None:
+    def _check_profile_id(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if decoding(info):
+            return value
         return check_profile_id(value)
 
     @model_validator(mode="after")
-    def _check_hardware_agrees(self) -> Self:
+    def _check_hardware_agrees(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         found = hardware_conflicts(self.wire())
         if found:
             raise ValueError("; ".join(found))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from aimcore.api.crds.aim import SOURCE_URI_PATTERN, check_cache_size
 from aimcore.api.crds.base import (
@@ -33,6 +33,7 @@ from aimcore.api.crds.silogen.common import (
     _pull_secrets,
     _runtime_config_name,
 )
+from aimcore.api.decoding import decoding
 from aimcore.api.sourcerules import SourceUri
 
 # ---------------------------------------------------------------------------------------------
@@ -110,7 +111,9 @@ class AIMModelCacheSpec(K8sModel):
 
     @field_validator("size")
     @classmethod
-    def _check_size(cls, value: int | str | None) -> int | str | None:
+    def _check_size(cls, value: int | str | None, info: ValidationInfo) -> int | str | None:
+        if decoding(info):
+            return value
         return check_cache_size(value)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from aimcore.api.crds import aim as current
 from aimcore.api.crds.aim import (
@@ -31,6 +31,7 @@ from aimcore.api.crds.base import (
     cel,
     k8s_config,
 )
+from aimcore.api.decoding import decoding
 from aimcore.api.kinds import GROUP_LEGACY
 
 GROUP = GROUP_LEGACY
@@ -139,7 +140,9 @@ class AIMGpuRequirements(current.AIMGpuRequirements):
     )
 
     @model_validator(mode="after")
-    def _check_model_xor_models(self) -> Self:
+    def _check_model_xor_models(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         if self.model is not None and self.models is not None:
             raise ValueError(GPU_MODEL_XOR_MODELS_MESSAGE)
         return self
@@ -200,7 +203,9 @@ class _RoutingCommon(K8sModel):
     )
 
     @model_validator(mode="after")
-    def _check_one_template(self) -> Self:
+    def _check_one_template(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         if self.route_template is not None and self.path_template is not None:
             raise ValueError(ROUTE_TEMPLATE_MESSAGE)
         return self

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from typing import ClassVar, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from aimcore.api.crds import aim as current
 from aimcore.api.crds.aim import (
@@ -36,6 +36,7 @@ from aimcore.api.crds.silogen.common import (
     _ObservedStatus,
     _runtime_config_name,
 )
+from aimcore.api.decoding import decoding
 
 # ---------------------------------------------------------------------------------------------
 # Enums
@@ -169,7 +170,9 @@ class AIMImageSpec(_CatalogSpec):
     )
 
     @model_validator(mode="after")
-    def _check_resources(self) -> Self:
+    def _check_resources(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         requests = self.resources.requests or {}
         if "cpu" not in requests or "memory" not in requests:
             raise ValueError(IMAGE_REQUESTS_MESSAGE)
@@ -210,7 +213,9 @@ class AIMModelSpec(_CatalogSpec):
     )
 
     @model_validator(mode="after")
-    def _check_custom(self) -> Self:
+    def _check_custom(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         if self.model_sources:
             custom = self.custom
             templates = custom.templates if custom else None

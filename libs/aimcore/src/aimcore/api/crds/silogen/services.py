@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from typing import ClassVar, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from aimcore.api.crds import aim as current
 from aimcore.api.crds.aim import (
@@ -45,6 +45,7 @@ from aimcore.api.crds.silogen.common import (
     _RoutingCommon,
     _runtime_config_name,
 )
+from aimcore.api.decoding import decoding
 
 # ---------------------------------------------------------------------------------------------
 # Enums
@@ -133,7 +134,9 @@ class AIMServiceModel(K8sModel):
     )
 
     @model_validator(mode="after")
-    def _check_exactly_one(self) -> Self:
+    def _check_exactly_one(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         if sum(v is not None for v in (self.ref, self.name, self.image, self.custom)) != 1:
             raise ValueError(SERVICE_MODEL_MESSAGE)
         return self
@@ -214,7 +217,9 @@ class AIMServiceSpec(K8sModel):
     )
 
     @model_validator(mode="after")
-    def _check_targets(self) -> Self:
+    def _check_targets(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
         if (self.aim_image_name is None) == (self.model is None):
             raise ValueError(SERVICE_TARGET_MESSAGE)
         if self.template_ref is not None and self.template is not None and self.template.name is not None:

@@ -64,7 +64,7 @@ Precedence over reporters' explicit values
 Derived values win whenever the kind has a rule **and** the status holds at least one component
 condition: then ``status.status`` (or the kind's field) and ``Ready`` are a pure function of the
 conditions, whichever service reported last, so the result is deterministic, idempotent and the
-same in :func:`aimcore.runtime.status.compose.is_current` (what reporters check) as in what the status
+same in :meth:`aimcore.runtime.composer.Composer.is_current` (what reporters check) as in what the status
 service writes. Without component conditions nothing is derived and the explicit ``fields`` and
 ``Ready`` the reporters send stand (today's services: the deployer's ``Pending``/``Reconciling``,
 the harness's ``Failed``/``InvalidSpec``), so existing reporters keep working unchanged.
@@ -89,15 +89,11 @@ import enum
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from functools import cache
-from typing import get_args
+from datetime import datetime
 
-from pydantic import BaseModel
-
-from aimcore.api.crds.registry import resource_class
-from aimcore.api.kinds import GROUP_AIM, GROUP_LEGACY
+from aimcore.api.kinds import GROUP_AIM, GROUP_LEGACY, GROUP_LLMKUBE
 from aimcore.api.types import Obj
+from aimcore.runtime.composer import rfc3339
 
 READY = "Ready"
 CONFIG_VALID = "ConfigValid"
@@ -423,32 +419,6 @@ def rule_for(group: str, kind: str) -> Rule | None:
     return RULES.get((group, kind))
 
 
-@cache
-def status_field_names(group: str, kind: str) -> frozenset[str] | None:
-    """The top-level status fields (wire names) the kind's schema keeps, or ``None`` if unknown."""
-    try:
-        cls = resource_class(group, kind)
-    except KeyError:
-        return None
-    field_info = cls.model_fields.get("status")
-    if field_info is None:
-        return frozenset()
-    models = [a for a in (field_info.annotation, *get_args(field_info.annotation)) if _is_model(a)]
-    if not models:
-        return None
-    return frozenset(f.alias or name for name, f in models[0].model_fields.items())
-
-
-def _is_model(candidate: object) -> bool:
-    return isinstance(candidate, type) and issubclass(candidate, BaseModel)
-
-
-def has_status_field(group: str, kind: str, name: str) -> bool:
-    """Whether the kind's status keeps ``name`` (unknown kinds: assume it does)."""
-    names = status_field_names(group, kind)
-    return names is None or name in names
-
-
 # -- derivation -------------------------------------------------------------------------------
 
 
@@ -522,20 +492,6 @@ def derive(rule: Rule, conditions: Iterable[Obj]) -> Derived | None:
     return Derived(state, rule.values[state], "False", reason, message)
 
 
-_last_stamp: tuple[datetime, str] | None = None
-
-
-def rfc3339(when: datetime) -> str:
-    # one composition asks for the same instant once per condition it touches: remember the last
-    global _last_stamp  # noqa: PLW0603 - a one-entry cache of a pure function
-    last = _last_stamp
-    if last is not None and last[0] == when and last[0].tzinfo is when.tzinfo:
-        return last[1]
-    text = when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    _last_stamp = (when, text)
-    return text
-
-
 def aggregate(
     rule: Rule,
     status: Obj,
@@ -584,3 +540,16 @@ def aggregate(
         conditions.append(ready)
     out["conditions"] = conditions
     return out
+
+
+class AimRules:
+    """The rules above as the runtime's composition takes them
+    (:class:`aimcore.runtime.composer.KindRules`)."""
+
+    def aggregate(self, group: str, kind: str, status: Obj, *, now: datetime, previous: Obj) -> Obj:
+        rule = rule_for(group, kind)
+        return status if rule is None else aggregate(rule, status, now=now, previous=previous)
+
+    def state_field(self, group: str, kind: str) -> str:
+        """``status``; LLMKube's ``Model`` names its state ``phase``."""
+        return "phase" if group == GROUP_LLMKUBE else "status"

@@ -1,0 +1,98 @@
+"""What the watcher does: declare the NATS topology (it owns the streams and buckets), win the
+leader election among its replicas (:mod:`aim_watcher.election`), and while it leads run one
+list/watch loop per kind (:mod:`aim_watcher.kind_watch`), each seeded from the mirror so that
+deletions while no watcher ran are seen.
+
+Readiness (``/readyz``): the topology declared, and, while leading, every kind listed once (a
+standby is ready: it is the hot spare). ``aim_watcher_leader`` is 1 while this replica leads."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from nats.js.kv import KeyValue
+from prometheus_client import Gauge
+
+from aim_watcher.election import Election
+from aim_watcher.kind_watch import KindWatcher
+from aim_watcher.publisher import Publisher
+from aimcore.api.bus import topology
+from aimcore.api.bus.topology import Retention
+from aimcore.api.kinds import KindRef
+from aimcore.runtime.informer import kind_pattern, snapshot
+from aimcore.runtime.lease import holder_id
+from aimcore.runtime.metrics import REGISTRY
+from aimcore.runtime.probes import READINESS
+from aimcore.runtime.service import ServiceContext
+
+log = logging.getLogger(__name__)
+
+LEADER = Gauge("aim_watcher_leader", "1 while this watcher replica is the leader, else 0.", registry=REGISTRY)
+WATCHES = "watches"
+
+Watched = Sequence[tuple[KindRef, str | None]]
+"""(kind, label selector) of everything the watcher mirrors."""
+
+
+def unsynced(watchers: Sequence[KindWatcher]) -> str | None:
+    """The readiness of a leader's watches: which kinds have not been listed yet."""
+    waiting = [w.ref.short for w in watchers if not w.synced.is_set()]
+    if not waiting:
+        return None
+    return f"{len(waiting)} of {len(watchers)} kinds not listed yet ({', '.join(waiting[:3])}...)"
+
+
+async def mirrored(kv: KeyValue, ref: KindRef) -> list[dict[str, object]]:
+    """Objects of one kind currently in the mirror (so deletions while no watcher ran are seen)."""
+    return list((await snapshot(kv, kind_pattern(ref))).values())
+
+
+async def start_watchers(ctx: ServiceContext, kinds: Watched) -> list[KindWatcher]:
+    kv = await topology.objects_bucket(ctx.js)
+    publisher = Publisher(ctx.js, kv)
+    assert ctx.kube is not None
+    watchers = []
+    for ref, selector in kinds:
+        w = KindWatcher(
+            ctx.kube, ref, publisher, resync_seconds=ctx.settings.resync_seconds, label_selector=selector
+        )
+        w.seed(await mirrored(kv, ref))
+        watchers.append(w)
+    return watchers
+
+
+async def run(ctx: ServiceContext, kinds: Watched, retention: Retention) -> None:
+    """Declare the topology (with ``retention``), then watch ``kinds`` whenever this replica
+    leads, until the service stops."""
+    READINESS.waiting("topology", "declaring the streams and buckets")
+    await topology.ensure_topology(ctx.js, retention)
+    READINESS.remove("topology")
+    election = Election(await ctx.js.key_value(topology.ELECTION_BUCKET), holder_id())
+
+    async def lead(step_down: asyncio.Event) -> None:
+        LEADER.set(1)
+        READINESS.waiting(WATCHES, "starting the watches")
+        try:
+            await watch(step_down)
+        finally:
+            LEADER.set(0)
+            READINESS.remove(WATCHES)
+
+    async def watch(step_down: asyncio.Event) -> None:
+        watchers = await start_watchers(ctx, kinds)
+        READINESS.add(WATCHES, lambda: unsynced(watchers))
+        log.info("watching %d kinds", len(watchers))
+        either = asyncio.Event()
+
+        async def relay() -> None:
+            await asyncio.wait(
+                [asyncio.create_task(ctx.stop.wait()), asyncio.create_task(step_down.wait())],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            either.set()
+
+        await asyncio.gather(relay(), *(w.run(either) for w in watchers))
+
+    await election.run(ctx.stop, lead)
