@@ -74,7 +74,7 @@ async def start_watchers(
 
 async def main(ctx: ServiceContext) -> None:
     READINESS.waiting("topology", "declaring the streams and buckets")
-    await topology.ensure_topology(ctx.js, HistorySettings().retention())
+    await topology.ensure_topology(ctx.js, HistorySettings().retention(), ctx.settings.bus.replicas)
     READINESS.remove("topology")
     election = Election(await ctx.js.key_value(topology.ELECTION_BUCKET), holder_id())
 
