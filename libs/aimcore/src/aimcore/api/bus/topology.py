@@ -44,6 +44,10 @@ LEASE_TTL = 15.0
 """How long an object lease outlives its holder's last write (renewed every third of it while the
 work runs): a trigger handed to a holder that died waits at most this long (controller-runtime's
 leader-election lease is 15 s too)."""
+ELECTION_TTL = 15.0
+"""How long the watcher's leadership outlives its leader's last renewal (controller-runtime's lease
+duration): a leader that cannot renew steps down after 10 s (``aim_watcher.election``), a standby
+takes over after at most this long."""
 ACK_WAIT = 15.0
 """How long a delivered message may go without an acknowledgement or an in-progress signal (sent every
 half of it while a handler runs) before JetStream gives it to another replica: what a message held by
@@ -119,7 +123,7 @@ def bucket_configs(replicas: int = 1) -> list[KeyValueConfig]:
             bucket=ELECTION_BUCKET,
             description="Leader election among watcher replicas (compare-and-set, short TTL)",
             history=1,
-            ttl=10.0,
+            ttl=ELECTION_TTL,
             storage=StorageType.FILE,
             replicas=replicas,
         ),
