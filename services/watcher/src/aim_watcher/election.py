@@ -2,14 +2,15 @@
 second set of watches (the API server keeps seeing one watch per kind).
 
 The leader holds a key in a KV bucket with a short TTL (15 s), taken with compare-and-set and
-renewed every few seconds. A standby polls for the key to disappear. A leader whose key was taken
-(after a pause) steps down at once; one that cannot reach the key (NATS unreachable, or the
-bucket's stream electing a new leader after a NATS server died) keeps trying until its renew
-deadline (10 s after the last renewal, as controller-runtime's lease duration and renew deadline),
-then steps down: its watches are cancelled before the TTL lets another replica take over, and the
-mirror's compare-and-set guards the short overlap where an old leader may still be writing. Riding
-out a short outage matters: a new leader starts with a list, so the versions of objects written
-while no watcher led never become change events (the audit history would miss them). The key is a
+renewed every few seconds. A standby polls for the key to disappear. A leader steps down when
+another replica holds its key (it was paused past the TTL); one that cannot reach the key (a NATS
+server lost and its streams electing new leaders, or the whole bus restarting) keeps leading and
+retrying, and takes its key again if it expired meanwhile and nobody else took it. Nobody can
+publish while the bus cannot answer, so riding the outage out costs nothing, while handing over
+would: a new leader starts with a list, and the versions of objects written in between would never
+become change events (the audit history would miss them). Where two replicas do lead for a moment
+(one cut off from the bus while the other took the key), the mirror's compare-and-set keeps the old
+leader from regressing state and the events' ``Nats-Msg-Id`` dedupes what both publish. The key is a
 :class:`aimcore.runtime.lease.KvLease`, the same lease the services take per object.
 """
 
@@ -18,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -31,10 +31,6 @@ from aimcore.runtime.lease import KvLease
 log = logging.getLogger(__name__)
 
 LEADER_KEY = "watcher"
-RENEW_DEADLINE = 10.0
-"""How long a leader that cannot reach its key keeps leading after its last renewal: below the
-election bucket's TTL (:data:`aimcore.api.bus.topology.ELECTION_TTL`, 15 s), so it has stepped
-down before another replica can take the key."""
 
 
 class Election:
@@ -45,12 +41,10 @@ class Election:
         *,
         renew_every: float = 3.0,
         poll_every: float = 1.0,
-        renew_deadline: float = RENEW_DEADLINE,
     ) -> None:
         self.kv = kv
         self.lease = KvLease(kv, LEADER_KEY, identity.encode())
         self.renew_every = renew_every
-        self.renew_deadline = renew_deadline
         self.poll_every = poll_every
         self.terms = 0
 
@@ -83,7 +77,6 @@ class Election:
             return False
 
     async def _renew(self, stop: asyncio.Event, step_down: asyncio.Event) -> None:
-        renewed = time.monotonic()  # taken just now
         while not stop.is_set() and not step_down.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.renew_every)
@@ -92,13 +85,13 @@ class Election:
                     await self.lease.release()  # hand over at once
                 return
             try:
-                await self.lease.renew()
-                renewed = time.monotonic()
-            except KeyWrongLastSequenceError as exc:
-                log.warning("election: leadership taken (%r); stepping down", exc)
-                return
+                try:
+                    await self.lease.renew()
+                except KeyWrongLastSequenceError:
+                    # the key changed: expired during an outage (take it again) or another's now
+                    if not await self.lease.take():
+                        log.warning("election: another replica holds the leadership; stepping down")
+                        return
+                    log.info("election: leadership key expired during an outage; taken again")
             except (NatsError, TimeoutError) as exc:
-                if time.monotonic() - renewed + self.renew_every >= self.renew_deadline:
-                    log.warning("election: could not renew leadership (%r); stepping down", exc)
-                    return
                 log.warning("election: could not renew leadership (%r); retrying", exc)

@@ -46,8 +46,8 @@ work runs): a trigger handed to a holder that died waits at most this long (cont
 leader-election lease is 15 s too)."""
 ELECTION_TTL = 15.0
 """How long the watcher's leadership outlives its leader's last renewal (controller-runtime's lease
-duration): a leader that cannot renew steps down after 10 s (``aim_watcher.election``), a standby
-takes over after at most this long."""
+duration): a standby takes over a leader that died after at most this long
+(``aim_watcher.election``)."""
 ACK_WAIT = 15.0
 """How long a delivered message may go without an acknowledgement or an in-progress signal (sent every
 half of it while a handler runs) before JetStream gives it to another replica: what a message held by
