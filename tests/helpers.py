@@ -1,8 +1,10 @@
-"""Helpers shared by the tests: waiting on conditions, and kubectl as a user would run it."""
+"""Helpers shared by the tests: waiting on conditions, following a kind's changes, and kubectl as a
+user would run it."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import secrets
@@ -123,3 +125,36 @@ def has(type_: str, status: str, reason: str) -> Any:
         return c.get("status") == status and c.get("reason") == reason
 
     return check
+
+
+class Following:
+    """A watch of the test's own over one kind in one namespace, from the moment it starts, that
+    outlives the API server's watch timeouts; a subclass handles each object event in ``seen``."""
+
+    def __init__(self, kube: Kube, ref: KindRef, namespace: str) -> None:
+        self.kube, self.ref, self.namespace = kube, ref, namespace
+        self.task: asyncio.Task[None] | None = None
+
+    def seen(self, event: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    async def start(self) -> None:
+        _, rv = await self.kube.list(self.ref, self.namespace)
+        self.task = asyncio.create_task(self._follow(rv))
+
+    async def _follow(self, rv: str) -> None:
+        while True:
+            async for event in self.kube.watch(self.ref, rv, namespace=self.namespace, timeout_seconds=30):
+                rv = event["object"]["metadata"]["resourceVersion"]
+                if event["type"] != "BOOKMARK":  # a bookmark is a place in the watch, no object
+                    self.seen(event)
+
+    def assert_following(self) -> None:
+        """The watch still runs (one that failed would have seen only part of the changes)."""
+        assert self.task is not None and not self.task.done(), self.task and self.task.exception()
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
