@@ -492,7 +492,8 @@ def test_bus_cluster_component(base: list[Obj], tmp_path: Path) -> None:
     together, one per Kubernetes node, each with its own volume, routes to every pod through the
     headless Service, one pod disrupted at a time, the routes admitted by the network policy, and
     the watcher declaring every stream and bucket at three replicas; nats-server accepts the
-    configuration. The base (and the dev overlay) stay single-node."""
+    configuration, and it is the version the tests run. The base (and the dev overlay) stay
+    single-node."""
     rendered = render(PRODUCTION)
     sts = of_kind(rendered, "StatefulSet")["aim-nats"]
     replicas = sts["spec"]["replicas"]
@@ -559,6 +560,11 @@ def test_bus_cluster_component(base: list[Obj], tmp_path: Path) -> None:
         check=False,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    # one NATS version everywhere: the image deploy/ names is the server the tests run
+    version = subprocess.run(
+        [binaries.find("nats-server"), "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    assert nats["image"] == f"nats:{version.split()[-1].removeprefix('v')}-alpine", version
 
 
 def verify_image(cache: Obj) -> str:
