@@ -1,4 +1,5 @@
-"""Helpers shared by the tests: waiting on conditions, and kubectl as a user would run it."""
+"""Helpers shared by the tests: waiting on conditions, following a kind's changes, and kubectl as a
+user would run it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from nats.aio.client import Client as NatsClient
 
 from aim_dev.local.binaries import run_kubectl
 from aimcore.api.kinds import KindRef
-from aimcore.domain.outbound import OutboundPolicy
 from aimcore.runtime.kube import Kube
 
 T = TypeVar("T")
@@ -23,9 +23,6 @@ T = TypeVar("T")
 LOOPBACK_HOSTS = "127.0.0.1,localhost"
 """What the tests allow-list for outbound connections (``AIM_OUTBOUND_ALLOWED_HOSTS``): their servers
 run on loopback. Other loopback addresses (127.0.0.2...) stay refused."""
-LOOPBACK = OutboundPolicy(allowed_hosts=frozenset(LOOPBACK_HOSTS.split(",")))
-"""That allow-list as a policy, for in-process code under test that reaches the test servers (code
-is handed its policy, as a service hands its clients the one it read at start-up)."""
 
 
 async def eventually(
@@ -130,19 +127,16 @@ def has(type_: str, status: str, reason: str) -> Any:
     return check
 
 
-class Follower:
-    """Every watch event of one kind in a namespace, handed to ``on_event`` in order from a watch of
-    its own (opened again where the server ends it), from :meth:`start` until :meth:`stop`: what the
-    objects looked like at every write, not only at the end."""
+class Following:
+    """A watch of the test's own over one kind in one namespace, from the moment it starts, that
+    outlives the API server's watch timeouts; a subclass handles each object event in ``seen``."""
 
-    def __init__(
-        self, kube: Kube, ref: KindRef, namespace: str, on_event: Callable[[dict[str, Any]], None]
-    ) -> None:
-        self.kube = kube
-        self.ref = ref
-        self.namespace = namespace
-        self.on_event = on_event
+    def __init__(self, kube: Kube, ref: KindRef, namespace: str) -> None:
+        self.kube, self.ref, self.namespace = kube, ref, namespace
         self.task: asyncio.Task[None] | None = None
+
+    def seen(self, event: dict[str, Any]) -> None:
+        raise NotImplementedError
 
     async def start(self) -> None:
         _, rv = await self.kube.list(self.ref, self.namespace)
@@ -152,10 +146,15 @@ class Follower:
         while True:
             async for event in self.kube.watch(self.ref, rv, namespace=self.namespace, timeout_seconds=30):
                 rv = event["object"]["metadata"]["resourceVersion"]
-                self.on_event(event)
+                if event["type"] != "BOOKMARK":  # a bookmark is a place in the watch, no object
+                    self.seen(event)
+
+    def assert_following(self) -> None:
+        """The watch still runs (one that failed would have seen only part of the changes)."""
+        assert self.task is not None and not self.task.done(), self.task and self.task.exception()
 
     async def stop(self) -> None:
-        assert self.task is not None
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task

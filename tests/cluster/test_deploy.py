@@ -8,7 +8,9 @@ the Dockerfile agree with the services' console scripts."""
 from __future__ import annotations
 
 import copy
+import os
 import re
+import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +21,7 @@ import yaml
 
 from aim_dev.local import binaries
 from aim_dev.local.cluster import ControlPlane
+from aimcore.api.bus import auth
 from aimcore.api.kinds import NAMESPACE
 from aimcore.runtime.kube import ApiException, Kube
 from aimctl import bus as cli_bus
@@ -431,6 +434,7 @@ def test_keda_component_scales_on_the_real_consumers_lag() -> None:
 def test_pdb_and_service_monitor_components() -> None:
     rendered = render(PRODUCTION)
     pdbs = of_kind(rendered, "PodDisruptionBudget")
+    assert pdbs.pop("aim-nats")  # the clustered bus's (test_bus_cluster_component)
     assert set(pdbs) == {f"aim-{s}" for s in SERVICES}
     for name, pdb in pdbs.items():
         assert pdb["apiVersion"] == "policy/v1"
@@ -481,6 +485,86 @@ def test_bus_tls_component() -> None:
         assert volume["secret"]["items"] == [{"key": "ca.crt", "path": "ca.crt"}], (
             "only the CA, never the key"
         )
+
+
+def test_bus_cluster_component(base: list[Obj], tmp_path: Path) -> None:
+    """The production overlay runs NATS as a three-node JetStream cluster: three pods started
+    together, one per Kubernetes node, each with its own volume, routes to every pod through the
+    headless Service, one pod disrupted at a time, the routes admitted by the network policy, and
+    the watcher declaring every stream and bucket at three replicas; nats-server accepts the
+    configuration, and it is the version the tests run. The base (and the dev overlay) stay
+    single-node."""
+    rendered = render(PRODUCTION)
+    sts = of_kind(rendered, "StatefulSet")["aim-nats"]
+    replicas = sts["spec"]["replicas"]
+    assert replicas == 3 and sts["spec"]["podManagementPolicy"] == "Parallel"
+    labels = sts["spec"]["template"]["metadata"]["labels"]
+    pod = sts["spec"]["template"]["spec"]
+    (anti,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti["topologyKey"] == "kubernetes.io/hostname"
+    assert anti["labelSelector"]["matchLabels"].items() <= labels.items()
+    (claim,) = sts["spec"]["volumeClaimTemplates"]  # a volume per pod
+    assert [
+        m["mountPath"]
+        for m in next(containers(sts))["volumeMounts"]
+        if m["name"] == claim["metadata"]["name"]
+    ]
+    nats = next(containers(sts))
+    config_path = nats["args"][nats["args"].index("-c") + 1]
+    mounts = {m["mountPath"]: m["name"] for m in nats["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    cluster_map = volumes[mounts[str(Path(config_path).parent)]]["configMap"]["name"]
+    config = of_kind(rendered, "ConfigMap")[cluster_map]["data"][Path(config_path).name]
+    (included,) = re.findall(r'^include "([^"]+)"$', config, re.MULTILINE)
+    operator_config = Path(config_path).parent / included
+    base_map = volumes[mounts[str(operator_config.resolve().parent)]]["configMap"]["name"]
+    assert base_map.startswith("aim-nats-config")
+    env = {e["name"]: e for e in nats["env"]}
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert "server_name: $POD_NAME" in config
+    port = {p["name"]: p["containerPort"] for p in nats["ports"]}["cluster"]
+    headless = of_kind(rendered, "Service")[sts["spec"]["serviceName"]]
+    assert {"name": "cluster", "port": port, "targetPort": "cluster"} in headless["spec"]["ports"]
+    routes = re.findall(r"nats://(\S+)", config)
+    assert routes == [f"aim-nats-{i}.{headless['metadata']['name']}:{port}" for i in range(replicas)]
+    pdb = of_kind(rendered, "PodDisruptionBudget")["aim-nats"]["spec"]
+    assert pdb["maxUnavailable"] == 1 < replicas / 2  # the majority stays
+    assert pdb["selector"]["matchLabels"].items() <= labels.items()
+    rules = of_kind(rendered, "NetworkPolicy")["aim-nats"]["spec"]["ingress"]
+    (route_rule,) = [r for r in rules if r["ports"] == [{"port": port, "protocol": "TCP"}]]
+    assert route_rule["from"] == [{"podSelector": {"matchLabels": anti["labelSelector"]["matchLabels"]}}]
+    for name, dep in of_kind(rendered, "Deployment").items():
+        (c,) = containers(dep)
+        declared = {e["name"]: e.get("value") for e in c["env"]}.get("AIM_NATS_REPLICAS")
+        assert declared == (str(replicas) if name == "aim-watcher" else None), name
+
+    for single in (base, render(DEV)):
+        assert of_kind(single, "StatefulSet")["aim-nats"]["spec"]["replicas"] == 1
+        assert "aim-nats" not in of_kind(single, "PodDisruptionBudget")
+        for dep in of_kind(single, "Deployment").values():
+            assert "AIM_NATS_REPLICAS" not in {e["name"] for e in next(containers(dep))["env"]}
+
+    # nats-server accepts it: the cluster configuration over the operator's (keys as deployed)
+    etc = tmp_path / "etc"
+    (etc / "nats").mkdir(parents=True)
+    (etc / "nats" / "nats.conf").write_text(cli_bus.deploy_config())
+    credentials = auth.Credentials(tmp_path / "creds")
+    credentials.write_accepted(etc / "nats-keys", credentials.ensure())
+    (etc / "nats-cluster").mkdir()
+    (etc / "nats-cluster" / "nats.conf").write_text(config)
+    checked = subprocess.run(
+        [binaries.find("nats-server"), "-t", "-c", str(etc / "nats-cluster" / "nats.conf")],
+        env={**os.environ, "POD_NAME": "aim-nats-0"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # one NATS version everywhere: the image deploy/ names is the server the tests run
+    version = subprocess.run(
+        [binaries.find("nats-server"), "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    assert nats["image"] == f"nats:{version.split()[-1].removeprefix('v')}-alpine", version
 
 
 def verify_image(cache: Obj) -> str:

@@ -22,7 +22,7 @@ from aimcore.api.bus import subjects, topology
 from aimcore.api.kinds import NAMESPACE, by_kind
 from aimcore.runtime.informer import kind_pattern, snapshot
 from aimcore.runtime.kube import Kube, connect
-from tests.helpers import Follower, eventually, manifest
+from tests.helpers import Following, eventually, manifest
 from tests.integration.conftest import Services, consumers_ready, drained
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
@@ -55,23 +55,17 @@ async def pending(kube: Kube) -> int:
     )
 
 
-class WriteCounter:
+class WriteCounter(Following):
     """Counts MODIFIED events per object from a watch of its own: after creation, every
     modification of an AIMService here is a status write."""
 
     def __init__(self, kube: Kube) -> None:
+        super().__init__(kube, AIMSVC, NS)
         self.writes: Counter[str] = Counter()
-        self.follower = Follower(kube, AIMSVC, NS, self._count)
 
-    def _count(self, event: dict[str, Any]) -> None:
+    def seen(self, event: dict[str, Any]) -> None:
         if event["type"] == "MODIFIED":
             self.writes[event["object"]["metadata"]["name"]] += 1
-
-    async def start(self) -> None:
-        await self.follower.start()
-
-    async def stop(self) -> None:
-        await self.follower.stop()
 
 
 async def mirrored(servers: LocalServers) -> int:
@@ -110,7 +104,7 @@ async def with_stack(
         await drained(stack)
         services.assert_alive()
     finally:
-        if counter.follower.task:
+        if counter.task:
             await counter.stop()
         await kube.close()
         services.stop_all()

@@ -12,7 +12,9 @@ here can leak a Secret.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any
 
 from nats.js import JetStreamContext
@@ -22,6 +24,7 @@ from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import Decision
 from aimcore.api.types import Obj
 from aimcore.runtime import tracing
+from aimcore.runtime.consumer import BUS_RETRY
 
 log = logging.getLogger(__name__)
 
@@ -117,12 +120,20 @@ def decision_for(written: Written) -> Decision:
     )
 
 
-class Auditor:
-    """Publishes a ``write-status`` decision per write. A failed publish is logged, never raised:
-    the write has happened, and failing the report would only make its redelivery a no-op."""
+PATIENCE = 100.0
+"""How long a record is retried while the bus cannot store it (a stream electing a new leader after
+a NATS server died: seconds; the whole bus restarting: longer). Within the streams' duplicate window
+(120 s), so a retry of a publish that was stored but whose answer was lost is stored once."""
 
-    def __init__(self, js: JetStreamContext) -> None:
+
+class Auditor:
+    """Publishes a ``write-status`` decision per write, retried (same ``Nats-Msg-Id``) while the bus
+    cannot store it, up to :data:`PATIENCE`. A record still not stored then is logged, never
+    raised: the write has happened, and failing the report would only make its redelivery a no-op."""
+
+    def __init__(self, js: JetStreamContext, patience: float = PATIENCE) -> None:
         self.js = js
+        self.patience = patience
         self.published = 0
         self.failed = 0
 
@@ -132,9 +143,19 @@ class Auditor:
         subject = subjects.decision_subject(SOURCE, written.ref, obj.namespace, obj.name)
         # One record per write even if publishing is retried (JetStream deduplicates by id).
         headers = tracing.inject({"Nats-Msg-Id": f"status:write:{written.uid}:{written.resource_version}"})
-        try:
-            await self.js.publish(subject, decision.encode(), headers=headers)
-            self.published += 1
-        except Exception as exc:
-            self.failed += 1
-            log.warning("audit record for %s not published: %s", obj.display, exc)
+        deadline = time.monotonic() + self.patience
+        attempt = 0
+        while True:
+            try:
+                await self.js.publish(subject, decision.encode(), headers=headers)
+                self.published += 1
+                return
+            except Exception as exc:
+                attempt += 1
+                delay = BUS_RETRY.delay(attempt)
+                if time.monotonic() + delay > deadline:
+                    self.failed += 1
+                    log.warning("audit record for %s not published: %s", obj.display, exc)
+                    return
+                log.info("audit record for %s: %r; retrying in %.1fs", obj.display, exc, delay)
+                await asyncio.sleep(delay)

@@ -1,12 +1,17 @@
 """Leader election among watcher replicas, so a second replica is a hot standby rather than a
 second set of watches (the API server keeps seeing one watch per kind).
 
-The leader holds a key in a KV bucket with a short TTL, taken with compare-and-set and renewed
-every few seconds. A standby polls for the key to disappear. A leader that cannot renew (NATS
-unreachable, or the key taken after a pause) steps down at once: its watches are cancelled
-before the TTL lets another replica take over, and the mirror's compare-and-set guards the short
-overlap where an old leader may still be writing. The key is a :class:`aimcore.runtime.lease.KvLease`,
-the same lease the services take per object.
+The leader holds a key in a KV bucket with a short TTL (15 s), taken with compare-and-set and
+renewed every few seconds. A standby polls for the key to disappear. A leader steps down when
+another replica holds its key (it was paused past the TTL); one that cannot reach the key (a NATS
+server lost and its streams electing new leaders, or the whole bus restarting) keeps leading and
+retrying, and takes its key again if it expired meanwhile and nobody else took it. Nobody can
+publish while the bus cannot answer, so riding the outage out costs nothing, while handing over
+would: a new leader starts with a list, and the versions of objects written in between would never
+become change events (the audit history would miss them). Where two replicas do lead for a moment
+(one cut off from the bus while the other took the key), the mirror's compare-and-set keeps the old
+leader from regressing state and the events' ``Nats-Msg-Id`` dedupes what both publish. The key is a
+:class:`aimcore.runtime.lease.KvLease`, the same lease the services take per object.
 """
 
 from __future__ import annotations
@@ -30,7 +35,12 @@ LEADER_KEY = "watcher"
 
 class Election:
     def __init__(
-        self, kv: KeyValue, identity: str, *, renew_every: float = 3.0, poll_every: float = 1.0
+        self,
+        kv: KeyValue,
+        identity: str,
+        *,
+        renew_every: float = 3.0,
+        poll_every: float = 1.0,
     ) -> None:
         self.kv = kv
         self.lease = KvLease(kv, LEADER_KEY, identity.encode())
@@ -75,7 +85,13 @@ class Election:
                     await self.lease.release()  # hand over at once
                 return
             try:
-                await self.lease.renew()
-            except (KeyWrongLastSequenceError, NatsError, TimeoutError) as exc:
-                log.warning("election: could not renew leadership (%r); stepping down", exc)
-                return
+                try:
+                    await self.lease.renew()
+                except KeyWrongLastSequenceError:
+                    # the key changed: expired during an outage (take it again) or another's now
+                    if not await self.lease.take():
+                        log.warning("election: another replica holds the leadership; stepping down")
+                        return
+                    log.info("election: leadership key expired during an outage; taken again")
+            except (NatsError, TimeoutError) as exc:
+                log.warning("election: could not renew leadership (%r); retrying", exc)

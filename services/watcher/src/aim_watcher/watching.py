@@ -67,7 +67,7 @@ async def run(ctx: ServiceContext, kinds: Watched, retention: Retention) -> None
     """Declare the topology (with ``retention``), then watch ``kinds`` whenever this replica
     leads, until the service stops."""
     READINESS.waiting("topology", "declaring the streams and buckets")
-    await topology.ensure_topology(ctx.js, retention)
+    await topology.ensure_topology(ctx.js, retention, ctx.settings.bus.replicas)
     READINESS.remove("topology")
     election = Election(await ctx.js.key_value(topology.ELECTION_BUCKET), holder_id())
 

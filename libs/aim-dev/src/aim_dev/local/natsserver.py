@@ -35,6 +35,8 @@ class NatsServer(SingleProcessServer):
     max_payload: int = auth.DEFAULT_MAX_PAYLOAD
     tls: auth.Tls | None = None
     credentials_dir: Path | None = None  # default: <workdir>/creds
+    server_name: str = "aim-local"  # unique in a cluster (JetStream's raft groups name servers so)
+    config_extra: dict[str, object] = field(default_factory=dict)  # e.g. a ``cluster`` block
 
     @property
     def url(self) -> str:
@@ -94,7 +96,7 @@ class NatsServer(SingleProcessServer):
                 tls=self.tls,
                 # in the file, not a flag: nats-server refuses to reload when a flag's server name
                 # differs from the file's (none)
-                extra={"server_name": "aim-local"},
+                extra={"server_name": self.server_name, **self.config_extra},
             )
         )
         return path

@@ -124,7 +124,8 @@ async def connect_bus(
     if context is not None:
         kwargs["tls"] = context
     kwargs.update(options)
-    nc = await nats.connect(settings.url, **kwargs)
+    servers = [url.strip() for url in settings.url.split(",") if url.strip()]  # a cluster's several
+    nc = await nats.connect(servers, **kwargs)
     outages.connected()
     outages.client = nc
     return nc

@@ -3,8 +3,8 @@
 Ownership: the **watcher** declares the streams and buckets at start-up (it is their producer, and
 it runs before anything can be consumed); each service declares only its own durable consumer,
 shared by all its replicas (work-queue semantics across replicas). ``ensure_topology`` is
-idempotent and updates a stream whose settings changed, so redeploying with a new retention is
-just a restart.
+idempotent and updates a stream or bucket whose settings changed, so redeploying with a new
+retention, or with more replicas once the bus is a cluster, is just a restart.
 """
 
 from __future__ import annotations
@@ -44,6 +44,10 @@ LEASE_TTL = 15.0
 """How long an object lease outlives its holder's last write (renewed every third of it while the
 work runs): a trigger handed to a holder that died waits at most this long (controller-runtime's
 leader-election lease is 15 s too)."""
+ELECTION_TTL = 15.0
+"""How long the watcher's leadership outlives its leader's last renewal (controller-runtime's lease
+duration): a standby takes over a leader that died after at most this long
+(``aim_watcher.election``)."""
 ACK_WAIT = 15.0
 """How long a delivered message may go without an acknowledgement or an in-progress signal (sent every
 half of it while a handler runs) before JetStream gives it to another replica: what a message held by
@@ -65,7 +69,8 @@ class Retention:
     duplicate_window: float = 120.0
 
 
-def stream_configs(retention: Retention | None = None) -> list[StreamConfig]:
+def stream_configs(retention: Retention | None = None, replicas: int = 1) -> list[StreamConfig]:
+    """The streams, each kept by ``replicas`` servers (1: a single server; 3: a three-node cluster)."""
     r = retention or Retention()
 
     def make(name: str, subject: str, description: str, *more: str, schedules: bool = False) -> StreamConfig:
@@ -79,6 +84,7 @@ def stream_configs(retention: Retention | None = None) -> list[StreamConfig]:
             max_bytes=r.max_bytes,
             duplicate_window=r.duplicate_window,
             allow_msg_schedules=schedules or None,
+            num_replicas=replicas,
         )
 
     return [
@@ -95,13 +101,15 @@ def stream_configs(retention: Retention | None = None) -> list[StreamConfig]:
     ]
 
 
-def bucket_configs() -> list[KeyValueConfig]:
+def bucket_configs(replicas: int = 1) -> list[KeyValueConfig]:
+    """The KV buckets, each kept by ``replicas`` servers."""
     return [
         KeyValueConfig(
             bucket=OBJECTS_BUCKET,
             description="Mirror of every watched object, written before its change event",
             history=1,
             storage=StorageType.FILE,
+            replicas=replicas,
         ),
         KeyValueConfig(
             bucket=LEASES_BUCKET,
@@ -109,39 +117,49 @@ def bucket_configs() -> list[KeyValueConfig]:
             history=1,
             ttl=LEASE_TTL,
             storage=StorageType.FILE,
+            replicas=replicas,
         ),
         KeyValueConfig(
             bucket=ELECTION_BUCKET,
             description="Leader election among watcher replicas (compare-and-set, short TTL)",
             history=1,
-            ttl=10.0,
+            ttl=ELECTION_TTL,
             storage=StorageType.FILE,
+            replicas=replicas,
         ),
         KeyValueConfig(
             bucket=DISCOVERY_BUCKET,
             description="Cluster-wide discovery-job slots (compare-and-set), shared by discovery replicas",
             history=1,
             storage=StorageType.FILE,
+            replicas=replicas,
         ),
     ]
 
 
-async def ensure_topology(js: JetStreamContext, retention: Retention | None = None) -> None:
-    """Create or update every stream and bucket. Called by their owner, the watcher.
+async def ensure_topology(
+    js: JetStreamContext, retention: Retention | None = None, replicas: int = 1
+) -> None:
+    """Create or update every stream and bucket, each kept by ``replicas`` servers. Called by their
+    owner, the watcher.
 
     Buckets come first: consumers wait for the streams, so a stream that exists implies the
-    buckets do too."""
-    for kv in bucket_configs():
+    buckets do too. A bucket whose TTL or replica count differs from its declaration is updated in
+    place (JetStream copies the data to the new replicas; consumers that do not set their own count
+    follow their stream's)."""
+    for kv in bucket_configs(replicas):
         try:
             status = await (await js.key_value(kv.bucket)).status()
         except (NotFoundError, BadRequestError):
             await js.create_key_value(config=kv)
             continue
-        if kv.ttl is not None and status.ttl != kv.ttl:  # a TTL changed since the bucket was made
-            info = status.stream_info.config
-            info.max_age = kv.ttl
+        info = status.stream_info.config
+        ttl_changed = kv.ttl is not None and status.ttl != kv.ttl  # since the bucket was made
+        if ttl_changed or (info.num_replicas or 1) != kv.replicas:
+            info.max_age = kv.ttl if kv.ttl is not None else info.max_age
+            info.num_replicas = kv.replicas
             await js.update_stream(config=info)
-    for cfg in stream_configs(retention):
+    for cfg in stream_configs(retention, replicas):
         try:
             await js.add_stream(config=cfg)
         except BadRequestError as exc:

@@ -1,5 +1,6 @@
 """How a client reaches the bus (:mod:`aimcore.runtime.bus` connects with these): the server, the
-role's NKey seed, and TLS."""
+role's NKey seed, and TLS; and how many copies the bus keeps of each stream and bucket (declared by
+the watcher, :func:`aimcore.api.bus.topology.ensure_topology`)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ class BusSettings(AimSettings):
     url: str = setting(
         DEFAULT_URL,
         env="AIM_NATS_URL",
-        form="a NATS URL (nats:// or tls://)",
-        description="The NATS server.",
+        form="a NATS URL (nats:// or tls://), or several comma-separated",
+        description="The NATS server; a clustered bus may be named by several of its servers (the "
+        "client learns the others from the one it reaches).",
     )
     role: str | None = setting(
         env="AIM_NATS_ROLE",
@@ -57,6 +59,17 @@ class BusSettings(AimSettings):
         description="The client certificate's key.",
     )
 
+    replicas: int = setting(
+        1,
+        env="AIM_NATS_REPLICAS",
+        ge=1,
+        le=5,
+        form="a number from 1 to 5 (at most the number of NATS servers)",
+        description="How many NATS servers keep each stream and KV bucket (JetStream replicas): 1 "
+        "for a single server, 3 for a three-node cluster. The watcher declares them so at start-up "
+        "and changes an existing stream or bucket to this count.",
+    )
+
     def replace(self, **changes: Any) -> BusSettings:
         """These settings with ``changes`` (field names)."""
         return self.model_copy(update=changes)
@@ -75,5 +88,7 @@ class BusSettings(AimSettings):
 
     def env(self) -> dict[str, str]:
         """The environment that gives a child process these settings."""
-        pairs = {v.names[0]: getattr(self, v.field) for v in self.variables()}
-        return {k: v for k, v in pairs.items() if v}
+        pairs = {v.names[0]: getattr(self, v.field) for v in self.variables() if v.field != "replicas"}
+        if self.replicas != 1:  # only the watcher's declaration reads it; passed on when set
+            pairs["AIM_NATS_REPLICAS"] = self.replicas
+        return {k: str(v) for k, v in pairs.items() if v}
