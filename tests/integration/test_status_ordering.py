@@ -318,6 +318,11 @@ async def test_two_status_replicas_never_let_an_older_report_win(
         await publish(bus, obj, rep)
 
     try:
+
+        async def both_ready() -> bool:
+            return all([(await health_get(services, r, "/readyz"))[0] == 200 for r in ("status", "status-1")])
+
+        await eventually(both_ready, timeout=60, interval=0.2, what="both status replicas bound")
         killed_at = 0
         for k in range(1, steps + 1):
             await asyncio.gather(*(step(n, k) for n in names))
