@@ -19,6 +19,7 @@ from aim_deployer.templates import (
 )
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import by_kind
+from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import derived_name
 
 AIM = "aim.eai.amd.com"
@@ -101,7 +102,7 @@ def test_zero_gpus_on_a_template_without_a_gpu_model_is_reported() -> None:
     deployed on CPU, the override dropped without a word: there are no GPU nodes to choose."""
     ok = ConditionReport(type="TemplateReady", status="True", reason="Resolved")
     cpu = _template({"modelName": "tiny", "resources": {"requests": {"cpu": "2"}}})
-    plan = _gpu_override_not_applicable(TemplatePlan(ok, template=cpu), {"gpu": {"requests": 0}})
+    plan = _gpu_override_not_applicable(TemplatePlan(ok, template=Template(*cpu)), {"gpu": {"requests": 0}})
     assert plan.template is None and plan.create is None
     assert (plan.condition.status, plan.condition.reason) == ("False", GPU_OVERRIDE_NOT_APPLICABLE)
     assert "overrides.gpu.requests: 0 asks for GPU nodes" in plan.condition.message
@@ -113,7 +114,9 @@ def test_zero_gpus_on_a_template_without_a_gpu_model_is_reported() -> None:
     )
     assert derived.create is None and derived.condition.reason == GPU_OVERRIDE_NOT_APPLICABLE
     legacy = _template({"aimImageName": "tiny"}, LEGACY)
-    said = _gpu_override_not_applicable(TemplatePlan(ok, template=legacy), {"gpuSelector": {"count": 0}})
+    said = _gpu_override_not_applicable(
+        TemplatePlan(ok, template=Template(*legacy)), {"gpuSelector": {"count": 0}}
+    )
     assert "overrides.gpuSelector.count: 0" in said.condition.message
 
 

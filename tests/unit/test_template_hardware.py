@@ -6,6 +6,7 @@ templates and the status discovery writes (issue 18 item 6)."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -13,11 +14,14 @@ from pydantic import ValidationError
 
 from aim_deployer import inference
 from aim_deployer.inference import Inputs
+from aim_deployer.service_view import ServiceView
 from aim_deployer.templates import derived_spec, derived_template_name, overrides_of
 from aim_discovery.template_status import hardware_summary, resolved_hardware
 from aimcore.api import hardware
 from aimcore.api.crds import aim
 from aimcore.api.kinds import by_kind
+from aimcore.domain.families.models import Model
+from aimcore.domain.families.templates import Template
 from aimcore.domain.views import GPURequirement, TemplateView
 
 Obj = dict[str, Any]
@@ -185,15 +189,12 @@ def test_the_crd_carries_the_released_field_and_its_rules() -> None:
 
 
 def _inputs(tpl: Obj) -> Inputs:
-    service = {"metadata": {"name": "s", "namespace": "ns", "uid": "u"}, "spec": {}}
+    service = {"metadata": {"name": "s", "namespace": "ns", "uid": "u"}, "spec": {"model": {"name": "m"}}}
     model = {"metadata": {"name": "m", "uid": "mu"}, "spec": {"image": "img"}}
     return Inputs(
-        service_ref=by_kind(AIM, "AIMService"),
-        service=service,
-        model_ref=by_kind(AIM, "AIMModel"),
-        model=model,
-        template_ref=TEMPLATE,
-        template=tpl,
+        service=ServiceView(by_kind(AIM, "AIMService"), service),
+        model=Model(by_kind(AIM, "AIMModel"), model),
+        template=Template(TEMPLATE, tpl),
         config_env=[],
         propagated_labels={},
     )
@@ -308,7 +309,12 @@ def test_released_cpu_override_is_the_services_cpu_below_its_resources() -> None
     }
     tpl = template({"gpu": GPU, "resources": {"requests": {"cpu": "16"}}})
     inputs = _inputs(tpl)
-    inputs.service["spec"] = {"overrides": {"hardware": {"cpu": {"requests": "3", "limits": "6"}}}}
+    service = copy.deepcopy(inputs.service.obj)
+    service["spec"] = {
+        "model": {"name": "m"},
+        "overrides": {"hardware": {"cpu": {"requests": "3", "limits": "6"}}},
+    }
+    inputs = dataclasses.replace(inputs, service=ServiceView(inputs.service.ref, service))
     resources = inference.container_resources(inputs)
     assert (resources["requests"]["cpu"], resources["limits"]["cpu"]) == ("3", "6")
 
