@@ -47,8 +47,9 @@ BY_CONFIG = "service-config"
 def _service_models(ref: KindRef, obj: Obj, resource: Resource) -> Iterable[str]:
     service = ServiceView.of(ref, resource, obj)
     out = [v for v in (service.model_name, service.model_image) if v]
-    if service.model_custom is not None:  # the model it creates or shares, before its status names it
-        out.append(custom_model_name(*custom_model_of(service)))
+    custom = service.model_custom
+    if custom is not None:  # the model it creates or shares, before its status names it
+        out.append(custom_model_name(*custom_model_of(service, custom)))
     resolved = service.previous_model
     if resolved is not None and resolved.name:
         out.append(resolved.name)

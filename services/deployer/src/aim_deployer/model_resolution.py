@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from aim_deployer.service_view import ServiceView
 from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.crds.aim import AIMServiceModelCustom
 from aimcore.api.crds.registry import resource_class
 from aimcore.api.imageref import InvalidReference, parse_reference
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
@@ -148,16 +149,16 @@ def _discovery(group: str, config: RuntimeConfig | None) -> Obj | None:
     return {"enabled": bool(auto), "autoCreateTemplates": bool(auto)}
 
 
-def _common_spec(kind: KindRef, service_spec: Mapping[str, Any]) -> Obj:
-    """What a model made for a service takes from the service's spec as written."""
+def _common_spec(kind: KindRef, service: ServiceView) -> Obj:
+    """What a model made for a service takes from the service (its fragments as written)."""
     out: Obj = {}
-    if service_spec.get("runtimeConfigName"):
-        out["runtimeConfigName"] = service_spec["runtimeConfigName"]
+    if service.runtime_config_name:
+        out["runtimeConfigName"] = service.runtime_config_name
     if kind.namespaced:  # secrets and accounts of the service's namespace mean nothing cluster-wide
-        if service_spec.get("imagePullSecrets"):
-            out["imagePullSecrets"] = service_spec["imagePullSecrets"]
-        if service_spec.get("serviceAccountName"):
-            out["serviceAccountName"] = service_spec["serviceAccountName"]
+        if service.pull_secrets:
+            out["imagePullSecrets"] = [written(s) for s in service.pull_secrets]
+        if service.service_account:
+            out["serviceAccountName"] = service.service_account
     return out
 
 
@@ -198,7 +199,7 @@ def by_image(informer: Informer, service: ServiceView, image: str, config: Runti
     taken = name_taken(informer, kind, namespace, name, f"a model of image {image}")
     if taken is not None:
         return taken
-    spec: Obj = {"image": image, **_common_spec(kind, service.wire_spec)}
+    spec: Obj = {"image": image, **_common_spec(kind, service)}
     discovery = _discovery(group, config)
     if discovery is not None:
         spec["discovery"] = discovery
@@ -233,18 +234,20 @@ def source_key(sources: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str
     ]
 
 
-def custom_model_spec(service_spec: Mapping[str, Any], custom: Mapping[str, Any]) -> Obj:
+def custom_model_spec(service: ServiceView, custom: AIMServiceModelCustom) -> Obj:
     """The spec of the AIMModel a service's ``model.custom`` asks for: base image, sources,
     hardware, and the service's runtime config, pull secrets, service account and env (a child's
     body, made of the service's fragments as written)."""
-    base = str(custom.get("baseImage") or DEFAULT_BASE_IMAGE)
-    sources = [dict(s) for s in custom.get("modelSources") or [] if isinstance(s, Mapping)]
-    spec: Obj = {"image": base, "modelSources": sources, **_common_spec(NAMESPACED_MODEL, service_spec)}
-    hardware = custom.get("hardware")
-    if isinstance(hardware, Mapping) and hardware:
-        spec["custom"] = {"hardware": dict(hardware)}
-    if service_spec.get("env"):
-        spec["env"] = service_spec["env"]
+    spec: Obj = {
+        "image": custom.base_image or DEFAULT_BASE_IMAGE,
+        "modelSources": [written(s) for s in custom.model_sources],
+        **_common_spec(NAMESPACED_MODEL, service),
+    }
+    hardware = written(custom.hardware)
+    if hardware:
+        spec["custom"] = {"hardware": hardware}
+    if service.env:
+        spec["env"] = [written(e) for e in service.env]
     return spec
 
 
@@ -283,10 +286,9 @@ def custom_model_name(kind: KindRef, spec: Mapping[str, Any]) -> str:
     return derived_name([first], inputs)
 
 
-def custom_model_of(service: ServiceView) -> tuple[KindRef, Obj]:
+def custom_model_of(service: ServiceView, custom: AIMServiceModelCustom) -> tuple[KindRef, Obj]:
     """The kind and spec of the custom model ``service`` asks for (the index names it too)."""
-    kind = by_kind(service.ref.group, "AIMModel")
-    return kind, custom_model_spec(service.wire_spec, service.wire_custom)
+    return by_kind(service.ref.group, "AIMModel"), custom_model_spec(service, custom)
 
 
 def name_taken(
@@ -305,9 +307,9 @@ def name_taken(
     return ModelPlan(condition(MODEL_READY, False, MODEL_NAME_CONFLICT, message))
 
 
-def by_custom(informer: Informer, service: ServiceView) -> ModelPlan:
+def by_custom(informer: Informer, service: ServiceView, custom: AIMServiceModelCustom) -> ModelPlan:
     namespace = service.namespace
-    kind, spec = custom_model_of(service)  # as the informer's index computes the same name
+    kind, spec = custom_model_of(service, custom)  # as the informer's index computes the same name
     identity = model_identity(kind, spec)
     key = source_key(spec["modelSources"])
     uid = service.uid
@@ -350,6 +352,6 @@ def resolve_model(informer: Informer, service: ServiceView, config: RuntimeConfi
     if service.model_image:
         return by_image(informer, service, service.model_image, config)
     if service.model_custom is not None:
-        return by_custom(informer, service)
+        return by_custom(informer, service, service.model_custom)
     message = "spec.model must set exactly one of name, image or custom"
     return ModelPlan(condition(MODEL_READY, False, "InvalidSpec", message), invalid="InvalidSpec")
