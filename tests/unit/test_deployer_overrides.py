@@ -27,6 +27,14 @@ LEGACY = "aim.silogen.ai"
 BASE = {"spec": {"modelName": "llama", "metric": "latency", "gpu": {"model": "MI300X", "requests": 1}}}
 
 
+def base_template(group: str, base: dict[str, Any]) -> Template:
+    """A stored template of ``group`` with ``base``'s spec (a derived template's base)."""
+    kind = by_kind(group, "AIMServiceTemplate")
+    return Template(
+        kind, {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"name": "b"}, **base}
+    )
+
+
 def test_overrides_of_drops_empty_values_but_keeps_zero_gpus() -> None:
     spec = {"overrides": {"metric": "", "precision": None, "gpu": {"requests": 0, "model": ""}}}
     assert overrides_of(spec) == {"gpu": {"requests": 0}}
@@ -60,16 +68,21 @@ def test_zero_gpus_get_a_name_of_their_own() -> None:
 
 
 def test_derived_spec_applies_a_zero_gpu_override() -> None:
-    spec = derived_spec(AIM, BASE, {"gpu": {"requests": 0}}, "llama")
+    spec = derived_spec(AIM, base_template(AIM, BASE), {"gpu": {"requests": 0}}, "llama")
     assert spec["gpu"] == {"model": "MI300X", "requests": 0}
 
 
 def test_derived_spec_adds_a_gpu_to_a_cpu_template() -> None:
     cpu = {"spec": {"modelName": "tiny", "resources": {"requests": {"cpu": "2"}}}}
-    spec = derived_spec(AIM, cpu, {"gpu": {"model": "MI300X", "requests": 2}}, "tiny")
+    spec = derived_spec(AIM, base_template(AIM, cpu), {"gpu": {"model": "MI300X", "requests": 2}}, "tiny")
     assert spec["gpu"] == {"model": "MI300X", "requests": 2}
     assert spec["resources"] == {"requests": {"cpu": "2"}}
-    legacy = derived_spec(LEGACY, {"spec": {"aimImageName": "tiny"}}, {"gpuSelector": {"count": 1}}, "tiny")
+    legacy = derived_spec(
+        LEGACY,
+        base_template(LEGACY, {"spec": {"aimImageName": "tiny"}}),
+        {"gpuSelector": {"count": 1}},
+        "tiny",
+    )
     assert legacy["gpuSelector"] == {"count": 1}
 
 
@@ -85,7 +98,9 @@ def test_a_gpu_resource_override_is_honoured() -> None:
     traits = Traits("optimized", "latency", "fp8", "MI300X", 1)  # amd.com/gpu
     assert overrides_match(traits, {"gpu": {"resourceName": "amd.com/gpu"}})  # the API server's default
     assert not overrides_match(traits, {"gpu": {"resourceName": "amd.com/gpu-partition"}})
-    spec = derived_spec(AIM, BASE, {"gpu": {"resourceName": "amd.com/gpu-partition"}}, "llama")
+    spec = derived_spec(
+        AIM, base_template(AIM, BASE), {"gpu": {"resourceName": "amd.com/gpu-partition"}}, "llama"
+    )
     assert spec["gpu"] == {"model": "MI300X", "requests": 1, "resourceName": "amd.com/gpu-partition"}
     plain = derived_template_name("base", {"metric": "throughput", "gpu": {"resourceName": "amd.com/gpu"}})
     assert plain == derived_template_name("base", {"metric": "throughput"})

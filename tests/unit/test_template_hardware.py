@@ -188,6 +188,14 @@ def test_the_crd_carries_the_released_field_and_its_rules() -> None:
 # -- what the deployer builds from a released template ---------------------------------------------------
 
 
+def base_template(group: str, base: dict[str, Any]) -> Template:
+    """A stored template of ``group`` with ``base``'s spec (a derived template's base)."""
+    kind = by_kind(group, "AIMServiceTemplate")
+    return Template(
+        kind, {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"name": "b"}, **base}
+    )
+
+
 def _inputs(tpl: Obj) -> Inputs:
     service = {"metadata": {"name": "s", "namespace": "ns", "uid": "u"}, "spec": {"model": {"name": "m"}}}
     model = {"metadata": {"name": "m", "uid": "mu"}, "spec": {"image": "img"}}
@@ -219,7 +227,7 @@ def test_cpu_only_released_template_gets_its_cpu() -> None:
 
 def test_derived_template_of_a_released_base_is_written_the_seed_way() -> None:
     base = {"spec": {"modelName": "m", "hardware": {"gpu": GPU, "cpu": {"requests": "8"}}}}
-    spec = derived_spec(AIM, base, {"gpu": {"requests": 4}}, "m")
+    spec = derived_spec(AIM, base_template(AIM, base), {"gpu": {"requests": 4}}, "m")
     assert "hardware" not in spec
     assert spec["gpu"] == {"model": "MI300X", "requests": 4}
     assert spec["resources"] == {"requests": {"cpu": "8"}}
@@ -289,7 +297,7 @@ def test_released_gpu_overrides_name_and_build_the_same_derived_template() -> No
     assert released is not None and seed is not None
     assert derived_template_name("base", released) == derived_template_name("base", seed)
     base = {"spec": {"modelName": "m", "gpu": {"model": "MI300X", "requests": 1}}}
-    assert derived_spec(AIM, base, released, "m")["gpu"] == GPU
+    assert derived_spec(AIM, base_template(AIM, base), released, "m")["gpu"] == GPU
     # a CPU-only hardware override is no template override (the CPU goes to the InferenceService)
     assert overrides_of({"overrides": {"hardware": {"cpu": CPU}}}) is None
 

@@ -34,6 +34,7 @@ from aimcore.api import hardware
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
+from aimcore.domain.families.base import written
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import Template, template_kinds
 from aimcore.domain.gpu import GPU_RESOURCE
@@ -179,13 +180,14 @@ def _resource(overrides: Mapping[str, Any]) -> str | None:
     return str(name) if name and name != GPU_RESOURCE else None
 
 
-def derived_spec(group: str, base: Mapping[str, Any], overrides: Mapping[str, Any], model_name: str) -> Obj:
-    """The base template's spec with the overrides applied (a discovered profile id no longer fits).
-    A base written with the released ``spec.hardware`` is copied in the seed's spelling (``gpu``,
-    ``resources``), so the overridden GPU cannot disagree with a ``hardware.gpu`` left behind."""
+def derived_spec(group: str, base: Template, overrides: Mapping[str, Any], model_name: str) -> Obj:
+    """The base template's spec (as written) with the overrides applied (a discovered profile id
+    no longer fits). A base written with the released ``spec.hardware`` is copied in the seed's
+    spelling (``gpu``, ``resources``), so the overridden GPU cannot disagree with a
+    ``hardware.gpu`` left behind."""
     spec: Obj = {
         k: v
-        for k, v in hardware.seed_shape(base.get("spec") or {}).items()
+        for k, v in hardware.seed_shape(written(base.resource.spec)).items()
         if k not in ("profileId", "type", "caching")
     }
     for key in ("metric", "precision"):
@@ -252,7 +254,7 @@ def plan_derived(ask: Ask, base: Template, overrides: Mapping[str, Any]) -> Temp
             },
             "ownerReferences": [owner_reference(ref, service.obj, controller=False)],
         },
-        "spec": derived_spec(ref.group, base.obj, overrides, model_name),  # the base's spec as written
+        "spec": derived_spec(ref.group, base, overrides, model_name),
     }
     message = f"creating AIMServiceTemplate {name} {why.rstrip(':')}"
     return TemplatePlan(condition(TEMPLATE_READY, False, CREATING_DERIVED, message), create=(kind, body))
