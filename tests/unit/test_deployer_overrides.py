@@ -36,10 +36,10 @@ def base_template(group: str, base: dict[str, Any]) -> Template:
 
 
 def test_overrides_of_drops_empty_values_but_keeps_zero_gpus() -> None:
-    spec = {"overrides": {"metric": "", "precision": None, "gpu": {"requests": 0, "model": ""}}}
-    assert overrides_of(spec) == {"gpu": {"requests": 0}}
-    assert overrides_of({"overrides": {"gpu": {"model": None}}}) is None
-    assert overrides_of({}) is None
+    raw = {"metric": "", "precision": None, "gpu": {"requests": 0, "model": ""}}
+    assert overrides_of(raw) == {"gpu": {"requests": 0}}
+    assert overrides_of({"gpu": {"model": None}}) is None
+    assert overrides_of({}) is None and overrides_of(None) is None
 
 
 @pytest.mark.parametrize(

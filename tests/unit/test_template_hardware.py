@@ -291,15 +291,15 @@ def _service(**spec: Any) -> Obj:
 
 
 def test_released_gpu_overrides_name_and_build_the_same_derived_template() -> None:
-    released = overrides_of({"overrides": {"metric": "latency", "hardware": {"gpu": GPU}}})
-    seed = overrides_of({"overrides": {"metric": "latency", "gpu": GPU}})
+    released = overrides_of({"metric": "latency", "hardware": {"gpu": GPU}})
+    seed = overrides_of({"metric": "latency", "gpu": GPU})
     assert released == seed == {"metric": "latency", "gpu": GPU}
     assert released is not None and seed is not None
     assert derived_template_name("base", released) == derived_template_name("base", seed)
     base = {"spec": {"modelName": "m", "gpu": {"model": "MI300X", "requests": 1}}}
     assert derived_spec(AIM, base_template(AIM, base), released, "m")["gpu"] == GPU
     # a CPU-only hardware override is no template override (the CPU goes to the InferenceService)
-    assert overrides_of({"overrides": {"hardware": {"cpu": CPU}}}) is None
+    assert overrides_of({"hardware": {"cpu": CPU}}) is None
 
 
 def test_released_cpu_override_is_the_services_cpu_below_its_resources() -> None:

@@ -154,10 +154,10 @@ class ServiceView(Object[AnyService]):
         return with_cpu(spec.resources, hardware.cpu if hardware is not None else None)
 
     @property
-    def wire_spec(self) -> Obj:
-        """The spec as the user wrote it: the fragments children copy (env, pull secrets) or hash
-        into a name (overrides, the custom model)."""
-        return written(self.spec)
+    def wire_overrides(self) -> Obj | None:
+        """``spec.overrides`` as written (hashed into a derived template's name, copied into it)."""
+        overrides = self.spec.overrides
+        return written(overrides) if overrides is not None else None
 
     @property
     def wire_custom(self) -> Obj:

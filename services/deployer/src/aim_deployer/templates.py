@@ -77,15 +77,15 @@ class TemplatePlan:
     verdicts: tuple[Verdict, ...] = field(default_factory=tuple)
 
 
-def overrides_of(spec: Mapping[str, Any]) -> Obj | None:
-    """``spec.overrides`` with its empty values dropped; ``None`` when nothing is overridden. Read
-    as stored: the overrides are hashed into the derived template's name and copied into its spec.
-    ``gpu.requests: 0`` is kept: it asks for GPU nodes without GPU resources (the original
-    dropped it, and the service got the template's GPUs). The released original's
-    ``hardware.gpu`` is read as ``gpu`` (:func:`aimcore.api.hardware.seed_overrides`; its
-    ``hardware.cpu`` goes to the InferenceService, not into a derived template)."""
-    raw = spec.get("overrides")
-    if not isinstance(raw, Mapping):
+def overrides_of(raw: Mapping[str, Any] | None) -> Obj | None:
+    """A service's ``spec.overrides`` (:attr:`ServiceView.wire_overrides`) with its empty values
+    dropped; ``None`` when nothing is overridden. Read as written: the overrides are hashed into
+    the derived template's name and copied into its spec. ``gpu.requests: 0`` is kept: it asks
+    for GPU nodes without GPU resources (the original dropped it, and the service got the
+    template's GPUs). The released original's ``hardware.gpu`` is read as ``gpu``
+    (:func:`aimcore.api.hardware.seed_overrides`; its ``hardware.cpu`` goes to the
+    InferenceService, not into a derived template)."""
+    if not raw:
         return None
     out: Obj = {}
     for key, value in hardware.seed_overrides(raw).items():
@@ -310,14 +310,14 @@ def resolve_template(
     informer: Informer, service: ServiceView, model: Model, cluster_gpus: Collection[str]
 ) -> TemplatePlan:
     plan = _resolve_template(informer, service, model, cluster_gpus)
-    return _gpu_override_not_applicable(plan, overrides_of(service.wire_spec))
+    return _gpu_override_not_applicable(plan, overrides_of(service.wire_overrides))
 
 
 def _resolve_template(
     informer: Informer, service: ServiceView, model: Model, cluster_gpus: Collection[str]
 ) -> TemplatePlan:
     ref, namespace = service.ref, service.namespace
-    overrides = overrides_of(service.wire_spec)
+    overrides = overrides_of(service.wire_overrides)
     ask = Ask(informer, service, model.name, overrides)
 
     name = service.template_name
