@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from aim_deployer.model_resolution import custom_model_name, custom_model_spec, model_identity
+from aim_deployer.service_view import ServiceView
 from aimcore.api.kinds import by_kind
 from aimcore.domain.naming import derived_name
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")
+SERVICE = by_kind("aim.eai.amd.com", "AIMService")
 LEGACY_MODEL = by_kind("aim.silogen.ai", "AIMModel")
 
 SOURCE = {
@@ -30,7 +32,16 @@ CUSTOM: dict[str, Any] = {
 
 
 def spec_of(custom: dict[str, Any] | None = None, **service: Any) -> dict[str, Any]:
-    return custom_model_spec(service, custom or CUSTOM)
+    """The custom model's spec for a service of ``model.custom: custom`` and the fields ``service``."""
+    obj = {
+        "apiVersion": SERVICE.api_version,
+        "kind": SERVICE.kind,
+        "metadata": {"name": "chat", "namespace": "ml"},
+        "spec": {"model": {"custom": custom or CUSTOM}, **service},
+    }
+    view = ServiceView(SERVICE, obj)
+    assert view.model_custom is not None
+    return custom_model_spec(view, view.model_custom)
 
 
 def test_the_spec_carries_the_request() -> None:
@@ -45,7 +56,8 @@ def test_the_spec_carries_the_request() -> None:
         "runtimeConfigName": "rc",
         "imagePullSecrets": [{"name": "s"}],
     }
-    assert spec_of({**CUSTOM, "baseImage": ""})["image"] == "amdenterpriseai/aim-base:latest"
+    without_base = {k: v for k, v in CUSTOM.items() if k != "baseImage"}
+    assert spec_of(without_base)["image"] == "amdenterpriseai/aim-base:latest"
 
 
 def test_the_same_request_gives_the_same_name() -> None:

@@ -18,9 +18,11 @@ from aim_deployer.caching import (
 from aim_deployer.inference import CacheMount
 from aimcore.api.bus import subjects
 from aimcore.api.kinds import GROUP_AIM, by_kind
+from aimcore.domain.families.caches import TemplateCache
 from aimcore.runtime.informer import Informer
 
 MODEL_CACHE = by_kind(GROUP_AIM, "AIMModelCache")
+TEMPLATE_CACHE = by_kind(GROUP_AIM, "AIMTemplateCache")
 
 
 def model_cache(name: str, uid: str, status: str) -> dict[str, Any]:
@@ -28,12 +30,18 @@ def model_cache(name: str, uid: str, status: str) -> dict[str, Any]:
         "apiVersion": MODEL_CACHE.api_version,
         "kind": MODEL_CACHE.kind,
         "metadata": {"name": name, "namespace": "ns", "uid": uid, "labels": {TEMPLATE_CACHE_LABEL: "tc"}},
+        "spec": {"sourceUri": "hf://acme/tiny"},
         "status": {"status": status},
     }
 
 
-def template_cache(**annotations: str) -> dict[str, Any]:
-    return {"metadata": {"name": "tc", "namespace": "ns", "annotations": annotations}, "status": {}}
+def template_cache(**annotations: str) -> TemplateCache:
+    obj = {
+        "metadata": {"name": "tc", "namespace": "ns", "annotations": annotations},
+        "spec": {"templateName": "t"},
+        "status": {},
+    }
+    return TemplateCache(TEMPLATE_CACHE, obj)
 
 
 def cache_of(*objs: dict[str, Any]) -> Informer:

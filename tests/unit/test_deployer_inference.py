@@ -11,7 +11,10 @@ import pytest
 
 from aim_deployer import inference
 from aim_deployer.inference import CacheMount, Inputs, NameTooLong
+from aim_deployer.service_view import ServiceView
 from aimcore.api.kinds import by_kind
+from aimcore.domain.families.models import Model
+from aimcore.domain.families.templates import Template
 from aimcore.domain.gpu import Inventory, check_gpu
 
 Obj = dict[str, Any]
@@ -37,7 +40,7 @@ def service(spec: Obj | None = None, labels: dict[str, str] | None = None) -> Ob
             "uid": "svc-uid",
             "labels": labels or {},
         },
-        "spec": spec or {},
+        "spec": {"model": {"name": "Qwen3-32B:0.8.5"}, **(spec or {})},
     }
 
 
@@ -65,12 +68,9 @@ def inputs(
     **kwargs: Any,
 ) -> Inputs:
     return Inputs(
-        service_ref=SERVICE,
-        service=svc if svc is not None else service(),
-        model_ref=MODEL,
-        model=mdl if mdl is not None else model(),
-        template_ref=TEMPLATE,
-        template=tpl if tpl is not None else template(),
+        service=ServiceView(SERVICE, svc if svc is not None else service()),
+        model=Model(MODEL, mdl if mdl is not None else model()),
+        template=Template(TEMPLATE, tpl if tpl is not None else template()),
         config_env=config_env or [],
         propagated_labels=kwargs.pop("propagated_labels", {}),
         **kwargs,
@@ -189,11 +189,9 @@ def test_env_metric_and_precision_fall_back_to_discovered_profile() -> None:
 
 
 def test_env_model_id_from_model_spec_for_custom_models() -> None:
-    mdl = model(
-        {"modelSources": [{"modelId": "meta/llama", "sourceUri": "hf://meta/llama"}, {"modelId": "b"}]}
-    )
+    mdl = model({"modelSources": [{"modelId": "meta/llama", "sourceUri": "hf://meta/llama"}]})
     assert env_map(inference.container_env(inputs(mdl=mdl)))["AIM_MODEL_ID"] == "meta/llama"
-    tpl = template({"modelSources": [{"modelId": "from/template"}]})
+    tpl = template({"modelSources": [{"modelId": "from/template", "sourceUri": "hf://from/template"}]})
     both = inference.container_env(inputs(mdl=mdl, tpl=tpl))
     assert env_map(both)["AIM_MODEL_ID"] == "from/template"
     assert "AIM_MODEL_ID" not in env_map(inference.container_env(inputs()))
@@ -646,12 +644,9 @@ def test_legacy_service_template_and_image() -> None:
     }
     obj = inference.build(
         Inputs(
-            service_ref=LEGACY_SERVICE,
-            service=svc,
-            model_ref=LEGACY_IMAGE,
-            model=image,
-            template_ref=LEGACY_TEMPLATE,
-            template=tpl,
+            service=ServiceView(LEGACY_SERVICE, svc),
+            model=Model(LEGACY_IMAGE, image),
+            template=Template(LEGACY_TEMPLATE, tpl),
             config_env=[],
             propagated_labels={},
         )
@@ -675,12 +670,9 @@ def test_cluster_template_ref_reads_the_same() -> None:
     tpl = template({"gpu": {"requests": 1}})
     obj = inference.build(
         Inputs(
-            service_ref=SERVICE,
-            service=service(),
-            model_ref=MODEL,
-            model=model(),
-            template_ref=CLUSTER_TEMPLATE,
-            template=tpl,
+            service=ServiceView(SERVICE, service()),
+            model=Model(MODEL, model()),
+            template=Template(CLUSTER_TEMPLATE, tpl),
             config_env=[],
             propagated_labels={},
         )

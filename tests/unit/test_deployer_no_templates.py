@@ -11,6 +11,7 @@ import pytest
 from aim_deployer.services import refused_condition
 from aim_deployer.templates import MODEL_HAS_NO_TEMPLATES, why_no_templates
 from aimcore.api.kinds import HTTP_ROUTE, by_kind
+from aimcore.domain.families.models import Model
 from aimcore.domain.status.rules import SERVICE, State
 from aimcore.runtime.refusals import Refusal
 
@@ -21,6 +22,7 @@ CLUSTER_MODEL = by_kind("aim.eai.amd.com", "AIMClusterModel")
 def model(*conditions: tuple[str, str, str, str]) -> dict[str, Any]:
     return {
         "metadata": {"name": "m"},
+        "spec": {"image": "ghcr.io/acme/aim-llama:1.0.0"},
         "status": {
             "conditions": [{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions]
         },
@@ -62,7 +64,7 @@ def model(*conditions: tuple[str, str, str, str]) -> dict[str, Any]:
 def test_the_models_own_reason_explains(
     conditions: list[tuple[str, str, str, str]], reason: str, words: list[str], state: State
 ) -> None:
-    got = why_no_templates((MODEL, model(*conditions)))
+    got = why_no_templates(Model(MODEL, model(*conditions)))
     assert got is not None
     assert got[0] == reason
     for word in words:
@@ -72,7 +74,7 @@ def test_the_models_own_reason_explains(
 
 def test_cluster_models_templates_condition_is_read() -> None:
     found = model(("ClusterServiceTemplatesReady", "True", "NoTemplatesExpected", "none"))
-    got = why_no_templates((CLUSTER_MODEL, found))
+    got = why_no_templates(Model(CLUSTER_MODEL, found))
     assert got == (MODEL_HAS_NO_TEMPLATES, "AIMClusterModel m has no templates: none")
 
 
@@ -85,7 +87,7 @@ def test_cluster_models_templates_condition_is_read() -> None:
     ],
 )
 def test_no_explanation_when_the_model_gives_none(conditions: list[tuple[str, str, str, str]]) -> None:
-    assert why_no_templates((MODEL, model(*conditions))) is None
+    assert why_no_templates(Model(MODEL, model(*conditions))) is None
 
 
 def test_a_refused_child_names_the_refusal_and_fails_the_step() -> None:

@@ -19,6 +19,7 @@ from aim_deployer.templates import (
 )
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import by_kind
+from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import derived_name
 
 AIM = "aim.eai.amd.com"
@@ -26,11 +27,19 @@ LEGACY = "aim.silogen.ai"
 BASE = {"spec": {"modelName": "llama", "metric": "latency", "gpu": {"model": "MI300X", "requests": 1}}}
 
 
+def base_template(group: str, base: dict[str, Any]) -> Template:
+    """A stored template of ``group`` with ``base``'s spec (a derived template's base)."""
+    kind = by_kind(group, "AIMServiceTemplate")
+    return Template(
+        kind, {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"name": "b"}, **base}
+    )
+
+
 def test_overrides_of_drops_empty_values_but_keeps_zero_gpus() -> None:
-    spec = {"overrides": {"metric": "", "precision": None, "gpu": {"requests": 0, "model": ""}}}
-    assert overrides_of(spec) == {"gpu": {"requests": 0}}
-    assert overrides_of({"overrides": {"gpu": {"model": None}}}) is None
-    assert overrides_of({}) is None
+    raw = {"metric": "", "precision": None, "gpu": {"requests": 0, "model": ""}}
+    assert overrides_of(raw) == {"gpu": {"requests": 0}}
+    assert overrides_of({"gpu": {"model": None}}) is None
+    assert overrides_of({}) is None and overrides_of(None) is None
 
 
 @pytest.mark.parametrize(
@@ -59,16 +68,21 @@ def test_zero_gpus_get_a_name_of_their_own() -> None:
 
 
 def test_derived_spec_applies_a_zero_gpu_override() -> None:
-    spec = derived_spec(AIM, BASE, {"gpu": {"requests": 0}}, "llama")
+    spec = derived_spec(AIM, base_template(AIM, BASE), {"gpu": {"requests": 0}}, "llama")
     assert spec["gpu"] == {"model": "MI300X", "requests": 0}
 
 
 def test_derived_spec_adds_a_gpu_to_a_cpu_template() -> None:
     cpu = {"spec": {"modelName": "tiny", "resources": {"requests": {"cpu": "2"}}}}
-    spec = derived_spec(AIM, cpu, {"gpu": {"model": "MI300X", "requests": 2}}, "tiny")
+    spec = derived_spec(AIM, base_template(AIM, cpu), {"gpu": {"model": "MI300X", "requests": 2}}, "tiny")
     assert spec["gpu"] == {"model": "MI300X", "requests": 2}
     assert spec["resources"] == {"requests": {"cpu": "2"}}
-    legacy = derived_spec(LEGACY, {"spec": {"aimImageName": "tiny"}}, {"gpuSelector": {"count": 1}}, "tiny")
+    legacy = derived_spec(
+        LEGACY,
+        base_template(LEGACY, {"spec": {"aimImageName": "tiny"}}),
+        {"gpuSelector": {"count": 1}},
+        "tiny",
+    )
     assert legacy["gpuSelector"] == {"count": 1}
 
 
@@ -84,7 +98,9 @@ def test_a_gpu_resource_override_is_honoured() -> None:
     traits = Traits("optimized", "latency", "fp8", "MI300X", 1)  # amd.com/gpu
     assert overrides_match(traits, {"gpu": {"resourceName": "amd.com/gpu"}})  # the API server's default
     assert not overrides_match(traits, {"gpu": {"resourceName": "amd.com/gpu-partition"}})
-    spec = derived_spec(AIM, BASE, {"gpu": {"resourceName": "amd.com/gpu-partition"}}, "llama")
+    spec = derived_spec(
+        AIM, base_template(AIM, BASE), {"gpu": {"resourceName": "amd.com/gpu-partition"}}, "llama"
+    )
     assert spec["gpu"] == {"model": "MI300X", "requests": 1, "resourceName": "amd.com/gpu-partition"}
     plain = derived_template_name("base", {"metric": "throughput", "gpu": {"resourceName": "amd.com/gpu"}})
     assert plain == derived_template_name("base", {"metric": "throughput"})
@@ -101,7 +117,7 @@ def test_zero_gpus_on_a_template_without_a_gpu_model_is_reported() -> None:
     deployed on CPU, the override dropped without a word: there are no GPU nodes to choose."""
     ok = ConditionReport(type="TemplateReady", status="True", reason="Resolved")
     cpu = _template({"modelName": "tiny", "resources": {"requests": {"cpu": "2"}}})
-    plan = _gpu_override_not_applicable(TemplatePlan(ok, template=cpu), {"gpu": {"requests": 0}})
+    plan = _gpu_override_not_applicable(TemplatePlan(ok, template=Template(*cpu)), {"gpu": {"requests": 0}})
     assert plan.template is None and plan.create is None
     assert (plan.condition.status, plan.condition.reason) == ("False", GPU_OVERRIDE_NOT_APPLICABLE)
     assert "overrides.gpu.requests: 0 asks for GPU nodes" in plan.condition.message
@@ -113,7 +129,9 @@ def test_zero_gpus_on_a_template_without_a_gpu_model_is_reported() -> None:
     )
     assert derived.create is None and derived.condition.reason == GPU_OVERRIDE_NOT_APPLICABLE
     legacy = _template({"aimImageName": "tiny"}, LEGACY)
-    said = _gpu_override_not_applicable(TemplatePlan(ok, template=legacy), {"gpuSelector": {"count": 0}})
+    said = _gpu_override_not_applicable(
+        TemplatePlan(ok, template=Template(*legacy)), {"gpuSelector": {"count": 0}}
+    )
     assert "overrides.gpuSelector.count: 0" in said.condition.message
 
 

@@ -1,6 +1,7 @@
 """The AIMService as the deployer's reconcile reads it (``aim_deployer.service_view``): one
-vocabulary over the parsed model of either API group, and the same answers the informer's index
-computes from the stored object (the index wakes the services a reconcile would resolve)."""
+vocabulary over the parsed model of either API group, and the same answers in the informer's
+indexes, which read the service through the same view (the index wakes the services a reconcile
+would resolve)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from aim_deployer.model_resolution import service_model
+from aim_deployer.dependencies import service_models, service_templates
 from aim_deployer.service_view import ServiceView
-from aim_deployer.templates import explicit_name
 from aimcore.api.crds.validation import parse
 from aimcore.api.kinds import by_kind
+from aimcore.domain.families.base import Reference
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
@@ -73,11 +74,12 @@ def test_both_groups_read_in_one_vocabulary(case: Case) -> None:
 @pytest.mark.parametrize("case", CASES)
 def test_the_index_and_the_reconcile_agree(case: Case) -> None:
     service = view(case.group, case.spec)
-    stored = service_model(service.ref, case.spec)
-    assert stored.get("name") == service.model_name
-    assert stored.get("image") == service.model_image
-    assert (stored.get("custom") is not None) is (service.model_custom is not None)
-    assert explicit_name(service.ref, case.spec) == service.template_name
+    models = list(service_models.index(service.ref, service.obj, service.resource))
+    asked = [v for v in (case.name, case.image) if v]
+    assert models[: len(asked)] == asked
+    assert len(models) == len(asked) + case.custom  # a custom model: the name it creates or shares
+    templates = list(service_templates.index(service.ref, service.obj, service.resource))
+    assert templates == ([case.template] if case.template else [])
 
 
 @pytest.mark.parametrize(
@@ -129,12 +131,13 @@ def test_identity_and_status_as_stored() -> None:
     )
     assert (current.name, current.namespace, current.uid) == ("chat", "ml", "svc-uid")
     assert current.labels == {"team": "ml"} and not current.deleting
-    assert current.resolved_model == resolved and current.resolved_template == {"name": "t"}
+    model = Reference(name="llama", kind="AIMModel", uid="m-uid")
+    assert current.previous_model == model and current.previous_template == Reference(name="t")
     assert current.conditions == conditions
     # the legacy status names the model resolvedImage
     legacy = view(LEGACY, {"aimImageName": "llama"}, {"resolvedImage": resolved, "resolvedModel": {}})
-    assert legacy.resolved_model == resolved
-    assert view(LEGACY, {"aimImageName": "llama"}, {"resolvedModel": resolved}).resolved_model is None
+    assert legacy.previous_model == model
+    assert view(LEGACY, {"aimImageName": "llama"}, {"resolvedModel": resolved}).previous_model is None
 
 
 def test_only_services_are_viewed() -> None:

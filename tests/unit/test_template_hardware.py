@@ -6,6 +6,7 @@ templates and the status discovery writes (issue 18 item 6)."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -13,11 +14,14 @@ from pydantic import ValidationError
 
 from aim_deployer import inference
 from aim_deployer.inference import Inputs
+from aim_deployer.service_view import ServiceView
 from aim_deployer.templates import derived_spec, derived_template_name, overrides_of
 from aim_discovery.template_status import hardware_summary, resolved_hardware
 from aimcore.api import hardware
 from aimcore.api.crds import aim
 from aimcore.api.kinds import by_kind
+from aimcore.domain.families.models import Model
+from aimcore.domain.families.templates import Template
 from aimcore.domain.views import GPURequirement, TemplateView
 
 Obj = dict[str, Any]
@@ -184,16 +188,21 @@ def test_the_crd_carries_the_released_field_and_its_rules() -> None:
 # -- what the deployer builds from a released template ---------------------------------------------------
 
 
+def base_template(group: str, base: dict[str, Any]) -> Template:
+    """A stored template of ``group`` with ``base``'s spec (a derived template's base)."""
+    kind = by_kind(group, "AIMServiceTemplate")
+    return Template(
+        kind, {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"name": "b"}, **base}
+    )
+
+
 def _inputs(tpl: Obj) -> Inputs:
-    service = {"metadata": {"name": "s", "namespace": "ns", "uid": "u"}, "spec": {}}
+    service = {"metadata": {"name": "s", "namespace": "ns", "uid": "u"}, "spec": {"model": {"name": "m"}}}
     model = {"metadata": {"name": "m", "uid": "mu"}, "spec": {"image": "img"}}
     return Inputs(
-        service_ref=by_kind(AIM, "AIMService"),
-        service=service,
-        model_ref=by_kind(AIM, "AIMModel"),
-        model=model,
-        template_ref=TEMPLATE,
-        template=tpl,
+        service=ServiceView(by_kind(AIM, "AIMService"), service),
+        model=Model(by_kind(AIM, "AIMModel"), model),
+        template=Template(TEMPLATE, tpl),
         config_env=[],
         propagated_labels={},
     )
@@ -218,7 +227,7 @@ def test_cpu_only_released_template_gets_its_cpu() -> None:
 
 def test_derived_template_of_a_released_base_is_written_the_seed_way() -> None:
     base = {"spec": {"modelName": "m", "hardware": {"gpu": GPU, "cpu": {"requests": "8"}}}}
-    spec = derived_spec(AIM, base, {"gpu": {"requests": 4}}, "m")
+    spec = derived_spec(AIM, base_template(AIM, base), {"gpu": {"requests": 4}}, "m")
     assert "hardware" not in spec
     assert spec["gpu"] == {"model": "MI300X", "requests": 4}
     assert spec["resources"] == {"requests": {"cpu": "8"}}
@@ -282,15 +291,15 @@ def _service(**spec: Any) -> Obj:
 
 
 def test_released_gpu_overrides_name_and_build_the_same_derived_template() -> None:
-    released = overrides_of({"overrides": {"metric": "latency", "hardware": {"gpu": GPU}}})
-    seed = overrides_of({"overrides": {"metric": "latency", "gpu": GPU}})
+    released = overrides_of({"metric": "latency", "hardware": {"gpu": GPU}})
+    seed = overrides_of({"metric": "latency", "gpu": GPU})
     assert released == seed == {"metric": "latency", "gpu": GPU}
     assert released is not None and seed is not None
     assert derived_template_name("base", released) == derived_template_name("base", seed)
     base = {"spec": {"modelName": "m", "gpu": {"model": "MI300X", "requests": 1}}}
-    assert derived_spec(AIM, base, released, "m")["gpu"] == GPU
+    assert derived_spec(AIM, base_template(AIM, base), released, "m")["gpu"] == GPU
     # a CPU-only hardware override is no template override (the CPU goes to the InferenceService)
-    assert overrides_of({"overrides": {"hardware": {"cpu": CPU}}}) is None
+    assert overrides_of({"hardware": {"cpu": CPU}}) is None
 
 
 def test_released_cpu_override_is_the_services_cpu_below_its_resources() -> None:
@@ -308,7 +317,12 @@ def test_released_cpu_override_is_the_services_cpu_below_its_resources() -> None
     }
     tpl = template({"gpu": GPU, "resources": {"requests": {"cpu": "16"}}})
     inputs = _inputs(tpl)
-    inputs.service["spec"] = {"overrides": {"hardware": {"cpu": {"requests": "3", "limits": "6"}}}}
+    service = copy.deepcopy(inputs.service.obj)
+    service["spec"] = {
+        "model": {"name": "m"},
+        "overrides": {"hardware": {"cpu": {"requests": "3", "limits": "6"}}},
+    }
+    inputs = dataclasses.replace(inputs, service=ServiceView(inputs.service.ref, service))
     resources = inference.container_resources(inputs)
     assert (resources["requests"]["cpu"], resources["limits"]["cpu"]) == ("3", "6")
 

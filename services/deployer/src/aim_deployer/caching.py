@@ -30,9 +30,8 @@ claim, rather than the template cache's "progressing").
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from aim_deployer.inference import CacheMount
 from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL
@@ -40,9 +39,12 @@ from aim_deployer.service_view import ServiceView
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
+from aimcore.domain.families.base import READY_STATES, written
+from aimcore.domain.families.caches import ModelCache, TemplateCache
+from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
-from aimcore.domain.views import AIM, READY_STATES, ready_message, state_of
+from aimcore.domain.views import AIM
 from aimcore.runtime.conditions import condition
 from aimcore.runtime.informer import Informer
 
@@ -84,47 +86,34 @@ def _template_field(group: str) -> str:
 
 
 def find_cache(
-    informer: Informer, group: str, namespace: str | None, template: tuple[KindRef, Obj]
-) -> Obj | None:
+    informer: Informer, group: str, namespace: str | None, template: Template
+) -> TemplateCache | None:
     """The best template cache of ``template`` in the namespace: Ready first, then the oldest."""
-    kind = by_kind(group, "AIMTemplateCache")
-    key = _template_field(group)
-    name = template[1]["metadata"]["name"]
-    scope = "Namespace" if template[0].namespaced else "Cluster"
+    scope = "Namespace" if template.ref.namespaced else "Cluster"
     found = [
         tc
-        for tc in informer.list(kind, namespace)
-        if (tc.get("spec") or {}).get(key) == name
-        and (tc.get("spec") or {}).get("templateScope") in (None, scope)
-        and (tc.get("spec") or {}).get("mode") != "Dedicated"
-        and not tc["metadata"].get("deletionTimestamp")
+        for tc in TemplateCache.each(informer, by_kind(group, "AIMTemplateCache"), namespace)
+        if tc.template_name == template.name
+        and tc.template_scope in (None, scope)
+        and not tc.dedicated
+        and not tc.deleting
     ]
-    found.sort(
-        key=lambda tc: (
-            state_of(tc) not in READY_STATES,
-            str(tc["metadata"].get("creationTimestamp") or "~"),
-            tc["metadata"]["name"],
-        )
-    )
+    found.sort(key=lambda tc: (tc.state not in READY_STATES, tc.created or "~", tc.name))
     return found[0] if found else None
 
 
-def cache_body(service: ServiceView, template: tuple[KindRef, Obj]) -> tuple[KindRef, Obj]:
+def cache_body(service: ServiceView, template: Template) -> tuple[KindRef, Obj]:
+    """The template cache a service makes (env and pull secrets copied as written)."""
     ref = service.ref
     kind = by_kind(ref.group, "AIMTemplateCache")
-    spec = service.wire_spec  # env and pull secrets are copied as written
     namespace = service.namespace or ""
-    tkind, tobj = template
-    tspec = tobj.get("spec") or {}
-    name = tobj["metadata"]["name"]
-    caching = tspec.get("caching") if isinstance(tspec.get("caching"), Mapping) else {}
     env = merge_env(
-        merge_env(list(tspec.get("env") or []), list((caching or {}).get("env") or [])),
-        list(spec.get("env") or []),
+        merge_env([written(e) for e in template.env], [written(e) for e in template.caching_env]),
+        [written(e) for e in service.env],
     )
-    body_spec: Obj = {_template_field(ref.group): name}
+    body_spec: Obj = {_template_field(ref.group): template.name}
     if ref.group == AIM:
-        body_spec["templateScope"] = "Namespace" if tkind.namespaced else "Cluster"
+        body_spec["templateScope"] = "Namespace" if template.ref.namespaced else "Cluster"
         body_spec["mode"] = "Shared"
     if service.storage_class:
         body_spec["storageClassName"] = service.storage_class
@@ -132,10 +121,10 @@ def cache_body(service: ServiceView, template: tuple[KindRef, Obj]) -> tuple[Kin
         body_spec["runtimeConfigName"] = service.runtime_config_name
     if env:
         body_spec["env"] = env
-    if spec.get("imagePullSecrets"):
-        body_spec["imagePullSecrets"] = spec["imagePullSecrets"]
+    if service.pull_secrets:
+        body_spec["imagePullSecrets"] = [written(s) for s in service.pull_secrets]
     meta: Obj = {
-        "name": shared_cache_name(name, namespace),
+        "name": shared_cache_name(template.name, namespace),
         "namespace": namespace,
         "labels": {
             SERVICE_LABEL: label_value(service.name),
@@ -146,63 +135,53 @@ def cache_body(service: ServiceView, template: tuple[KindRef, Obj]) -> tuple[Kin
     return kind, {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": body_spec}
 
 
-def _reference(kind: KindRef, tc: Mapping[str, Any]) -> Obj:
-    meta = tc["metadata"]
+def _reference(tc: TemplateCache) -> Obj:
     return {
-        "name": meta["name"],
-        "namespace": meta.get("namespace"),
-        "kind": kind.kind,
-        "uid": meta.get("uid"),
+        "name": tc.name,
+        "namespace": tc.resource.metadata.namespace,
+        "kind": tc.ref.kind,
+        "uid": tc.uid,
         "scope": "Namespace",
     }
 
 
-def mounts_of(informer: Informer, group: str, tc: Mapping[str, Any]) -> tuple[CacheMount, ...]:
-    namespace = tc["metadata"].get("namespace")
+def mounts_of(informer: Informer, group: str, tc: TemplateCache) -> tuple[CacheMount, ...]:
     out: list[CacheMount] = []
     if group == AIM:
-        entries = (tc.get("status") or {}).get("modelCaches") or {}
+        entries = tc.model_caches
         for key in sorted(entries):
             entry = entries[key]
-            if not isinstance(entry, Mapping) or entry.get("status") != "Ready":
+            if str(entry.status or "") != "Ready":
                 continue
-            claim, name = entry.get("persistentVolumeClaim"), entry.get("name")
+            claim, name = entry.claim, entry.name
             if claim and name:
-                path = str(entry.get("mountPoint") or mount_path(str(entry.get("model") or name)))
-                out.append(CacheMount(str(name), str(claim), path))
+                path = entry.mount_point or mount_path(entry.model or name)
+                out.append(CacheMount(name, claim, path))
         return tuple(out)
     kind = by_kind(group, "AIMModelCache")
-    label = label_value(tc["metadata"]["name"])
-    for mc in sorted(informer.list(kind, namespace), key=lambda o: o["metadata"]["name"]):
-        meta = mc["metadata"]
-        if (meta.get("labels") or {}).get(TEMPLATE_CACHE_LABEL) != label or state_of(mc) not in READY_STATES:
+    label = label_value(tc.name)
+    for mc in sorted(ModelCache.each(informer, kind, tc.namespace), key=lambda m: m.name):
+        if mc.labels.get(TEMPLATE_CACHE_LABEL) != label or mc.state not in READY_STATES:
             continue
-        claim = (mc.get("status") or {}).get("persistentVolumeClaim")
-        if claim:
-            model = (meta.get("annotations") or {}).get(MODEL_ID_ANNOTATION) or meta["name"]
-            out.append(CacheMount(meta["name"], str(claim), mount_path(str(model))))
+        if mc.claim:
+            model = mc.annotations.get(MODEL_ID_ANNOTATION) or mc.name
+            out.append(CacheMount(mc.name, mc.claim, mount_path(model)))
     return tuple(out)
 
 
 def failed_model_caches(
-    informer: Informer, group: str, tc: Mapping[str, Any], *, skip_uids: frozenset[str] = frozenset()
+    informer: Informer, group: str, tc: TemplateCache, *, skip_uids: frozenset[str] = frozenset()
 ) -> list[str]:
     """The failed (or degraded) model caches of a template cache, by name; ``skip_uids``: ones
     already deleted, whose deletion the informer has not seen yet."""
-    namespace = tc["metadata"].get("namespace")
     kind = by_kind(group, "AIMModelCache")
-    label = label_value(tc["metadata"]["name"])
-    listed = {
-        str(e.get("name"))
-        for e in ((tc.get("status") or {}).get("modelCaches") or {}).values()
-        if isinstance(e, Mapping) and e.get("name")
-    }
+    label = label_value(tc.name)
+    listed = {e.name for e in tc.model_caches.values() if e.name}
     out = []
-    for mc in informer.list(kind, namespace):
-        meta = mc["metadata"]
-        mine = meta["name"] in listed or (meta.get("labels") or {}).get(TEMPLATE_CACHE_LABEL) == label
-        if mine and state_of(mc) in ("Failed", "Degraded") and meta.get("uid") not in skip_uids:
-            out.append(meta["name"])
+    for mc in ModelCache.each(informer, kind, tc.namespace):
+        mine = mc.name in listed or mc.labels.get(TEMPLATE_CACHE_LABEL) == label
+        if mine and mc.state in ("Failed", "Degraded") and mc.uid not in skip_uids:
+            out.append(mc.name)
     return sorted(out)
 
 
@@ -212,27 +191,23 @@ def lost_claims(
     """The claims the InferenceService mounts whose model cache is gone (deleted, or being deleted):
     the volume stays mounted (Kubernetes keeps a claim in use), the cache that made it does not."""
     kind = by_kind(group, "AIMModelCache")
-    claimed = {
-        str((mc.get("status") or {}).get("persistentVolumeClaim"))
-        for mc in informer.list(kind, namespace)
-        if not mc["metadata"].get("deletionTimestamp")
-    }
+    claimed = {str(mc.claim) for mc in ModelCache.each(informer, kind, namespace) if not mc.deleting}
     return sorted({m.claim for m in mounts if m.claim not in claimed})
 
 
-def retried_uids(tc: Mapping[str, Any]) -> frozenset[str]:
-    text = str((tc["metadata"].get("annotations") or {}).get(RETRIED_UIDS_ANNOTATION) or "")
+def retried_uids(tc: TemplateCache) -> frozenset[str]:
+    text = tc.annotations.get(RETRIED_UIDS_ANNOTATION) or ""
     return frozenset(u for u in text.split(",") if u)
 
 
-def _ready_message(obj: Mapping[str, Any]) -> str:
-    return ready_message(obj) or state_of(obj)
+def _ready_message(tc: TemplateCache) -> str:
+    return tc.ready_message or tc.state
 
 
 def plan_cache(
     informer: Informer,
     service: ServiceView,
-    template: tuple[KindRef, Obj],
+    template: Template,
     live_mounts: Sequence[CacheMount],
 ) -> CachePlan:
     ref, namespace = service.ref, service.namespace
@@ -242,7 +217,7 @@ def plan_cache(
             condition(CACHE_READY, True, "CachingDisabled", "caching.mode is Never: no cache is used")
         )
     tc = find_cache(informer, ref.group, namespace, template)
-    tname = template[1]["metadata"]["name"]
+    tname = template.name
     if tc is None:
         if mode == AUTO:
             if live_mounts:
@@ -259,11 +234,10 @@ def plan_cache(
             wait=not live_mounts,
             create=(kind, body),
         )
-    kind = by_kind(ref.group, "AIMTemplateCache")
-    reference = _reference(kind, tc) if ref.group == AIM else None
-    name = tc["metadata"]["name"]
-    attempts = 1 if (tc["metadata"].get("annotations") or {}).get(RETRIED_ANNOTATION) else 0
-    state = state_of(tc)
+    reference = _reference(tc) if ref.group == AIM else None
+    name = tc.name
+    attempts = 1 if tc.annotations.get(RETRIED_ANNOTATION) else 0
+    state = tc.state
     if state in READY_STATES:
         mounts = mounts_of(informer, ref.group, tc)
         message = f"template cache {name} is ready ({len(mounts)} model cache(s) mounted)"
@@ -275,7 +249,7 @@ def plan_cache(
         )
     if state == "Failed":
         failed = failed_model_caches(informer, ref.group, tc, skip_uids=retried_uids(tc))
-        listed = bool((tc.get("status") or {}).get("modelCaches"))
+        listed = bool(tc.model_caches)
         if attempts == 0 and failed:
             message = f"template cache {name} failed; retrying once (deleting {', '.join(failed)})"
             return CachePlan(

@@ -16,19 +16,25 @@ its dependency mapping that are the deployer's own (the general ones are the run
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from aim_deployer.caching import TEMPLATE_CACHE_LABEL
-from aim_deployer.model_resolution import custom_model_name, custom_model_spec, service_model
+from aim_deployer.model_resolution import custom_model_name, custom_model_of
+from aim_deployer.service_view import ServiceView
 from aim_deployer.services import pod_isvc
-from aim_deployer.templates import TEMPLATE_READY, explicit_name
+from aim_deployer.templates import TEMPLATE_READY
 from aimcore.api.bus.messages import ChangeEvent
+from aimcore.api.crds.base import Resource
 from aimcore.api.kinds import INFERENCE_SERVICE, SERVICE_KINDS, KindRef, by_kind
 from aimcore.api.types import Obj
-from aimcore.domain.runtimeconfig import config_name
-from aimcore.domain.views import TemplateView, model_kinds
-from aimcore.runtime.informer import Informer
-from aimcore.runtime.mappers import Target, changed, group_of, indexed, scope, to_owners
+from aimcore.domain.families.base import Object, StatusCondition
+from aimcore.domain.families.caches import ModelCache, TemplateCache
+from aimcore.domain.families.models import Model
+from aimcore.domain.families.templates import Template
+from aimcore.domain.views import model_kinds
+from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
+from aimcore.runtime.mappers import Target, changed, indexed, scope, to_owners
 
 BY_MODEL = "service-model"  # model name or image a service refers to (spec), or resolved (status)
 BY_TEMPLATE = "service-template"  # template a service names or resolved
@@ -38,46 +44,31 @@ BY_CONFIG = "service-config"
 # -- indexes ---------------------------------------------------------------------------------------
 
 
-def _is_service(obj: Mapping[str, object]) -> bool:
-    return obj.get("kind") == "AIMService"
-
-
-def _ref(obj: Obj) -> KindRef:
-    return by_kind(group_of(obj), str(obj.get("kind")))
-
-
-def service_models(obj: Obj) -> Iterable[str]:
-    if not _is_service(obj):
-        return []
-    ref = _ref(obj)
-    model = service_model(ref, obj.get("spec") or {})
-    out = [str(model[k]) for k in ("name", "image") if model.get(k)]
-    custom = model.get("custom")
-    if isinstance(custom, Mapping):  # the model it creates or shares, before its status names it
-        spec = custom_model_spec(obj.get("spec") or {}, custom)
-        out.append(custom_model_name(by_kind(ref.group, "AIMModel"), spec))
-    status = obj.get("status") or {}
-    resolved = status.get("resolvedModel") or status.get("resolvedImage")
-    if isinstance(resolved, Mapping) and resolved.get("name"):
-        out.append(str(resolved["name"]))
+def _service_models(ref: KindRef, obj: Obj, resource: Resource) -> Iterable[str]:
+    service = ServiceView.of(ref, resource, obj)
+    out = [v for v in (service.model_name, service.model_image) if v]
+    custom = service.model_custom
+    if custom is not None:  # the model it creates or shares, before its status names it
+        out.append(custom_model_name(*custom_model_of(service, custom)))
+    resolved = service.previous_model
+    if resolved is not None and resolved.name:
+        out.append(resolved.name)
     return out
 
 
-def service_templates(obj: Obj) -> Iterable[str]:
-    if not _is_service(obj):
-        return []
-    out = []
-    name = explicit_name(_ref(obj), obj.get("spec") or {})
-    if name:
-        out.append(name)
-    resolved = (obj.get("status") or {}).get("resolvedTemplate")
-    if isinstance(resolved, Mapping) and resolved.get("name"):
-        out.append(str(resolved["name"]))
-    return out
+def _service_templates(ref: KindRef, obj: Obj, resource: Resource) -> Iterable[str]:
+    service = ServiceView.of(ref, resource, obj)
+    resolved = service.previous_template
+    return [v for v in (service.template_name, resolved.name if resolved is not None else None) if v]
 
 
-def service_config(obj: Obj) -> Iterable[str]:
-    return [config_name(obj.get("spec"))] if _is_service(obj) else []
+def _service_config(ref: KindRef, obj: Obj, resource: Resource) -> Iterable[str]:
+    return [ServiceView.of(ref, resource, obj).runtime_config_name or "default"]
+
+
+service_models: ResourceIndexer = resource_indexer(_service_models, SERVICE_KINDS)
+service_templates: ResourceIndexer = resource_indexer(_service_templates, SERVICE_KINDS)
+service_config: ResourceIndexer = resource_indexer(_service_config, SERVICE_KINDS)
 
 
 # -- keys and mappers ------------------------------------------------------------------------------
@@ -85,15 +76,29 @@ def service_config(obj: Obj) -> Iterable[str]:
 
 def name_and_image(event: ChangeEvent, obj: Obj | None) -> Iterable[str]:
     """A model is looked up by its name and by its image (services may ask for either)."""
-    image = ((obj or {}).get("spec") or {}).get("image")
-    return [event.object.name, *([str(image)] if image else [])]
+    model = _parsed(Model, event, obj)
+    image = model.image if model is not None else None
+    return [event.object.name, *([image] if image else [])]
 
 
 def cached_template(event: ChangeEvent, obj: Obj | None) -> Iterable[str]:
     """The template a template cache is for."""
-    spec = (obj or {}).get("spec") or {}
-    template = spec.get("templateName") or spec.get("templateRef")
-    return [str(template)] if template else []
+    cache = _parsed(TemplateCache, event, obj)
+    return [cache.template_name] if cache is not None and cache.template_name else []
+
+
+F = TypeVar("F", bound=Object[Any])
+
+
+def _parsed(family: type[F], event: ChangeEvent, obj: Obj | None) -> F | None:
+    """The changed object through its family's adapter (a key has no informer at hand to read it
+    through: it is parsed here, one model or cache change at a time)."""
+    if obj is None:
+        return None
+    try:
+        return family(changed(event), obj)
+    except ValueError:  # a placeholder for an object too large for the bus
+        return None
 
 
 _co_owners = to_owners(*SERVICE_KINDS, same_group=True)
@@ -103,31 +108,29 @@ def template_model_users(event: ChangeEvent, obj: Obj | None, informer: Informer
     """The services of the model a template is for: those that name it, and those that asked for
     it by image or co-own it (custom models) and have not recorded it in their status yet; in the
     template's scope."""
-    if obj is None:
+    template = Template.read(informer, changed(event), obj)
+    if template is None or not template.model_name:
         return []
-    ref = changed(event)
-    model = TemplateView(ref, obj).model_name
-    if not model:
-        return []
+    ref, model = template.ref, template.model_name
     ns = scope(event)
     targets = indexed(informer, BY_MODEL, model, group=ref.group, namespace=ns, kinds=SERVICE_KINDS)
     for kind in model_kinds(by_kind(ref.group, "AIMServiceTemplate")):
-        found = informer.get(kind, event.object.namespace if kind.namespaced else None, model)
+        found = Model.get(informer, kind, event.object.namespace, model)
         if found is None:
             continue
-        image = (found.get("spec") or {}).get("image")
-        if image:
+        if found.image:
             where = event.object.namespace if kind.namespaced else ns
             targets += indexed(
-                informer, BY_MODEL, str(image), group=ref.group, namespace=where, kinds=SERVICE_KINDS
+                informer, BY_MODEL, found.image, group=ref.group, namespace=where, kinds=SERVICE_KINDS
             )
-        targets += _co_owners(event, found, informer)
+        targets += _co_owners(event, found.obj, informer)
     return targets
 
 
 def creating_template_cache(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
     """The template cache that created a model cache (its label names it)."""
-    creator = (((obj or {}).get("metadata") or {}).get("labels") or {}).get(TEMPLATE_CACHE_LABEL)
+    cache = ModelCache.read(informer, changed(event), obj)
+    creator = cache.labels.get(TEMPLATE_CACHE_LABEL) if cache is not None else None
     return (
         [(by_kind(event.object.group, "AIMTemplateCache"), event.object.namespace, creator)]
         if creator
@@ -141,6 +144,6 @@ def predictor_isvc(event: ChangeEvent, obj: Obj | None, informer: Informer) -> I
 
 
 def awaiting_template(kind: KindRef, svc: Obj) -> bool:
-    """A service whose template is not resolved yet."""
-    conditions = (svc.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == TEMPLATE_READY and c.get("status") != "True" for c in conditions)
+    """A service whose template is not resolved yet (its status says so: nothing to parse)."""
+    template = StatusCondition.find(svc, TEMPLATE_READY)
+    return template is not None and template.status != "True"

@@ -53,14 +53,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aimcore.api import hardware
+from aim_deployer.service_view import AnyServiceSpec, ServiceView
+from aimcore.api.crds.aim import (
+    AIMModelSource,
+    AIMServiceMetricsSpec,
+    AIMServiceMetricTarget,
+    AIMServicePodMetric,
+)
+from aimcore.api.crds.base import EnvVar
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import INFERENCE_SERVICE, KindRef
 from aimcore.api.types import Obj
+from aimcore.domain.families.base import written
+from aimcore.domain.families.models import Model
+from aimcore.domain.families.templates import Template
 from aimcore.domain.gpu import GPU_RESOURCE, parse_quantity
 from aimcore.domain.naming import derived_name, label_value, sanitize_part
 from aimcore.domain.runtimeconfig import AIM_LABEL_PREFIX, merge_env
-from aimcore.domain.views import ModelView, TemplateView, secret_names
 from aimcore.runtime.children import child_labels, owner_reference
 
 __all__ = [
@@ -76,12 +85,14 @@ __all__ = [
     "container_env",
     "container_resources",
     "gpu_count",
+    "gpus",
     "isvc_name",
     "node_affinity",
     "predictor_autoscaling",
     "predictor_name",
     "replica_bounds",
     "route_name",
+    "scales",
 ]
 
 
@@ -173,13 +184,10 @@ class CacheMount:
 class Inputs:
     """Everything :func:`build` needs, already resolved by the controller."""
 
-    service_ref: KindRef
-    service: Obj
-    model_ref: KindRef
-    model: Obj
-    template_ref: KindRef
-    template: Obj
-    config_env: list[Obj]
+    service: ServiceView
+    model: Model
+    template: Template
+    config_env: list[Obj]  # the runtime config's env, as written
     propagated_labels: dict[str, str]
     caches: tuple[CacheMount, ...] = ()
     deployment_mode: str = "RawDeployment"
@@ -189,24 +197,10 @@ class Inputs:
 # -- small readers -------------------------------------------------------------------------------
 
 
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _map(obj.get("spec"))
-
-
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _map(obj.get("status"))
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _map(obj.get("metadata"))
-
-
-def _env_list(value: Any) -> list[Obj]:
-    return [copy.deepcopy(dict(e)) for e in value or [] if isinstance(e, Mapping) and e.get("name")]
+def _env_list(entries: Sequence[EnvVar] | Sequence[Obj]) -> list[Obj]:
+    """Env entries as written (copies; entries without a name left out)."""
+    out = [written(e) if isinstance(e, EnvVar) else copy.deepcopy(dict(e)) for e in entries]
+    return [e for e in out if e.get("name")]
 
 
 def _count(value: Any) -> int | None:
@@ -223,25 +217,17 @@ def _count(value: Any) -> int | None:
     return None
 
 
-def _profile_metadata(template: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _map(_map(_status(template).get("profile")).get("metadata"))
-
-
-def _template_setting(template: Mapping[str, Any], key: str) -> str | None:
+def _template_setting(template: Template, key: str) -> str | None:
     """``metric`` / ``precision`` of a template: its spec, else the discovered profile."""
-    for source in (_spec(template), _profile_metadata(template)):
-        value = source.get(key)
+    profile = template.profile
+    for value in (getattr(template, key), getattr(profile, key)):
         if value:
             return str(value)
     return None
 
 
-def _first_model_id(sources: Any) -> str | None:
-    for source in sources or []:
-        if isinstance(source, Mapping):
-            model_id = source.get("modelId")
-            return str(model_id) if model_id else None
-    return None
+def _first_model_id(sources: Sequence[AIMModelSource]) -> str | None:
+    return (sources[0].model_id or None) if sources else None
 
 
 # -- env -----------------------------------------------------------------------------------------
@@ -250,7 +236,6 @@ def _first_model_id(sources: Any) -> str | None:
 def container_env(inputs: Inputs) -> list[Obj]:
     """The inference container's env (see the module docstring for the layers), sorted by name."""
     template = inputs.template
-    tspec = _spec(template)
     env: list[Any] = [
         {"name": "AIM_CACHE_PATH", "value": CACHE_ROOT},
         {"name": "VLLM_ENABLE_METRICS", "value": "true"},
@@ -258,40 +243,37 @@ def container_env(inputs: Inputs) -> list[Obj]:
     env = merge_env(env, _env_list(inputs.config_env))
 
     profile: list[Obj] = []
-    if tspec.get("profileId"):
-        profile.append({"name": "AIM_PROFILE_ID", "value": str(tspec["profileId"])})
+    if template.profile_id:
+        profile.append({"name": "AIM_PROFILE_ID", "value": template.profile_id})
     for var, key in (("AIM_METRIC", "metric"), ("AIM_PRECISION", "precision")):
         value = _template_setting(template, key)
         if value:
             profile.append({"name": var, "value": value})
     env = merge_env(env, profile)
-    env = merge_env(env, _env_list(tspec.get("env")))
+    env = merge_env(env, _env_list(template.env))
 
-    model_id = _first_model_id(tspec.get("modelSources")) or _first_model_id(
-        _spec(inputs.model).get("modelSources")
-    )
+    model_id = _first_model_id(template.model_sources) or _first_model_id(inputs.model.model_sources)
     if model_id:
         env = merge_env(env, [{"name": "AIM_MODEL_ID", "value": model_id}])
-    env = merge_env(env, _env_list(_spec(inputs.service).get("env")))
+    env = merge_env(env, _env_list(inputs.service.env))
     return sorted((dict(e) for e in env), key=lambda e: str(e.get("name")))
 
 
 # -- resources -----------------------------------------------------------------------------------
 
 
-def gpu_count(template_ref: KindRef, template: Obj) -> int:
+def gpus(template: Template) -> int:
     """GPUs per replica: discovery's resolved hardware, else the profile, else the spec, else 0."""
-    status = _status(template)
-    resolved = _count(_map(_map(status.get("resolvedHardware")).get("gpu")).get("requests"))
-    if resolved is not None:
-        return resolved
-    metadata = _profile_metadata(template)
-    for key in ("gpuCount", "gpu_count"):
-        from_profile = _count(metadata.get(key))
-        if from_profile is not None:
-            return from_profile
-    from_spec = _count(TemplateView(template_ref, template).gpu.requests)
-    return from_spec if from_spec is not None else 0
+    for value in (template.resolved_gpu_requests, template.profile.gpu_count, template.gpu.requests):
+        count = _count(value)
+        if count is not None:
+            return count
+    return 0
+
+
+def gpu_count(kind: KindRef, template: Obj) -> int:
+    """:func:`gpus` of a template as stored."""
+    return gpus(Template(kind, template))
 
 
 def _quantity(value: Any) -> Any:
@@ -302,10 +284,10 @@ def _quantity(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _overlay(target: dict[str, Obj], resources: Any) -> None:
+def _overlay(target: dict[str, Obj], resources: Obj | None) -> None:
     """``resources``' requests and limits written over ``target``, per resource name."""
     for side in ("requests", "limits"):
-        values = _map(_map(resources).get(side))
+        values = (resources or {}).get(side) or {}
         for name, value in values.items():
             if value is not None:
                 target[side][str(name)] = _quantity(value)
@@ -314,17 +296,18 @@ def _overlay(target: dict[str, Obj], resources: Any) -> None:
 def container_resources(inputs: Inputs) -> Obj:
     """The inference container's ``resources`` (see the module docstring): GPU-scaled defaults,
     then model < template < service ``spec.resources``, then the GPU quantities filled in."""
-    n = gpu_count(inputs.template_ref, inputs.template)
-    template = TemplateView(inputs.template_ref, inputs.template)
+    template = inputs.template
+    n = gpus(template)
     gpu = template.gpu.resource_name or GPU_RESOURCE
     merged: dict[str, Obj] = {"requests": {}, "limits": {}}
     if n > 0:
         merged["requests"].update({"cpu": str(_CPU_PER_GPU * n), "memory": f"{_MEMORY_GI_PER_GPU * n}Gi"})
         merged["limits"]["memory"] = f"{_MEMORY_LIMIT_GI_PER_GPU * n}Gi"
+    model_resources = inputs.model.resources
     for resources in (
-        _spec(inputs.model).get("resources"),
+        written(model_resources) if model_resources is not None else None,
         template.resources,
-        hardware.service_resources(_spec(inputs.service)),
+        inputs.service.resources,
     ):
         _overlay(merged, resources)
 
@@ -342,22 +325,27 @@ def container_resources(inputs: Inputs) -> Obj:
 
 
 def autoscaling(service_spec: Mapping[str, Any]) -> bool:
-    """Whether the service asks for autoscaling (any of autoScaling/minReplicas/maxReplicas set)."""
+    """Whether a spec as written asks for autoscaling (any of autoScaling/minReplicas/maxReplicas)."""
     return any(service_spec.get(k) is not None for k in ("autoScaling", "minReplicas", "maxReplicas"))
+
+
+def scales(spec: AnyServiceSpec) -> bool:
+    """:func:`autoscaling` of a parsed spec."""
+    return any(v is not None for v in (spec.auto_scaling, spec.min_replicas, spec.max_replicas))
 
 
 def _positive(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def replica_bounds(service_spec: Mapping[str, Any]) -> tuple[int, int]:
+def replica_bounds(spec: AnyServiceSpec) -> tuple[int, int]:
     """``(minReplicas, maxReplicas)`` of the predictor: the autoscaling bounds (min defaults to 1,
     max to min), or ``replicas`` (default 1) for both."""
-    if autoscaling(service_spec):
-        low = _positive(service_spec.get("minReplicas")) or 1
+    if scales(spec):
+        low = _positive(spec.min_replicas) or 1
         # minReplicas > maxReplicas never gets here: the runtime refuses the spec (InvalidSpec).
-        return low, _positive(service_spec.get("maxReplicas")) or low
-    fixed = _positive(service_spec.get("replicas")) or 1
+        return low, _positive(spec.max_replicas) or low
+    fixed = _positive(spec.replicas) or 1
     return fixed, fixed
 
 
@@ -365,44 +353,44 @@ def _drop_none(values: Mapping[str, Any]) -> Obj:
     return {k: copy.deepcopy(v) for k, v in values.items() if v is not None}
 
 
-def _metric(spec: Mapping[str, Any]) -> Obj:
-    pod = _map(spec.get("podmetric"))
-    metric = _map(pod.get("metric"))
-    target = _map(pod.get("target"))
-    names = [str(n) for n in metric.get("metricNames") or []]
+def _metric(source: AIMServiceMetricsSpec) -> Obj:
+    pod = source.pod_metric
+    metric = (pod.metric if pod is not None else None) or AIMServicePodMetric()
+    target = (pod.target if pod is not None else None) or AIMServiceMetricTarget()
     return {
         "type": "PodMetric",
         "podmetric": {
             "metric": _drop_none(
                 {
-                    "backend": metric.get("backend") or DEFAULT_METRIC_BACKEND,
-                    "serverAddress": metric.get("serverAddress") or DEFAULT_OTEL_SERVER,
-                    "metricNames": names or None,
-                    "query": metric.get("query") or None,
-                    "operationOverTime": metric.get("operationOverTime") or DEFAULT_OPERATION_OVER_TIME,
+                    "backend": str(metric.backend or "") or DEFAULT_METRIC_BACKEND,
+                    "serverAddress": metric.server_address or DEFAULT_OTEL_SERVER,
+                    "metricNames": list(metric.metric_names or []) or None,
+                    "query": metric.query or None,
+                    "operationOverTime": metric.operation_over_time or DEFAULT_OPERATION_OVER_TIME,
                 }
             ),
             "target": _drop_none(
                 {
-                    "type": target.get("type"),
-                    "value": _quantity(target["value"]) if target.get("value") is not None else None,
-                    "averageValue": (
-                        _quantity(target["averageValue"]) if target.get("averageValue") is not None else None
-                    ),
-                    "averageUtilization": target.get("averageUtilization"),
+                    "type": str(target.type) if target.type is not None else None,
+                    "value": _quantity(target.value) if target.value is not None else None,
+                    "averageValue": _quantity(target.average_value)
+                    if target.average_value is not None
+                    else None,
+                    "averageUtilization": target.average_utilization,
                 }
             ),
         },
     }
 
 
-def predictor_autoscaling(service_spec: Mapping[str, Any]) -> Obj | None:
+def predictor_autoscaling(spec: AnyServiceSpec) -> Obj | None:
     """KServe's ``predictor.autoScaling`` from the service's ``autoScaling.metrics`` (PodMetric
     entries only; ``None`` without any)."""
+    scaling = spec.auto_scaling
     metrics = [
         _metric(m)
-        for m in _map(service_spec.get("autoScaling")).get("metrics") or []
-        if isinstance(m, Mapping) and m.get("type", "PodMetric") == "PodMetric"
+        for m in (scaling.metrics or [] if scaling is not None else [])
+        if m.type is None or str(m.type) == "PodMetric"
     ]
     return {"metrics": metrics} if metrics else None
 
@@ -410,15 +398,15 @@ def predictor_autoscaling(service_spec: Mapping[str, Any]) -> Obj | None:
 # -- the object ----------------------------------------------------------------------------------
 
 
-def _labels(inputs: Inputs, template: TemplateView, model: ModelView) -> dict[str, str]:
-    service_labels = {str(k): str(v) for k, v in _map(_meta(inputs.service).get("labels")).items()}
+def _labels(inputs: Inputs) -> dict[str, str]:
+    service_labels = inputs.service.labels
     labels: dict[str, str] = dict(inputs.propagated_labels)
     labels.update({k: v for k, v in service_labels.items() if k.startswith(AIM_LABEL_PREFIX)})
     labels.update(child_labels(MANAGED_BY_VALUE))
     labels[COMPONENT_LABEL] = "inference"
-    labels[SERVICE_LABEL] = label_value(str(_meta(inputs.service)["name"]))
-    labels[TEMPLATE_LABEL] = label_value(template.name)
-    labels[MODEL_LABEL] = label_value(model.name)
+    labels[SERVICE_LABEL] = label_value(inputs.service.name)
+    labels[TEMPLATE_LABEL] = label_value(inputs.template.name)
+    labels[MODEL_LABEL] = label_value(inputs.model.name)
     for label, key in ((METRIC_LABEL, "metric"), (PRECISION_LABEL, "precision")):
         value = _template_setting(inputs.template, key)
         if value:
@@ -428,7 +416,7 @@ def _labels(inputs: Inputs, template: TemplateView, model: ModelView) -> dict[st
 
 def _annotations(name: str, inputs: Inputs) -> dict[str, str]:
     annotations = {DEPLOYMENT_MODE_ANNOTATION: inputs.deployment_mode}
-    if autoscaling(_spec(inputs.service)):
+    if scales(inputs.service.spec):
         annotations[AUTOSCALER_CLASS_ANNOTATION] = AUTOSCALER_KEDA
         annotations[OTEL_INJECT_ANNOTATION] = predictor_name(name)
         annotations[PROMETHEUS_PORT_ANNOTATION] = str(HTTP_PORT)
@@ -450,11 +438,11 @@ def _volume_names(caches: Sequence[CacheMount]) -> list[tuple[str, CacheMount]]:
     return out
 
 
-def node_affinity(template: Mapping[str, Any]) -> Obj | None:
+def node_affinity(template: Template) -> Obj | None:
     """``affinity`` from the template's ``status.resolvedNodeAffinity``: a NodeAffinity is used as
     is; a bare NodeSelector (``nodeSelectorTerms``) becomes its required part."""
-    resolved = _status(template).get("resolvedNodeAffinity")
-    if not isinstance(resolved, Mapping) or not resolved:
+    resolved = template.resolved_node_affinity
+    if resolved is None:
         return None
     if "nodeSelectorTerms" in resolved:
         return {
@@ -466,18 +454,14 @@ def node_affinity(template: Mapping[str, Any]) -> Obj | None:
 def build(inputs: Inputs) -> Obj:
     """The ``serving.kserve.io/v1beta1`` InferenceService for ``inputs``. Raises
     :class:`NameTooLong` when the namespace leaves no room for a name."""
-    meta = _meta(inputs.service)
-    service_name = str(meta["name"])
-    namespace = str(meta["namespace"])
-    name = isvc_name(service_name, namespace)
-    sspec = _spec(inputs.service)
-    template = TemplateView(inputs.template_ref, inputs.template)
-    model = ModelView(inputs.model_ref, inputs.model)
+    service = inputs.service
+    name = isvc_name(service.name, str(service.namespace))
+    spec = service.spec
     caches = _volume_names(inputs.caches)
 
     container: Obj = {
         "name": CONTAINER_NAME,
-        "image": model.image,
+        "image": inputs.model.image,
         "env": container_env(inputs),
         "resources": container_resources(inputs),
         "ports": [{"containerPort": HTTP_PORT, "name": "http", "protocol": "TCP"}],
@@ -492,17 +476,17 @@ def build(inputs: Inputs) -> Obj:
         *({"name": vol, "persistentVolumeClaim": {"claimName": cache.claim}} for vol, cache in caches),
     ]
 
-    low, high = replica_bounds(sspec)
+    low, high = replica_bounds(spec)
     predictor: Obj = {"minReplicas": low, "maxReplicas": high}
-    if autoscaling(sspec):
-        scaling = predictor_autoscaling(sspec)
+    if scales(spec):
+        scaling = predictor_autoscaling(spec)
         if scaling is not None:
             predictor["autoScaling"] = scaling
-    pull_secrets = secret_names(sspec.get("imagePullSecrets"))
+    pull_secrets = [s.name for s in service.pull_secrets if s.name]
     if pull_secrets:
         predictor["imagePullSecrets"] = [{"name": s} for s in pull_secrets]
-    if sspec.get("serviceAccountName"):
-        predictor["serviceAccountName"] = str(sspec["serviceAccountName"])
+    if service.service_account:
+        predictor["serviceAccountName"] = service.service_account
     predictor["containers"] = [container]
     predictor["volumes"] = volumes
     affinity = node_affinity(inputs.template)
@@ -516,10 +500,10 @@ def build(inputs: Inputs) -> Obj:
         "kind": INFERENCE_SERVICE.kind,
         "metadata": {
             "name": name,
-            "namespace": namespace,
-            "labels": _labels(inputs, template, model),
+            "namespace": service.namespace,
+            "labels": _labels(inputs),
             "annotations": _annotations(name, inputs),
-            "ownerReferences": [owner_reference(inputs.service_ref, inputs.service)],
+            "ownerReferences": [owner_reference(service.ref, service.obj)],
         },
         "spec": {"predictor": predictor},
     }

@@ -35,22 +35,21 @@ from pydantic import ValidationError
 
 from aim_deployer.service_view import ServiceView
 from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.crds.aim import AIMServiceModelCustom
 from aimcore.api.crds.registry import resource_class
 from aimcore.api.imageref import InvalidReference, parse_reference
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
+from aimcore.domain.families.base import written
+from aimcore.domain.families.models import Model, without_empty
+from aimcore.domain.families.runtimeconfigs import RuntimeConfig
 from aimcore.domain.naming import derived_name, label_value
-from aimcore.domain.runtimeconfig import Resolved
 from aimcore.domain.status.rules import dependency_message
 from aimcore.domain.views import (
     AIM,
     AUTO_GENERATED,
     ORIGIN_LABEL,
-    ModelView,
     model_kinds,
-    ready_message,
-    ready_reason,
-    state_of,
 )
 from aimcore.runtime.children import owner_reference
 from aimcore.runtime.conditions import condition
@@ -80,25 +79,11 @@ class ModelPlan:
     """What model resolution found and what the controller should do about it."""
 
     condition: ConditionReport
-    model: tuple[KindRef, Obj] | None = None  # the model to use (usable or not)
+    model: Model | None = None  # the model to use (usable or not)
     usable: bool = False
     create: tuple[KindRef, Obj] | None = None  # a model to apply
-    join: tuple[KindRef, Obj] | None = None  # a shared custom model this service must co-own
+    join: Model | None = None  # a shared custom model this service must co-own
     invalid: str | None = None  # a spec/reference error: ConfigValid=False with this reason
-
-
-def service_model(ref: KindRef, spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``spec.model`` of a stored service in one spelling: ``{name|image|custom}`` (legacy ``ref``
-    and ``aimImageName`` become ``name``). For the informer's index, which sees every service as
-    stored, parsable or not; a reconcile asks :class:`~aim_deployer.service_view.ServiceView`."""
-    model = spec.get("model")
-    model = model if isinstance(model, Mapping) else {}
-    if ref.group != AIM:
-        if spec.get("aimImageName"):
-            return {"name": spec["aimImageName"]}
-        if model.get("ref") and not model.get("name"):
-            return {**model, "name": model["ref"]}
-    return model
 
 
 def _lookup_kinds(group: str) -> list[KindRef]:
@@ -106,30 +91,28 @@ def _lookup_kinds(group: str) -> list[KindRef]:
     return model_kinds(by_kind(group, "AIMServiceTemplate"))
 
 
-def judge(kind: KindRef, obj: Obj, how: str) -> ModelPlan:
+def judge(model: Model, how: str) -> ModelPlan:
     """The plan for a model that exists: usable, failed or still coming."""
-    name = obj["metadata"]["name"]
-    state = state_of(obj)
-    what = f"{kind.kind} {name}"
+    state = model.state
+    what = f"{model.ref.kind} {model.name}"
     if state in _USABLE:
-        note = f" (model is {state}: {ready_message(obj)})" if state != "Ready" else ""
-        return ModelPlan(
-            condition(MODEL_READY, True, MODEL_RESOLVED, f"{how} {what}{note}"), (kind, obj), True
-        )
-    detail = ready_message(obj)
-    cause = ready_reason(obj)
+        note = f" (model is {state}: {model.ready_message})" if state != "Ready" else ""
+        message = f"{how} {what}{note}"
+        return ModelPlan(condition(MODEL_READY, True, MODEL_RESOLVED, message), model, True)
+    detail = model.ready_message
+    cause = model.ready_reason
     if cause and cause not in ("Progressing", "NotReady"):  # name the model's own reason
         detail = f"{cause}: {detail}" if detail else cause
     message = dependency_message(what, state, detail)
-    return ModelPlan(condition(MODEL_READY, False, MODEL_NOT_READY, message), (kind, obj))
+    return ModelPlan(condition(MODEL_READY, False, MODEL_NOT_READY, message), model)
 
 
 def by_name(informer: Informer, group: str, namespace: str | None, name: str) -> ModelPlan:
     kinds = _lookup_kinds(group)
     for kind in kinds:
-        found = informer.get(kind, namespace if kind.namespaced else None, name)
+        found = Model.get(informer, kind, namespace, name)
         if found is not None:
-            return judge(kind, found, "using")
+            return judge(found, "using")
     where = " or ".join(k.kind + (f" in namespace {namespace}" if k.namespaced else "") for k in kinds)
     message = f"no {where} named {name!r}"
     return ModelPlan(condition(MODEL_READY, False, MODEL_NOT_FOUND, message), invalid="ReferenceNotFound")
@@ -152,13 +135,13 @@ def auto_model_name(image: str) -> str:
     return derived_name([image_name, tag], [image])
 
 
-def _creation_kind(group: str, config: Resolved | None) -> KindRef:
-    scope = config.get("model", "creationScope") if config is not None else None
+def _creation_kind(group: str, config: RuntimeConfig | None) -> KindRef:
+    scope = config.creation_scope if config is not None else None
     return by_kind(group, "AIMClusterModel" if scope == "Cluster" else "AIMModel")
 
 
-def _discovery(group: str, config: Resolved | None) -> Obj | None:
-    auto = config.get("model", "autoDiscovery") if config is not None else None
+def _discovery(group: str, config: RuntimeConfig | None) -> Obj | None:
+    auto = config.auto_discovery if config is not None else None
     if auto is None:
         return None
     if group == AIM:
@@ -166,15 +149,16 @@ def _discovery(group: str, config: Resolved | None) -> Obj | None:
     return {"enabled": bool(auto), "autoCreateTemplates": bool(auto)}
 
 
-def _common_spec(kind: KindRef, service_spec: Mapping[str, Any]) -> Obj:
+def _common_spec(kind: KindRef, service: ServiceView) -> Obj:
+    """What a model made for a service takes from the service (its fragments as written)."""
     out: Obj = {}
-    if service_spec.get("runtimeConfigName"):
-        out["runtimeConfigName"] = service_spec["runtimeConfigName"]
+    if service.runtime_config_name:
+        out["runtimeConfigName"] = service.runtime_config_name
     if kind.namespaced:  # secrets and accounts of the service's namespace mean nothing cluster-wide
-        if service_spec.get("imagePullSecrets"):
-            out["imagePullSecrets"] = service_spec["imagePullSecrets"]
-        if service_spec.get("serviceAccountName"):
-            out["serviceAccountName"] = service_spec["serviceAccountName"]
+        if service.pull_secrets:
+            out["imagePullSecrets"] = [written(s) for s in service.pull_secrets]
+        if service.service_account:
+            out["serviceAccountName"] = service.service_account
     return out
 
 
@@ -182,48 +166,40 @@ def _labels(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return {ORIGIN_LABEL: AUTO_GENERATED, PART_OF_LABEL: PART_OF_VALUE, MANAGED_BY: MANAGER, **(extra or {})}
 
 
-def by_image(  # noqa: PLR0917 - one call site, every argument named there
-    informer: Informer,
-    group: str,
-    namespace: str | None,
-    image: str,
-    service_spec: Mapping[str, Any],
-    config: Resolved | None,
-    sticky: Mapping[str, Any] | None,
-) -> ModelPlan:
+def by_image(informer: Informer, service: ServiceView, image: str, config: RuntimeConfig | None) -> ModelPlan:
+    group, namespace = service.ref.group, service.namespace
     try:
         name = auto_model_name(image)
     except InvalidReference as exc:
         message = f"spec.model.image: {exc}"
         return ModelPlan(condition(MODEL_READY, False, INVALID_IMAGE, message), invalid="InvalidSpec")
-    matches: list[tuple[KindRef, Obj]] = []
-    for kind in _lookup_kinds(group):
-        for obj in informer.list(kind, namespace if kind.namespaced else None):
-            if ModelView(kind, obj).image == image and not obj["metadata"].get("deletionTimestamp"):
-                matches.append((kind, obj))
-    if sticky:  # the model resolved before, while it stays Ready (reference §2.1)
-        for kind, obj in matches:
-            if obj["metadata"].get("uid") == sticky.get("uid") and state_of(obj) == "Ready":
-                return judge(kind, obj, f"using (image {image})")
+    matches = [
+        model
+        for kind in _lookup_kinds(group)
+        for model in Model.each(informer, kind, namespace if kind.namespaced else None)
+        if model.image == image and not model.deleting
+    ]
+    sticky = service.previous_model
+    if sticky is not None:  # the model resolved before, while it stays Ready (reference §2.1)
+        for model in matches:
+            if model.uid == sticky.uid and model.state == "Ready":
+                return judge(model, f"using (image {image})")
     # Models users made beat those a service auto-created: a service applied together with its
     # model may have created one before the model was seen, and must not be stuck with it.
-    curated = [
-        m for m in matches if (m[1]["metadata"].get("labels") or {}).get(ORIGIN_LABEL) != AUTO_GENERATED
-    ]
+    curated = [m for m in matches if m.labels.get(ORIGIN_LABEL) != AUTO_GENERATED]
     pool = curated or matches
-    local = [m for m in pool if m[0].namespaced] or pool
+    local = [m for m in pool if m.ref.namespaced] or pool
     if len(local) > 1:
-        names = ", ".join(f"{k.kind} {o['metadata']['name']}" for k, o in local)
+        names = ", ".join(f"{m.ref.kind} {m.name}" for m in local)
         message = f"{len(local)} models have image {image}: {names}; reference one with spec.model.name"
         return ModelPlan(condition(MODEL_READY, False, MULTIPLE_MODELS, message))
     if local:
-        kind, obj = local[0]
-        return judge(kind, obj, f"using (image {image})")
+        return judge(local[0], f"using (image {image})")
     kind = _creation_kind(group, config)
     taken = name_taken(informer, kind, namespace, name, f"a model of image {image}")
     if taken is not None:
         return taken
-    spec: Obj = {"image": image, **_common_spec(kind, service_spec)}
+    spec: Obj = {"image": image, **_common_spec(kind, service)}
     discovery = _discovery(group, config)
     if discovery is not None:
         spec["discovery"] = discovery
@@ -246,7 +222,8 @@ def _env_value(env: Any, name: str) -> str:
 
 
 def source_key(sources: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
-    """What makes two custom models the same: each source's modelId, sourceUri and S3 endpoint."""
+    """What makes two custom models the same: each source's modelId, sourceUri and S3 endpoint
+    (of sources as written: a planned model's, or a stored one's)."""
     return [
         (
             str(s.get("modelId") or ""),
@@ -257,25 +234,29 @@ def source_key(sources: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str
     ]
 
 
-def custom_model_spec(service_spec: Mapping[str, Any], custom: Mapping[str, Any]) -> Obj:
+def custom_model_spec(service: ServiceView, custom: AIMServiceModelCustom) -> Obj:
     """The spec of the AIMModel a service's ``model.custom`` asks for: base image, sources,
-    hardware, and the service's runtime config, pull secrets, service account and env."""
-    base = str(custom.get("baseImage") or DEFAULT_BASE_IMAGE)
-    sources = [dict(s) for s in custom.get("modelSources") or [] if isinstance(s, Mapping)]
-    spec: Obj = {"image": base, "modelSources": sources, **_common_spec(NAMESPACED_MODEL, service_spec)}
-    hardware = custom.get("hardware")
-    if isinstance(hardware, Mapping) and hardware:
-        spec["custom"] = {"hardware": dict(hardware)}
-    if service_spec.get("env"):
-        spec["env"] = service_spec["env"]
+    hardware, and the service's runtime config, pull secrets, service account and env (a child's
+    body, made of the service's fragments as written)."""
+    spec: Obj = {
+        "image": custom.base_image or DEFAULT_BASE_IMAGE,
+        "modelSources": [written(s) for s in custom.model_sources],
+        **_common_spec(NAMESPACED_MODEL, service),
+    }
+    hardware = written(custom.hardware)
+    if hardware:
+        spec["custom"] = {"hardware": hardware}
+    if service.env:
+        spec["env"] = [written(e) for e in service.env]
     return spec
 
 
 def model_identity(kind: KindRef, spec: Mapping[str, Any]) -> Obj:
     """What two custom models must agree on to be one: the whole spec, read as the models are
     (defaults filled in, as the API server fills them into a stored model) with empty values
-    dropped. Anything in it changes the model's templates (hardware, env, sources, pull secrets,
-    service account, runtime config), so services asking for different ones must not share."""
+    dropped (:meth:`Model.identity` of a stored one). Anything in it changes the model's templates
+    (hardware, env, sources, pull secrets, service account, runtime config), so services asking
+    for different ones must not share."""
     try:
         obj = {
             "apiVersion": kind.api_version,
@@ -287,16 +268,7 @@ def model_identity(kind: KindRef, spec: Mapping[str, Any]) -> Obj:
         read: Any = parsed.model_dump(by_alias=True, exclude_none=True, mode="json").get("spec") or {}
     except (ValidationError, KeyError):
         read = dict(spec)
-    return dict(_without_empty(read) or {})
-
-
-def _without_empty(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        kept = {str(k): _without_empty(v) for k, v in value.items()}
-        return {k: v for k, v in kept.items() if v not in (None, "", [], {})}
-    if isinstance(value, list | tuple):
-        return [_without_empty(v) for v in value]
-    return value
+    return dict(without_empty(read) or {})
 
 
 def custom_model_name(kind: KindRef, spec: Mapping[str, Any]) -> str:
@@ -314,14 +286,19 @@ def custom_model_name(kind: KindRef, spec: Mapping[str, Any]) -> str:
     return derived_name([first], inputs)
 
 
+def custom_model_of(service: ServiceView, custom: AIMServiceModelCustom) -> tuple[KindRef, Obj]:
+    """The kind and spec of the custom model ``service`` asks for (the index names it too)."""
+    return by_kind(service.ref.group, "AIMModel"), custom_model_spec(service, custom)
+
+
 def name_taken(
     informer: Informer, kind: KindRef, namespace: str | None, name: str, wanted: str
 ) -> ModelPlan | None:
     """A model of the name the deployer would create exists but is not the one it wants (a user's
     model of that name, a different image): creating it would fail forever, so say so. ``None``
     when the name is free, or its holder is being deleted (the create follows once it is gone)."""
-    existing = informer.get(kind, namespace if kind.namespaced else None, name)
-    if existing is None or existing["metadata"].get("deletionTimestamp"):
+    existing = Model.get(informer, kind, namespace, name)
+    if existing is None or existing.deleting:
         return None
     message = (
         f"{kind.kind} {name} exists but is not {wanted}; delete or rename it, or reference a model "
@@ -330,30 +307,27 @@ def name_taken(
     return ModelPlan(condition(MODEL_READY, False, MODEL_NAME_CONFLICT, message))
 
 
-def by_custom(informer: Informer, service: ServiceView) -> ModelPlan:
+def by_custom(informer: Informer, service: ServiceView, custom: AIMServiceModelCustom) -> ModelPlan:
     namespace = service.namespace
-    kind = by_kind(service.ref.group, "AIMModel")
-    # made of the stored spec, as the informer's index computes the same name from it
-    spec = custom_model_spec(service.wire_spec, service.wire_custom)
+    kind, spec = custom_model_of(service, custom)  # as the informer's index computes the same name
     identity = model_identity(kind, spec)
     key = source_key(spec["modelSources"])
     uid = service.uid
     matches = []
-    for obj in informer.list(kind, namespace):
-        found = ModelView(kind, obj)
-        if obj["metadata"].get("deletionTimestamp"):
+    for found in Model.each(informer, kind, namespace):
+        if found.deleting:
             continue
-        if found.image != spec["image"] or source_key(found.model_sources) != key:
+        if found.image != spec["image"] or source_key([written(s) for s in found.model_sources]) != key:
             continue  # (cheap checks first)
-        if model_identity(kind, found.spec) == identity:
-            matches.append(obj)
+        if found.identity() == identity:
+            matches.append(found)
     if matches:
         # one this service already co-owns first (a model made under an older naming and one
         # made now may both match), then by name: every service picks the same
-        obj = min(matches, key=lambda o: (uid not in _owner_uids(o), o["metadata"]["name"]))
-        plan = judge(kind, obj, "using custom model")
-        if uid not in _owner_uids(obj):
-            return ModelPlan(plan.condition, plan.model, plan.usable, join=(kind, obj))
+        model = min(matches, key=lambda m: (uid not in m.owner_uids, m.name))
+        plan = judge(model, "using custom model")
+        if uid not in model.owner_uids:
+            return ModelPlan(plan.condition, plan.model, plan.usable, join=model)
         return plan
     name = custom_model_name(kind, spec)
     taken = name_taken(informer, kind, namespace, name, "the custom model this service asks for")
@@ -372,25 +346,12 @@ def by_custom(informer: Informer, service: ServiceView) -> ModelPlan:
     return ModelPlan(condition(MODEL_READY, False, CREATING_MODEL, message), create=(kind, body))
 
 
-def _owner_uids(obj: Mapping[str, Any]) -> set[Any]:
-    return {o.get("uid") for o in (obj.get("metadata") or {}).get("ownerReferences") or []}
-
-
-def resolve_model(informer: Informer, service: ServiceView, config: Resolved | None) -> ModelPlan:
-    group, namespace = service.ref.group, service.namespace
+def resolve_model(informer: Informer, service: ServiceView, config: RuntimeConfig | None) -> ModelPlan:
     if service.model_name:
-        return by_name(informer, group, namespace, service.model_name)
+        return by_name(informer, service.ref.group, service.namespace, service.model_name)
     if service.model_image:
-        return by_image(
-            informer=informer,
-            group=group,
-            namespace=namespace,
-            image=service.model_image,
-            service_spec=service.wire_spec,
-            config=config,
-            sticky=service.resolved_model,
-        )
+        return by_image(informer, service, service.model_image, config)
     if service.model_custom is not None:
-        return by_custom(informer, service)
+        return by_custom(informer, service, service.model_custom)
     message = "spec.model must set exactly one of name, image or custom"
     return ModelPlan(condition(MODEL_READY, False, "InvalidSpec", message), invalid="InvalidSpec")

@@ -1,6 +1,9 @@
 """The Gateway API HTTPRoute of an AIMService (reference §2.7).
 
-The path comes from :mod:`aimcore.domain.pathtemplate` (rendered there, with an error instead of the
+:func:`plan_route` decides what the service's routing asks for, its own ``routing`` merged field by
+field with the runtime config's: no route (routing off), a condition only (no gateway, a path
+template or timeout that cannot be written), or the route to apply. The path comes from
+:mod:`aimcore.domain.pathtemplate` (rendered there, with an error instead of the
 original's silent fallback to the default path). :func:`route_body` builds the HTTPRoute and
 :func:`route_condition` reads its status for the ``HTTPRouteReady`` condition.
 :func:`gateway_duration` writes ``requestTimeout`` (a Go duration: ``1.5h``, ``250us``) the way
@@ -13,20 +16,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from aim_deployer.service_view import ServiceView
+from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import HTTP_ROUTE
 from aimcore.api.types import Obj
+from aimcore.domain.families.base import written
+from aimcore.domain.families.runtimeconfigs import RuntimeConfig
+from aimcore.domain.naming import label_value
 from aimcore.domain.pathtemplate import (
     DEFAULT_PATH_TEMPLATE,
     MAX_PATH,
     PathTemplateError,
     default_path,
     evaluate,
+    quote_template,
     render_path,
 )
+from aimcore.runtime.children import owner_reference
+from aimcore.runtime.conditions import condition
 
 __all__ = [
     "DEFAULT_PATH_TEMPLATE",
@@ -36,18 +48,23 @@ __all__ = [
     "REASON_PENDING",
     "REASON_REJECTED",
     "REASON_TIMEOUT_INVALID",
+    "ROUTE_READY",
     "Obj",
     "PathTemplateError",
     "RequestTimeoutError",
+    "RoutePlan",
     "default_path",
     "evaluate",
     "gateway_duration",
+    "plan_route",
     "render_path",
     "route_body",
     "route_condition",
 ]
 
 
+ROUTE_READY = "HTTPRouteReady"
+SERVICE_LABEL = "aim.eai.amd.com/service"
 REASON_CREATING = "HTTPRouteCreating"
 REASON_ACCEPTED = "HTTPRouteAccepted"
 REASON_REJECTED = "HTTPRouteRejected"
@@ -225,3 +242,75 @@ def route_condition(route: Mapping[str, Any] | None) -> tuple[bool, str, str]:
             return False, REASON_PENDING, message
     gateways = ", ".join(gateway for gateway, _ in seen)
     return False, REASON_PENDING, f"waiting for {gateways} to accept the route"
+
+
+# --- what the service's routing asks for --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoutePlan:
+    """What to do about a service's HTTPRoute: apply ``body`` (enabled and writable), or only
+    report ``condition`` (and delete the route when ``delete``). ``path`` is ``status.routing``'s."""
+
+    body: Obj | None = None
+    path: str | None = None
+    condition: ConditionReport | None = None
+    delete: bool = False
+    clear: bool = False  # status.routing is cleared
+
+
+def plan_route(service: ServiceView, config: RuntimeConfig, name: str, backend: str) -> RoutePlan:
+    """The HTTPRoute ``name`` of ``service`` in front of the predictor Service ``backend``: each
+    field from the service's own ``routing`` when set, else the runtime config's."""
+
+    def setting(field: str) -> Any:
+        own = service.routing_setting(field)
+        return own if own is not None else config.routing_setting(field)
+
+    if not setting("enabled"):
+        had = service.condition(ROUTE_READY) is not None
+        off = condition(ROUTE_READY, True, "RoutingDisabled", "routing is disabled") if had else None
+        return RoutePlan(condition=off, delete=True, clear=True)
+    gateway = setting("gateway_ref")
+    if gateway is None or not gateway.name:
+        message = (
+            "routing is enabled but no gateway is configured "
+            "(spec.routing.gatewayRef or the runtime config's)"
+        )
+        return RoutePlan(condition=condition(ROUTE_READY, False, "GatewayNotConfigured", message))
+    template = setting("path_template")
+    try:
+        path = render_path(str(template), service.obj) if template else default_path(service.obj)
+    except PathTemplateError as exc:
+        shown = quote_template(str(template or DEFAULT_PATH_TEMPLATE))
+        message = f"path template {shown}: {exc}"
+        return RoutePlan(
+            condition=condition(ROUTE_READY, False, "PathTemplateInvalid", message), delete=True, clear=True
+        )
+    timeout = setting("request_timeout")
+    try:
+        request_timeout = gateway_duration(str(timeout)) if timeout else None
+    except RequestTimeoutError as exc:
+        return RoutePlan(
+            condition=condition(ROUTE_READY, False, REASON_TIMEOUT_INVALID, str(exc)), delete=True, clear=True
+        )
+    own_annotations = getattr(service.routing, "annotations", None) or {}
+    config_annotations = getattr(config.routing, "annotations", None) or {}
+    labels = {
+        "app.kubernetes.io/component": "routing",
+        "app.kubernetes.io/managed-by": "aim-engine",
+        "app.kubernetes.io/part-of": "aim-engine",
+        SERVICE_LABEL: label_value(service.name),
+    }
+    body = route_body(
+        name=name,
+        namespace=service.namespace or "",
+        path=path,
+        gateway=written(gateway),
+        backend_service=backend,
+        request_timeout=request_timeout,
+        annotations={**config_annotations, **own_annotations},
+        labels=labels,
+        owner=owner_reference(service.ref, service.obj),
+    )
+    return RoutePlan(body=body, path=path)

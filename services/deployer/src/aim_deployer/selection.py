@@ -8,8 +8,9 @@ and never written anywhere. This module keeps the same six stages (availability,
 overrides, GPU presence, scope, ranking) but returns a service-level reason and a message a
 ``kubectl describe`` reader can act on (``UnoptimizedTemplatesFiltered``,
 ``TemplateSelectionAmbiguous``, ``RequiredGPUNotInCluster``...), plus one :class:`Verdict` per
-candidate for the audit trail. Both API groups are read through :class:`aimcore.domain.views.TemplateView`
-(``gpu`` vs ``gpuSelector``, ``Ready`` vs the legacy ``Available``). Pure: no I/O.
+candidate for the audit trail. Both API groups are read through
+:class:`aimcore.domain.families.templates.Template` (``gpu`` vs ``gpuSelector``, ``Ready`` vs the
+legacy ``Available``). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
+from aimcore.domain.families.templates import Template
 from aimcore.domain.gpu import GPU_RESOURCE, normalize_model
-from aimcore.domain.views import LEGACY, TemplateView
+from aimcore.domain.views import LEGACY
 
 __all__ = [
     "AMBIGUOUS",
@@ -81,29 +82,8 @@ _PRECISION_ORDER = ("fp4", "int4", "fp8", "int8", "fp16", "bf16", "fp32")
 _LISTED = 3  # how many templates a message names before "and N more"
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One template the service could use: its kind (either scope, either group) and wire form."""
-
-    ref: KindRef
-    obj: Obj
-
-    @property
-    def view(self) -> TemplateView:
-        return TemplateView(self.ref, self.obj)
-
-    @property
-    def name(self) -> str:
-        return self.view.name
-
-    @property
-    def namespace(self) -> str | None:
-        return self.view.namespace
-
-    @property
-    def label(self) -> str:
-        """``Kind name`` for messages (the kind tells the scope)."""
-        return f"{self.ref.kind} {self.name}"
+Candidate = Template
+"""One template the service could use (either scope, either group)."""
 
 
 @dataclass(frozen=True)
@@ -179,29 +159,18 @@ def _gpu_name(value: Any) -> str | None:
     return normalize_model(text) if text else None
 
 
-def _status(c: Candidate) -> Mapping[str, Any]:
-    return _mapping(c.obj.get("status"))
-
-
-def _profile_metadata(c: Candidate) -> Mapping[str, Any]:
-    return _mapping(_mapping(_status(c).get("profile")).get("metadata"))
-
-
 def template_traits(c: Candidate) -> Traits:
     """The candidate's traits: profile metadata in its status first (what discovery found), the
     spec as fallback; the GPU model from the spec first (what the template asks for), the profile's
     GPU as fallback. A template without any profile type counts as unoptimized."""
-    profile = _profile_metadata(c)
-    view = c.view
-    spec = view.spec
-    gpu = view.gpu
-    count = _count(profile.get("gpuCount", profile.get("gpu_count")))
+    profile = c.profile
+    gpu = c.gpu
     return Traits(
-        profile_type=_lower(profile.get("type")) or _lower(spec.get("type")) or UNOPTIMIZED,
-        metric=_lower(profile.get("metric")) or _lower(spec.get("metric")),
-        precision=_lower(profile.get("precision")) or _lower(spec.get("precision")),
-        gpu_model=_gpu_name(gpu.model) or _gpu_name(profile.get("gpu")),
-        gpu_count=count or _count(gpu.requests),
+        profile_type=_lower(profile.type) or _lower(c.profile_type) or UNOPTIMIZED,
+        metric=_lower(profile.metric) or _lower(c.metric),
+        precision=_lower(profile.precision) or _lower(c.precision),
+        gpu_model=_gpu_name(gpu.model) or _gpu_name(profile.gpu),
+        gpu_count=_count(profile.gpu_count) or _count(gpu.requests),
         gpu_resource=gpu.resource_name,
     )
 
@@ -322,7 +291,7 @@ def _lost_on(loser: Traits, best: Traits) -> str:
 
 def _ready(c: Candidate) -> tuple[bool, str]:
     """(ready, the template's status as written, ``Pending`` when unset)."""
-    state = _text(_status(c).get("status")) or "Pending"
+    state = c.state
     ready = "Available" if c.ref.group == LEGACY else "Ready"
     return state == ready, state
 

@@ -1,10 +1,11 @@
-"""The AIMService being reconciled, read through its parsed model, in one vocabulary for both API
-groups.
+"""The AIMService family's adapter: a service of either API group, read through its parsed model
+in one vocabulary, by the informer's indexes and by the reconcile alike.
 
 Why: the runtime hands every reconcile the service parsed and validated (``request.resource``, an
-``aim.AIMService`` or a legacy ``silogen.AIMService``), so the deployer's decisions read typed
-attributes, with the CRD defaults the models carry, instead of walking the stored dict. Where the
-groups spell one request differently this view answers once:
+``aim.AIMService`` or a legacy ``silogen.AIMService``), and the informer parses the services it
+indexes the same way (:meth:`aimcore.runtime.informer.Informer.decoded`), so the deployer's
+decisions read typed attributes, with the CRD defaults the models carry, and the index and the
+reconcile cannot disagree. Where the groups spell one request differently this view answers once:
 
 - the model: ``model.{name|image|custom}``; legacy ``model.ref`` (the earlier ``name``) and
   generation 1's ``aimImageName``;
@@ -13,69 +14,42 @@ groups spell one request differently this view answers once:
   → Auto, true → Always, false → Never); the legacy group has no ``caching`` and its boolean
   ``cacheModel`` means Always when true and Auto when false;
 - the storage class: only the current group's ``storage.defaultStorageClassName``;
+- the routing: ``routing`` with the legacy ``routeTemplate`` read as ``pathTemplate``;
 - the model the service resolved before: ``status.resolvedModel``, legacy ``status.resolvedImage``.
 
-Two things stay as the API server stores them (:attr:`ServiceView.obj`): the status, which the
-runtime does not parse (its own writer is the status service), and the fragments a child copies
-verbatim (env entries, pull secrets, the routing block, overrides that name a derived template):
-a child gets exactly what the user wrote, not the model's re-serialisation of it.
+A child gets the fragments it copies (env, pull secrets, overrides, the custom model) as the user
+wrote them (:func:`~aimcore.domain.families.base.written`), not the model's re-serialisation; a
+path template is evaluated over the object as stored (:attr:`obj`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from aimcore.api.crds import aim, silogen
 from aimcore.api.crds.aim import AIMCachingMode
-from aimcore.api.crds.base import Resource
-from aimcore.api.kinds import KindRef
+from aimcore.api.crds.base import EnvVar, LocalObjectReference, Resource
+from aimcore.api.kinds import SERVICE_KINDS, KindRef
 from aimcore.api.types import Obj
+from aimcore.domain.families.base import Object, Reference, written
+from aimcore.domain.families.runtimeconfigs import routing_value
+from aimcore.domain.families.templates import with_cpu
 
 AnyService = aim.AIMService | silogen.AIMService
 AnyServiceSpec = aim.AIMServiceSpec | silogen.AIMServiceSpec
+AnyServiceRouting = aim.AIMRuntimeRoutingConfig | silogen.AIMServiceRouting
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-@dataclass(frozen=True)
-class ServiceView:
+class ServiceView(Object[AnyService]):
     """One AIMService: its kind, its parsed model and the object as stored."""
 
-    ref: KindRef
-    resource: AnyService
-    obj: Obj
+    kinds = SERVICE_KINDS
 
     @classmethod
     def of(cls, ref: KindRef, resource: Resource, obj: Obj) -> ServiceView:
         if not isinstance(resource, aim.AIMService | silogen.AIMService):
             raise TypeError(f"not an AIMService: {type(resource).__name__}")
-        return cls(ref, resource, obj)
-
-    # -- identity ----------------------------------------------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return self.resource.metadata.name
-
-    @property
-    def namespace(self) -> str | None:
-        return self.resource.metadata.namespace
-
-    @property
-    def uid(self) -> str | None:
-        return self.resource.metadata.uid
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return dict(self.resource.metadata.labels or {})
-
-    @property
-    def deleting(self) -> bool:
-        return bool(self.resource.metadata.deletion_timestamp)
+        return cls(ref, obj, resource)
 
     # -- the spec, typed ---------------------------------------------------------------------------
 
@@ -146,40 +120,61 @@ class ServiceView:
             return spec.storage.default_storage_class_name or None
         return None
 
-    # -- as stored ---------------------------------------------------------------------------------
+    @property
+    def routing(self) -> AnyServiceRouting | None:
+        """The service's own ``routing`` (merged field by field with the runtime config's)."""
+        return self.spec.routing
+
+    def routing_setting(self, name: str) -> Any:
+        """A field of the service's own routing (:func:`routing_value`)."""
+        return routing_value(self.routing, name)
+
+    # -- fragments a child copies as written -------------------------------------------------------
 
     @property
-    def wire_spec(self) -> Mapping[str, Any]:
-        """The spec as stored: the fragments children copy verbatim."""
-        return _mapping(self.obj.get("spec"))
+    def env(self) -> list[EnvVar]:
+        return list(self.spec.env or [])
 
     @property
-    def wire_custom(self) -> Mapping[str, Any]:
-        """``model.custom`` as stored (the custom model's spec is made of it)."""
-        return _mapping(_mapping(self.wire_spec.get("model")).get("custom"))
+    def pull_secrets(self) -> list[LocalObjectReference]:
+        return list(self.spec.image_pull_secrets or [])
 
     @property
-    def wire_routing(self) -> Mapping[str, Any]:
-        """The service's own ``routing`` block as stored (merged key by key with the runtime
-        config's, which is a wire dict too)."""
-        return _mapping(self.wire_spec.get("routing"))
+    def service_account(self) -> str | None:
+        spec = self.spec
+        return spec.service_account_name or None if isinstance(spec, aim.AIMServiceSpec) else None
 
     @property
-    def status(self) -> Mapping[str, Any]:
-        return _mapping(self.obj.get("status"))
+    def resources(self) -> Obj | None:
+        """``spec.resources`` as written, with the CPU of ``spec.overrides.hardware.cpu`` filled in
+        where they give none (the service's own resources win, as they win over a template's)."""
+        spec = self.spec
+        overrides = spec.overrides if isinstance(spec, aim.AIMServiceSpec) else None
+        hardware = overrides.hardware if overrides is not None else None
+        return with_cpu(spec.resources, hardware.cpu if hardware is not None else None)
 
     @property
-    def conditions(self) -> list[Mapping[str, Any]]:
-        return [c for c in self.status.get("conditions") or [] if isinstance(c, Mapping)]
+    def wire_overrides(self) -> Obj | None:
+        """``spec.overrides`` as written (hashed into a derived template's name, copied into it)."""
+        overrides = self.spec.overrides
+        return written(overrides) if overrides is not None else None
 
     @property
-    def resolved_model(self) -> Mapping[str, Any] | None:
+    def wire_custom(self) -> Obj:
+        """``model.custom`` as written (the custom model's spec is made of it)."""
+        custom = self.model_custom
+        return written(custom) if custom is not None else {}
+
+    # -- status (as the status service wrote it) --------------------------------------------------
+
+    @property
+    def previous_model(self) -> Reference | None:
         """The model resolved before (``status.resolvedModel``; legacy ``resolvedImage``)."""
-        key = "resolvedImage" if isinstance(self.resource, silogen.AIMService) else "resolvedModel"
-        resolved = self.status.get(key)
-        return resolved if isinstance(resolved, Mapping) else None
+        return self.resolved(
+            "resolvedImage" if isinstance(self.resource, silogen.AIMService) else "resolvedModel"
+        )
 
     @property
-    def resolved_template(self) -> Mapping[str, Any] | None:
-        resolved = self.status.get("resolvedTemplate")
-        return resolved if isinstance(resolved, Mapping) else None
+    def previous_template(self) -> Reference | None:
+        """The template resolved before (``status.resolvedTemplate``)."""
+        return self.resolved("resolvedTemplate")

@@ -29,30 +29,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aim_deployer import caching, inference, readiness, routing
-from aim_deployer.model_resolution import (
-    CUSTOM_LABEL,
-    MODEL_READY,
-    SERVICE_LABEL,
-    ModelPlan,
-    resolve_model,
-)
-from aim_deployer.service_view import ServiceView
+from aim_deployer import caching, inference, readiness, routing, sharing
+from aim_deployer.model_resolution import MODEL_READY, ModelPlan, resolve_model
+from aim_deployer.service_view import AnyService, ServiceView
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, KindRef, by_kind
+from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.cleanup import NotReadyCleanup
-from aimcore.domain.naming import label_value
-from aimcore.domain.pathtemplate import DEFAULT_PATH_TEMPLATE, quote_template
-from aimcore.domain.runtimeconfig import Resolved, propagated_labels, resolution_conditions
-from aimcore.domain.views import AIM, READY_STATES, TemplateView, resolved_reference, state_of
-from aimcore.runtime.children import differs, owner_reference
+from aimcore.domain.families.base import written
+from aimcore.domain.families.caches import ModelCache
+from aimcore.domain.families.models import Model
+from aimcore.domain.families.runtimeconfigs import RuntimeConfig
+from aimcore.domain.families.templates import Template
+from aimcore.domain.runtimeconfig import propagated_labels, resolution_conditions
+from aimcore.domain.views import AIM, READY_STATES, state_of
+from aimcore.runtime.children import differs
 from aimcore.runtime.conditions import condition, refused_condition
 from aimcore.runtime.finalizers import add_finalizer, has_finalizer
-from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.refusals import Refusal
 from aimcore.runtime.writes import Children, How
@@ -64,7 +61,7 @@ FINALIZER = "aim.eai.amd.com/template-cache-cleanup"
 CONFIG_VALID = "ConfigValid"
 ISVC_READY = "InferenceServiceReady"
 PODS_READY = "InferenceServicePodsReady"
-ROUTE_READY = "HTTPRouteReady"
+ROUTE_READY = routing.ROUTE_READY
 ISVC_LABEL = "serving.kserve.io/inferenceservice"
 PODS_INDEX = "isvc-pods"
 
@@ -114,9 +111,9 @@ def live_mounts(isvc: Mapping[str, Any] | None) -> tuple[inference.CacheMount, .
 class Chosen:
     """What the InferenceService is made of."""
 
-    config: Resolved
-    model: tuple[KindRef, Obj]
-    template: tuple[KindRef, Obj]
+    config: RuntimeConfig
+    model: Model
+    template: Template
     cache: caching.CachePlan
     isvc_name: str
 
@@ -142,6 +139,9 @@ class Pass:
             self.retry_after = FORBIDDEN_RETRY
 
 
+Req = Request[AnyService]
+
+
 class ServiceReconciler:
     """Reconciles AIMServices of both API groups (see the module docstring for the steps)."""
 
@@ -150,22 +150,26 @@ class ServiceReconciler:
         self.settings = settings
         self.children = Children(kube)  # writes them; keeps the bodies refused for their content
 
-    async def reconcile(self, request: Request) -> Result | None:
+    async def reconcile(self, request: Req) -> Result | None:
         ref = request.ref
         service = ServiceView.of(ref, request.resource, request.obj)
         if service.deleting:
             await self._finalize(request)
             return None
-        config, conditions = resolution_conditions(
-            request.informer.get, ref.group, request.namespace, service.wire_spec
+        resolved, conditions = resolution_conditions(
+            request.informer.get,
+            ref.group,
+            request.namespace,
+            {"runtimeConfigName": service.runtime_config_name},
         )
         state = Pass(conditions, {})
-        if config is None:
+        if resolved is None:
             state.conditions += [
-                condition("ModelReady", False, "AwaitingRuntimeConfig", "waiting for the runtime config")
+                condition(MODEL_READY, False, "AwaitingRuntimeConfig", "waiting for the runtime config")
             ]
             state.conditions += waiting_for("RuntimeConfig", "")
             return await self._report(request, state)
+        config = RuntimeConfig.of(ref.group, resolved)
         if ref.group == AIM:
             state.fields["resolvedRuntimeConfig"] = config.reference()
 
@@ -189,16 +193,16 @@ class ServiceReconciler:
             return await self._report(request, state)
 
         chosen = Chosen(config, model, template, plan, isvc_name)
-        if await self._inference_service(request, service, state, chosen, live):
-            await self._release_custom_models(request, service, model)
+        if await self._inference_service(request, service, state, chosen, live) and service.model_custom:
+            await sharing.release_custom_models(self.kube, request, model)
         await self._route(request, service, state, config, isvc_name)
         return await self._report(request, state)
 
     # -- steps ---------------------------------------------------------------------------------
 
     async def _model(
-        self, request: Request, service: ServiceView, state: Pass, config: Resolved
-    ) -> tuple[KindRef, Obj] | None:
+        self, request: Req, service: ServiceView, state: Pass, config: RuntimeConfig
+    ) -> Model | None:
         plan: ModelPlan = resolve_model(request.informer, service, config)
         state.set(plan.condition)
         if plan.invalid:
@@ -216,16 +220,16 @@ class ServiceReconciler:
             if created.created:
                 await request.decide("create-model", plan.condition.reason, plan.condition.message)
         if plan.join is not None:
-            await self._co_own(request, *plan.join)
+            await sharing.co_own(self.kube, request, plan.join)
         field = "resolvedModel" if request.ref.group == AIM else "resolvedImage"
         if plan.model is not None and plan.usable:
-            state.fields[field] = resolved_reference(*plan.model)
+            state.fields[field] = plan.model.reference()
             return plan.model
         return None
 
     async def _template(
-        self, request: Request, service: ServiceView, state: Pass, model: tuple[KindRef, Obj]
-    ) -> tuple[KindRef, Obj] | None:
+        self, request: Req, service: ServiceView, state: Pass, model: Model
+    ) -> Template | None:
         state.inventory = gpus.inventory(request.informer.list(NODE))
         cluster_gpus = set(state.inventory.models())
         plan: TemplatePlan = resolve_template(request.informer, service, model, cluster_gpus)
@@ -242,7 +246,7 @@ class ServiceReconciler:
             if created.created:
                 await request.decide("create-derived-template", plan.condition.reason, plan.condition.message)
         if plan.join is not None:
-            await self._co_own(request, *plan.join)
+            await sharing.co_own(self.kube, request, plan.join)
         if plan.selection is not None and not _same_condition(service, plan.condition):
             await request.decide(
                 "select-template",
@@ -261,10 +265,10 @@ class ServiceReconciler:
             )
         if plan.template is None or plan.condition.status != "True":
             return None
-        state.fields["resolvedTemplate"] = resolved_reference(*plan.template)
+        state.fields["resolvedTemplate"] = plan.template.reference()
         return plan.template
 
-    def _isvc_name(self, request: Request, state: Pass) -> str | None:
+    def _isvc_name(self, request: Req, state: Pass) -> str | None:
         try:
             return inference.isvc_name(request.name, request.namespace or "")
         except inference.NameTooLong as exc:
@@ -273,12 +277,7 @@ class ServiceReconciler:
             return None
 
     async def _cache(
-        self,
-        request: Request,
-        service: ServiceView,
-        state: Pass,
-        template: tuple[KindRef, Obj],
-        live: Obj | None,
+        self, request: Req, service: ServiceView, state: Pass, template: Template, live: Obj | None
     ) -> caching.CachePlan:
         plan = caching.plan_cache(request.informer, service, template, live_mounts(live))
         state.set(plan.condition)
@@ -294,31 +293,7 @@ class ServiceReconciler:
                 return dataclasses.replace(plan, condition=refused, wait=True)
             await request.decide("create-template-cache", plan.condition.reason, plan.condition.message)
         if plan.retry:
-            tc = plan.retry_of
-            assert tc is not None
-            # the one retry is recorded on the template cache itself, so no stale read of this
-            # service's status can grant a second one
-            kind = by_kind(request.ref.group, "AIMModelCache")
-            uids = sorted(
-                str(((mc or {}).get("metadata") or {}).get("uid") or "")
-                for mc in (request.informer.get(kind, request.namespace, name) for name in plan.retry)
-            )
-            await self.kube.patch(
-                by_kind(request.ref.group, "AIMTemplateCache"),
-                request.namespace,
-                tc,
-                {
-                    "metadata": {
-                        "annotations": {
-                            caching.RETRIED_ANNOTATION: "1",
-                            caching.RETRIED_UIDS_ANNOTATION: ",".join(u for u in uids if u),
-                        }
-                    }
-                },
-            )
-            for name in plan.retry:
-                await self.kube.delete(kind, request.namespace, name)
-            await request.decide("retry-cache", plan.condition.reason, plan.condition.message)
+            await self._retry_cache(request, plan)
         if request.ref.group == AIM:
             cache: dict[str, Any] = {}
             if plan.reference is not None:
@@ -328,43 +303,55 @@ class ServiceReconciler:
             state.fields["cache"] = cache or None
         return plan
 
+    async def _retry_cache(self, request: Req, plan: caching.CachePlan) -> None:
+        """The one retry of a failed template cache: its failed model caches are deleted, and the
+        retry is recorded on the template cache itself, so no stale read of this service's status
+        can grant a second one."""
+        assert plan.retry_of is not None
+        kind = by_kind(request.ref.group, "AIMModelCache")
+        found = (ModelCache.get(request.informer, kind, request.namespace, name) for name in plan.retry)
+        uids = sorted(mc.uid or "" if mc is not None else "" for mc in found)
+        retried = {
+            caching.RETRIED_ANNOTATION: "1",
+            caching.RETRIED_UIDS_ANNOTATION: ",".join(u for u in uids if u),
+        }
+        await self.kube.patch(
+            by_kind(request.ref.group, "AIMTemplateCache"),
+            request.namespace,
+            plan.retry_of,
+            {"metadata": {"annotations": retried}},
+        )
+        for name in plan.retry:
+            await self.kube.delete(kind, request.namespace, name)
+        await request.decide("retry-cache", plan.condition.reason, plan.condition.message)
+
     async def _inference_service(
-        self, request: Request, service: ServiceView, state: Pass, chosen: Chosen, live: Obj | None
+        self, request: Req, service: ServiceView, state: Pass, chosen: Chosen, live: Obj | None
     ) -> bool:
         """Apply the InferenceService; whether the one in the cluster is now built from ``chosen``."""
-        config, model, template, plan, isvc_name = (
-            chosen.config,
-            chosen.model,
-            chosen.template,
-            chosen.cache,
-            chosen.isvc_name,
-        )
         inputs = inference.Inputs(
-            service_ref=request.ref,
-            service=request.obj,
-            model_ref=model[0],
-            model=model[1],
-            template_ref=template[0],
-            template=template[1],
-            config_env=list(config.get("env") or []),
-            propagated_labels=propagated_labels(service.labels, config),
-            caches=plan.mounts,
+            service=service,
+            model=chosen.model,
+            template=chosen.template,
+            config_env=[written(e) for e in chosen.config.env],
+            propagated_labels=propagated_labels(service.labels, chosen.config.resolved),
+            caches=chosen.cache.mounts,
             deployment_mode=self.settings.deployment_mode,
-            node_affinity=self._affinity(template, state.inventory),
+            node_affinity=self._affinity(chosen.template, state.inventory),
         )
         body = inference.build(inputs)
         if live is None or differs(live, body):
             exists = live is not None
             # a new one is created (a plain create costs the API server less than an apply), an
             # existing one applied over
-            written = await self.children.write(
+            written_isvc = await self.children.write(
                 request, INFERENCE_SERVICE, body, how=How.CREATE_OR_APPLY, seen=exists
             )
-            if isinstance(written, Refusal):
+            if isinstance(written_isvc, Refusal):
                 refused = refused_condition(
-                    ISVC_READY, "InferenceService", INFERENCE_SERVICE, body, written, update=exists
+                    ISVC_READY, "InferenceService", INFERENCE_SERVICE, body, written_isvc, update=exists
                 )
-                state.refused(refused, written)
+                state.refused(refused, written_isvc)
                 if live is None:
                     state.set(
                         ConditionReport(
@@ -375,21 +362,21 @@ class ServiceReconciler:
                         )
                     )
                     return False
-                self._pods(request, state, live, isvc_name)
+                self._pods(request, state, live, chosen.isvc_name)
                 state.set(refused)  # the running one is outdated: the refusal explains the step
                 return False
-            assert written.obj is not None  # (only a plain create leaves one there as it is)
-            live = written.obj
+            assert written_isvc.obj is not None  # (only a plain create leaves one there as it is)
+            live = written_isvc.obj
             if not (live.get("status") or {}):
                 await request.decide(
                     "apply-inference-service",
                     "CreatingRuntime",
-                    f"InferenceService {isvc_name} applied",
+                    f"InferenceService {chosen.isvc_name} applied",
                 )
-        self._pods(request, state, live, isvc_name)
+        self._pods(request, state, live, chosen.isvc_name)
         return True
 
-    def _pods(self, request: Request, state: Pass, live: Obj, isvc_name: str) -> None:
+    def _pods(self, request: Req, state: Pass, live: Obj, isvc_name: str) -> None:
         """The InferenceService's and its predictor pods' conditions."""
         health = readiness.inference_service_health(live)
         state.set(condition(ISVC_READY, health.ok, health.reason, health.message))
@@ -403,83 +390,20 @@ class ServiceReconciler:
         state.set(condition(PODS_READY, pods_health.ok, pods_health.reason, pods_health.message))
 
     async def _route(
-        self, request: Request, service: ServiceView, state: Pass, config: Resolved, isvc_name: str
+        self, request: Req, service: ServiceView, state: Pass, config: RuntimeConfig, isvc_name: str
     ) -> None:
-        own = service.wire_routing  # merged key by key with the runtime config's routing
-
-        def setting(key: str, *legacy: str) -> Any:
-            for k in (key, *legacy):
-                if own.get(k) not in (None, ""):
-                    return own[k]
-            for k in (key, *legacy):
-                value = config.get("routing", k)
-                if value not in (None, ""):
-                    return value
-            return None
-
-        enabled = bool(setting("enabled"))
         name = inference.route_name(request.name, request.namespace or "")
         existing = request.informer.get(HTTP_ROUTE, request.namespace, name)
-        had_condition = any(c.get("type") == ROUTE_READY for c in service.conditions)
-        if not enabled:
-            if existing is not None:
-                await self.kube.delete(HTTP_ROUTE, request.namespace, name)
-            if had_condition:
-                state.set(condition(ROUTE_READY, True, "RoutingDisabled", "routing is disabled"))
+        plan = routing.plan_route(service, config, name, inference.predictor_name(isvc_name))
+        if plan.delete and existing is not None:
+            await self.kube.delete(HTTP_ROUTE, request.namespace, name)
+        if plan.condition is not None:
+            state.set(plan.condition)
+        if plan.clear:
             state.fields["routing"] = None
+        if plan.body is None:
             return
-        gateway = setting("gatewayRef")
-        if not isinstance(gateway, Mapping) or not gateway.get("name"):
-            message = (
-                "routing is enabled but no gateway is configured "
-                "(spec.routing.gatewayRef or the runtime config's)"
-            )
-            state.set(condition(ROUTE_READY, False, "GatewayNotConfigured", message))
-            return
-        template = setting("pathTemplate", "routeTemplate")
-        try:
-            path = (
-                routing.render_path(str(template), request.obj)
-                if template
-                else routing.default_path(request.obj)
-            )
-        except routing.PathTemplateError as exc:
-            if existing is not None:
-                await self.kube.delete(HTTP_ROUTE, request.namespace, name)
-            shown = quote_template(str(template or DEFAULT_PATH_TEMPLATE))
-            state.set(condition(ROUTE_READY, False, "PathTemplateInvalid", f"path template {shown}: {exc}"))
-            state.fields["routing"] = None
-            return
-        timeout = setting("requestTimeout")
-        try:
-            request_timeout = routing.gateway_duration(str(timeout)) if timeout else None
-        except routing.RequestTimeoutError as exc:
-            if existing is not None:
-                await self.kube.delete(HTTP_ROUTE, request.namespace, name)
-            state.set(condition(ROUTE_READY, False, routing.REASON_TIMEOUT_INVALID, str(exc)))
-            state.fields["routing"] = None
-            return
-        annotations = {
-            **(config.get("routing", "annotations") or {}),
-            **(own.get("annotations") or {}),
-        }
-        labels = {
-            "app.kubernetes.io/component": "routing",
-            "app.kubernetes.io/managed-by": "aim-engine",
-            "app.kubernetes.io/part-of": "aim-engine",
-            SERVICE_LABEL: label_value(request.name),
-        }
-        body = routing.route_body(
-            name=name,
-            namespace=request.namespace or "",
-            path=path,
-            gateway=gateway,
-            backend_service=f"{isvc_name}-predictor",
-            request_timeout=request_timeout,
-            annotations=annotations,
-            labels=labels,
-            owner=owner_reference(request.ref, request.obj),
-        )
+        body = plan.body
         if existing is None or differs(existing, body):
             update = existing is not None
             applied = await self.children.write(request, HTTP_ROUTE, body)
@@ -494,15 +418,15 @@ class ServiceReconciler:
             existing = applied.obj
         ok, reason, message = routing.route_condition(existing)
         state.set(condition(ROUTE_READY, ok, reason, message))
-        state.fields["routing"] = {"path": path}
+        state.fields["routing"] = {"path": plan.path}
 
     # -- helpers -------------------------------------------------------------------------------
 
     @staticmethod
-    def _affinity(template: tuple[KindRef, Obj], inventory: gpus.Inventory) -> Obj | None:
+    def _affinity(template: Template, inventory: gpus.Inventory) -> Obj | None:
         """Node affinity pinning the predictor to nodes with the template's GPU (reference §2.9),
         from the inventory template selection read."""
-        need = TemplateView(*template).gpu
+        need = template.gpu
         if not need.model and need.min_vram is None:
             return None
         try:
@@ -513,66 +437,7 @@ class ServiceReconciler:
             return None
         return check.node_affinity
 
-    async def _release_custom_models(
-        self, request: Request, service: ServiceView, model: tuple[KindRef, Obj]
-    ) -> None:
-        """Stop co-owning the custom models this service no longer runs: its request changed
-        (new env, hardware...), or it shared a model made for a different request before custom
-        models were told apart by their whole spec. Called once the InferenceService is built
-        from ``model``; a model left without owners is deleted (with its templates), one still
-        used by others only loses this owner reference."""
-        if service.model_custom is None:
-            return
-        uid = service.uid
-        keep = model[1]["metadata"].get("uid")
-        kind = by_kind(request.ref.group, "AIMModel")
-        for obj in request.informer.list(kind, request.namespace):
-            meta = obj["metadata"]
-            owners = meta.get("ownerReferences") or []
-            index = next((i for i, o in enumerate(owners) if o.get("uid") == uid), None)
-            if index is None or meta.get("uid") == keep or meta.get("deletionTimestamp"):
-                continue
-            if (meta.get("labels") or {}).get(CUSTOM_LABEL) != "true":
-                continue
-            path = f"/metadata/ownerReferences/{index}"
-            ops: list[Obj] = [
-                {"op": "test", "path": f"{path}/uid", "value": uid},
-                {"op": "remove", "path": path},
-            ]
-            try:
-                if len(owners) == 1:
-                    await self.kube.delete(kind, request.namespace, meta["name"])
-                else:
-                    await self.kube.patch_json(kind, request.namespace, meta["name"], ops)
-            except ApiException as exc:
-                if exc.status not in (404, 409, 422):
-                    raise
-                continue  # changed meanwhile: the next reconcile looks again
-            await request.decide(
-                "release-model",
-                "ModelReleased",
-                f"custom AIMModel {meta['name']} is no longer used by this service"
-                + (" and was deleted" if len(owners) == 1 else ""),
-            )
-
-    async def _co_own(self, request: Request, kind: KindRef, obj: Obj) -> None:
-        """Make this service one more owner of a shared child (a custom model, a derived
-        template): it is garbage-collected with its last user."""
-        meta = obj["metadata"]
-        owner = owner_reference(request.ref, request.obj, controller=False)
-        path = "/metadata/ownerReferences"
-        ops: list[Obj] = [{"op": "test", "path": "/metadata/uid", "value": meta["uid"]}]
-        if meta.get("ownerReferences"):
-            ops.append({"op": "add", "path": f"{path}/-", "value": owner})
-        else:
-            ops.append({"op": "add", "path": path, "value": [owner]})
-        try:
-            await self.kube.patch_json(kind, meta.get("namespace"), meta["name"], ops)
-        except ApiException as exc:
-            if exc.status not in (404, 409, 422):
-                raise
-
-    async def _report(self, request: Request, state: Pass) -> Result | None:
+    async def _report(self, request: Req, state: Pass) -> Result | None:
         fields = dict(state.fields)
         if request.ref.group != AIM:
             fields = {
@@ -581,11 +446,11 @@ class ServiceReconciler:
         await request.report(state.conditions, fields)
         return Result(requeue_after=state.retry_after) if state.retry_after is not None else None
 
-    async def _finalize(self, request: Request) -> None:
+    async def _finalize(self, request: Req) -> None:
         cleanup = NotReadyCleanup(
             FINALIZER,
             "AIMTemplateCache",
-            SERVICE_LABEL,
+            routing.SERVICE_LABEL,
             ready=lambda tc: state_of(tc) in READY_STATES,
             state=state_of,
             noun="template cache",
@@ -594,12 +459,11 @@ class ServiceReconciler:
         await cleanup.finalize(self.kube, request)
 
 
-def _same_condition(service: ServiceView, condition: ConditionReport) -> bool:
-    for c in service.conditions:
-        if c.get("type") == condition.type:
-            return bool(
-                c.get("status") == condition.status
-                and c.get("reason") == condition.reason
-                and (c.get("message") or "") == condition.message
-            )
-    return False
+def _same_condition(service: ServiceView, report: ConditionReport) -> bool:
+    """Whether the service's status already says ``report`` (a decision is not recorded twice)."""
+    found = service.condition(report.type)
+    return found is not None and (found.status, found.reason, found.message) == (
+        report.status,
+        report.reason,
+        report.message,
+    )

@@ -23,7 +23,6 @@ from typing import Any
 
 from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL
 from aim_deployer.selection import (
-    Candidate,
     Selection,
     Verdict,
     overrides_match,
@@ -35,10 +34,13 @@ from aimcore.api import hardware
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
+from aimcore.domain.families.base import written
+from aimcore.domain.families.models import Model
+from aimcore.domain.families.templates import Template, template_kinds
 from aimcore.domain.gpu import GPU_RESOURCE
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.status.rules import dependency_message
-from aimcore.domain.views import AIM, ORIGIN_LABEL, TemplateView, is_ready, ready_message, state_of
+from aimcore.domain.views import AIM, ORIGIN_LABEL
 from aimcore.runtime.children import owner_reference
 from aimcore.runtime.conditions import condition
 from aimcore.runtime.informer import Informer
@@ -67,33 +69,23 @@ REFUSED_TEMPLATE_REASONS = frozenset(
 @dataclass(frozen=True)
 class TemplatePlan:
     condition: ConditionReport
-    template: tuple[KindRef, Obj] | None = None  # the template to deploy (Ready)
+    template: Template | None = None  # the template to deploy (Ready)
     create: tuple[KindRef, Obj] | None = None  # a derived template to apply
-    join: tuple[KindRef, Obj] | None = None  # a derived template this service must co-own
+    join: Template | None = None  # a derived template this service must co-own
     invalid: str | None = None  # ConfigValid=False reason (a named template that does not exist)
     selection: Selection | None = None  # the automatic selection, for the audit stream
     verdicts: tuple[Verdict, ...] = field(default_factory=tuple)
 
 
-def explicit_name(ref: KindRef, spec: Mapping[str, Any]) -> str | None:
-    """The template a stored service names, for the informer's index (which sees every service
-    as stored, parsable or not); a reconcile asks :class:`~aim_deployer.service_view.ServiceView`."""
-    template = spec.get("template")
-    name = template.get("name") if isinstance(template, Mapping) else None
-    if not name and ref.group != AIM:
-        name = spec.get("templateRef")
-    return str(name) if name else None
-
-
-def overrides_of(spec: Mapping[str, Any]) -> Obj | None:
-    """``spec.overrides`` with its empty values dropped; ``None`` when nothing is overridden. Read
-    as stored: the overrides are hashed into the derived template's name and copied into its spec.
-    ``gpu.requests: 0`` is kept: it asks for GPU nodes without GPU resources (the original
-    dropped it, and the service got the template's GPUs). The released original's
-    ``hardware.gpu`` is read as ``gpu`` (:func:`aimcore.api.hardware.seed_overrides`; its
-    ``hardware.cpu`` goes to the InferenceService, not into a derived template)."""
-    raw = spec.get("overrides")
-    if not isinstance(raw, Mapping):
+def overrides_of(raw: Mapping[str, Any] | None) -> Obj | None:
+    """A service's ``spec.overrides`` (:attr:`ServiceView.wire_overrides`) with its empty values
+    dropped; ``None`` when nothing is overridden. Read as written: the overrides are hashed into
+    the derived template's name and copied into its spec. ``gpu.requests: 0`` is kept: it asks
+    for GPU nodes without GPU resources (the original dropped it, and the service got the
+    template's GPUs). The released original's ``hardware.gpu`` is read as ``gpu``
+    (:func:`aimcore.api.hardware.seed_overrides`; its ``hardware.cpu`` goes to the
+    InferenceService, not into a derived template)."""
+    if not raw:
         return None
     out: Obj = {}
     for key, value in hardware.seed_overrides(raw).items():
@@ -106,46 +98,38 @@ def overrides_of(spec: Mapping[str, Any]) -> Obj | None:
     return out or None
 
 
-def _kinds(group: str) -> tuple[KindRef, KindRef]:
-    return by_kind(group, "AIMServiceTemplate"), by_kind(group, "AIMClusterServiceTemplate")
+def find_named(informer: Informer, group: str, namespace: str | None, name: str) -> Template | None:
+    """The template of that name: the namespace's first, then the cluster's."""
+    for kind in template_kinds(group):
+        found = Template.get(informer, kind, namespace, name)
+        if found is not None:
+            return found
+    return None
 
 
-def find_named(
-    informer: Informer, group: str, namespace: str | None, name: str
-) -> tuple[KindRef, Obj] | None:
-    namespaced, cluster = _kinds(group)
-    found = informer.get(namespaced, namespace, name)
-    if found is not None:
-        return namespaced, found
-    found = informer.get(cluster, None, name)
-    return (cluster, found) if found is not None else None
-
-
-def candidates(informer: Informer, group: str, namespace: str | None, model_name: str) -> list[Candidate]:
-    out: list[Candidate] = []
-    for kind in _kinds(group):
-        for obj in informer.list(kind, namespace if kind.namespaced else None):
-            if obj["metadata"].get("deletionTimestamp"):
-                continue
-            if TemplateView(kind, obj).model_name == model_name:
-                out.append(Candidate(kind, obj))
-    out.sort(key=lambda c: (not c.ref.namespaced, c.obj["metadata"]["name"]))
+def candidates(informer: Informer, group: str, namespace: str | None, model_name: str) -> list[Template]:
+    out = [
+        template
+        for kind in template_kinds(group)
+        for template in Template.each(informer, kind, namespace if kind.namespaced else None)
+        if not template.deleting and template.model_name == model_name
+    ]
+    out.sort(key=lambda c: (not c.ref.namespaced, c.name))
     return out
 
 
-def _waiting(kind: KindRef, obj: Obj, why: str) -> TemplatePlan:
+def _waiting(template: Template, why: str) -> TemplatePlan:
     """``TemplateNotReady`` whatever the template's state, which the message names (the
     original's one reason; the status rules take a Failed, Degraded or NotAvailable from it)."""
-    name = obj["metadata"]["name"]
-    message = dependency_message(f"{why} {kind.kind} {name}", state_of(obj), ready_message(obj))
-    return TemplatePlan(condition(TEMPLATE_READY, False, TEMPLATE_NOT_READY, message), (kind, obj))
+    message = dependency_message(f"{why} {template.label}", template.state, template.ready_message)
+    return TemplatePlan(condition(TEMPLATE_READY, False, TEMPLATE_NOT_READY, message), template)
 
 
-def _use(kind: KindRef, obj: Obj, why: str, **extra: Any) -> TemplatePlan:
-    if not is_ready(obj):
-        return _waiting(kind, obj, why)
-    message = f"{why} {kind.kind} {obj['metadata']['name']}"
-    return TemplatePlan(condition(TEMPLATE_READY, True, RESOLVED, message), (kind, obj), **extra)
+def _use(template: Template, why: str, **extra: Any) -> TemplatePlan:
+    if not template.ready:
+        return _waiting(template, why)
+    message = f"{why} {template.label}"
+    return TemplatePlan(condition(TEMPLATE_READY, True, RESOLVED, message), template, **extra)
 
 
 # -- derived templates --------------------------------------------------------------------------
@@ -196,13 +180,14 @@ def _resource(overrides: Mapping[str, Any]) -> str | None:
     return str(name) if name and name != GPU_RESOURCE else None
 
 
-def derived_spec(group: str, base: Mapping[str, Any], overrides: Mapping[str, Any], model_name: str) -> Obj:
-    """The base template's spec with the overrides applied (a discovered profile id no longer fits).
-    A base written with the released ``spec.hardware`` is copied in the seed's spelling (``gpu``,
-    ``resources``), so the overridden GPU cannot disagree with a ``hardware.gpu`` left behind."""
+def derived_spec(group: str, base: Template, overrides: Mapping[str, Any], model_name: str) -> Obj:
+    """The base template's spec (as written) with the overrides applied (a discovered profile id
+    no longer fits). A base written with the released ``spec.hardware`` is copied in the seed's
+    spelling (``gpu``, ``resources``), so the overridden GPU cannot disagree with a
+    ``hardware.gpu`` left behind."""
     spec: Obj = {
         k: v
-        for k, v in hardware.seed_shape(base.get("spec") or {}).items()
+        for k, v in hardware.seed_shape(written(base.resource.spec)).items()
         if k not in ("profileId", "type", "caching")
     }
     for key in ("metric", "precision"):
@@ -242,20 +227,17 @@ class Ask:
     overrides: Obj | None
 
 
-def plan_derived(ask: Ask, base: tuple[KindRef, Obj], overrides: Mapping[str, Any]) -> TemplatePlan:
+def plan_derived(ask: Ask, base: Template, overrides: Mapping[str, Any]) -> TemplatePlan:
     informer, service, model_name = ask.informer, ask.service, ask.model_name
     ref, namespace = service.ref, service.namespace
     kind = by_kind(ref.group, "AIMServiceTemplate")
-    base_name = base[1]["metadata"]["name"]
-    name = derived_template_name(base_name, overrides)
-    why = f"derived from {base[0].kind} {base_name} with overrides {describe_overrides(overrides)}:"
-    existing = informer.get(kind, namespace, name)
-    uid = service.uid
-    if existing is not None and not existing["metadata"].get("deletionTimestamp"):
-        owners = {o.get("uid") for o in existing["metadata"].get("ownerReferences") or []}
-        plan = _use(kind, existing, why)
-        if uid not in owners and (existing["metadata"].get("labels") or {}).get(ORIGIN_LABEL) == DERIVED:
-            return TemplatePlan(plan.condition, plan.template, join=(kind, existing))
+    name = derived_template_name(base.name, overrides)
+    why = f"derived from {base.label} with overrides {describe_overrides(overrides)}:"
+    existing = Template.get(informer, kind, namespace, name)
+    if existing is not None and not existing.deleting:
+        plan = _use(existing, why)
+        if service.uid not in existing.owner_uids and existing.labels.get(ORIGIN_LABEL) == DERIVED:
+            return TemplatePlan(plan.condition, plan.template, join=existing)
         return plan
     body = {
         "apiVersion": kind.api_version,
@@ -272,7 +254,7 @@ def plan_derived(ask: Ask, base: tuple[KindRef, Obj], overrides: Mapping[str, An
             },
             "ownerReferences": [owner_reference(ref, service.obj, controller=False)],
         },
-        "spec": derived_spec(ref.group, base[1], overrides, model_name),
+        "spec": derived_spec(ref.group, base, overrides, model_name),
     }
     message = f"creating AIMServiceTemplate {name} {why.rstrip(':')}"
     return TemplatePlan(condition(TEMPLATE_READY, False, CREATING_DERIVED, message), create=(kind, body))
@@ -281,14 +263,14 @@ def plan_derived(ask: Ask, base: tuple[KindRef, Obj], overrides: Mapping[str, An
 # -- resolution ---------------------------------------------------------------------------------
 
 
-def _with_overrides(ask: Ask, base: tuple[KindRef, Obj], why: str, **extra: Any) -> TemplatePlan:
+def _with_overrides(ask: Ask, base: Template, why: str, **extra: Any) -> TemplatePlan:
     overrides = ask.overrides
-    if overrides and not overrides_match(template_traits(Candidate(*base)), overrides):
-        if not is_ready(base[1]):
-            return _waiting(base[0], base[1], f"{why} (the base of the override template)")
+    if overrides and not overrides_match(template_traits(base), overrides):
+        if not base.ready:
+            return _waiting(base, f"{why} (the base of the override template)")
         plan = plan_derived(ask, base, overrides)
         return TemplatePlan(plan.condition, plan.template, plan.create, plan.join, **extra)
-    return _use(base[0], base[1], why, **extra)
+    return _use(base, why, **extra)
 
 
 def _gpu_override_not_applicable(plan: TemplatePlan, overrides: Mapping[str, Any] | None) -> TemplatePlan:
@@ -302,11 +284,12 @@ def _gpu_override_not_applicable(plan: TemplatePlan, overrides: Mapping[str, Any
     if count != 0 or model:
         return plan
     if plan.template is not None:
-        kind, obj = plan.template
-        named = template_traits(Candidate(kind, obj)).gpu_model
-    elif plan.create is not None:
-        kind, obj = plan.create
-        spec = obj.get("spec") or {}
+        kind, name = plan.template.ref, plan.template.name
+        named = template_traits(plan.template).gpu_model
+    elif plan.create is not None:  # the derived template's body, being made
+        kind, body = plan.create
+        name = body["metadata"]["name"]
+        spec = body["spec"]
         gpu = spec.get("gpu") if kind.group == AIM else spec.get("gpuSelector")
         named = str(gpu.get("model") or "") if isinstance(gpu, Mapping) else ""
     else:
@@ -316,7 +299,7 @@ def _gpu_override_not_applicable(plan: TemplatePlan, overrides: Mapping[str, Any
     field = "overrides.gpu.requests" if kind.group == AIM else "overrides.gpuSelector.count"  # (min 1)
     message = (
         f"{field}: 0 asks for GPU nodes without GPU resources, but {kind.kind} "
-        f"{obj['metadata']['name']} names no GPU model (it runs on CPU), so there are no GPU nodes "
+        f"{name} names no GPU model (it runs on CPU), so there are no GPU nodes "
         "to choose: set the GPU model in the override (e.g. gpu.model: MI300X) to run on those "
         "nodes, or remove the GPU override to run on CPU"
     )
@@ -324,25 +307,18 @@ def _gpu_override_not_applicable(plan: TemplatePlan, overrides: Mapping[str, Any
 
 
 def resolve_template(
-    informer: Informer,
-    service: ServiceView,
-    model: tuple[KindRef, Obj],
-    cluster_gpus: Collection[str],
+    informer: Informer, service: ServiceView, model: Model, cluster_gpus: Collection[str]
 ) -> TemplatePlan:
     plan = _resolve_template(informer, service, model, cluster_gpus)
-    return _gpu_override_not_applicable(plan, overrides_of(service.wire_spec))
+    return _gpu_override_not_applicable(plan, overrides_of(service.wire_overrides))
 
 
 def _resolve_template(
-    informer: Informer,
-    service: ServiceView,
-    model: tuple[KindRef, Obj],
-    cluster_gpus: Collection[str],
+    informer: Informer, service: ServiceView, model: Model, cluster_gpus: Collection[str]
 ) -> TemplatePlan:
     ref, namespace = service.ref, service.namespace
-    overrides = overrides_of(service.wire_spec)
-    model_name = model[1]["metadata"]["name"]
-    ask = Ask(informer, service, model_name, overrides)
+    overrides = overrides_of(service.wire_overrides)
+    ask = Ask(informer, service, model.name, overrides)
 
     name = service.template_name
     if name:
@@ -356,14 +332,14 @@ def _resolve_template(
             )
         return _with_overrides(ask, found, "using")
 
-    default = (model[1].get("spec") or {}).get("defaultServiceTemplate")
+    default = model.default_template
     if default:
-        found = find_named(informer, ref.group, namespace, str(default))
+        found = find_named(informer, ref.group, namespace, default)
         if found is not None:
             return _with_overrides(ask, found, "using the model's default template")
         # not a silent fall back to automatic selection: the model says which template to run
         message = (
-            f"{model[0].kind} {model_name} has spec.defaultServiceTemplate {str(default)!r}, but there is "
+            f"{model.label} has spec.defaultServiceTemplate {default!r}, but there is "
             f"no AIMServiceTemplate in namespace {namespace} or AIMClusterServiceTemplate of that name: "
             "create it, correct the model's defaultServiceTemplate, or name a template in "
             "spec.template.name"
@@ -372,35 +348,22 @@ def _resolve_template(
             condition(TEMPLATE_READY, False, TEMPLATE_NOT_FOUND, message), invalid="ReferenceNotFound"
         )
 
-    sticky = service.resolved_template
-    if sticky is not None and sticky.get("name") and sticky.get("kind"):
-        kind = by_kind(ref.group, str(sticky["kind"]))
-        obj = informer.get(kind, namespace if kind.namespaced else None, str(sticky["name"]))
-        if (
-            obj is not None
-            and obj["metadata"].get("uid") == sticky.get("uid")
-            and is_ready(obj)
-            and TemplateView(kind, obj).model_name == model_name
-        ):
-            return _use(kind, obj, "selected")
+    sticky = service.previous_template
+    if sticky is not None and sticky.name and sticky.kind:
+        found = Template.get(informer, by_kind(ref.group, sticky.kind), namespace, sticky.name)
+        if found is not None and found.uid == sticky.uid and found.ready and found.model_name == model.name:
+            return _use(found, "selected")
 
-    pool = candidates(informer, ref.group, namespace, model_name)
+    pool = candidates(informer, ref.group, namespace, model.name)
     allow = service.allow_unoptimized
     selection = select_template(pool, overrides=overrides, allow_unoptimized=allow, cluster_gpus=cluster_gpus)
     if selection.chosen is not None:
-        chosen = selection.chosen
-        return _use(chosen.ref, chosen.obj, "selected", selection=selection, verdicts=selection.verdicts)
+        return _use(selection.chosen, "selected", selection=selection, verdicts=selection.verdicts)
     if overrides and selection.reason == "ServiceOverridesNotMatched":
         # nothing matches the overrides yet: derive one from the best template without them
         base = select_template(pool, overrides=None, allow_unoptimized=allow, cluster_gpus=cluster_gpus)
         if base.chosen is not None:
-            return _with_overrides(
-                ask,
-                (base.chosen.ref, base.chosen.obj),
-                "selected",
-                selection=base,
-                verdicts=base.verdicts,
-            )
+            return _with_overrides(ask, base.chosen, "selected", selection=base, verdicts=base.verdicts)
     reason, message = selection.reason, selection.message
     if not pool:
         reason, message = why_no_templates(model) or (reason, message)
@@ -411,29 +374,23 @@ def _resolve_template(
     )
 
 
-def why_no_templates(model: tuple[KindRef, Obj]) -> tuple[str, str] | None:
+def why_no_templates(model: Model) -> tuple[str, str] | None:
     """Why a usable model has no templates, from its own conditions: its image metadata cannot be
     read (the model's reason: ``RegistryError``, ``ImageNotFound``...), the API server refused
     its templates, or it has none to make (``ModelHasNoTemplates``: only a user can add one).
     ``None`` when the model does not say (its templates may still be on their way)."""
-    kind, obj = model
-    what = f"{kind.kind} {obj['metadata']['name']} has no templates"
-    conditions = {
-        str(c.get("type")): c
-        for c in (obj.get("status") or {}).get("conditions") or []
-        if isinstance(c, Mapping)
-    }
-    metadata = conditions.get(IMAGE_METADATA_READY)
-    if metadata is not None and metadata.get("status") == "False" and metadata.get("reason"):
-        reason = str(metadata["reason"])
-        detail = str(metadata.get("message") or "")
-        return reason, f"{what}: its image metadata cannot be read ({reason}: {detail})"
-    templates = conditions.get(SERVICE_TEMPLATES_READY) or conditions.get(CLUSTER_TEMPLATES_READY)
+    what = f"{model.label} has no templates"
+    metadata = model.condition(IMAGE_METADATA_READY)
+    if metadata is not None and metadata.status == "False" and metadata.reason:
+        return (
+            metadata.reason,
+            f"{what}: its image metadata cannot be read ({metadata.reason}: {metadata.message})",
+        )
+    templates = model.condition(SERVICE_TEMPLATES_READY) or model.condition(CLUSTER_TEMPLATES_READY)
     if templates is None:
         return None
-    reason, detail = str(templates.get("reason") or ""), str(templates.get("message") or "")
-    if templates.get("status") == "True" and reason == NO_TEMPLATES_EXPECTED:
-        return MODEL_HAS_NO_TEMPLATES, f"{what}: {detail}"
-    if reason in REFUSED_TEMPLATE_REASONS:
-        return reason, f"{what}: {detail}"
+    if templates.status == "True" and templates.reason == NO_TEMPLATES_EXPECTED:
+        return MODEL_HAS_NO_TEMPLATES, f"{what}: {templates.message}"
+    if templates.reason in REFUSED_TEMPLATE_REASONS:
+        return templates.reason, f"{what}: {templates.message}"
     return None

@@ -50,18 +50,23 @@ Key = str  # the mirror key: subjects.object_key(ref, namespace, name)
 
 @dataclass(frozen=True)
 class ResourceIndexer:
-    """An index over the parsed model of our own kinds (:func:`resource_indexer`); objects that do
-    not read as their kind (a placeholder for one too large for the bus) are not indexed."""
+    """An index over the parsed model of objects of ``kinds`` (:func:`resource_indexer`); objects
+    of other kinds, or that do not read as their kind (a placeholder for one too large for the
+    bus), are not indexed."""
 
-    index: Callable[[KindRef, Resource], Iterable[str]]
+    index: Callable[[KindRef, Obj, Resource], Iterable[str]]
+    kinds: frozenset[KindRef]
 
 
 Indexer = Callable[[Obj], Iterable[str]] | ResourceIndexer
 
 
-def resource_indexer(index: Callable[[KindRef, Resource], Iterable[str]]) -> ResourceIndexer:
-    """Index by what ``index`` says of the object's model (``index(kind, resource)``)."""
-    return ResourceIndexer(index)
+def resource_indexer(
+    index: Callable[[KindRef, Obj, Resource], Iterable[str]], kinds: Iterable[KindRef]
+) -> ResourceIndexer:
+    """Index objects of ``kinds`` (of our own) by what ``index(kind, obj, resource)`` says of them
+    read into their model (through a family adapter: ``Template(kind, obj, resource)``)."""
+    return ResourceIndexer(index, frozenset(kinds))
 
 
 def owner_uids(obj: Obj) -> Iterable[str]:
@@ -212,8 +217,10 @@ class Informer:
             return indexer(obj)
         group, kind, _ = key.split(".", 2)
         ref = by_kind(subjects.token_group(group), kind)
+        if ref not in indexer.kinds:
+            return ()
         resource = self.decoded(ref, obj).resource
-        return indexer.index(ref, resource) if resource is not None else ()
+        return indexer.index(ref, obj, resource) if resource is not None else ()
 
     def _remove(self, key: Key) -> None:
         self._unindex(key)

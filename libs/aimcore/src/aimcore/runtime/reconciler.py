@@ -95,16 +95,16 @@ class OwnWrites:
         return True
 
 
-R = TypeVar("R", bound=Resource, default=Resource)
+R_co = TypeVar("R_co", bound=Resource, default=Resource, covariant=True)
 
 
 @dataclass
-class Request(Generic[R]):
+class Request(Generic[R_co]):
     """Everything a reconcile needs about one object; ``Request[AIMService]`` says which kind
     ``resource`` is (the runtime parsed and validated it: :meth:`Informer.decoded`)."""
 
     ref: KindRef
-    resource: R
+    resource: R_co
     obj: Obj  # as stored: the status (the status service's), fragments a child copies verbatim
     informer: Informer
     reporter: Reporter

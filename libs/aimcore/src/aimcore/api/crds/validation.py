@@ -6,16 +6,18 @@ Reading is not judging: every process that reads an object it does not own (a te
 deployer selects, a model a service names) reads it as the API server stored it, rules or not, as a
 Go controller decodes an object into its struct (:func:`decode`). The owner's verdict travels with
 the read (:attr:`Decoded.invalid`), so one parse per version serves both.
+
+What is parsed is the user's input: metadata and spec. The status is the status service's output,
+which every reader takes as written (a few fields each, through its kind family's adapter:
+:mod:`aimcore.domain.families`); parsing it too would cost every read for fields nobody asks for.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from aimcore.api.crds.base import Resource
 from aimcore.api.crds.registry import resource_class
@@ -23,8 +25,6 @@ from aimcore.api.decoding import DECODE
 
 INVALID_SPEC = "InvalidSpec"
 _INPUT = ("apiVersion", "kind", "metadata", "spec")  # the user's input: what is validated
-
-log = logging.getLogger(__name__)
 
 
 def describe(error: ValidationError, limit: int = 5) -> str:
@@ -54,28 +54,16 @@ class Decoded:
     """One stored object read into its kind's model."""
 
     resource: Resource | None
-    """The model, status included; ``None`` only when the object is not one of its kind at all (a
-    placeholder for an object too large for the bus: no spec)."""
+    """The model (metadata and spec); ``None`` only when the object is not one of its kind at all
+    (a placeholder for an object too large for the bus: no spec)."""
     invalid: str | None = None
     """Why the spec breaks a rule the services check (the ``InvalidSpec`` message its owner
     reports), ``None`` when it keeps them all."""
 
 
-@cache
-def _status_model(cls: type[Resource]) -> type[BaseModel] | None:
-    """The status model of a kind (``status: XStatus | None``)."""
-    field = cls.model_fields.get("status")
-    annotation = field.annotation if field is not None else None
-    for arg in getattr(annotation, "__args__", (annotation,)):
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return arg
-    return None
-
-
 def decode(group: str, kind: str, obj: dict[str, Any]) -> Decoded:
     """``obj`` (stored as kind ``kind`` of ``group``) as its model: checked as :func:`parse`
-    checks it, and read without the services' rules when it breaks one. The status is read too;
-    a status that does not read (none the status service writes) is left out, not fatal."""
+    checks it, and read without the services' rules when it breaks one."""
     cls = resource_class(group, kind)
     given = {k: v for k, v in obj.items() if k in _INPUT}
     invalid: str | None = None
@@ -87,14 +75,4 @@ def decode(group: str, kind: str, obj: dict[str, Any]) -> Decoded:
             resource = cls.model_validate(given, context=DECODE)
         except ValidationError:
             return Decoded(None, invalid)
-    status = obj.get("status")
-    model = _status_model(cls)
-    if status and model is not None:
-        try:
-            read = model.model_validate(status, context=DECODE)
-        except ValidationError as exc:
-            name = (obj.get("metadata") or {}).get("name")
-            log.warning("the status of %s %s does not read: %s", kind, name, describe(exc))
-        else:
-            resource = resource.model_copy(update={"status": read})
     return Decoded(resource, invalid)

@@ -1,0 +1,88 @@
+"""Template caches and model caches of both API groups in one vocabulary: the template a template
+cache is for (``templateName``/``templateRef``), its scope and mode, the model caches its status
+lists (the current group's), and a model cache's volume."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aimcore.api.crds import aim, silogen
+from aimcore.api.kinds import MODEL_CACHE_KINDS, TEMPLATE_CACHE_KINDS
+from aimcore.domain.families.base import Object
+
+__all__ = ["AnyModelCache", "AnyTemplateCache", "CacheEntry", "ModelCache", "TemplateCache"]
+
+AnyTemplateCache = aim.AIMTemplateCache | silogen.AIMTemplateCache
+AnyModelCache = aim.AIMModelCache | silogen.AIMModelCache
+
+
+class TemplateCache(Object[AnyTemplateCache]):
+    """A template cache, whatever its group."""
+
+    kinds = TEMPLATE_CACHE_KINDS
+
+    @property
+    def template_name(self) -> str:
+        """The template it caches: ``spec.templateName`` (legacy ``templateRef``)."""
+        spec = self.resource.spec
+        return spec.template_ref if isinstance(spec, silogen.AIMTemplateCacheSpec) else spec.template_name
+
+    @property
+    def template_scope(self) -> str | None:
+        """``Namespace`` or ``Cluster`` (the current group's; ``None``: not said)."""
+        spec = self.resource.spec
+        scope = spec.template_scope if isinstance(spec, aim.AIMTemplateCacheSpec) else None
+        return str(scope) if scope else None
+
+    @property
+    def dedicated(self) -> bool:
+        """A cache made for one service only (``mode: Dedicated``); others share it."""
+        spec = self.resource.spec
+        return isinstance(spec, aim.AIMTemplateCacheSpec) and str(spec.mode) == "Dedicated"
+
+    @property
+    def model_caches(self) -> dict[str, CacheEntry]:
+        """``status.modelCaches`` (the current group's), by model."""
+        entries = self.status.get("modelCaches")
+        if not isinstance(entries, Mapping):
+            return {}
+        return {str(k): CacheEntry.of(v) for k, v in entries.items() if isinstance(v, Mapping)}
+
+
+class ModelCache(Object[AnyModelCache]):
+    """A model cache, whatever its group."""
+
+    kinds = MODEL_CACHE_KINDS
+
+    @property
+    def claim(self) -> str | None:
+        """``status.persistentVolumeClaim``: the volume it filled."""
+        claim = self.status.get("persistentVolumeClaim")
+        return str(claim) if claim else None
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """A model cache a template cache's status lists (``status.modelCaches[model]``), as written."""
+
+    name: str | None = None
+    model: str | None = None
+    status: str | None = None
+    claim: str | None = None
+    mount_point: str | None = None
+
+    @classmethod
+    def of(cls, entry: Mapping[str, Any]) -> CacheEntry:
+        def text(key: str) -> str | None:
+            value = entry.get(key)
+            return str(value) if value else None
+
+        return cls(
+            name=text("name"),
+            model=text("model"),
+            status=text("status"),
+            claim=text("persistentVolumeClaim"),
+            mount_point=text("mountPoint"),
+        )

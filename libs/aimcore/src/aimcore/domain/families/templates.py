@@ -1,0 +1,170 @@
+"""Service templates of both API groups in one vocabulary: the model they are for
+(``modelName``/``aimImageName``), the GPU they need (``gpu``, the released ``hardware.gpu``, legacy
+``gpuSelector``: :mod:`aimcore.api.hardware`), their resources, and what discovery wrote in their
+status (the profile, the resolved hardware)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aimcore.api.crds import aim, silogen
+from aimcore.api.crds.aim import AIMCpuRequirements, AIMModelSource
+from aimcore.api.crds.base import EnvVar, ResourceRequirements
+from aimcore.api.kinds import TEMPLATE_KINDS, KindRef, by_kind
+from aimcore.api.types import Obj
+from aimcore.domain.families.base import Object, written
+from aimcore.domain.views import GPURequirement
+
+__all__ = ["AnyTemplate", "Profile", "Template", "template_kinds", "with_cpu"]
+
+AnyTemplate = (
+    aim.AIMServiceTemplate
+    | aim.AIMClusterServiceTemplate
+    | silogen.AIMServiceTemplate
+    | silogen.AIMClusterServiceTemplate
+)
+_SIDES = ("requests", "limits")
+
+
+def template_kinds(group: str) -> tuple[KindRef, KindRef]:
+    """The namespaced and the cluster template kind of a group (the order a service looks in)."""
+    return by_kind(group, "AIMServiceTemplate"), by_kind(group, "AIMClusterServiceTemplate")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What discovery found the template's profile to be (``status.profile.metadata``), as
+    written: readers normalise (case, GPU names, counts given as text)."""
+
+    type: Any = None
+    metric: Any = None
+    precision: Any = None
+    gpu: Any = None
+    gpu_count: Any = None  # ``gpuCount`` (``gpu_count``, discovery's own spelling, accepted)
+
+
+class Template(Object[AnyTemplate]):
+    """A template, whatever its group and scope."""
+
+    kinds = TEMPLATE_KINDS
+
+    @property
+    def model_name(self) -> str:
+        """The model it is for: ``spec.modelName`` (legacy ``aimImageName``)."""
+        spec = self.resource.spec
+        if isinstance(spec, silogen.AIMServiceTemplateSpecCommon):
+            return spec.aim_image_name
+        return spec.model_name
+
+    @property
+    def gpu(self) -> GPURequirement:
+        """The GPU it needs: ``spec.gpu`` or ``spec.hardware.gpu`` (legacy ``gpuSelector``)."""
+        spec = self.resource.spec
+        if isinstance(spec, silogen.AIMServiceTemplateSpecCommon):
+            selector = spec.gpu_selector
+            if selector is None:
+                return GPURequirement()
+            return GPURequirement(model=selector.model or None, requests=selector.count)
+        gpu = spec.gpu or (spec.hardware.gpu if spec.hardware is not None else None)
+        if gpu is None:
+            return GPURequirement()
+        return GPURequirement(
+            model=gpu.model or None,
+            requests=gpu.requests,
+            min_vram=gpu.min_vram,
+            resource_name=gpu.resource_name or "amd.com/gpu",
+        )
+
+    @property
+    def resources(self) -> Obj | None:
+        """``spec.resources`` with the CPU of ``spec.hardware.cpu`` filled in where it gives none
+        (what a service of the template gets), as written."""
+        spec = self.resource.spec
+        hardware = spec.hardware if isinstance(spec, aim.AIMServiceTemplateSpecCommon) else None
+        return with_cpu(spec.resources, hardware.cpu if hardware is not None else None)
+
+    @property
+    def metric(self) -> str | None:
+        return _text(self.resource.spec.metric)
+
+    @property
+    def precision(self) -> str | None:
+        return _text(self.resource.spec.precision)
+
+    @property
+    def profile_type(self) -> str | None:
+        """``spec.type`` (``optimized``, ``preview``, ``unoptimized``; the current group's only)."""
+        spec = self.resource.spec
+        return _text(spec.type) if isinstance(spec, aim.AIMServiceTemplateSpecCommon) else None
+
+    @property
+    def profile_id(self) -> str | None:
+        spec = self.resource.spec
+        return spec.profile_id or None if isinstance(spec, aim.AIMServiceTemplateSpecCommon) else None
+
+    @property
+    def env(self) -> list[EnvVar]:
+        return list(getattr(self.resource.spec, "env", None) or [])
+
+    @property
+    def caching_env(self) -> list[EnvVar]:
+        """``spec.caching.env``: the env of the download that caches its model."""
+        caching = getattr(self.resource.spec, "caching", None)
+        return list(caching.env or []) if caching is not None else []
+
+    @property
+    def model_sources(self) -> list[AIMModelSource]:
+        spec = self.resource.spec
+        return list(spec.model_sources or []) if isinstance(spec, aim.AIMServiceTemplateSpecCommon) else []
+
+    # -- what discovery wrote (the status, as written) ---------------------------------------------
+
+    @property
+    def profile(self) -> Profile:
+        profile = self.status.get("profile")
+        metadata = profile.get("metadata") if isinstance(profile, Mapping) else None
+        if not isinstance(metadata, Mapping):
+            return Profile()
+        count = metadata.get("gpuCount")
+        return Profile(
+            type=metadata.get("type"),
+            metric=metadata.get("metric"),
+            precision=metadata.get("precision"),
+            gpu=metadata.get("gpu"),
+            gpu_count=count if count is not None else metadata.get("gpu_count"),
+        )
+
+    @property
+    def resolved_gpu_requests(self) -> Any:
+        """``status.resolvedHardware.gpu.requests``: discovery's answer (an int or a quantity)."""
+        hardware = self.status.get("resolvedHardware")
+        gpu = hardware.get("gpu") if isinstance(hardware, Mapping) else None
+        return gpu.get("requests") if isinstance(gpu, Mapping) else None
+
+    @property
+    def resolved_node_affinity(self) -> Mapping[str, Any] | None:
+        """``status.resolvedNodeAffinity`` (a NodeAffinity, or a bare NodeSelector)."""
+        resolved = self.status.get("resolvedNodeAffinity")
+        return resolved if isinstance(resolved, Mapping) and resolved else None
+
+
+def with_cpu(resources: ResourceRequirements | None, cpu: AIMCpuRequirements | None) -> Obj | None:
+    """``resources`` as written, with the CPU of a ``hardware.cpu`` filled in where they give none
+    (:mod:`aimcore.api.hardware`: the two spellings of a CPU requirement)."""
+    out: Obj = written(resources) if resources is not None else {}
+    if cpu is not None:
+        for side in _SIDES:
+            value = getattr(cpu, side)
+            if value is not None:
+                values = dict(out.get(side) or {})
+                values.setdefault("cpu", copy.deepcopy(value))
+                out[side] = values
+    return out or None
+
+
+def _text(value: object) -> str | None:
+    """An enum or string field as its text (``None`` when unset or empty)."""
+    return str(value) if value not in (None, "") else None
