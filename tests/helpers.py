@@ -16,6 +16,7 @@ from nats.aio.client import Client as NatsClient
 
 from aim_dev.local.binaries import run_kubectl
 from aimcore.api.kinds import KindRef
+from aimcore.domain.outbound import OutboundPolicy
 from aimcore.runtime.kube import Kube
 
 T = TypeVar("T")
@@ -23,6 +24,9 @@ T = TypeVar("T")
 LOOPBACK_HOSTS = "127.0.0.1,localhost"
 """What the tests allow-list for outbound connections (``AIM_OUTBOUND_ALLOWED_HOSTS``): their servers
 run on loopback. Other loopback addresses (127.0.0.2...) stay refused."""
+LOOPBACK = OutboundPolicy(allowed_hosts=frozenset(LOOPBACK_HOSTS.split(",")))
+"""That allow-list as a policy, for in-process code under test that reaches the test servers (code
+is handed its policy, as a service hands its clients the one it read at start-up)."""
 
 
 async def eventually(
