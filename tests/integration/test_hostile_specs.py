@@ -279,9 +279,14 @@ async def test_a_gpu_override_on_a_cpu_template_derives_a_gpu_template(  # type:
         ),
         "a derived template",
     )
-    derived = [
-        t for t in (await kube.list(TEMPLATE, namespace))[0] if t["metadata"]["name"].startswith("cpu-t-ovr-")
-    ]
+
+    async def derived_templates() -> list[dict[str, Any]]:
+        listed = (await kube.list(TEMPLATE, namespace))[0]
+        return [t for t in listed if t["metadata"]["name"].startswith("cpu-t-ovr-")]
+
+    # TemplateNotReady may still be about the base template (its Ready status not seen yet): the
+    # derived one is there once the deployer has seen it Ready
+    derived = await eventually(derived_templates, timeout=30, what="the derived template")
     assert len(derived) == 1, [t["metadata"]["name"] for t in derived]
     assert derived[0]["spec"]["gpu"] == {"model": "MI300X", "requests": 2, "resourceName": "amd.com/gpu"}
     assert await isvcs_owned_by(kube, namespace, "wants-gpu") == []  # not deployed on the CPU template

@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from aim_dev import crdinstall as crd_install
 from aim_dev.crdgen import all_kinds, crd_for
@@ -187,7 +188,13 @@ class Stack:
             "pids": {p.name: p.pid for p in procs if p is not None},
         }
         with self._state_lock():
-            self.state_file.write_text(json.dumps(state, indent=2))
+            self._replace_state(state)
+
+    def _replace_state(self, state: dict[str, Any]) -> None:
+        """Replace ``state.json`` at once: readers (``aimctl``, tests) never see it half-written."""
+        tmp = self.state_file.with_name(f".{self.state_file.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(state, indent=2))
+        os.replace(tmp, self.state_file)
 
     @contextlib.contextmanager
     def _state_lock(self) -> Iterator[None]:
@@ -202,7 +209,7 @@ class Stack:
             merged = {**{k: v for k, v in pids.items() if k == SUPERVISOR}, **state["pids"]}
             merged.update(pids)
             state["pids"] = merged
-            self.state_file.write_text(json.dumps(state, indent=2))
+            self._replace_state(state)
 
     def supervise(self, stop: list[bool]) -> None:
         """Restart crashed services (backoff up to 30 s) until ``stop[0]`` becomes true."""
