@@ -78,6 +78,17 @@ def job_template(job: Mapping[str, Any]) -> tuple[KindRef, str | None, str] | No
     return ref, namespace, str(owner.get("name"))
 
 
+def awaiting(reason: str, message: str, waiting: str | None = None) -> list[ConditionReport]:
+    """The discovery Job is not done (``reason``, ``message``): the template is not discovered yet
+    (``waiting``: what to say there, the same message by default)."""
+    return [
+        ConditionReport(type=DISCOVERY_JOB_READY, status="False", reason=reason, message=message),
+        ConditionReport(
+            type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=waiting or message
+        ),
+    ]
+
+
 @dataclass(eq=False)
 class DiscoveryJobs:
     """Runs a template's discovery: the Job for its current spec (one at a time per spec, within the
@@ -182,14 +193,7 @@ class DiscoveryJobs:
         wait = due - self.clock()
         if wait > 0:
             note = jobs.retry_note(attempt, due)
-            conditions += [
-                ConditionReport(
-                    type=DISCOVERY_JOB_READY, status="False", reason=reason, message=f"{message} ({note})"
-                ),
-                ConditionReport(
-                    type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=f"Waiting: {note}"
-                ),
-            ]
+            conditions += awaiting(reason, f"{message} ({note})", f"Waiting: {note}")
             await report(request, conditions, fields, "discovery-failed", reason, message, attempt=attempt)
             return Result(requeue_after=wait)
         return await self._start(
@@ -241,12 +245,7 @@ class DiscoveryJobs:
         claimed = await self.slots.claim(f"{namespace}/{name}", lambda key: self._job_state(request, key))
         if not claimed:
             message = f"All {self.slots.cap} cluster-wide discovery slots are in use; waiting"
-            conditions += [
-                ConditionReport(
-                    type=DISCOVERY_JOB_READY, status="False", reason=WAITING_FOR_SLOT, message=message
-                ),
-                ConditionReport(type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message),
-            ]
+            conditions += awaiting(WAITING_FOR_SLOT, message)
             await report(request, conditions, fields, "discovery", WAITING_FOR_SLOT, message)
             return Result(requeue_after=SLOT_RETRY)
         if previous is not None:
@@ -259,14 +258,7 @@ class DiscoveryJobs:
             if exc.status is not None and exc.status < 500:
                 await self.slots.release(f"{namespace}/{name}")
                 message = f"Cannot create discovery Job {namespace}/{name}: HTTP {exc.status} {exc.reason}"
-                conditions += [
-                    ConditionReport(
-                        type=DISCOVERY_JOB_READY, status="False", reason=JOB_CREATE_FAILED, message=message
-                    ),
-                    ConditionReport(
-                        type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message
-                    ),
-                ]
+                conditions += awaiting(JOB_CREATE_FAILED, message)
                 await report(request, conditions, fields, "discovery", JOB_CREATE_FAILED, message)
                 return Result(requeue_after=dryrun.JOB_RETRY.delay(attempt, jitter=jitter_key(request.obj)))
             raise
@@ -275,12 +267,7 @@ class DiscoveryJobs:
             return await self._job_refused(request, namespace, name, created, conditions, fields, attempt)
         fields["discoveryJob"] = {"name": name, "namespace": namespace, "kind": "Job"}
         message = f"Discovery Job {name} created (attempt {attempt})"
-        conditions += [
-            ConditionReport(
-                type=DISCOVERY_JOB_READY, status="False", reason=jobs.REASON_JOB_RUNNING, message=message
-            ),
-            ConditionReport(type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message),
-        ]
+        conditions += awaiting(jobs.REASON_JOB_RUNNING, message)
         await report(request, conditions, fields, "create-discovery-job", jobs.REASON_JOB_RUNNING, message)
         return None
 
@@ -298,12 +285,7 @@ class DiscoveryJobs:
         field, e.g. an invalid environment variable name). A body refused for its content is not
         sent again until the spec changes; a permission problem is retried with the backoff."""
         message = f"Cannot create discovery Job {namespace}/{name}: {found.describe()}"
-        conditions += [
-            ConditionReport(
-                type=DISCOVERY_JOB_READY, status="False", reason=JOB_CREATE_FAILED, message=message
-            ),
-            ConditionReport(type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message),
-        ]
+        conditions += awaiting(JOB_CREATE_FAILED, message)
         await report(request, conditions, fields, "discovery", JOB_CREATE_FAILED, message)
         if not found.forbidden:
             return None
@@ -324,12 +306,7 @@ class DiscoveryJobs:
         text = await self._log(namespace, succeeded, tail_lines=None)
         if text is None:
             message = f"Job {job_name} succeeded but its pod log cannot be read yet"
-            conditions += [
-                ConditionReport(
-                    type=DISCOVERY_JOB_READY, status="False", reason=LOG_UNAVAILABLE, message=message
-                ),
-                ConditionReport(type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message=message),
-            ]
+            conditions += awaiting(LOG_UNAVAILABLE, message)
             await report(request, conditions, fields, "discovery", LOG_UNAVAILABLE, message)
             return Result(requeue_after=LOG_RETRY)
         try:
