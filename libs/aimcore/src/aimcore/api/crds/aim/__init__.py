@@ -33,6 +33,7 @@ from aimcore.api.crds.aim.caches import (
     AIMTemplateCacheMode,
     AIMTemplateCacheSpec,
     AIMTemplateCacheStatus,
+    CacheSize,
     DownloadProgress,
     check_cache_size,
 )
@@ -259,6 +260,7 @@ __all__ = [
     "AIMTemplateCacheStatus",
     "AIMTemplateCachingConfig",
     "AIMTemplateProfile",
+    "CacheSize",
     "DownloadProgress",
     "ImageMetadata",
     "ModelMetadata",

@@ -5,7 +5,7 @@ onto volumes, which the cache service reconciles.
 from __future__ import annotations
 
 import enum
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -37,7 +37,7 @@ from aimcore.api.crds.base import (
     Time,
     immutable,
 )
-from aimcore.api.decoding import decoding
+from aimcore.api.decoding import decoding, rule
 from aimcore.api.quantities import amount
 from aimcore.api.sourcerules import SourceUri, check_model_id
 
@@ -86,6 +86,21 @@ class AIMServiceTemplateScope(enum.StrEnum):
 # ---------------------------------------------------------------------------------------------
 # AIMTemplateCache / AIMModelCache
 # ---------------------------------------------------------------------------------------------
+
+
+def check_cache_size(value: int | str | None) -> int | str | None:
+    """A cache's ``size`` is the volume asked for: 0 is no volume (the PVC was made at the 1 GiB
+    minimum, or an integer 0 was read as unset and the source listed instead, without a word)."""
+    if value is not None and amount(value) == 0:
+        raise ValueError(
+            f"size must be more than 0 (is {value!r}): give the model's size, e.g. 20Gi, or leave size "
+            "out to size the volume from the source"
+        )
+    return value
+
+
+CacheSize = Annotated[Quantity, rule(check_cache_size)]
+"""A cache's ``size``: a quantity held to :func:`check_cache_size` (both API groups)."""
 
 
 class AIMTemplateCacheSpec(RuntimeConfigRef):
@@ -230,7 +245,7 @@ class AIMModelCacheSpec(RuntimeConfigRef):
             "When not specified, uses the cluster default storage class."
         ),
     )
-    size: Quantity | None = Field(default=None, description="Size specifies the size of the cache volume")
+    size: CacheSize | None = Field(default=None, description="Size specifies the size of the cache volume")
     env: list[EnvVar] | None = Field(
         default=None,
         description=(
@@ -261,24 +276,6 @@ class AIMModelCacheSpec(RuntimeConfigRef):
         if decoding(info):
             return value
         return None if value is None else check_model_id(value)
-
-    @field_validator("size")
-    @classmethod
-    def _check_size(cls, value: int | str | None, info: ValidationInfo) -> int | str | None:
-        if decoding(info):
-            return value
-        return check_cache_size(value)
-
-
-def check_cache_size(value: int | str | None) -> int | str | None:
-    """A cache's ``size`` is the volume asked for: 0 is no volume (the PVC was made at the 1 GiB
-    minimum, or an integer 0 was read as unset and the source listed instead, without a word)."""
-    if value is not None and amount(value) == 0:
-        raise ValueError(
-            f"size must be more than 0 (is {value!r}): give the model's size, e.g. 20Gi, or leave size "
-            "out to size the volume from the source"
-        )
-    return value
 
 
 class DownloadProgress(K8sModel):

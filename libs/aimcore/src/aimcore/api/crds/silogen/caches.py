@@ -7,9 +7,9 @@ from __future__ import annotations
 import enum
 from typing import ClassVar
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field
 
-from aimcore.api.crds.aim import SOURCE_URI_PATTERN, check_cache_size
+from aimcore.api.crds.aim import SOURCE_URI_PATTERN, CacheSize
 from aimcore.api.crds.base import (
     AGE,
     IMAGE_PATTERN,
@@ -21,7 +21,6 @@ from aimcore.api.crds.base import (
     K8sModel,
     LocalObjectReference,
     PrinterColumn,
-    Quantity,
     Resource,
     Time,
 )
@@ -33,7 +32,6 @@ from aimcore.api.crds.silogen.common import (
     _pull_secrets,
     _runtime_config_name,
 )
-from aimcore.api.decoding import decoding
 from aimcore.api.sourcerules import SourceUri
 
 # ---------------------------------------------------------------------------------------------
@@ -97,7 +95,7 @@ class AIMModelCacheSpec(K8sModel):
     storage_class_name: str | None = Field(
         default=None, description="StorageClassName specifies the storage class for the cache volume"
     )
-    size: Quantity | None = Field(default=None, description="Size specifies the size of the cache volume")
+    size: CacheSize | None = Field(default=None, description="Size specifies the size of the cache volume")
     env: list[EnvVar] | None = Field(
         default=None,
         description="Env lists the environment variables used for authentication when downloading models.",
@@ -108,13 +106,6 @@ class AIMModelCacheSpec(K8sModel):
         description="ModelDownloadImage is the image used to download the model",
     )
     image_pull_secrets: list[LocalObjectReference] | None = _pull_secrets()
-
-    @field_validator("size")
-    @classmethod
-    def _check_size(cls, value: int | str | None, info: ValidationInfo) -> int | str | None:
-        if decoding(info):
-            return value
-        return check_cache_size(value)
 
 
 class AIMModelCacheStatus(K8sModel):
