@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from nats.aio.client import Client as NatsClient
 
+from aim_deployer.overrides import Overrides
 from aim_dev.local.binaries import run_kubectl
 from aimcore.api.kinds import KindRef
 from aimcore.domain.outbound import OutboundPolicy
@@ -162,3 +163,28 @@ class Following:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
+
+
+RESOURCE_QUOTA = KindRef("", "v1", "ResourceQuota", "resourcequotas", True)
+
+
+async def quota_of_none(kube: Kube, namespace: str, resource: str) -> str:
+    """A ResourceQuota allowing no object of ``resource`` (``count/jobs.batch``...) in
+    ``namespace``: the API server then refuses to create one (403, exceeded quota), as a platform
+    team's quota would. Returns its name."""
+    name = f"no-{secrets.token_hex(3)}"
+    body = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"hard": {resource: "0"}},
+    }
+    await kube.create(RESOURCE_QUOTA, body, namespace)
+    return name
+
+
+def as_overrides(raw: dict[str, Any] | None) -> Overrides | None:
+    """A service's ``spec.overrides`` as the deployer reads it, given as written: in the legacy
+    group's spelling when it has a ``gpuSelector``, else the current group's."""
+    group = "aim.silogen.ai" if raw and "gpuSelector" in raw else "aim.eai.amd.com"
+    return Overrides.parse(group, raw)

@@ -22,7 +22,7 @@ from aim_dev.local.s3 import S3Server
 from aimcore.api.kinds import NAMESPACE, SECRET, by_kind
 from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
-from tests.helpers import condition, eventually, has, manifest, status_of
+from tests.helpers import RESOURCE_QUOTA, condition, eventually, has, manifest, quota_of_none, status_of
 from tests.integration.conftest import ensure_service
 
 AIM = "aim.eai.amd.com"
@@ -341,6 +341,35 @@ async def test_a_missing_template_fails_the_template_cache(  # type: ignore[no-u
     config = condition(failed["status"], "ConfigValid")
     assert (config["status"], config["reason"]) == ("False", "ReferenceNotFound")
     assert condition(failed["status"], "ServiceTemplateReady")["reason"] == "ReferenceNotFound"
+
+
+async def test_a_model_cache_the_api_server_refuses_fails_the_template_cache(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str
+) -> None:
+    """A namespace quota of no model caches: the API server refuses the template cache's model
+    cache (403, exceeded quota). The refusal is ``ModelCachesReady`` with the server's message,
+    the entry in ``status.modelCaches`` Failed; once the quota allows it, the next reconcile
+    creates it (issue 26: before, the refused write was retried in a loop with no condition)."""
+    quota = await quota_of_none(kube, namespace, "count/aimmodelcaches.aim.eai.amd.com")
+    await a_template(kube, namespace, "tpl")
+    sources = [{"sourceUri": "hf://acme/x", "modelId": "acme/x"}]
+    spec = {"templateName": "tpl", "modelSources": sources}
+    await kube.create(TEMPLATE_CACHE, manifest(TEMPLATE_CACHE, "quota", namespace, spec), namespace)
+    failed = await wait_status(kube, TEMPLATE_CACHE, namespace, "quota", "Failed")
+    caches = condition(failed["status"], "ModelCachesReady")
+    assert caches.get("reason") == "ModelCacheCreateForbidden", failed["status"]
+    assert "refused to create AIMModelCache" in caches["message"] and "quota" in caches["message"]
+    assert failed["status"]["modelCaches"]["acme/x"]["status"] == "Failed"
+    assert await model_caches(kube, namespace, "hf://acme/x") == []
+
+    await kube.delete(RESOURCE_QUOTA, namespace, quota)
+    # a permission refusal is retried with the Job backoff (a minute); a change reconciles now
+    await kube.patch(TEMPLATE_CACHE, namespace, "quota", {"metadata": {"labels": {"retry": "now"}}})
+
+    async def created() -> bool:
+        return len(await model_caches(kube, namespace, "hf://acme/x")) == 1
+
+    await eventually(created, timeout=30, what="the model cache created once the quota allows it")
 
 
 async def test_a_template_with_caching_enabled_ends_with_ready_caches(  # type: ignore[no-untyped-def]

@@ -298,3 +298,48 @@ async def test_the_service_never_lists_a_source_the_outbound_policy_refuses(
     assert "127.0.0.2 (loopback)" in condition(failed["status"], "SourceReady")["message"]
     assert other_host.requests == []
     assert (await kube.list(JOB, ns))[0] == [] and (await kube.list(PVC, ns))[0] == []
+
+
+async def test_a_pvc_or_job_the_api_server_refuses_is_a_condition_not_a_loop(cluster: Cluster) -> None:
+    """The CRD takes any storage class name and any variable name; the API server refuses a PVC
+    whose class is not a DNS name and a Job whose variable is not a C identifier. Each refusal is
+    the step's condition with the server's message (the cache Failed), the body is not sent again,
+    and a spec the server accepts goes on (issue 26: before, the refused PVC was retried forever
+    with no condition)."""
+    kube = cluster.kube
+    ns = await new_namespace(kube)
+    spec = {
+        "sourceUri": "hf://acme/m",
+        "size": "1Gi",
+        "modelDownloadImage": IMAGE,
+        "storageClassName": "Not_Valid",
+    }
+    created = await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, "refused", ns, spec), ns)
+    failed = await status_of(
+        kube, MODEL_CACHE, ns, "refused", has("StorageReady", "False", "PvcCreateRejected"), "PVC refused"
+    )
+    assert failed["status"]["status"] == "Failed"
+    message = condition(failed["status"], "StorageReady")["message"]
+    assert "refused to create PersistentVolumeClaim" in message and "storageClassName" in message
+    assert (await kube.list(PVC, ns))[0] == [] and (await kube.list(JOB, ns))[0] == []
+
+    # a class the server accepts: the PVC is made (nothing remembered the old refusal for it),
+    # then the download Job is refused for its variable's name
+    created["spec"].update(storageClassName="standard", env=[{"name": "1-BAD", "value": "x"}])
+    await kube.patch(MODEL_CACHE, ns, "refused", {"spec": created["spec"]})
+    refused = await status_of(
+        kube,
+        MODEL_CACHE,
+        ns,
+        "refused",
+        has("DownloadReady", "False", "DownloadJobCreateRejected"),
+        "Job refused",
+    )
+    assert refused["status"]["status"] == "Failed"
+    assert "1-BAD" in condition(refused["status"], "DownloadReady")["message"]
+    pvcs, _ = await kube.list(PVC, ns)
+    assert [p["spec"].get("storageClassName") for p in pvcs] == ["standard"]
+    assert (await kube.list(JOB, ns))[0] == []
+
+    await kube.patch(MODEL_CACHE, ns, "refused", {"spec": {"env": [{"name": "GOOD", "value": "x"}]}})
+    await get(kube, JOB, ns, job_name("refused", created["metadata"]["uid"], 1))

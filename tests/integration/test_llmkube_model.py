@@ -31,7 +31,16 @@ from aimcore.api.kinds import JOB, NAMESPACE, NODE, POD, PVC, KindRef, by_kind
 from aimcore.domain.units import format_bytes
 from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
-from tests.helpers import condition, eventually, has, kubectl, manifest, status_of
+from tests.helpers import (
+    RESOURCE_QUOTA,
+    condition,
+    eventually,
+    has,
+    kubectl,
+    manifest,
+    quota_of_none,
+    status_of,
+)
 from tests.integration.conftest import Services, ensure_service
 from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
 
@@ -476,6 +485,38 @@ async def test_pvc_sources_are_verified_in_place_by_a_job(  # type: ignore[no-un
             await serving
         await kubelet.cleanup(kube)
         await kubelet.stop()
+        await kube.delete(PV, None, volume)
+
+
+async def test_a_verify_job_the_api_server_refuses_is_a_failure_with_its_reason(  # type: ignore[no-untyped-def]
+    models, kube: Kube, namespace: str, tmp_path: Path
+) -> None:
+    """A namespace quota of no Jobs: the verify Job of a claim's file is refused (403); the Model
+    says so (``VerifyJobCreateForbidden``, the server's message) instead of retrying in a loop
+    with nothing to show, and goes on once the quota allows it (issue 26)."""
+    quota = await quota_of_none(kube, namespace, "count/jobs.batch")
+    claim = f"weights-{secrets.token_hex(3)}"
+    host = tmp_path / "volume"
+    publish(host, "model.gguf")
+    volume = await bound_claim(kube, namespace, claim, host)
+    try:
+        model = name()
+        await create(kube, namespace, model, source=f"pvc://{claim}/model.gguf")
+        failed = await phase(
+            kube, namespace, model, "Failed", has("Degraded", "True", "VerifyJobCreateForbidden")
+        )
+        message = condition(failed["status"], "Degraded")["message"]
+        assert "refused to create Job" in message and "quota" in message and "next attempt in" in message
+        assert (await kube.list(JOB, namespace))[0] == []
+
+        await kube.delete(RESOURCE_QUOTA, namespace, quota)
+        await kube.patch(MODEL, namespace, model, {"metadata": {"labels": {"retry": "now"}}})
+
+        async def verify_job() -> bool:
+            return len((await kube.list(JOB, namespace))[0]) == 1
+
+        await eventually(verify_job, timeout=30, what="the verify Job once the quota allows it")
+    finally:
         await kube.delete(PV, None, volume)
 
 

@@ -200,14 +200,34 @@ TABLE: Table = (
         (
             ("RuntimeConfigReady", ("ConfigFound", "DefaultConfigNotFound", "ConfigNotFound")),
             ("ServiceTemplateReady", ("TemplateReady", "TemplateNotReady", "ReferenceNotFound")),
-            ("ModelCachesReady", ("AllCachesReady", "CreatingCaches", "CachesNotReady", "SourceNotFound")),
+            (
+                "ModelCachesReady",
+                (
+                    "AllCachesReady",
+                    "CreatingCaches",
+                    "CachesNotReady",
+                    "SourceNotFound",
+                    "ModelCacheCreateRejected",
+                    "ModelCacheCreateForbidden",
+                ),
+            ),
         ),
     ),
     (
         "AIMModelCache",
         "AIMModelCache",
         (
-            ("StorageReady", ("PvcBound", "PvcPending", "PvcLost", "ProvisioningFailed")),
+            (
+                "StorageReady",
+                (
+                    "PvcBound",
+                    "PvcPending",
+                    "PvcLost",
+                    "ProvisioningFailed",
+                    "PvcCreateRejected",
+                    "PvcCreateForbidden",
+                ),
+            ),
             (
                 "DownloadReady",
                 (
@@ -227,6 +247,8 @@ TABLE: Table = (
                     "JobBackoffLimitExceeded",
                     "JobDeadlineExceeded",
                     "JobEvicted",
+                    "DownloadJobCreateRejected",
+                    "DownloadJobCreateForbidden",
                 ),
             ),
         ),

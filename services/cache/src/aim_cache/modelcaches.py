@@ -58,8 +58,11 @@ from aimcore.domain.runtimeconfig import ConfigNotFound, resolution_conditions, 
 from aimcore.domain.units import format_bytes, format_duration
 from aimcore.runtime.children import owned_by
 from aimcore.runtime.conditions import condition as cond
+from aimcore.runtime.conditions import refused_condition
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtime.refusals import Refusal
+from aimcore.runtime.writes import Children, How
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +114,7 @@ class ModelCacheReconciler:
         self._sizes: OrderedDict[str, int] = OrderedDict()  # uid → probed size (until the PVC exists)
         self._probe_failures: dict[str, tuple[int, float]] = {}  # uid → (failures, when)
         self.logs = JobLogs(kube)
+        self.children = Children(kube)  # writes the PVC and the download Jobs; keeps those refused
 
     # -- the reconcile ---------------------------------------------------------------------------
 
@@ -267,7 +271,14 @@ class ModelCacheReconciler:
                 config = (await resolve_live(self.kube, request.ref.group, namespace, spec)).spec
             klass = plan.storage_class(spec, config)
             size = plan.pvc_size_bytes(sized, plan.headroom_percent(config))
-            pvc = await self.kube.apply(PVC, plan.pvc_body(request.ref, obj, size, klass))
+            body = plan.pvc_body(request.ref, obj, size, klass)
+            written = await self.children.write(request, PVC, body)
+            if isinstance(written, Refusal):
+                return await self._write_refused(
+                    request, STORAGE_READY, "Pvc", PVC, body, written, conditions, fields
+                )
+            assert written.obj is not None  # an apply returns what it wrote
+            pvc = written.obj
             await request.reporter.decide(
                 request.ref,
                 obj,
@@ -436,7 +447,13 @@ class ModelCacheReconciler:
             outbound=self.settings.outbound.env(),
             log_format=self.settings.log_format,
         )
-        await self.kube.create_if_absent(JOB, body, request.namespace)
+        # one already there was created by an earlier run whose event has not reached the cache
+        # yet; not recorded: the Job is read back from the cache
+        written = await self.children.write(request, JOB, body, how=How.CREATE, record=False)
+        if isinstance(written, Refusal):
+            return await self._write_refused(
+                request, DOWNLOAD_READY, "DownloadJob", JOB, body, written, conditions, fields
+            )
         name = body["metadata"]["name"]
         conditions.append(
             cond(DOWNLOAD_READY, False, "Downloading", f"download Job {name} (attempt {attempt}) created")
@@ -448,6 +465,29 @@ class ModelCacheReconciler:
             ("create-job", "Downloading", f"download Job {name}, attempt {attempt}"),
         )
         return None
+
+    async def _write_refused(  # noqa: PLR0917 - one step's refusal, every argument named at the call
+        self,
+        request: Request,
+        type_: str,
+        child: str,
+        kind: KindRef,
+        body: Obj,
+        found: Refusal,
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+    ) -> Result | None:
+        """The API server will not write the PVC or the download Job: the step's condition says
+        why (its message names the field, e.g. an invalid storage class name). A body refused for
+        its content is not sent again until the spec changes; a permission problem is retried."""
+        refused = refused_condition(type_, child, kind, body, found, update=False)
+        conditions.append(refused)
+        await self._report(
+            request, conditions, fields, (f"create-{child.lower()}-failed", refused.reason, refused.message)
+        )
+        if not found.forbidden:
+            return None
+        return Result(requeue_after=jobs.JOB_RETRY.delay(1, jitter=jitter_key(request.obj)))
 
     def _pods(self, request: Request, job: Mapping[str, Any]) -> list[Obj]:
         uid = job["metadata"].get("uid")

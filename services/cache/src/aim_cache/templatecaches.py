@@ -35,21 +35,26 @@ One reconcile:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from aim_cache import plan
+from aimcore.api.backoff import jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain.cleanup import NotReadyCleanup
+from aimcore.domain.jobs import JOB_RETRY
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import merge_env, resolution_conditions
 from aimcore.domain.status.rules import dependency_message
 from aimcore.runtime.children import owned_by, owner_reference
 from aimcore.runtime.conditions import condition as cond
+from aimcore.runtime.conditions import refused_condition
 from aimcore.runtime.finalizers import add_finalizer, has_finalizer
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtime.refusals import Refusal
+from aimcore.runtime.writes import Children
 
 FINALIZER = "aim.eai.amd.com/artifactcleanup"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
@@ -159,10 +164,24 @@ def caches_condition(caches: Sequence[tuple[str, Mapping[str, Any] | None]]) -> 
     return cond(CACHES_READY, False, "CachesNotReady", "waiting for " + ", ".join(waiting))
 
 
+class RefusedCache(NamedTuple):
+    """A model cache the API server refused to create: the condition saying so, and whether the
+    refusal is about permissions (a quota, RBAC: retried) rather than the body (not sent again)."""
+
+    condition: ConditionReport
+    forbidden: bool
+
+    @staticmethod
+    def of(kind: KindRef, body: Obj, found: Refusal) -> RefusedCache:
+        said = refused_condition(CACHES_READY, "ModelCache", kind, body, found, update=False)
+        return RefusedCache(said, found.forbidden)
+
+
 class TemplateCacheReconciler:
     def __init__(self, kube: Kube, download_image: str | None = None) -> None:
         self.kube = kube
         self.download_image = download_image  # AIM_CACHE_DOWNLOAD_IMAGE
+        self.children = Children(kube)  # writes the model caches; keeps those refused
 
     async def reconcile(self, request: Request) -> Result | None:
         obj = request.obj
@@ -204,17 +223,22 @@ class TemplateCacheReconciler:
         if waiting:
             await request.reporter.report(request.ref, obj, conditions, fields)
             return None
-        caches = [
+        found_caches = [
             await self._cache_for(request, template_ref, template, source, i)
             for i, source in enumerate(sources)
         ]
+        refused = next((c for c in found_caches if isinstance(c, RefusedCache)), None)
+        caches = [None if isinstance(c, RefusedCache) else c for c in found_caches]
         keyed = [(model_key(s, i), c) for i, (s, c) in enumerate(zip(sources, caches, strict=True))]
-        conditions.append(caches_condition(keyed))
+        conditions.append(refused.condition if refused else caches_condition(keyed))
         if request.ref.group != LEGACY:
             fields["modelCaches"] = {
-                key: self._resolved(c, s) for (key, c), s in zip(keyed, sources, strict=True)
+                key: self._resolved(c, s, refused=isinstance(f, RefusedCache))
+                for (key, c), s, f in zip(keyed, sources, found_caches, strict=True)
             }
         await request.reporter.report(request.ref, obj, conditions, fields)
+        if refused is not None and refused.forbidden:  # permissions (a quota) may change: retry
+            return Result(requeue_after=JOB_RETRY.delay(1, jitter=jitter_key(obj)))
         return None
 
     # -- template and sources --------------------------------------------------------------------
@@ -265,7 +289,10 @@ class TemplateCacheReconciler:
         template: Mapping[str, Any],
         source: Mapping[str, Any],
         index: int,
-    ) -> Obj | None:
+    ) -> Obj | RefusedCache | None:
+        """The model cache for ``source``: the best compatible one, or ``None`` when one was just
+        created, or the condition saying the API server refused to create it (for its content:
+        not sent again until the template cache or its template changes)."""
         tc = request.obj
         spec = tc.get("spec") or {}
         kind = by_kind(request.ref.group, "AIMModelCache")
@@ -305,7 +332,16 @@ class TemplateCacheReconciler:
         body = self._cache_body(
             request, kind, template_ref, template, source, index, name, env, klass, dedicated
         )
-        created = await self.kube.apply(kind, body)
+        if (known := self.children.refused_before(kind, body)) is not None:
+            return RefusedCache.of(kind, body, known)
+        written = await self.children.write(request, kind, body)
+        if isinstance(written, Refusal):
+            refused = RefusedCache.of(kind, body, written)
+            said = refused.condition
+            await request.reporter.decide(
+                request.ref, tc, "create-model-cache-failed", said.reason, said.message
+            )
+            return refused
         await request.reporter.decide(
             request.ref,
             tc,
@@ -313,6 +349,7 @@ class TemplateCacheReconciler:
             "CreatingCaches",
             f"model cache {name} for {uri} ({'dedicated' if dedicated else 'shared'})",
         )
+        created = written.obj or {}
         return None if not created.get("status") else created
 
     async def _promote(self, request: Request, kind: KindRef, cache: Mapping[str, Any]) -> None:
@@ -387,9 +424,12 @@ class TemplateCacheReconciler:
         return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": body_spec}
 
     @staticmethod
-    def _resolved(cache: Mapping[str, Any] | None, source: Mapping[str, Any]) -> Obj:
+    def _resolved(
+        cache: Mapping[str, Any] | None, source: Mapping[str, Any], *, refused: bool = False
+    ) -> Obj:
         model = plan.model_id({**source, **((cache or {}).get("spec") or {})})
-        entry: Obj = {"model": model, "mountPoint": plan.mount_path(model), "status": "Pending"}
+        state = "Failed" if refused else "Pending"  # refused: the API server will not create it
+        entry: Obj = {"model": model, "mountPoint": plan.mount_path(model), "status": state}
         if cache is not None:
             meta = cache["metadata"]
             entry.update(name=meta["name"], uid=meta["uid"], status=cache_status(cache))

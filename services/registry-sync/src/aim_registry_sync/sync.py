@@ -54,9 +54,10 @@ from aimcore.domain.oci import (
     credentials_from_secrets,
 )
 from aimcore.runtime.composer import rfc3339
-from aimcore.runtime.informer import Informer
-from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtime.refusals import Refusal
+from aimcore.runtime.writes import Children, How
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +226,7 @@ class SourceReconciler:
         self.clock = clock
         self.client_factory = client_factory
         self.memo: dict[str, _Memo] = {}
+        self.children = Children(kube)  # creates the models; keeps those refused
 
     async def reconcile(self, request: Request) -> Result | None:
         source = request.resource
@@ -277,7 +279,7 @@ class SourceReconciler:
             return await self._failed(request, fp, memo, every, everything, len(existing))
 
         the_plan = plan(listing.matched, existing_images, len(existing), spec.max_models)
-        outcome = await self._create(the_plan, source_label, secrets, request.informer)
+        outcome = await self._create(request, the_plan, source_label, secrets)
         await self._synced(request, listing, the_plan, outcome, len(existing), every=every)
 
         ok = not listing.errors and not outcome.errors
@@ -306,7 +308,7 @@ class SourceReconciler:
             raise SyncFailed(INVALID_PULL_SECRET, str(exc), transient=True) from None
 
     async def _create(
-        self, the_plan: Plan, source_label: str, secrets: Sequence[str], informer: Informer
+        self, request: Request, the_plan: Plan, source_label: str, secrets: Sequence[str]
     ) -> Created:
         """Create the planned models whose name no model holds. A name held by one of ours (its
         image spelled otherwise) is ``adopted``; by anything else (another source's, a user's),
@@ -316,24 +318,25 @@ class SourceReconciler:
         same way."""
         out = Created()
         for image in the_plan.create:
-            held = informer.get(AIMCLUSTERMODEL, None, image.model_name)
+            held = request.informer.get(AIMCLUSTERMODEL, None, image.model_name)
             if held is not None:
                 ours = ((held.get("metadata") or {}).get("labels") or {}).get(SOURCE_LABEL) == source_label
                 (out.present if ours else out.foreign).append(image)  # ours: counted among existing
                 continue
-            try:
-                await self.kube.create(AIMCLUSTERMODEL, model_body(image, source_label, secrets))
+            # (a server error or a conflict other than "already there" raises: the runtime retries
+            # the whole reconcile with backoff)
+            written = await self.children.write(
+                request, AIMCLUSTERMODEL, model_body(image, source_label, secrets), how=How.CREATE
+            )
+            if isinstance(written, Refusal):
+                out.errors.append(f"{image.uri}: {written.describe()}")
+            elif written.created:
                 out.created.append(image)
-            except ApiException as exc:
-                if exc.status == 409:
-                    current = await self.kube.get(AIMCLUSTERMODEL, None, image.model_name)
-                    labels = ((current or {}).get("metadata") or {}).get("labels") or {}
-                    ours = labels.get(SOURCE_LABEL) == source_label
-                    (out.adopted if ours else out.foreign).append(image)
-                    continue
-                if exc.status is not None and exc.status >= 500:
-                    raise  # transient: the runtime retries the whole reconcile with backoff
-                out.errors.append(f"{image.uri}: HTTP {exc.status} {exc.reason}")
+            else:
+                current = await self.kube.get(AIMCLUSTERMODEL, None, image.model_name)
+                labels = ((current or {}).get("metadata") or {}).get("labels") or {}
+                ours = labels.get(SOURCE_LABEL) == source_label
+                (out.adopted if ours else out.foreign).append(image)
         return out
 
     # -- reports -------------------------------------------------------------------------------

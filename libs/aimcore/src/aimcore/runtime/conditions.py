@@ -13,7 +13,7 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import KindRef
 from aimcore.runtime.refusals import Refusal
 
-__all__ = ["condition", "refused_condition", "refused_reason"]
+__all__ = ["condition", "refused_condition", "refused_message", "refused_reason"]
 
 
 def condition(type_: str, ok: bool, reason: str, message: str = "") -> ConditionReport:
@@ -31,7 +31,14 @@ def refused_condition(
 ) -> ConditionReport:
     """The step's condition when the API server refused its child (:func:`refused_reason`), with
     the server's message and whether it refused to create or to update ``body``."""
+    return condition(
+        type_, False, refused_reason(child, found), refused_message(kind, body, found, update=update)
+    )
+
+
+def refused_message(kind: KindRef, body: Mapping[str, Any], found: Refusal, *, update: bool) -> str:
+    """What :func:`refused_condition` says: the child, whether it was a create or an update, and
+    the API server's message (for a reconciler whose status is not made of conditions)."""
     verb = "update" if update else "create"
     name = (body.get("metadata") or {}).get("name")
-    message = f"the API server refused to {verb} {kind.kind} {name}: {found.describe()}"
-    return condition(type_, False, refused_reason(child, found), message)
+    return f"the API server refused to {verb} {kind.kind} {name}: {found.describe()}"

@@ -62,9 +62,12 @@ from aimcore.api.types import Obj
 from aimcore.domain import jobs
 from aimcore.runtime.children import owned_by
 from aimcore.runtime.composer import rfc3339
+from aimcore.runtime.conditions import refused_message, refused_reason
 from aimcore.runtime.informer import Informer
 from aimcore.runtime.kube import ApiException, Kube, describe_error
 from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtime.refusals import Refusal
+from aimcore.runtime.writes import Children, How
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +137,7 @@ class LLMKubeModelReconciler:
         self._revalidated: OrderedDict[str, float] = OrderedDict()  # uid → last conclusive probe
         self._policy_failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # uid → (n, when)
         self.logs = JobLogs(kube)
+        self.children = Children(kube)  # writes the verify Jobs; keeps those refused
         self._headers: OrderedDict[str, tuple[tuple[int, int], dict[str, Any] | None]] = OrderedDict()
 
     # -- the reconcile ---------------------------------------------------------------------------
@@ -329,7 +333,16 @@ class LLMKubeModelReconciler:
             known=known,
             image=self.settings.verify_image,
         )
-        await self.kube.create_if_absent(JOB, body, request.namespace)
+        # one already there was made by an earlier run whose event has not reached the cache yet;
+        # not recorded: the Job is read back from the cache
+        written = await self.children.write(request, JOB, body, how=How.CREATE, record=False)
+        if isinstance(written, Refusal):
+            reason = refused_reason("VerifyJob", written)
+            message = refused_message(JOB, body, written, update=False)
+            retry = self._backoff(attempt, reason, request.obj) if written.forbidden else None
+            failure = state.Failure(reason, message, retry)
+            await self._report(request, _with(obs, failure=failure), ("verify-failed", reason, message))
+            return None if retry is None else Result(requeue_after=retry)
         name = body["metadata"]["name"]
         what = "re-verifies" if known is not None else "verifies"
         summary = f"verify Job {name} {what} {PVC_MOUNT}/{source.path} (attempt {attempt})"

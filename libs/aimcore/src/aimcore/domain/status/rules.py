@@ -182,7 +182,17 @@ REASON_STATES: Mapping[str, State] = {
     "TemplateNameConflict": State.FAILED,
     **{
         f"{child}Create{how}": State.FAILED
-        for child in ("Template", "Model", "Cache", "InferenceService", "HTTPRoute")
+        for child in (
+            "Template",
+            "Model",
+            "Cache",
+            "InferenceService",
+            "HTTPRoute",
+            "ModelCache",  # a template cache's model cache
+            "Pvc",  # a model cache's PVC
+            "DownloadJob",  # a model cache's download Job
+            "VerifyJob",  # an LLMKube Model's verify Job
+        )
         for how in ("Rejected", "Forbidden")
     },
     # the outbound address policy refused the spec's host (or its redirect / token realm), or a
