@@ -20,6 +20,7 @@ from aim_deployer.selection import (
     template_traits,
 )
 from aimcore.api.kinds import by_kind
+from tests.helpers import as_overrides
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
@@ -91,7 +92,7 @@ def select(
     gpus: tuple[str, ...] = ALL_GPUS,
 ) -> Selection:
     return select_template(
-        candidates, overrides=overrides, allow_unoptimized=allow_unoptimized, cluster_gpus=gpus
+        candidates, overrides=as_overrides(overrides), allow_unoptimized=allow_unoptimized, cluster_gpus=gpus
     )
 
 
@@ -225,9 +226,9 @@ def test_one_unoptimized_message_is_singular() -> None:
 @pytest.mark.parametrize(
     ("overrides", "matches"),
     [
-        ({"metric": "LATENCY"}, True),
+        ({"metric": "latency"}, True),
         ({"metric": "throughput"}, False),
-        ({"precision": "FP8"}, True),
+        ({"precision": "fp8"}, True),
         ({"precision": "fp16"}, False),
         ({"gpu": {"model": "instinct-mi300x"}}, True),
         ({"gpu": {"model": "MI325X"}}, False),
@@ -242,21 +243,21 @@ def test_one_unoptimized_message_is_singular() -> None:
 )
 def test_overrides_match(overrides: dict[str, Any] | None, matches: bool) -> None:
     traits = Traits("optimized", "latency", "fp8", "MI300X", 2)
-    assert overrides_match(traits, overrides) is matches
+    assert overrides_match(traits, as_overrides(overrides)) is matches
 
 
 def test_gpu_overrides_do_not_match_a_template_without_that_gpu() -> None:
     """The original let a CPU template (or one for any GPU) satisfy a GPU override, and the
     service ran without the GPUs asked for; here the override makes a derived template."""
     cpu = Traits("optimized", "latency", "fp8", None, 0)
-    assert not overrides_match(cpu, {"gpu": {"model": "MI300X", "requests": 4}})
-    assert not overrides_match(cpu, {"gpu": {"requests": 1}})
-    assert not overrides_match(cpu, {"gpuSelector": {"model": "MI300X"}})
+    assert not overrides_match(cpu, as_overrides({"gpu": {"model": "MI300X", "requests": 4}}))
+    assert not overrides_match(cpu, as_overrides({"gpu": {"requests": 1}}))
+    assert not overrides_match(cpu, as_overrides({"gpuSelector": {"model": "MI300X"}}))
     any_gpu = Traits("optimized", "latency", "fp8", None, 2)
-    assert not overrides_match(any_gpu, {"gpu": {"model": "MI300X"}})
-    assert overrides_match(any_gpu, {"gpu": {"requests": 2}})
-    assert overrides_match(cpu, {"metric": "latency"})
-    assert not overrides_match(Traits("optimized", None, None, None, 0), {"metric": "latency"})
+    assert not overrides_match(any_gpu, as_overrides({"gpu": {"model": "MI300X"}}))
+    assert overrides_match(any_gpu, as_overrides({"gpu": {"requests": 2}}))
+    assert overrides_match(cpu, as_overrides({"metric": "latency"}))
+    assert not overrides_match(Traits("optimized", None, None, None, 0), as_overrides({"metric": "latency"}))
 
 
 def test_gpu_override_mismatch_says_none() -> None:

@@ -14,8 +14,9 @@ from pydantic import ValidationError
 
 from aim_deployer import inference
 from aim_deployer.inference import Inputs
+from aim_deployer.overrides import overrides_of
 from aim_deployer.service_view import ServiceView
-from aim_deployer.templates import derived_spec, derived_template_name, overrides_of
+from aim_deployer.templates import derived_spec, derived_template_name
 from aim_discovery.template_status import hardware_summary, resolved_hardware
 from aimcore.api import hardware
 from aimcore.api.crds import aim
@@ -23,6 +24,7 @@ from aimcore.api.kinds import by_kind
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import Template
 from aimcore.domain.views import GPURequirement, TemplateView
+from tests.helpers import as_overrides
 
 Obj = dict[str, Any]
 AIM = "aim.eai.amd.com"
@@ -227,7 +229,7 @@ def test_cpu_only_released_template_gets_its_cpu() -> None:
 
 def test_derived_template_of_a_released_base_is_written_the_seed_way() -> None:
     base = {"spec": {"modelName": "m", "hardware": {"gpu": GPU, "cpu": {"requests": "8"}}}}
-    spec = derived_spec(AIM, base_template(AIM, base), {"gpu": {"requests": 4}}, "m")
+    spec = derived_spec(AIM, base_template(AIM, base), as_overrides({"gpu": {"requests": 4}}), "m")
     assert "hardware" not in spec
     assert spec["gpu"] == {"model": "MI300X", "requests": 4}
     assert spec["resources"] == {"requests": {"cpu": "8"}}
@@ -291,9 +293,10 @@ def _service(**spec: Any) -> Obj:
 
 
 def test_released_gpu_overrides_name_and_build_the_same_derived_template() -> None:
-    released = overrides_of({"metric": "latency", "hardware": {"gpu": GPU}})
-    seed = overrides_of({"metric": "latency", "gpu": GPU})
-    assert released == seed == {"metric": "latency", "gpu": GPU}
+    released = as_overrides({"metric": "latency", "hardware": {"gpu": GPU}})
+    seed = as_overrides({"metric": "latency", "gpu": GPU})
+    assert released is not None and seed is not None
+    assert released.as_written == seed.as_written == {"metric": "latency", "gpu": GPU}
     assert released is not None and seed is not None
     assert derived_template_name("base", released) == derived_template_name("base", seed)
     base = {"spec": {"modelName": "m", "gpu": {"model": "MI300X", "requests": 1}}}

@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aim_deployer.overrides import Overrides
 from aimcore.api.types import Obj
 from aimcore.domain.families.templates import Template
 from aimcore.domain.gpu import GPU_RESOURCE, normalize_model
@@ -128,10 +129,6 @@ class Traits:
 # --- reading templates and overrides ----------------------------------------------------------------
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _text(value: Any) -> str | None:
     if value is None or isinstance(value, Mapping | list):
         return None
@@ -203,30 +200,20 @@ class _Wanted:
         return ", ".join(parts)
 
 
-def _wanted(overrides: Mapping[str, Any] | None) -> _Wanted:
-    """``spec.overrides`` of either group: ``gpu {model, requests}`` or legacy ``gpuSelector
-    {model, count}``."""
-    o = _mapping(overrides)
-    gpu = _mapping(o.get("gpu"))
-    selector = _mapping(o.get("gpuSelector"))
+def _wanted(overrides: Overrides | None) -> _Wanted:
+    """What ``spec.overrides`` asks for, normalised for comparing with templates' traits."""
+    if overrides is None:
+        return _Wanted(None, None, None, None)
     return _Wanted(
-        metric=_lower(o.get("metric")),
-        precision=_lower(o.get("precision")),
-        gpu_model=_gpu_name(gpu.get("model")) or _gpu_name(selector.get("model")),
-        gpu_count=_requested(gpu.get("requests"), selector.get("count")),
-        gpu_resource=_text(gpu.get("resourceName")),
+        metric=_lower(overrides.metric),
+        precision=_lower(overrides.precision),
+        gpu_model=_gpu_name(overrides.gpu_model),
+        gpu_count=None if overrides.gpu_count is None else max(overrides.gpu_count, 0),
+        gpu_resource=_text(overrides.gpu_resource),
     )
 
 
-def _requested(*values: Any) -> int | None:
-    """The first GPU count an override sets (``0`` included: "GPU nodes, no GPU resources")."""
-    for value in values:
-        if value is not None:
-            return _count(value)
-    return None
-
-
-def overrides_match(traits: Traits, overrides: Mapping[str, Any] | None) -> bool:
+def overrides_match(traits: Traits, overrides: Overrides | None) -> bool:
     """Whether a template with ``traits`` satisfies the service's ``spec.overrides``: metric,
     precision, GPU model and GPU count equal (case-insensitive; a template without the value does
     not match). No overrides match everything.
@@ -314,7 +301,7 @@ def _plural(n: int, one: str, many: str) -> str:
 def select_template(
     candidates: Sequence[Candidate],
     *,
-    overrides: Mapping[str, Any] | None,
+    overrides: Overrides | None,
     allow_unoptimized: bool,
     cluster_gpus: Collection[str],
 ) -> Selection:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aim_deployer.overrides import Overrides
 from aimcore.api.crds import aim, silogen
 from aimcore.api.crds.aim import AIMCachingMode
 from aimcore.api.crds.base import EnvVar, LocalObjectReference, Resource
@@ -154,10 +155,9 @@ class ServiceView(Object[AnyService]):
         return with_cpu(spec.resources, hardware.cpu if hardware is not None else None)
 
     @property
-    def wire_overrides(self) -> Obj | None:
-        """``spec.overrides`` as written (hashed into a derived template's name, copied into it)."""
-        overrides = self.spec.overrides
-        return written(overrides) if overrides is not None else None
+    def overrides(self) -> Overrides | None:
+        """What ``spec.overrides`` asks of the template (``None``: nothing is overridden)."""
+        return Overrides.of(self.spec.overrides)
 
     @property
     def wire_custom(self) -> Obj:

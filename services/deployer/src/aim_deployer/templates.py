@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL
+from aim_deployer.overrides import Overrides
 from aim_deployer.selection import (
     Selection,
     Verdict,
@@ -37,7 +38,6 @@ from aimcore.api.types import Obj
 from aimcore.domain.families.base import written
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import Template, template_kinds
-from aimcore.domain.gpu import GPU_RESOURCE
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.status.rules import dependency_message
 from aimcore.domain.views import AIM, ORIGIN_LABEL
@@ -77,27 +77,6 @@ class TemplatePlan:
     verdicts: tuple[Verdict, ...] = field(default_factory=tuple)
 
 
-def overrides_of(raw: Mapping[str, Any] | None) -> Obj | None:
-    """A service's ``spec.overrides`` (:attr:`ServiceView.wire_overrides`) with its empty values
-    dropped; ``None`` when nothing is overridden. Read as written: the overrides are hashed into
-    the derived template's name and copied into its spec. ``gpu.requests: 0`` is kept: it asks
-    for GPU nodes without GPU resources (the original dropped it, and the service got the
-    template's GPUs). The released original's ``hardware.gpu`` is read as ``gpu``
-    (:func:`aimcore.api.hardware.seed_overrides`; its ``hardware.cpu`` goes to the
-    InferenceService, not into a derived template)."""
-    if not raw:
-        return None
-    out: Obj = {}
-    for key, value in hardware.seed_overrides(raw).items():
-        if isinstance(value, Mapping):
-            inner = {k: v for k, v in value.items() if v is not None and v != ""}
-            if inner:
-                out[key] = inner
-        elif value not in (None, ""):
-            out[key] = value
-    return out or None
-
-
 def find_named(informer: Informer, group: str, namespace: str | None, name: str) -> Template | None:
     """The template of that name: the namespace's first, then the cluster's."""
     for kind in template_kinds(group):
@@ -135,31 +114,11 @@ def _use(template: Template, why: str, **extra: Any) -> TemplatePlan:
 # -- derived templates --------------------------------------------------------------------------
 
 
-def _gpu(overrides: Mapping[str, Any]) -> tuple[str, int | None]:
-    """The GPU model (``""``: none) and count (``None``: not overridden) of the overrides."""
-    gpu = overrides.get("gpu") or overrides.get("gpuSelector") or {}
-    model = str(gpu.get("model") or "") if isinstance(gpu, Mapping) else ""
-    count = gpu.get("requests", gpu.get("count")) if isinstance(gpu, Mapping) else None
-    return model, None if count is None else int(count)
-
-
-def describe_overrides(overrides: Mapping[str, Any]) -> str:
-    """``metric=throughput, gpu.requests=2`` (sorted, nested keys dotted)."""
-    parts = []
-    for key, value in sorted(overrides.items()):
-        if isinstance(value, Mapping):
-            parts += [f"{key}.{k}={v}" for k, v in sorted(value.items())]
-        else:
-            parts.append(f"{key}={value}")
-    return ", ".join(parts)
-
-
-def derived_template_name(base: str, overrides: Mapping[str, Any]) -> str:
+def derived_template_name(base: str, overrides: Overrides) -> str:
     """The original's name for an override template (reference §1.4); ``gpu.requests: 0``, which
     the original ignored, adds a ``0gpu`` part (its hash inputs are those of no count)."""
-    model, count = _gpu(overrides)
-    precision = str(overrides.get("precision") or "")
-    metric = str(overrides.get("metric") or "")
+    model, count = overrides.gpu_model or "", overrides.gpu_count
+    precision, metric = overrides.precision or "", overrides.metric or ""
     parts = [base, "ovr"]
     if model:
         parts.append(model.lower())
@@ -167,20 +126,12 @@ def derived_template_name(base: str, overrides: Mapping[str, Any]) -> str:
         parts.append(f"{count}gpu")
     parts += [p for p in (precision, metric) if p]
     inputs: list[Any] = ["gpu", model, "count", count or 0, "precision", precision, "metric", metric]
-    resource = _resource(overrides)
-    if resource:  # not in the original's name: only a non-default resource changes the hash
+    if resource := overrides.custom_resource:  # not in the original's name: only a non-default one hashes
         inputs += ["resourceName", resource]
     return derived_name(parts, inputs, hash_length=4)
 
 
-def _resource(overrides: Mapping[str, Any]) -> str | None:
-    """``gpu.resourceName`` when it is not the default (the API server fills the default in)."""
-    gpu = overrides.get("gpu")
-    name = gpu.get("resourceName") if isinstance(gpu, Mapping) else None
-    return str(name) if name and name != GPU_RESOURCE else None
-
-
-def derived_spec(group: str, base: Template, overrides: Mapping[str, Any], model_name: str) -> Obj:
+def derived_spec(group: str, base: Template, overrides: Overrides, model_name: str) -> Obj:
     """The base template's spec (as written) with the overrides applied (a discovered profile id
     no longer fits). A base written with the released ``spec.hardware`` is copied in the seed's
     spelling (``gpu``, ``resources``), so the overridden GPU cannot disagree with a
@@ -190,10 +141,11 @@ def derived_spec(group: str, base: Template, overrides: Mapping[str, Any], model
         for k, v in hardware.seed_shape(written(base.resource.spec)).items()
         if k not in ("profileId", "type", "caching")
     }
-    for key in ("metric", "precision"):
-        if overrides.get(key):
-            spec[key] = overrides[key]
-    model, count = _gpu(overrides)
+    if overrides.metric:
+        spec["metric"] = overrides.metric
+    if overrides.precision:
+        spec["precision"] = overrides.precision
+    model, count = overrides.gpu_model, overrides.gpu_count
     if group == AIM:
         spec["modelName"] = model_name
         gpu = dict(spec.get("gpu") or {})
@@ -201,7 +153,7 @@ def derived_spec(group: str, base: Template, overrides: Mapping[str, Any], model
             gpu["model"] = model
         if count is not None:
             gpu["requests"] = count
-        if resource := _resource(overrides):
+        if resource := overrides.custom_resource:
             gpu["resourceName"] = resource
         if gpu:
             spec["gpu"] = gpu
@@ -224,15 +176,15 @@ class Ask:
     informer: Informer
     service: ServiceView
     model_name: str
-    overrides: Obj | None
+    overrides: Overrides | None
 
 
-def plan_derived(ask: Ask, base: Template, overrides: Mapping[str, Any]) -> TemplatePlan:
+def plan_derived(ask: Ask, base: Template, overrides: Overrides) -> TemplatePlan:
     informer, service, model_name = ask.informer, ask.service, ask.model_name
     ref, namespace = service.ref, service.namespace
     kind = by_kind(ref.group, "AIMServiceTemplate")
     name = derived_template_name(base.name, overrides)
-    why = f"derived from {base.label} with overrides {describe_overrides(overrides)}:"
+    why = f"derived from {base.label} with overrides {overrides.describe()}:"
     existing = Template.get(informer, kind, namespace, name)
     if existing is not None and not existing.deleting:
         plan = _use(existing, why)
@@ -273,15 +225,12 @@ def _with_overrides(ask: Ask, base: Template, why: str, **extra: Any) -> Templat
     return _use(base, why, **extra)
 
 
-def _gpu_override_not_applicable(plan: TemplatePlan, overrides: Mapping[str, Any] | None) -> TemplatePlan:
+def _gpu_override_not_applicable(plan: TemplatePlan, overrides: Overrides | None) -> TemplatePlan:
     """``gpu.requests: 0`` asks for the GPU nodes of the template's
     GPU without consuming GPUs. On a template that names no GPU model (a CPU template) there are
     no such nodes to choose, and the override was dropped without a word (issue 24): say so
     instead of deploying, unless the override names the GPU model itself."""
-    if not overrides:
-        return plan
-    model, count = _gpu(overrides)
-    if count != 0 or model:
+    if overrides is None or overrides.gpu_count != 0 or overrides.gpu_model:
         return plan
     if plan.template is not None:
         kind, name = plan.template.ref, plan.template.name
@@ -290,15 +239,15 @@ def _gpu_override_not_applicable(plan: TemplatePlan, overrides: Mapping[str, Any
         kind, body = plan.create
         name = body["metadata"]["name"]
         spec = body["spec"]
-        gpu = spec.get("gpu") if kind.group == AIM else spec.get("gpuSelector")
+        gpu = spec.get("gpu")  # the body being written (the current group's spelling)
         named = str(gpu.get("model") or "") if isinstance(gpu, Mapping) else ""
     else:
         return plan
     if named:
         return plan
-    field = "overrides.gpu.requests" if kind.group == AIM else "overrides.gpuSelector.count"  # (min 1)
+    # (the legacy group's gpuSelector.count is at least 1: only the current group asks for 0)
     message = (
-        f"{field}: 0 asks for GPU nodes without GPU resources, but {kind.kind} "
+        f"overrides.gpu.requests: 0 asks for GPU nodes without GPU resources, but {kind.kind} "
         f"{name} names no GPU model (it runs on CPU), so there are no GPU nodes "
         "to choose: set the GPU model in the override (e.g. gpu.model: MI300X) to run on those "
         "nodes, or remove the GPU override to run on CPU"
@@ -310,14 +259,14 @@ def resolve_template(
     informer: Informer, service: ServiceView, model: Model, cluster_gpus: Collection[str]
 ) -> TemplatePlan:
     plan = _resolve_template(informer, service, model, cluster_gpus)
-    return _gpu_override_not_applicable(plan, overrides_of(service.wire_overrides))
+    return _gpu_override_not_applicable(plan, service.overrides)
 
 
 def _resolve_template(
     informer: Informer, service: ServiceView, model: Model, cluster_gpus: Collection[str]
 ) -> TemplatePlan:
     ref, namespace = service.ref, service.namespace
-    overrides = overrides_of(service.wire_overrides)
+    overrides = service.overrides
     ask = Ask(informer, service, model.name, overrides)
 
     name = service.template_name
