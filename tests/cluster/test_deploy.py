@@ -8,6 +8,7 @@ the Dockerfile agree with the services' console scripts."""
 from __future__ import annotations
 
 import copy
+import fnmatch
 import os
 import re
 import subprocess
@@ -25,6 +26,7 @@ from aimcore.api.bus import auth
 from aimcore.api.kinds import NAMESPACE
 from aimcore.runtime.kube import ApiException, Kube
 from aimctl import bus as cli_bus
+from aimctl import bus_tls
 from tests import helpers
 
 REPO = Path(__file__).resolve().parents[2]
@@ -526,7 +528,25 @@ def test_bus_cluster_component(base: list[Obj], tmp_path: Path) -> None:
     headless = of_kind(rendered, "Service")[sts["spec"]["serviceName"]]
     assert {"name": "cluster", "port": port, "targetPort": "cluster"} in headless["spec"]["ports"]
     routes = re.findall(r"nats://(\S+)", config)
-    assert routes == [f"aim-nats-{i}.{headless['metadata']['name']}:{port}" for i in range(replicas)]
+    names = [
+        f"aim-nats-{i}.{headless['metadata']['name']}.{sts['metadata']['namespace']}.svc"
+        for i in range(replicas)
+    ]
+    assert routes == [f"{name}:{port}" for name in names]
+    # the routes speak TLS and verify each other (bus-cluster-tls) with the bus certificate, whose
+    # names cover the pods' route names
+    (route_tls,) = re.findall(r"^  tls \{\n(.*?)^  \}", config, re.MULTILINE | re.DOTALL)
+    assert re.search(r"^\s*verify: true$", route_tls, re.MULTILINE), route_tls
+    files = dict(re.findall(r'^\s*(\w+_file): "([^"]+)"$', route_tls, re.MULTILINE))
+    tls_mount = {m["name"]: m["mountPath"] for m in nats["volumeMounts"]}["tls"]
+    assert files == {
+        k: f"{tls_mount}/{v}"
+        for k, v in (("cert_file", "tls.crt"), ("key_file", "tls.key"), ("ca_file", "ca.crt"))
+    }
+    assert volumes["tls"]["secret"]["secretName"] == bus_tls.TLS_SECRET
+    assert all(
+        any(fnmatch.fnmatch(n, h) for h in bus_tls.default_hosts(sts["metadata"]["namespace"])) for n in names
+    )
     pdb = of_kind(rendered, "PodDisruptionBudget")["aim-nats"]["spec"]
     assert pdb["maxUnavailable"] == 1 < replicas / 2  # the majority stays
     assert pdb["selector"]["matchLabels"].items() <= labels.items()
@@ -551,7 +571,11 @@ def test_bus_cluster_component(base: list[Obj], tmp_path: Path) -> None:
     credentials = auth.Credentials(tmp_path / "creds")
     credentials.write_accepted(etc / "nats-keys", credentials.ensure())
     (etc / "nats-cluster").mkdir()
-    (etc / "nats-cluster" / "nats.conf").write_text(config)
+    made = bus_tls.BusTls.new("aim-system", bus_tls.default_hosts("aim-system"))
+    (etc / "nats-tls").mkdir()
+    for name, text in (("tls.crt", made.server_cert), ("tls.key", made.server_key), ("ca.crt", made.bundle)):
+        (etc / "nats-tls" / name).write_text(text)
+    (etc / "nats-cluster" / "nats.conf").write_text(config.replace(f"{tls_mount}/", f"{etc}/nats-tls/"))
     checked = subprocess.run(
         [binaries.find("nats-server"), "-t", "-c", str(etc / "nats-cluster" / "nats.conf")],
         env={**os.environ, "POD_NAME": "aim-nats-0"},

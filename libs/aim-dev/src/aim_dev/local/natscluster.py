@@ -15,6 +15,7 @@ from pathlib import Path
 
 from aim_dev.local.natsserver import NatsServer
 from aim_dev.local.processes import free_port
+from aimcore.api.bus import auth
 from aimcore.runtime.bus import BusSettings
 
 CLUSTER_NAME = "aim-bus"
@@ -24,21 +25,32 @@ CLUSTER_NAME = "aim-bus"
 class NatsCluster:
     workdir: Path
     size: int = 3
+    tls: auth.Tls | None = None
+    """TLS for clients and, with each other's certificates verified, the routes (as the production
+    overlay's bus-cluster-tls component)."""
     nodes: list[NatsServer] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        route_ports = [free_port() for _ in range(self.size)]
-        routes = [f"nats://127.0.0.1:{p}" for p in route_ports]
-        for i, port in enumerate(route_ports):
-            cluster = {"name": CLUSTER_NAME, "listen": f"127.0.0.1:{port}", "routes": routes}
+        self.route_ports = [free_port() for _ in range(self.size)]
+        for i in range(self.size):
             self.nodes.append(
                 NatsServer(
                     self.workdir / f"node-{i}",
                     credentials_dir=self.workdir / "creds",
                     server_name=f"aim-nats-{i}",
-                    config_extra={"cluster": cluster},
+                    tls=self.tls,
+                    config_extra={"cluster": self.cluster_block(self.route_ports[i], self.tls)},
                 )
             )
+
+    def cluster_block(self, port: int, tls: auth.Tls | None) -> dict[str, object]:
+        """A node's ``cluster`` block: its route port, every node's route, and with ``tls`` the
+        routes' TLS (each node presents its certificate and verifies the other's)."""
+        routes = [f"nats://127.0.0.1:{p}" for p in self.route_ports]
+        block: dict[str, object] = {"name": CLUSTER_NAME, "listen": f"127.0.0.1:{port}", "routes": routes}
+        if tls is not None:
+            block["tls"] = auth.route_tls(tls)
+        return block
 
     @property
     def url(self) -> str:

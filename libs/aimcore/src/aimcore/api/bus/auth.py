@@ -422,6 +422,16 @@ class Tls:
     verify_clients: bool = False
 
 
+def route_tls(tls: Tls) -> dict[str, object]:
+    """The ``tls`` block of a cluster's routes: each server presents its certificate and verifies
+    the other's against the CA bundle (a route is a server joining the cluster: without this,
+    anything that reaches the route port joins it and reads every stream)."""
+    block: dict[str, object] = {"cert_file": tls.cert_file, "key_file": tls.key_file, "verify": True}
+    if tls.ca_file:
+        block["ca_file"] = tls.ca_file
+    return block
+
+
 def _keys_of(value: str | Sequence[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
