@@ -43,6 +43,7 @@ class Servers:
     realm: str = ""  # the Bearer realm the registry names
     basic: bool = False  # the registry asks for Basic credentials instead
     blob_location: str = ""  # where blob GETs are redirected
+    manifest: bytes = MANIFEST  # what the manifest GETs answer
     registry_log: list[tuple[str, str | None]] = field(default_factory=list)
     other_log: list[tuple[str, str | None]] = field(default_factory=list)  # (host + path, auth)
 
@@ -66,7 +67,7 @@ async def registry_servers() -> AsyncIterator[Servers]:
         state.registry_log.append((request.path, request.headers.get("Authorization")))
         if not authorized(request):
             return challenge()
-        return web.Response(body=MANIFEST, content_type="application/vnd.oci.image.manifest.v1+json")
+        return web.Response(body=state.manifest, content_type="application/vnd.oci.image.manifest.v1+json")
 
     async def blob(request: web.Request) -> web.Response:
         state.registry_log.append((request.path, request.headers.get("Authorization")))

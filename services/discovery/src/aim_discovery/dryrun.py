@@ -385,8 +385,10 @@ def _model_source(index: int, entry: Any) -> dict[str, Any]:
         raise DiscoveryOutputError(f"{where} has no name: {_quote(entry)}")
     if not isinstance(source, str) or not source:
         raise DiscoveryOutputError(f"{where} ({name}) has no source: {_quote(entry)}")
-    if not re.fullmatch(r"(hf|s3)://.*", source, re.DOTALL):
-        raise DiscoveryOutputError(f"{where}.source must be an hf:// or s3:// URI, got {_quote(source)}")
+    if not re.fullmatch(r"(hf|s3|oci)://.*", source, re.DOTALL):
+        raise DiscoveryOutputError(
+            f"{where}.source must be an hf://, s3:// or oci:// URI, got {_quote(source)}"
+        )
     if not re.fullmatch(SOURCE_URI_PATTERN, source):
         raise DiscoveryOutputError(f"{where}.source is not a valid URI: {_quote(source)}")
     if not re.fullmatch(MODEL_ID_PATTERN, name):

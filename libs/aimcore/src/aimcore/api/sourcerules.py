@@ -24,6 +24,7 @@ import re
 from typing import Annotated
 
 from aimcore.api.decoding import rule
+from aimcore.api.imageref import InvalidReference, parse_reference
 
 __all__ = [
     "ModelId",
@@ -62,11 +63,13 @@ def model_id_error(value: str) -> str | None:
 
 def source_uri_error(value: str) -> str | None:
     """``sourceUri``: ``hf://{org}/{model}[@revision]`` or ``s3://{bucket}[/{key prefix}]``,
-    without ``.``/``..`` path segments."""
+    without ``.``/``..`` path segments, or ``oci://{registry}/{repository}[:tag][@sha256:…]``."""
     if value.startswith("hf://"):
         return _hf_error(value)
     if value.startswith("s3://"):
         return _s3_error(value)
+    if value.startswith("oci://"):
+        return _oci_error(value)
     return None  # another scheme: the seed's pattern refuses it
 
 
@@ -106,6 +109,21 @@ def _s3_error(value: str) -> str | None:
             f"sourceUri {value!r}: the key prefix has a '.' or '..' segment, which would leave the "
             "model's directory when the files are written; name the prefix as it is stored"
         )
+    return None
+
+
+def _oci_error(value: str) -> str | None:
+    rest = value.removeprefix("oci://")
+    first = rest.split("/", 1)[0]
+    expected = "write oci://{registry}/{repository}:{tag} or oci://{registry}/{repository}@sha256:{digest}"
+    if "/" not in rest or not ("." in first or ":" in first or first == "localhost"):
+        return f"sourceUri {value!r} names no registry host; {expected}"
+    try:
+        ref = parse_reference(rest)
+    except InvalidReference as exc:
+        return f"sourceUri {value!r}: {exc.message}; {expected}"
+    if ref.digest is not None and not ref.digest.startswith("sha256:"):
+        return f"sourceUri {value!r}: only a sha256 digest can be verified; {expected}"
     return None
 
 

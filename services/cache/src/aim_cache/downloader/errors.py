@@ -17,9 +17,12 @@ SOURCE_UNREACHABLE = "SourceUnreachable"
 INVALID_SOURCE = "InvalidSource"
 DOWNLOAD_FAILED = "DownloadFailed"
 ADDRESS_NOT_ALLOWED = "AddressNotAllowed"  # the outbound address policy refused a connection
+UNSUPPORTED_MEDIA_TYPE = "UnsupportedMediaType"  # an oci:// artifact that is not a model's files
 
 # Failures a retry cannot fix: the user must change the spec or the credentials first.
-PERMANENT_REASONS = frozenset({AUTH_ERROR, SOURCE_NOT_FOUND, INVALID_SOURCE, ADDRESS_NOT_ALLOWED})
+PERMANENT_REASONS = frozenset(
+    {AUTH_ERROR, SOURCE_NOT_FOUND, INVALID_SOURCE, ADDRESS_NOT_ALLOWED, UNSUPPORTED_MEDIA_TYPE}
+)
 
 
 class DownloadError(AimError):

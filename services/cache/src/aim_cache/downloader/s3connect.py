@@ -22,33 +22,9 @@ from botocore.awsrequest import (
     AWSHTTPSConnection,
     AWSHTTPSConnectionPool,
 )
-from urllib3.exceptions import NameResolutionError
 
+from aim_cache.downloader.poolguard import guarded_new_conn as _new_conn
 from aimcore.domain.outbound import OutboundPolicy
-from aimcore.domain.outbound.connect import resolve
-
-
-def _new_conn(conn: Any, policy: OutboundPolicy, connect: Any) -> socket.socket:
-    host = conn._dns_host
-    try:
-        targets = resolve(host, conn.port, policy)
-    except socket.gaierror as exc:
-        raise NameResolutionError(conn.host, conn, exc) from exc
-    if targets is None:
-        sock: socket.socket = connect()
-        return sock
-    error: Exception | None = None
-    for target in targets:
-        conn._dns_host = target  # connect to the judged address; TLS still uses conn.host
-        try:
-            sock = connect()
-            return sock
-        except Exception as exc:  # urllib3 wraps socket errors; try the next address
-            error = exc
-        finally:
-            conn._dns_host = host
-    assert error is not None
-    raise error
 
 
 def guard_client(client: Any, policy: OutboundPolicy) -> None:

@@ -1,6 +1,7 @@
-"""What to download: parsing a model URI (``hf://``, ``s3://``, ``http(s)://``, a local path) and
-listing it as files with sizes, URLs and the digests the source vouches for. Every source becomes
-plain HTTP(S) URLs (S3 through presigned GETs) or local paths, so one transfer engine serves all.
+"""What to download: parsing a model URI (``hf://``, ``s3://``, ``oci://``, ``http(s)://``, a local
+path) and listing it as files with sizes, URLs and the digests the source vouches for. Every source
+becomes plain HTTP(S) URLs (S3 and OCI blobs with per-request credentials) or local paths, so one
+transfer engine serves all (``oci://``: :mod:`.ocisource`).
 
 Parsing and path validation are pure; the listing functions do network I/O (blocking client calls
 run in threads). Error messages never carry credentials or signed query strings.
@@ -130,7 +131,7 @@ class Listing:
 @dataclass(frozen=True)
 class ParsedSource:
     uri: str
-    scheme: str  # "hf" | "s3" | "http" | "https" | "file"
+    scheme: str  # "hf" | "s3" | "oci" | "http" | "https" | "file"
     repo_id: str | None = None
     revision: str | None = None
     bucket: str | None = None
@@ -166,6 +167,12 @@ def parse_source(uri: str) -> ParsedSource:
         return _parse_hf(uri)
     if lowered.startswith("s3://"):
         return _parse_s3(uri)
+    if lowered.startswith("oci://"):
+        from aim_cache.downloader.ocisource import parse_oci  # noqa: PLC0415 - oras, requests
+
+        uri = "oci://" + uri[len("oci://") :]
+        parse_oci(uri)
+        return ParsedSource(uri=uri, scheme="oci")
     if lowered.startswith(("http://", "https://")):
         parts = urlsplit(uri)
         if not parts.hostname:
@@ -179,7 +186,9 @@ def parse_source(uri: str) -> ParsedSource:
     if uri.startswith("/"):
         return _parse_local(uri, uri)
     if "://" in uri:
-        raise _invalid(uri, "unsupported scheme (expected hf://, s3://, http(s)://, file:// or /path)")
+        raise _invalid(
+            uri, "unsupported scheme (expected hf://, s3://, oci://, http(s)://, file:// or /path)"
+        )
     raise _invalid(uri, "expected hf://org/model[@revision], s3://bucket/prefix, a URL or an absolute path")
 
 
@@ -279,6 +288,10 @@ async def list_source(
         listing = await asyncio.to_thread(_list_hf, parsed, env, policy)
     elif parsed.scheme == "s3":
         listing = await asyncio.to_thread(_list_s3, parsed, env, policy)
+    elif parsed.scheme == "oci":
+        from aim_cache.downloader.ocisource import list_oci  # noqa: PLC0415 - oras, requests
+
+        listing = await asyncio.to_thread(list_oci, parsed, env, policy)
     elif parsed.scheme in ("http", "https"):
         listing = await asyncio.to_thread(_list_http, parsed, env, guard, policy)
     else:

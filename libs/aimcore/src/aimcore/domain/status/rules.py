@@ -172,6 +172,7 @@ REASON_STATES: Mapping[str, State] = {
     "ChecksumMismatch": State.FAILED,
     "DownloadStalled": State.FAILED,
     "InvalidSource": State.FAILED,
+    "UnsupportedMediaType": State.FAILED,
     "ProvisioningFailed": State.FAILED,
     # the API server refused a child the object writes (400/422: its content; 403: permission);
     # only a user or an administrator can change that (issue 15)

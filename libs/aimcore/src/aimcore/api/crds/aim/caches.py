@@ -221,7 +221,8 @@ class AIMModelCacheSpec(RuntimeConfigRef):
         json_schema_extra=immutable("sourceUri is immutable"),
         description=(
             "SourceURI specifies the source location of the model to download.\n"
-            "Supported protocols: hf:// (HuggingFace) and s3:// (S3-compatible storage).\n"
+            "Supported protocols: hf:// (HuggingFace) and s3:// (S3-compatible storage)\n"
+            "(and oci:// (OCI registry artifacts), this operator's extension).\n"
             "This field uniquely identifies the model cache and is immutable after creation.\n"
             "Example: hf://meta-llama/Llama-3-8B"
         ),
