@@ -180,6 +180,23 @@ def test_job_logs_in_the_cache_services_format_and_the_spec_cannot_change_it() -
     assert [e for e in env if e["name"] == "AIM_LOG_FORMAT"] == [{"name": "AIM_LOG_FORMAT", "value": "json"}]
 
 
+def test_an_oci_sources_job_gets_the_caches_pull_secrets() -> None:
+    secrets = [{"name": "regcred"}, {"name": "mirror"}]
+    oci = cache(sourceUri="oci://registry.example.com/models/tiny:q4", imagePullSecrets=secrets)
+    env = plan.job_body(MODEL_CACHE, oci, attempt=1, bus=None, stall_timeout=60)["spec"]["template"]["spec"][
+        "containers"
+    ][0]["env"]
+    pulled = [e for e in env if e["name"].startswith("AIM_OCI_PULL_SECRET_")]
+    assert pulled == [
+        {
+            "name": f"AIM_OCI_PULL_SECRET_{i}",
+            "valueFrom": {"secretKeyRef": {"name": n, "key": ".dockerconfigjson"}},
+        }
+        for i, n in enumerate(["regcred", "mirror"])
+    ]
+    assert plan.download_env(cache(imagePullSecrets=secrets)) == []  # hf://: the secrets pull images only
+
+
 def test_job_uses_kserves_convention_for_the_storage_initializer() -> None:
     obj = cache(modelDownloadImage="kserve/storage-initializer:v0.16.0")
     container = plan.job_body(MODEL_CACHE, obj, attempt=1, bus=None, stall_timeout=60)["spec"]["template"][

@@ -480,7 +480,7 @@ def test_size_quantity(size_gb: float, quantity: str) -> None:
         (json.dumps([element(models=["a/b"])]), "models[0] is not an object"),
         (
             json.dumps([element(models=[{"name": "a/b", "source": "https://hf.co/a/b"}])]),
-            "models[0].source must be an hf:// or s3:// URI",
+            "models[0].source must be an hf://, s3:// or oci:// URI",
         ),
         (
             json.dumps([element(models=[{"name": "a/b", "source": "hf://a/b c"}])]),

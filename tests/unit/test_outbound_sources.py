@@ -107,3 +107,11 @@ def test_secret_references_and_credentials_are_not_read_or_shown() -> None:
         [_source("s3://models/x", AWS_ENDPOINT_URL="http://user:hunter2@169.254.169.254/")], {}, STRICT
     )
     assert refused is not None and "hunter2" not in refused and "user" not in refused
+
+
+def test_an_oci_registry_written_as_a_refused_address_is_refused() -> None:
+    for uri in ("oci://169.254.169.254/models/x:v1", "oci://169.254.169.254:5000/models/x:v1"):
+        why = source_refusal([_source(uri)], {}, OutboundPolicy(allow_private=True))
+        assert why is not None and "the registry" in why and "169.254.169.254" in why
+    assert source_refusal([_source("oci://registry.example.com:5000/models/x:v1")], {}, STRICT) is None
+    assert source_refusal([_source("oci://8.8.8.8/models/x@sha256:" + "0" * 64)], {}, STRICT) is None

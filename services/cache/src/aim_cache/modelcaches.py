@@ -212,7 +212,7 @@ class ModelCacheReconciler:
                 return Result(requeue_after=due - now)
             attempt = run.attempt + 1
         try:
-            env = await resolve_env(self.kube, str(request.namespace), spec.get("env"))
+            env = await resolve_env(self.kube, str(request.namespace), plan.download_env(spec))
         except EnvReferenceMissing as exc:
             conditions.append(cond(SOURCE_READY, False, exc.reason, str(exc)))
             conditions.append(cond(DOWNLOAD_READY, False, exc.reason, str(exc)))
@@ -319,7 +319,7 @@ class ModelCacheReconciler:
             if wait > 0:
                 return Result(requeue_after=wait)
         try:
-            env = await resolve_env(self.kube, str(request.namespace), spec.get("env"))
+            env = await resolve_env(self.kube, str(request.namespace), plan.download_env(spec))
             size = await probe_size(str(spec["sourceUri"]), env, policy=self.settings.outbound)
         except (DownloadError, EnvReferenceMissing) as exc:
             reason = exc.reason

@@ -192,6 +192,23 @@ class JobBus:
         return [{"name": k, "value": v} for k, v in values.items() if v]
 
 
+def download_env(spec: Mapping[str, Any]) -> list[Any]:
+    """The model's env for its download: ``spec.env``, and for an ``oci://`` source each of
+    ``imagePullSecrets`` as ``AIM_OCI_PULL_SECRET_<n>`` (its ``.dockerconfigjson``: the registry
+    that holds the model is a container registry, and its pull secret the cluster's usual one)."""
+    env: list[Any] = [dict(e) for e in spec.get("env") or []]
+    if str(spec.get("sourceUri") or "").startswith("oci://"):
+        names = [s["name"] for s in spec.get("imagePullSecrets") or [] if s.get("name")]
+        env += [
+            {
+                "name": f"AIM_OCI_PULL_SECRET_{i}",
+                "valueFrom": {"secretKeyRef": {"name": name, "key": ".dockerconfigjson"}},
+            }
+            for i, name in enumerate(names)
+        ]
+    return env
+
+
 def job_body(
     ref: KindRef,
     cache: Mapping[str, Any],
@@ -214,7 +231,7 @@ def job_body(
     dest = mount_path(model)
     source = str(spec["sourceUri"])
     reserved = {*POLICY_ENV, "AIM_LOG_FORMAT"}
-    env: list[Any] = [dict(e) for e in spec.get("env") or [] if e.get("name") not in reserved]
+    env: list[Any] = [e for e in download_env(spec) if e.get("name") not in reserved]
     if uses_kserve_initializer(image):
         command: list[str] | None = None
         args = [source, dest]

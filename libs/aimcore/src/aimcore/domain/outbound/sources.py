@@ -1,16 +1,16 @@
 """The outbound address policy applied to the model sources a spec names, before anything connects.
-
 Why: the operator's own downloads judge every address they connect to (:mod:`.connect`), but a
-custom model's sources are also fetched where the operator does not connect: the inference
-container downloads them itself when the service is not cached. A source on the cloud metadata
-service (``s3://169.254.169.254/…``, ``AWS_ENDPOINT_URL=http://169.254.169.254``) therefore deployed
-without a word (issue 24). What can be judged from the spec alone is judged here, with the reason
-users see for every other refused address (``AddressNotAllowed``): an S3 bucket written as an
-address (any spelling :func:`~.policy.parse_address` reads), and the endpoints the spec's literal
-environment sets (``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL`` for ``s3://``, ``HF_ENDPOINT`` for
-``hf://``, as the downloader reads them). Host names are not resolved here (the pod that connects
-may see other addresses): they are judged when the operator connects, as before. Messages name the
-source, the variable and the host, never an endpoint URL (which may carry credentials).
+custom model's sources are also fetched where the operator does not connect: the inference container
+downloads them itself when the service is not cached. A source on the cloud metadata service
+(``s3://169.254.169.254/…``, ``AWS_ENDPOINT_URL=http://169.254.169.254``) therefore deployed without
+a word (issue 24). What can be judged from the spec alone is judged here, with the reason users see
+for every other refused address (``AddressNotAllowed``): an S3 bucket written as an address (any
+spelling :func:`~.policy.parse_address` reads), an ``oci://`` registry written as one, and the
+endpoints the spec's literal environment sets (``AWS_ENDPOINT_URL_S3``/ ``AWS_ENDPOINT_URL`` for
+``s3://``, ``HF_ENDPOINT`` for ``hf://``, as the downloader reads them). Host names are not resolved
+here (the pod that connects may see other addresses): they are judged when the operator connects, as
+before. Messages name the source, the variable and the host, never an endpoint URL (which may carry
+credentials).
 """
 
 from __future__ import annotations
@@ -56,13 +56,19 @@ def _check(uri: str, env: Mapping[str, str], policy: OutboundPolicy) -> str | No
             bucket = uri.removeprefix("s3://").partition("/")[0]
             if parse_address(bucket) is not None:
                 check_host(bucket, policy)
+        elif uri.startswith("oci://"):
+            registry = uri.removeprefix("oci://").partition("/")[0]
+            host = registry.rpartition(":")[0] if registry.count(":") == 1 else registry
+            if parse_address(host.strip("[]")) is not None:
+                check_host(host.strip("[]"), policy)
+                return None
         elif uri.startswith("hf://") and env.get(HF_ENDPOINT_VARIABLE, "").strip():
             try:
                 check_url(env[HF_ENDPOINT_VARIABLE].strip(), policy)
             except OutboundRefused as exc:
                 return f"{HF_ENDPOINT_VARIABLE}: {exc.message}"
     except OutboundRefused as exc:
-        return f"the bucket: {exc.message}"
+        return f"the {'registry' if uri.startswith('oci://') else 'bucket'}: {exc.message}"
     return None
 
 
