@@ -38,6 +38,9 @@ NOT_SETTINGS = {
     "AIM_METRIC",
     "AIM_MODEL_ID",
     "AIM_CACHE_PATH",
+    # a source's credentials the cache service puts in a download's environment (an oci:// source's
+    # pull secrets, numbered), read with the source's other variables (HF_TOKEN, AWS_*), not settings
+    "AIM_OCI_PULL_SECRET_",
     # variables of nats-server's configuration (each role's accepted keys), not the services'
     "AIM_NKEY_",
     # Python names, not variables
