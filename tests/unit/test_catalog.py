@@ -429,7 +429,8 @@ def test_custom_model_without_templates_gets_one_from_custom_hardware() -> None:
     assert planned.spec == {
         "modelName": "demo",
         "type": "unoptimized",
-        "gpu": {"requests": 2, "model": "MI300X"},
+        # the released original's shape (issue 28): spec.hardware, its CPU in spec.resources too
+        "hardware": {"gpu": {"requests": 2, "model": "MI300X"}, "cpu": {"requests": "4"}},
         "modelSources": SOURCES,
         "resources": {"requests": {"cpu": "4"}},
     }
@@ -466,7 +467,7 @@ def test_custom_template_name_and_hash_literal() -> None:
     assert planned.labels == {ALIAS_LABEL: "fast"}
     assert planned.spec["metric"] == "latency"
     assert planned.spec["precision"] == "fp8"
-    assert planned.spec["gpu"] == {"requests": 2, "model": "MI300X"}
+    assert planned.spec["hardware"] == {"gpu": {"requests": 2, "model": "MI300X"}}
 
 
 @pytest.mark.parametrize(
@@ -499,7 +500,7 @@ def test_custom_templates_on_an_image_model_are_additive_and_untyped() -> None:
     [planned] = custom_templates(view)
     assert "type" not in planned.spec
     assert "modelSources" not in planned.spec
-    assert planned.spec["gpu"] == {"requests": 1, "model": "MI300X"}
+    assert planned.spec["hardware"] == {"gpu": {"requests": 1, "model": "MI300X"}}
 
 
 def test_custom_template_hardware_merges_over_custom_hardware() -> None:
@@ -519,9 +520,9 @@ def test_custom_template_hardware_merges_over_custom_hardware() -> None:
         }
     )
     big, plain = custom_templates(view)
-    assert big.spec["gpu"] == {"requests": 8, "model": "MI300X", "resourceName": "amd.com/gpu"}
+    assert big.spec["hardware"]["gpu"] == {"requests": 8, "model": "MI300X", "resourceName": "amd.com/gpu"}
     assert big.spec["resources"] == {"requests": {"cpu": "2"}, "limits": {"cpu": "16"}}
-    assert plain.spec["gpu"] == {"requests": 1, "model": "MI300X", "resourceName": "amd.com/gpu"}
+    assert plain.spec["hardware"]["gpu"] == {"requests": 1, "model": "MI300X", "resourceName": "amd.com/gpu"}
     assert plain.spec["resources"] == {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}}
 
 
@@ -544,7 +545,7 @@ def test_custom_templates_do_not_mutate_the_model() -> None:
     saved = copy.deepcopy(view.obj)
     [planned] = custom_templates(view)
     planned.spec["modelSources"][0]["name"] = "changed"
-    planned.spec["gpu"]["model"] = "changed"
+    planned.spec["hardware"]["gpu"]["model"] = "changed"
     assert view.obj == saved
 
 

@@ -109,7 +109,8 @@ def custom_templates(model: ModelView) -> list[PlannedTemplate]:
             spec["type"] = str(entry.get("type") or model.custom.get("type") or "unoptimized")
         env = merge_env(model.env, [dict(e) for e in entry.get("env") or [] if isinstance(e, Mapping)])
         labels = {ALIAS_LABEL: label_value(alias)} if alias else {}
-        out.append(PlannedTemplate(name, _template_spec(model, spec, hardware, env=env), labels))
+        planned = _template_spec(model, spec, hardware, env=env, released=True)
+        out.append(PlannedTemplate(name, planned, labels))
     return out
 
 
@@ -127,16 +128,30 @@ def merge_hardware(default: Any, override: Any) -> Obj:
 
 
 def _template_spec(
-    model: ModelView, spec: Obj, hardware: Mapping[str, Any], *, env: Sequence[Obj] = ()
+    model: ModelView,
+    spec: Obj,
+    hardware: Mapping[str, Any],
+    *,
+    env: Sequence[Obj] = (),
+    released: bool = False,
 ) -> Obj:
-    """The wire-form template spec in the model's group."""
+    """The wire-form template spec in the model's group. ``released``: the hardware goes to
+    ``spec.hardware {gpu, cpu}`` as the released original writes a custom model's templates (its CPU
+    also to ``spec.resources``, as there), else the GPU to the seed's ``spec.gpu``; the legacy group
+    has only ``gpuSelector``. Quantities are copied as written."""
     out: Obj = dict(spec)
     gpu = hardware.get("gpu") if isinstance(hardware.get("gpu"), Mapping) else None
     cpu = hardware.get("cpu") if isinstance(hardware.get("cpu"), Mapping) else None
     runtime_config = model.spec.get("runtimeConfigName")
     if model.ref.group == AIM:
         out["modelName"] = model.name
-        if gpu:
+        if released and (gpu or cpu):
+            out["hardware"] = {
+                part: {k: v for k, v in values.items() if v not in (None, "")}
+                for part, values in (("gpu", gpu), ("cpu", cpu))
+                if values
+            }
+        elif gpu:
             out["gpu"] = {k: v for k, v in gpu.items() if v not in (None, "")}
         if model.is_custom:
             out["modelSources"] = model.model_sources
