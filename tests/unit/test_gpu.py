@@ -14,7 +14,6 @@ from aimcore.domain.gpu import (
     REASON_GPU_AVAILABLE,
     REASON_GPU_NOT_AVAILABLE,
     REASON_NO_GPU_REQUIRED,
-    REASON_VRAM_AVAILABLE,
     REASON_VRAM_NOT_AVAILABLE,
     GPUCheck,
     Inventory,
@@ -490,13 +489,13 @@ def test_family_labels_of_nodes_with_ids_are_not_used() -> None:
     ("requests", "min_vram", "expected", "ids"),
     [
         # 191G node: MI300X label is below 192G; the other MI300X node is 192G
-        (8, "192G", (True, REASON_VRAM_AVAILABLE, "MI300X"), MI300X_IDS),
-        (1, "60G", (True, REASON_VRAM_AVAILABLE, "MI210"), ["740f", "7410", *MI300X_IDS]),
-        (4, "60G", (True, REASON_VRAM_AVAILABLE, "MI210"), ["740f", "7410", *MI300X_IDS]),
-        (8, "60G", (True, REASON_VRAM_AVAILABLE, "MI300X"), MI300X_IDS),
-        (1, 64 * G, (True, REASON_VRAM_AVAILABLE, "MI210"), ["740f", "7410", *MI300X_IDS]),
-        (1, "64GB", (True, REASON_VRAM_AVAILABLE, "MI210"), ["740f", "7410", *MI300X_IDS]),
-        (1, "178Gi", (True, REASON_VRAM_AVAILABLE, "MI300X"), MI300X_IDS),  # 191.1G: only the 192G node
+        (8, "192G", (True, REASON_GPU_AVAILABLE, "MI300X"), MI300X_IDS),
+        (1, "60G", (True, REASON_GPU_AVAILABLE, "MI210"), ["740f", "7410", *MI300X_IDS]),
+        (4, "60G", (True, REASON_GPU_AVAILABLE, "MI210"), ["740f", "7410", *MI300X_IDS]),
+        (8, "60G", (True, REASON_GPU_AVAILABLE, "MI300X"), MI300X_IDS),
+        (1, 64 * G, (True, REASON_GPU_AVAILABLE, "MI210"), ["740f", "7410", *MI300X_IDS]),
+        (1, "64GB", (True, REASON_GPU_AVAILABLE, "MI210"), ["740f", "7410", *MI300X_IDS]),
+        (1, "178Gi", (True, REASON_GPU_AVAILABLE, "MI300X"), MI300X_IDS),  # 191.1G: only the 192G node
         (1, "179Gi", (False, REASON_VRAM_NOT_AVAILABLE, None), None),  # 192.2G
         (16, "60G", (False, REASON_GPU_NOT_AVAILABLE, None), None),
         (1, "193G", (False, REASON_VRAM_NOT_AVAILABLE, None), None),
@@ -623,7 +622,7 @@ def test_unknown_gpu_count_next_to_known_counts() -> None:
 
 def test_unknown_gpu_count_with_min_vram_or_any_gpu() -> None:
     vram = check_gpu(model=None, requests=2, min_vram="190G", inventory=UNCOUNTED)
-    assert (vram.available, vram.reason, vram.model) == (True, REASON_VRAM_AVAILABLE, "MI300X")
+    assert (vram.available, vram.reason, vram.model) == (True, REASON_GPU_AVAILABLE, "MI300X")
     assert vram.message == (
         "GPUs with at least 190G VRAM are available on 2 nodes: MI300X (2 nodes); "
         f"GPU count unknown on 2 nodes: {COULD_NOT_CHECK}"

@@ -62,7 +62,6 @@ __all__ = [
     "REASON_GPU_AVAILABLE",
     "REASON_GPU_NOT_AVAILABLE",
     "REASON_NO_GPU_REQUIRED",
-    "REASON_VRAM_AVAILABLE",
     "REASON_VRAM_NOT_AVAILABLE",
     "VRAM_LABEL",
     "GPUCheck",
@@ -88,7 +87,6 @@ _PREFIXES = ("amd.com/", "beta.amd.com/")
 
 REASON_GPU_AVAILABLE = "GPUAvailable"
 REASON_GPU_NOT_AVAILABLE = "GPUNotAvailable"
-REASON_VRAM_AVAILABLE = "VRAMAvailable"
 REASON_VRAM_NOT_AVAILABLE = "VRAMNotAvailable"
 REASON_NO_GPU_REQUIRED = "NoGPURequired"
 
@@ -501,7 +499,8 @@ def check_gpu(
             + _count_note(fitting, wanted, most=False)
         )
         affinity = _affinity(fit.models(), fitting, inv)
-        return GPUCheck(True, True, REASON_VRAM_AVAILABLE, message, best, affinity)
+        # the original reports the GPU (GPUAvailable) once minVram is met; the VRAM is in the message
+        return GPUCheck(True, True, REASON_GPU_AVAILABLE, message, best, affinity)
 
     if not inv.nodes:
         return GPUCheck(True, False, REASON_GPU_NOT_AVAILABLE, inv.describe())
