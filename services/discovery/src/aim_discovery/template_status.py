@@ -25,6 +25,7 @@ MODEL_FOUND = "ModelFound"
 MODEL_NOT_FOUND = "ModelNotFound"
 REFERENCE_NOT_FOUND = "ReferenceNotFound"
 INLINE_SOURCES = "InlineModelSources"
+INLINE_SOURCES_MESSAGE = "Model sources provided in-line in spec"  # the original's, exactly
 DISCOVERY_COMPLETE = "DiscoveryComplete"
 AWAITING_DISCOVERY = "AwaitingDiscovery"
 INVALID_OUTPUT = "InvalidDiscoveryOutput"

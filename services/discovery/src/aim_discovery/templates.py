@@ -36,6 +36,7 @@ from aim_discovery.template_status import (
     DISCOVERED,
     GPU_READY,
     INLINE_SOURCES,
+    INLINE_SOURCES_MESSAGE,
     MODEL_FOUND,
     MODEL_NOT_FOUND,
     report,
@@ -191,12 +192,20 @@ class TemplateReconciler:
                     type=DISCOVERED,
                     status="True",
                     reason=INLINE_SOURCES,
-                    # the original's message first (users match on it), then ours
-                    message=f"Model sources provided in-line in spec ({len(sources)}; no discovery job)",
+                    # the original's message, exactly (automation matches it); how many sources and
+                    # that no Job runs are status.modelSources and the audit decision below
+                    message=INLINE_SOURCES_MESSAGE,
                 )
             )
             await self.cache.ensure(request, template, sources, fields)
-            await report(request, conditions, fields, "discovery", INLINE_SOURCES, "inline model sources")
+            await report(
+                request,
+                conditions,
+                fields,
+                "discovery",
+                INLINE_SOURCES,
+                f"{len(sources)} model source(s) given in the spec; no discovery job",
+            )
             return None
 
         return await self.jobs.discover(request, template, model, config, conditions, fields)
