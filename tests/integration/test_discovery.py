@@ -11,13 +11,15 @@ import json
 import secrets
 from typing import Any
 
+import nats.errors
 import pytest
 from nats.js import JetStreamContext
 
 from aim_dev.local.registry import Registry
 from aim_dev.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
 from aim_dev.testing.oci import push_image
-from aimcore.api.kinds import JOB, NAMESPACE, NODE, POD, SECRET, by_kind
+from aimcore.api.bus import subjects
+from aimcore.api.kinds import JOB, NAMESPACE, NODE, POD, SECRET, KindRef, by_kind
 from aimcore.domain.naming import derived_name
 from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
@@ -36,6 +38,7 @@ RUNTIME_CONFIG = by_kind(AIM, "AIMRuntimeConfig")
 CLUSTER_RUNTIME_CONFIG = by_kind(AIM, "AIMClusterRuntimeConfig")
 LEGACY_IMAGE = by_kind(LEGACY, "AIMImage")
 LEGACY_TEMPLATE = by_kind(LEGACY, "AIMServiceTemplate")
+LEGACY_MODEL = by_kind(LEGACY, "AIMModel")
 SYSTEM_NS = "aim-system"
 
 DEPLOYMENTS = (
@@ -287,7 +290,7 @@ async def test_named_runtime_config_missing_then_created_and_merged(  # type: ig
 
 
 async def test_custom_model_template_ready_from_inline_sources_and_caching(  # type: ignore[no-untyped-def]
-    discovery, kube: Kube, namespace: str
+    discovery, kube: Kube, namespace: str, js: JetStreamContext
 ) -> None:
     sources = [{"modelId": "acme/custom-1b", "sourceUri": "s3://models/acme/custom-1b", "size": "2Gi"}]
     spec = {
@@ -310,8 +313,25 @@ async def test_custom_model_template_ready_from_inline_sources_and_caching(  # t
     assert status["modelSources"] == sources
     discovered = condition(status, "Discovered")
     assert discovered["reason"] == "InlineModelSources"
-    # the original's message first, which users match on (issue 18)
-    assert discovered["message"].startswith("Model sources provided in-line in spec"), discovered
+    # the original's message exactly, which automation matches (issues 18 and 28); how many sources
+    # and that no Job runs are in status.modelSources and the audit decision
+    assert discovered["message"] == "Model sources provided in-line in spec", discovered
+    subject = subjects.decision_subject("discovery", TEMPLATE, namespace, template["metadata"]["name"])
+
+    async def decision() -> dict[str, Any] | None:
+        sub = await js.subscribe(subject, ordered_consumer=True)
+        try:
+            while True:
+                found = json.loads((await sub.next_msg(timeout=0.5)).data)
+                if found["reason"] == "InlineModelSources":
+                    return dict(found)
+        except nats.errors.TimeoutError:
+            return None
+        finally:
+            await sub.unsubscribe()
+
+    said = await eventually(decision, timeout=10, what="the inline-sources decision")
+    assert said["message"] == "1 model source(s) given in the spec; no discovery job", said
 
     # a namespaced template with caching enabled gets its AIMTemplateCache
     cached = manifest(
@@ -335,6 +355,96 @@ async def test_custom_model_template_ready_from_inline_sources_and_caching(  # t
     assert cache["spec"]["modelSources"] == sources
     assert cache["metadata"]["ownerReferences"][0]["uid"] == done["metadata"]["uid"]
     assert done["status"]["resolvedCache"]["uid"] == cache["metadata"]["uid"]
+
+
+async def templates_of(
+    kube: Kube, ref: KindRef, owner: dict[str, Any], count: int
+) -> dict[str, dict[str, Any]]:
+    """The ``count`` templates of kind ``ref`` a model owns, by alias (``""``: none), once made."""
+
+    async def made() -> dict[str, dict[str, Any]] | None:
+        items, _ = await kube.list(ref, owner["metadata"].get("namespace"))
+        found = {
+            (t["metadata"].get("labels") or {}).get("aim.eai.amd.com/template.alias", ""): t
+            for t in items
+            if any(o["uid"] == owner["metadata"]["uid"] for o in t["metadata"].get("ownerReferences") or [])
+        }
+        return found if len(found) == count else None
+
+    found: dict[str, dict[str, Any]] = await eventually(
+        made, timeout=30, what=f"the templates of {owner['metadata']['name']}"
+    )
+    return found
+
+
+async def test_templates_of_custom_models_carry_their_hardware_the_released_way(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str
+) -> None:
+    """Issue 28, items 1 and 2: the templates made for a custom model (one per ``customTemplates``
+    entry, one from ``custom.hardware`` alone, one for a service's inline custom model) carry their
+    hardware in ``spec.hardware``, as the released original writes them (the CPU in
+    ``spec.resources`` too), not in ``spec.gpu``; every quantity is copied as the user wrote it
+    (``"2"`` stays ``"2"``, an integer stays one), up to ``status.resolvedHardware``. The legacy
+    group's templates have no ``spec.hardware`` (seed 001): the GPU stays ``gpuSelector``."""
+    sources = [{"modelId": "acme/hw-1b", "sourceUri": "s3://models/acme/hw-1b", "size": "2Gi"}]
+    default = {"cpu": {"requests": "2", "limits": 4}}
+    base = {"image": "example.invalid/aim-base:1.0", "modelSources": sources, "custom": {"hardware": default}}
+    entries = [
+        {"name": "small", "hardware": {"cpu": {"requests": "500m", "limits": "1"}}},
+        {"name": "gpu", "hardware": {"gpu": {"requests": 1, "model": "MI355X"}}},
+    ]
+    await kube.create(
+        MODEL, manifest(MODEL, "entries", namespace, {**base, "customTemplates": entries}), namespace
+    )
+    await kube.create(MODEL, manifest(MODEL, "plain", namespace, base), namespace)
+    inline = {"modelSources": sources, "hardware": {"cpu": {"requests": 1, "limits": "2"}}}
+    service = by_kind(AIM, "AIMService")
+    await kube.create(
+        service, manifest(service, "inline", namespace, {"model": {"custom": inline}}), namespace
+    )
+
+    async def service_model() -> dict[str, Any] | None:
+        items, _ = await kube.list(MODEL, namespace)
+        owned = [
+            m for m in items if any(o["name"] == "inline" for o in m["metadata"].get("ownerReferences") or [])
+        ]
+        return owned[0] if owned else None
+
+    gpu = {"requests": 1, "model": "MI355X", "resourceName": "amd.com/gpu"}
+    cases = [
+        (
+            await kube.get(MODEL, namespace, "entries"),
+            {"small": entries[0]["hardware"], "gpu": {**default, "gpu": gpu}},
+        ),
+        (await kube.get(MODEL, namespace, "plain"), {"": default}),
+        (await eventually(service_model, timeout=30, what="the service's model"), {"": inline["hardware"]}),
+    ]
+    for model, expected in cases:
+        made = await templates_of(kube, TEMPLATE, model, len(expected))
+        assert made.keys() == expected.keys(), made.keys()
+        for alias, hardware in expected.items():
+            spec = made[alias]["spec"]
+            name = made[alias]["metadata"]["name"]
+            assert spec["hardware"] == hardware and "gpu" not in spec, (name, spec)
+            cpu = hardware["cpu"]
+            assert spec["resources"] == {
+                "requests": {"cpu": cpu["requests"]},
+                "limits": {"cpu": cpu["limits"]},
+            }
+            settled = await status_of(
+                kube, TEMPLATE, namespace, name, lambda s: "resolvedHardware" in s, f"{name} resolvedHardware"
+            )
+            assert settled["status"]["resolvedHardware"]["cpu"] == cpu, (name, settled["status"])
+            if "gpu" in hardware:
+                assert settled["status"]["resolvedHardware"]["gpu"] == gpu, settled["status"]
+
+    # the legacy group: the same hardware in the fields its templates have
+    legacy = {**base, "custom": {"hardware": {**default, "gpu": {"requests": 2, "model": "MI355X"}}}}
+    await kube.create(LEGACY_MODEL, manifest(LEGACY_MODEL, "old", namespace, legacy), namespace)
+    old = await kube.get(LEGACY_MODEL, namespace, "old")
+    (template,) = (await templates_of(kube, LEGACY_TEMPLATE, old, 1)).values()
+    assert template["spec"]["gpuSelector"] == {"count": 2, "model": "MI355X"}, template["spec"]
+    assert template["spec"]["resources"] == {"requests": {"cpu": "2"}, "limits": {"cpu": 4}}, template["spec"]
 
 
 async def test_gpu_template_ready_when_a_node_has_the_gpu_and_not_available_when_it_goes(  # type: ignore[no-untyped-def]
@@ -374,6 +484,40 @@ async def test_gpu_template_ready_when_a_node_has_the_gpu_and_not_available_when
         "NotAvailable once the node is gone",
     )
     assert "MI325X" in condition(gone["status"], "GPUReady")["message"]
+
+
+async def test_a_gpu_with_enough_vram_is_gpu_available_as_in_the_original(  # type: ignore[no-untyped-def]
+    discovery, kube: Kube, namespace: str, kubelet: FakeKubelet
+) -> None:
+    """Issue 28, items 3 and 2: a template whose GPU is present and whose ``minVram`` is met is
+    ``GPUReady=True/GPUAvailable`` (the original's reason; was ``VRAMAvailable``), the VRAM said in
+    the message; ``status.resolvedHardware`` keeps ``minVram`` as written."""
+    spec = {
+        "image": "example.invalid/aim-vram:1.0",
+        "imageMetadata": {"model": {"canonicalName": "acme/vram"}},
+    }
+    await kube.create(MODEL, manifest(MODEL, "vram-model", namespace, spec), namespace)
+    sources = [{"modelId": "acme/vram-1b", "sourceUri": "hf://acme/vram-1b", "size": "1Gi"}]
+    gpu = {"requests": 1, "minVram": "200Gi"}
+    body = manifest(
+        TEMPLATE, "vram", namespace, {"modelName": "vram-model", "gpu": gpu, "modelSources": sources}
+    )
+    await kube.create(TEMPLATE, body, namespace)
+    node = f"vram-node-{suffix()}"
+    # an MI325X has 256 GB (the original's table), more than 200 GiB
+    await kubelet.register_node(
+        kube, node, labels={"amd.com/gpu.device-id": "74a5"}, allocatable={"amd.com/gpu": "8"}
+    )
+    try:
+        ready = await status_of(
+            kube, TEMPLATE, namespace, "vram", lambda s: s.get("status") == "Ready", "Ready with the node"
+        )
+    finally:
+        await kubelet.cleanup(kube)
+    gpu_ready = condition(ready["status"], "GPUReady")
+    assert (gpu_ready["status"], gpu_ready["reason"]) == ("True", "GPUAvailable"), gpu_ready
+    assert "VRAM" in gpu_ready["message"] and "200Gi" in gpu_ready["message"], gpu_ready
+    assert ready["status"]["resolvedHardware"]["gpu"]["minVram"] == "200Gi", ready["status"]
 
 
 async def test_templates_written_the_released_way_keep_their_hardware(  # type: ignore[no-untyped-def]
