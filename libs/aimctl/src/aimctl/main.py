@@ -302,7 +302,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.suite == "deployer":
         from aim_dev.bench import deployer as bench_deployer  # noqa: PLC0415 - only the benchmark needs it
 
-        return bench_deployer.main(args.home, args.singles, args.objects or 1000, args.profile)
+        runs = args.repeat if args.repeat != 3 else 5  # the default: five runs, their medians
+        return bench_deployer.main(args.home, args.singles, args.objects or 1000, args.profile, runs)
     if args.suite == "inference":
         from aim_dev.bench import inference as bench_inference  # noqa: PLC0415 - only the benchmark needs it
 
@@ -371,7 +372,7 @@ def parser() -> argparse.ArgumentParser:
         "--repeat",
         type=int,
         default=3,
-        help="download, inference: runs of each (the median counts; inference: 5)",
+        help="download, inference, deployer: runs of each (the median counts; inference and deployer: 5)",
     )
     bench.add_argument("--tokens", type=int, default=256, help="inference: tokens per timed answer")
     bench.add_argument("--window", type=float, default=60.0, help="download: seconds of progress reports")
