@@ -10,6 +10,8 @@ from aim_deployer import dependencies as deps
 from aim_deployer.services import PODS_INDEX, ServiceReconciler, pod_isvc
 from aim_deployer.settings import SETTINGS, DeployerSettings
 from aimcore.api.kinds import (
+    DEPLOYMENT,
+    HPA,
     HTTP_ROUTE,
     INFERENCE_SERVICE,
     MODEL_CACHE_KINDS,
@@ -48,6 +50,8 @@ def controller(ctx: ServiceContext, settings: DeployerSettings) -> Controller:
             Watch(INFERENCE_SERVICE, owners),
             Watch(HTTP_ROUTE, owners),
             Watch(POD, through(deps.predictor_isvc, owners)),
+            Watch(DEPLOYMENT, through(deps.predictor_isvc, owners)),
+            Watch(HPA, through(deps.scaled_isvc, owners)),
             Watch(NODE, every(*SERVICE_KINDS, where=deps.awaiting_template)),
         ],
         # every decision reads the informer's dependencies, not the service's own status (the

@@ -9,7 +9,9 @@ its dependency mapping that are the deployer's own (the general ones are the run
 - a runtime config by the services resolving that name;
 - a template cache by the services using its template; a model cache through the template cache
   that created it (:func:`creating_template_cache`);
-- a predictor Pod through its InferenceService (:func:`predictor_isvc`) to that one's owner;
+- a predictor Pod or Deployment through its InferenceService (:func:`predictor_isvc`) to that
+  one's owner, and the HPA scaling a predictor through the InferenceService it names
+  (:func:`scaled_isvc`): they make ``status.runtime``;
 - a Node wakes the services still waiting for a template (:func:`awaiting_template`: a new GPU
   may make one selectable).
 """
@@ -20,9 +22,10 @@ from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from aim_deployer.caching import TEMPLATE_CACHE_LABEL
+from aim_deployer.inference import predictor_name
 from aim_deployer.model_resolution import custom_model_name, custom_model_of
 from aim_deployer.service_view import ServiceView
-from aim_deployer.services import pod_isvc
+from aim_deployer.services import isvc_label
 from aim_deployer.templates import TEMPLATE_READY
 from aimcore.api.bus.messages import ChangeEvent
 from aimcore.api.crds.base import Resource
@@ -139,8 +142,18 @@ def creating_template_cache(event: ChangeEvent, obj: Obj | None, informer: Infor
 
 
 def predictor_isvc(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
-    """The InferenceService a predictor Pod belongs to (its label names it)."""
-    return [(INFERENCE_SERVICE, event.object.namespace, name) for name in pod_isvc(obj or {})[:1]]
+    """The InferenceService a predictor Pod or Deployment belongs to (its label names it)."""
+    return [(INFERENCE_SERVICE, event.object.namespace, name) for name in isvc_label(obj or {})[:1]]
+
+
+def scaled_isvc(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
+    """The InferenceService whose predictor an HPA scales (its target names the predictor), or
+    that its label names (KEDA copies the ScaledObject's labels, KServe's, to its HPA)."""
+    target = str((((obj or {}).get("spec") or {}).get("scaleTargetRef") or {}).get("name") or "")
+    suffix = predictor_name("")
+    if target.endswith(suffix) and len(target) > len(suffix):
+        return [(INFERENCE_SERVICE, event.object.namespace, target.removesuffix(suffix))]
+    return predictor_isvc(event, obj, informer)
 
 
 def awaiting_template(kind: KindRef, svc: Obj) -> bool:

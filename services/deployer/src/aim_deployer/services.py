@@ -31,11 +31,12 @@ from typing import Any
 
 from aim_deployer import caching, inference, readiness, routing, sharing
 from aim_deployer.model_resolution import MODEL_READY, ModelPlan, resolve_model
+from aim_deployer.replica_status import hpa_name, runtime_status
 from aim_deployer.service_view import AnyService, ServiceView
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, by_kind
+from aimcore.api.kinds import DEPLOYMENT, HPA, HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.cleanup import NotReadyCleanup
@@ -68,7 +69,15 @@ PODS_INDEX = "isvc-pods"
 DOWNSTREAM = (TEMPLATE_READY, caching.CACHE_READY, ISVC_READY, PODS_READY)
 FORBIDDEN_RETRY = 60.0  # a write refused for lack of permission is tried again after this long
 
-__all__ = ["PODS_INDEX", "ServiceReconciler", "live_mounts", "pod_isvc", "refused_condition", "waiting_for"]
+__all__ = [
+    "PODS_INDEX",
+    "ServiceReconciler",
+    "isvc_label",
+    "live_mounts",
+    "pod_isvc",
+    "refused_condition",
+    "waiting_for",
+]
 
 
 def waiting_for(what: str, after: str) -> list[ConditionReport]:
@@ -82,10 +91,16 @@ def waiting_for(what: str, after: str) -> list[ConditionReport]:
     ]
 
 
-def pod_isvc(obj: Mapping[str, Any]) -> list[str]:
-    """Index: the InferenceService a predictor pod belongs to."""
+def isvc_label(obj: Mapping[str, Any]) -> list[str]:
+    """The InferenceService KServe's label names on one of its children (pods, Deployment)."""
     name = ((obj.get("metadata") or {}).get("labels") or {}).get(ISVC_LABEL)
     return [str(name)] if name else []
+
+
+def pod_isvc(obj: Mapping[str, Any]) -> list[str]:
+    """Index: the InferenceService a predictor pod belongs to (its Deployment and HPA carry the
+    same label, and are not pods)."""
+    return isvc_label(obj) if obj.get("kind") in (None, POD.kind) else []
 
 
 def live_mounts(isvc: Mapping[str, Any] | None) -> tuple[inference.CacheMount, ...]:
@@ -163,6 +178,8 @@ class ServiceReconciler:
             {"runtimeConfigName": service.runtime_config_name},
         )
         state = Pass(conditions, {})
+        if ref.group == AIM:  # the legacy group's API has no status.runtime
+            state.fields["runtime"] = self._runtime(request, service)
         if resolved is None:
             state.conditions += [
                 condition(MODEL_READY, False, "AwaitingRuntimeConfig", "waiting for the runtime config")
@@ -421,6 +438,22 @@ class ServiceReconciler:
         state.fields["routing"] = {"path": plan.path}
 
     # -- helpers -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _runtime(request: Req, service: ServiceView) -> Obj:
+        """``status.runtime`` from the predictor's Deployment and HPA (:mod:`aim_deployer.replica_status`)."""
+        deployment = hpa = None
+        try:
+            predictor = inference.predictor_name(inference.isvc_name(request.name, request.namespace or ""))
+        except inference.NameTooLong:  # reported on InferenceServiceReady; nothing runs
+            predictor = None
+        scaled = inference.scales(service.spec)
+        if predictor is not None:
+            deployment = request.informer.get(DEPLOYMENT, request.namespace, predictor)
+            if scaled:
+                hpa = request.informer.get(HPA, request.namespace, hpa_name(predictor))
+        bounds = inference.replica_bounds(service.spec)
+        return runtime_status(bounds, scaled=scaled, deployment=deployment, hpa=hpa)
 
     @staticmethod
     def _affinity(template: Template, inventory: gpus.Inventory) -> Obj | None:

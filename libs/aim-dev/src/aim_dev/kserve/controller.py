@@ -20,12 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from aim_dev.kserve import raw
-from aimcore.api.kinds import INFERENCE_SERVICE, POD, KindRef
+from aimcore.api.kinds import DEPLOYMENT, INFERENCE_SERVICE, POD, KindRef
 from aimcore.runtime.kube import ApiException, Kube, connect, describe_error
 
 log = logging.getLogger("aim_dev.kserve")
 
-DEPLOYMENT = KindRef("apps", "v1", "Deployment", "deployments", True)
 SERVICE = KindRef("", "v1", "Service", "services", True)
 FIELD_MANAGER = "kserve-standin"
 

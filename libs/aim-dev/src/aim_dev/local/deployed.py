@@ -28,7 +28,7 @@ from aim_dev import images
 from aim_dev.local import binaries, consuming
 from aim_dev.local.consuming import SERVICES
 from aimcore.api.bus import auth
-from aimcore.api.kinds import NAMESPACE, POD, KindRef
+from aimcore.api.kinds import DEPLOYMENT, NAMESPACE, POD, KindRef
 from aimcore.runtime.bus import BusSettings
 from aimcore.runtime.kube import Kube
 
@@ -42,7 +42,6 @@ NATS_UID = 1000  # deploy/base/nats.yaml runs NATS as 1000:1000
 
 SECRET = KindRef("", "v1", "Secret", "secrets", True)
 PERSISTENT_VOLUME = KindRef("", "v1", "PersistentVolume", "persistentvolumes", False)
-DEPLOYMENT = KindRef("apps", "v1", "Deployment", "deployments", True)
 STATEFUL_SET = KindRef("apps", "v1", "StatefulSet", "statefulsets", True)
 DEPLOYED_ROLES = tuple(r for r in auth.ROLE_NAMES if r != "admin")
 

@@ -54,7 +54,11 @@ NODE = KindRef("", "v1", "Node", "nodes", False)
 SECRET = KindRef("", "v1", "Secret", "secrets", True)
 NAMESPACE = KindRef("", "v1", "Namespace", "namespaces", False)
 JOB = KindRef("batch", "v1", "Job", "jobs", True)
-BUILTIN_KINDS = (POD, PVC, NODE, SECRET, NAMESPACE, JOB)
+# KServe's predictor Deployment and the HPA KEDA makes for it: read back for AIMService
+# ``status.runtime`` (autoscaling/v1: served by every Kubernetes version, with the replica counts).
+DEPLOYMENT = KindRef("apps", "v1", "Deployment", "deployments", True)
+HPA = KindRef("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True)
+BUILTIN_KINDS = (POD, PVC, NODE, SECRET, NAMESPACE, JOB, DEPLOYMENT, HPA)
 # Written (never read) by the status service: core/v1 Events on condition transitions.
 EVENT = KindRef("", "v1", "Event", "events", True)
 
@@ -65,8 +69,10 @@ PART_OF_VALUE = "aim-engine"
 CHILD_SELECTOR = f"{PART_OF_LABEL}={PART_OF_VALUE}"
 
 # Children watched by label (their changes map back to the owning AIM objects), and Nodes (for GPU
-# labels). Secrets are never watched: services read them by name when a spec references one.
-CHILD_KINDS = (INFERENCE_SERVICE, HTTP_ROUTE, SCALED_OBJECT, JOB, POD, PVC)
+# labels). Secrets are never watched: services read them by name when a spec references one. The
+# predictor's Deployment and HPA carry the InferenceService's labels (KServe copies them to its
+# children, KEDA the ScaledObject's to its HPA), so the same selector finds them.
+CHILD_KINDS = (INFERENCE_SERVICE, HTTP_ROUTE, SCALED_OBJECT, JOB, POD, PVC, DEPLOYMENT, HPA)
 
 
 # Every kind our CRDs serve, in the order of the models (aimcore.api.crds.registry).

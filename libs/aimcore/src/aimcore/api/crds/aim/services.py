@@ -11,6 +11,7 @@ import enum
 from typing import ClassVar, Literal, Self
 
 from pydantic import Field, ValidationInfo, model_validator
+from pydantic.config import JsonDict
 
 from aimcore.api.crds.aim.common import (
     CATEGORIES,
@@ -610,6 +611,41 @@ class AIMServiceCacheStatus(K8sModel):
     )
 
 
+_INT32: JsonDict = {"format": "int32"}  # OpenAPI format of an integer (pydantic emits none)
+
+
+class AIMServiceRuntimeStatus(K8sModel):
+    """AIMServiceRuntimeStatus captures runtime status including replica counts from HPA."""
+
+    current_replicas: int | None = Field(
+        default=None,
+        description="CurrentReplicas is the current number of replicas as reported by the HPA.",
+        json_schema_extra=_INT32,
+    )
+    desired_replicas: int | None = Field(
+        default=None,
+        description="DesiredReplicas is the desired number of replicas as determined by the HPA.",
+        json_schema_extra=_INT32,
+    )
+    min_replicas: int | None = Field(
+        default=None,
+        description="MinReplicas is the minimum number of replicas configured for autoscaling.",
+        json_schema_extra=_INT32,
+    )
+    max_replicas: int | None = Field(
+        default=None,
+        description="MaxReplicas is the maximum number of replicas configured for autoscaling.",
+        json_schema_extra=_INT32,
+    )
+    replicas: str | None = Field(
+        default=None,
+        description=(
+            "Replicas is a formatted display string for kubectl output.\n"
+            'Shows "current" for fixed replicas or "current/desired (min-max)" for autoscaling.'
+        ),
+    )
+
+
 class AIMServiceStatus(_ResolutionStatus):
     """AIMServiceStatus defines the observed state of AIMService."""
 
@@ -630,6 +666,9 @@ class AIMServiceStatus(_ResolutionStatus):
     )
     cache: AIMServiceCacheStatus | None = Field(
         default=None, description="Cache captures cache-related status for this service."
+    )
+    runtime: AIMServiceRuntimeStatus | None = Field(
+        default=None, description="Runtime captures runtime status including replica counts."
     )
 
 
@@ -652,7 +691,7 @@ class AIMService(Resource):
             STATUS,
             PrinterColumn("Model", ".status.resolvedModel.name"),
             PrinterColumn("Template", ".status.resolvedTemplate.name"),
-            PrinterColumn("Replicas", ".spec.replicas", type="integer"),
+            PrinterColumn("Replicas", ".status.runtime.replicas"),
             AGE,
         ),
         description=(
