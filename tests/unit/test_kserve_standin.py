@@ -89,6 +89,21 @@ def test_a_child_is_rewritten_only_when_what_it_would_say_changes() -> None:
     assert raw.spec_hash(first) != raw.spec_hash(raw.deployment(isvc(minReplicas=3)))
 
 
+def test_an_autoscaled_predictor_gets_the_hpa_keda_would_make() -> None:
+    assert raw.scaler(isvc()) is None  # autoscalerClass none: no scaler
+    scaled = isvc(minReplicas=1, maxReplicas=3)
+    scaled["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] = "keda"
+    hpa = raw.scaler(scaled)
+    assert hpa is not None
+    assert hpa["metadata"]["name"] == "keda-hpa-chat-1a2b3c4d-predictor"
+    assert hpa["metadata"]["labels"]["serving.kserve.io/inferenceservice"] == "chat-1a2b3c4d"
+    assert hpa["metadata"]["labels"]["aim.eai.amd.com/service"] == "chat"
+    spec = hpa["spec"]
+    assert spec["scaleTargetRef"]["name"] == raw.deployment(scaled)["metadata"]["name"]
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (1, 3)
+    assert raw.spec_hash(hpa) == raw.spec_hash(raw.scaler(scaled))
+
+
 def test_model_forms_need_a_serving_runtime_and_are_not_emulated() -> None:
     with pytest.raises(raw.Unsupported, match="ServingRuntime"):
         raw.deployment(isvc(model={"modelFormat": {"name": "sklearn"}}))

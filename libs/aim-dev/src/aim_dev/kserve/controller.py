@@ -1,5 +1,6 @@
 """The KServe stand-in's loop: every InferenceService in RawDeployment mode gets the Deployment and
-Service KServe would create, and the status KServe would write (:mod:`aim_dev.kserve.raw`).
+Service KServe would create (and, for an autoscaled one, the HPA KEDA would), and the status
+KServe would write (:mod:`aim_dev.kserve.raw`).
 
 It runs beside a local control plane with a real node (``aimctl up --node``, the node test tier),
 with the admin kubeconfig, as one process (``python -m aim_dev.kserve``). Level-triggered and
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aim_dev.kserve import raw
-from aimcore.api.kinds import DEPLOYMENT, INFERENCE_SERVICE, POD, KindRef
+from aimcore.api.kinds import DEPLOYMENT, HPA, INFERENCE_SERVICE, POD, KindRef
 from aimcore.runtime.kube import ApiException, Kube, connect, describe_error
 
 log = logging.getLogger("aim_dev.kserve")
@@ -46,6 +47,7 @@ class StandIn:
     def __init__(self, kube: Kube, domain: str = raw.DEFAULT_DOMAIN) -> None:
         self.kube = kube
         self.domain = domain
+        self.scalers: dict[tuple[str, str], dict[str, Any]] = {}  # KEDA's HPAs, as last listed
 
     async def tick(self) -> None:
         isvcs, _ = await self.kube.list(INFERENCE_SERVICE)
@@ -54,8 +56,10 @@ class StandIn:
         deployments, _ = await self.kube.list(DEPLOYMENT, label_selector=raw.ISVC_LABEL)
         services, _ = await self.kube.list(SERVICE, label_selector=raw.ISVC_LABEL)
         pods, _ = await self.kube.list(POD, label_selector=raw.ISVC_LABEL)
+        scalers, _ = await self.kube.list(HPA, label_selector=raw.ISVC_LABEL)
         by_name = {_key(d): d for d in deployments}
         svc_by_name = {_key(s): s for s in services}
+        self.scalers = {_key(h): h for h in scalers}
         pods_by_isvc: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for pod in pods:
             meta = pod.get("metadata") or {}
@@ -92,8 +96,23 @@ class StandIn:
         if raw.spec_hash(services.get(child)) != raw.spec_hash(wanted_service):
             await self.kube.apply(SERVICE, wanted_service)
             log.info("applied Service %s/%s", *child)
+        await self._scaler(isvc)
         status = raw.status(isvc, deploy, pods.get((namespace, name), []), now=_now(), domain=self.domain)
         await self._status(isvc, status)
+
+    async def _scaler(self, isvc: dict[str, Any]) -> None:
+        """KEDA's HPA for an autoscaled predictor (:func:`aim_dev.kserve.raw.scaler`); removed
+        when the InferenceService stops autoscaling."""
+        namespace, name = _key(isvc)
+        key = (namespace, raw.scaler_name(name))
+        wanted, live = raw.scaler(isvc), self.scalers.get(key)
+        if wanted is None:
+            if live is not None:
+                await self.kube.delete(HPA, *key)
+                log.info("deleted HorizontalPodAutoscaler %s/%s", *key)
+        elif raw.spec_hash(live) != raw.spec_hash(wanted):
+            await self.kube.apply(HPA, wanted)
+            log.info("applied HorizontalPodAutoscaler %s/%s", *key)
 
     async def _status(self, isvc: dict[str, Any], status: dict[str, Any]) -> None:
         if _comparable(isvc.get("status") or {}) == _comparable(status):

@@ -15,6 +15,8 @@ These functions follow KServe's raw reconcilers (``predictor.go``, ``deployment_
   readiness probe on the first port of ``kserve-container`` when it has none, ``IfNotPresent``);
   replicas = ``minReplicas`` (default 1); the predictor's ``deploymentStrategy`` or rolling
   25 %/25 %; owned by the InferenceService.
+- :func:`scaler`: with ``autoscalerClass: keda``, the HPA KEDA would make
+  (``keda-hpa-<isvc>-predictor``), so the HPA controller bounds the predictor as it would;
 - :func:`service`: ``<isvc>-predictor`` selecting ``app=isvc.<isvc>-predictor``, port 80 to the first
   container port (named as it is), the other ports as they are.
 - :func:`status`: ``PredictorReady`` from the Deployment's ``Available``/``Progressing``/
@@ -41,6 +43,7 @@ ISVC_LABEL = "serving.kserve.io/inferenceservice"
 COMPONENT_LABEL = "component"
 APP_LABEL = "app"
 DEPLOYMENT_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
+AUTOSCALER_CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
 RAW_MODES = ("RawDeployment", "Standard")
 CONTAINER = "kserve-container"
 SPEC_HASH_ANNOTATION = "aim.eai.amd.com/kserve-standin-spec"
@@ -264,6 +267,46 @@ def service(isvc: Mapping[str, Any]) -> Obj:
                 "ownerReferences": [owner_reference(isvc)],
             },
             "spec": {"selector": {APP_LABEL: _app(name)}, "ports": ports},
+        }
+    )
+
+
+def scaler_name(isvc_name: str) -> str:
+    """The HPA KEDA makes for the ScaledObject KServe creates for the predictor."""
+    return f"keda-hpa-{predictor_name(isvc_name)}"
+
+
+def scaler(isvc: Mapping[str, Any]) -> Obj | None:
+    """With ``autoscalerClass: keda``, the HPA KEDA would end up with (KServe's ScaledObject and
+    KEDA's controller in one step): ``keda-hpa-<isvc>-predictor`` over the predictor Deployment with
+    the predictor's bounds and labels. autoscaling/v1 with a CPU target: the metrics KEDA would feed
+    it (OpenTelemetry) do not exist here, so the HPA controller acts on the bounds only. ``None``
+    for any other class."""
+    meta = _map(isvc.get("metadata"))
+    if _map(meta.get("annotations")).get(AUTOSCALER_CLASS_ANNOTATION) != "keda":
+        return None
+    name = str(meta["name"])
+    predictor = _predictor(isvc)
+    low = max(replicas(isvc), 1)
+    high = predictor.get("maxReplicas")
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": predictor_name(name)}
+    return _with_hash(
+        {
+            "apiVersion": "autoscaling/v1",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {
+                "name": scaler_name(name),
+                "namespace": str(meta["namespace"]),
+                "labels": labels(isvc),
+                "annotations": {},
+                "ownerReferences": [owner_reference(isvc)],
+            },
+            "spec": {
+                "scaleTargetRef": target,
+                "minReplicas": low,
+                "maxReplicas": high if isinstance(high, int) and high >= low else low,
+                "targetCPUUtilizationPercentage": 80,
+            },
         }
     )
 
