@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from aim_deployer.inference import isvc_name, predictor_name
-from aim_deployer.replica_status import hpa_name
+from aim_deployer.replica_status import Replicas, hpa_name
 from aimcore.api.kinds import DEPLOYMENT, HPA, POD
 from aimcore.runtime.kube import Kube
 from tests.helpers import eventually
@@ -120,16 +120,6 @@ def runtime_is(**want: Any) -> Any:
     return check
 
 
-def full(low: int, high: int, desired: int, current: int, display: str) -> dict[str, Any]:
-    return {
-        "minReplicas": low,
-        "maxReplicas": high,
-        "desiredReplicas": desired,
-        "currentReplicas": current,
-        "replicas": display,
-    }
-
-
 async def test_fixed_replicas_follow_the_deployment_a_dying_pod_and_a_scaled_spec(
     kube: Kube, namespace: str
 ) -> None:
@@ -138,12 +128,13 @@ async def test_fixed_replicas_follow_the_deployment_a_dying_pod_and_a_scaled_spe
     await make_service(kube, namespace, "three", {"model": {"name": "rm"}, "replicas": 3})
     isvc = isvc_name("three", namespace)
     # nothing runs before KServe makes the Deployment
-    await wait_service(kube, namespace, "three", runtime_is(**full(3, 3, 3, 0, "0")), "runtime 0 of 3")
+    await wait_service(kube, namespace, "three", runtime_is(**Replicas(3, 3, 3, 0).wire()), "runtime 0 of 3")
 
     await kube.create(DEPLOYMENT, predictor_deployment(namespace, isvc, 3), namespace)
     pods = await run_pods(kube, namespace, isvc, 3)
-    svc = await wait_service(kube, namespace, "three", runtime_is(**full(3, 3, 3, 3, "3")), "3/3/3/3")
-    assert svc["status"]["runtime"] == full(3, 3, 3, 3, "3")
+    svc = await wait_service(kube, namespace, "three", runtime_is(**Replicas(3, 3, 3, 3).wire()), "3/3/3/3")
+    assert svc["status"]["runtime"] == Replicas(3, 3, 3, 3).wire()
+    assert svc["status"]["runtime"]["replicas"] == "3"
 
     # a pod that dies: current < desired until it is back
     await set_ready(kube, namespace, pods[0], False)
@@ -155,7 +146,7 @@ async def test_fixed_replicas_follow_the_deployment_a_dying_pod_and_a_scaled_spe
     await kube.patch(SERVICE, namespace, "three", {"spec": {"replicas": 1}})
     await wait_service(kube, namespace, "three", runtime_is(minReplicas=1, maxReplicas=1), "bounds 1")
     await kube.patch(DEPLOYMENT, namespace, predictor_name(isvc), {"spec": {"replicas": 1}})
-    await wait_service(kube, namespace, "three", runtime_is(**full(1, 1, 1, 1, "1")), "1/1/1/1")
+    await wait_service(kube, namespace, "three", runtime_is(**Replicas(1, 1, 1, 1).wire()), "1/1/1/1")
 
 
 async def test_autoscaling_shows_the_range_and_the_scalers_desired_count(kube: Kube, namespace: str) -> None:
@@ -163,7 +154,7 @@ async def test_autoscaling_shows_the_range_and_the_scalers_desired_count(kube: K
     await make_template(kube, namespace, "am-t", "am")
     await make_service(kube, namespace, "auto", {"model": {"name": "am"}, "minReplicas": 1, "maxReplicas": 3})
     isvc = isvc_name("auto", namespace)
-    await wait_service(kube, namespace, "auto", runtime_is(**full(1, 3, 1, 0, "0/1 (1-3)")), "no pods yet")
+    await wait_service(kube, namespace, "auto", runtime_is(**Replicas(1, 3, 1, 0).wire()), "no pods yet")
 
     # a burst left the predictor at 5; KEDA's HPA (max 3) brings it back: its decision is desired
     await kube.create(DEPLOYMENT, predictor_deployment(namespace, isvc, 5), namespace)
@@ -176,4 +167,4 @@ async def test_autoscaling_shows_the_range_and_the_scalers_desired_count(kube: K
     await eventually(decided, timeout=60, what="the HPA controller to clamp the predictor to 3")
     await run_pods(kube, namespace, isvc, 3)
     svc = await wait_service(kube, namespace, "auto", runtime_is(replicas="3/3 (1-3)"), "3/3 (1-3)")
-    assert svc["status"]["runtime"] == full(1, 3, 3, 3, "3/3 (1-3)")
+    assert svc["status"]["runtime"] == Replicas(1, 3, 3, 3).wire()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from aim_deployer.inference import isvc_name, predictor_name
-from aim_deployer.replica_status import hpa_name
+from aim_deployer.replica_status import Replicas, hpa_name
 from aim_dev.local.nodestack import NodeStack
 from aimcore.api.kinds import HPA, POD
 from aimcore.runtime.kube import Kube
@@ -35,16 +35,6 @@ def service_body(name: str, image: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name},
         # the test model's one profile is unoptimized (a CPU stand-in for an AIM image)
         "spec": {"model": {"image": image}, "template": {"allowUnoptimized": True}, **spec},
-    }
-
-
-def runtime(low: int, high: int, desired: int, current: int, display: str) -> dict[str, Any]:
-    return {
-        "minReplicas": low,
-        "maxReplicas": high,
-        "desiredReplicas": desired,
-        "currentReplicas": current,
-        "replicas": display,
     }
 
 
@@ -81,8 +71,8 @@ async def test_fixed_replicas_show_what_runs_as_pods_come_and_go(
     stack: NodeStack, api: Kube, namespace: str, model_image: str
 ) -> None:
     await api.create(SERVICE, service_body("three", model_image, replicas=3), namespace)
-    svc = await until(api, namespace, "three", "3/3/3/3", **runtime(3, 3, 3, 3, "3"))
-    assert svc["status"]["runtime"] == runtime(3, 3, 3, 3, "3")
+    svc = await until(api, namespace, "three", "3/3/3/3", **Replicas(3, 3, 3, 3).wire())
+    assert svc["status"]["runtime"]["replicas"] == "3"
     assert len(await ready_pods(api, namespace, isvc_name("three", namespace))) == 3
     assert column(stack, namespace, "three") == "3"
     await wait_for(
@@ -102,11 +92,11 @@ async def test_fixed_replicas_show_what_runs_as_pods_come_and_go(
         assert column(stack, namespace, "three") == "2"
     finally:
         kubectl("uncordon", node, kubeconfig=stack.kubeconfig)
-    await until(api, namespace, "three", "3 again", **runtime(3, 3, 3, 3, "3"))
+    await until(api, namespace, "three", "3 again", **Replicas(3, 3, 3, 3).wire())
 
     # the spec scaled to 1: KServe's Deployment follows, and so does the status
     await api.patch(SERVICE, namespace, "three", {"spec": {"replicas": 1}})
-    await until(api, namespace, "three", "1/1/1/1", **runtime(1, 1, 1, 1, "1"))
+    await until(api, namespace, "three", "1/1/1/1", **Replicas(1, 1, 1, 1).wire())
 
     async def one_left() -> bool:
         return len(await ready_pods(api, namespace, isvc_name("three", namespace))) == 1
@@ -120,7 +110,7 @@ async def test_an_autoscaled_service_shows_its_range_and_the_scalers_decision(
 ) -> None:
     await api.create(SERVICE, service_body("auto", model_image, minReplicas=1, maxReplicas=2), namespace)
     isvc = isvc_name("auto", namespace)
-    await until(api, namespace, "auto", "1/1 (1-2)", **runtime(1, 2, 1, 1, "1/1 (1-2)"))
+    await until(api, namespace, "auto", "1/1 (1-2)", **Replicas(1, 2, 1, 1).wire())
     assert column(stack, namespace, "auto") == "1/1 (1-2)"
     hpa = await api.get(HPA, namespace, hpa_name(predictor_name(isvc)))
     assert hpa is not None and (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 2)
@@ -143,6 +133,6 @@ async def test_an_autoscaled_service_shows_its_range_and_the_scalers_decision(
     await eventually(
         decided, timeout=120, interval=0.5, what="the HPA controller to bound the predictor at 2"
     )
-    svc = await until(api, namespace, "auto", "2/2 (1-2)", **runtime(1, 2, 2, 2, "2/2 (1-2)"))
+    svc = await until(api, namespace, "auto", "2/2 (1-2)", **Replicas(1, 2, 2, 2).wire())
     assert svc["status"]["runtime"]["replicas"] == "2/2 (1-2)"
     assert column(stack, namespace, "auto") == "2/2 (1-2)"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from aim_deployer.dependencies import predictor_isvc, scaled_isvc
-from aim_deployer.replica_status import hpa_name, runtime_status
+from aim_deployer.replica_status import Replicas, hpa_name, runtime_status
 from aim_deployer.services import pod_isvc
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.api.kinds import DEPLOYMENT, HPA, INFERENCE_SERVICE, KindRef
@@ -28,7 +28,7 @@ def hpa(desired: int | None, current: int = 0) -> Obj:
 
 
 def test_fixed_replicas_show_the_ready_count_against_the_spec() -> None:
-    running = runtime_status((3, 3), scaled=False, deployment=deployment(3, 3), hpa=None)
+    running = runtime_status((3, 3), scaled=False, deployment=deployment(3, 3), hpa=None).wire()
     assert running == {
         "minReplicas": 3,
         "maxReplicas": 3,
@@ -37,11 +37,11 @@ def test_fixed_replicas_show_the_ready_count_against_the_spec() -> None:
         "replicas": "3",
     }
     dying = runtime_status((3, 3), scaled=False, deployment=deployment(3, 2), hpa=None)
-    assert (dying["currentReplicas"], dying["desiredReplicas"], dying["replicas"]) == (2, 3, "2")
+    assert dying == Replicas(3, 3, 3, 2) and dying.display == "2"
 
 
 def test_nothing_runs_before_kserve_makes_the_deployment() -> None:
-    assert runtime_status((1, 1), scaled=False, deployment=None, hpa=None) == {
+    assert runtime_status((1, 1), scaled=False, deployment=None, hpa=None).wire() == {
         "minReplicas": 1,
         "maxReplicas": 1,
         "desiredReplicas": 1,
@@ -49,25 +49,25 @@ def test_nothing_runs_before_kserve_makes_the_deployment() -> None:
         "replicas": "0",
     }
     no_ready = runtime_status((1, 1), scaled=False, deployment=deployment(1, None), hpa=None)
-    assert no_ready["currentReplicas"] == 0
+    assert no_ready.current == 0
+
+
+def scaled(dep: Obj | None, scaler: Obj | None, bounds: tuple[int, int] = (1, 4)) -> Replicas:
+    return runtime_status(bounds, scaled=True, deployment=dep, hpa=scaler)
 
 
 def test_autoscaling_shows_the_range_and_the_scalers_decision() -> None:
-    decided = runtime_status((1, 4), scaled=True, deployment=deployment(3, 2), hpa=hpa(3, 3))
-    assert (decided["desiredReplicas"], decided["currentReplicas"]) == (3, 2)
-    assert decided["replicas"] == "2/3 (1-4)"
+    decided = scaled(deployment(3, 2), hpa(3, 3))
+    assert decided == Replicas(1, 4, 3, 2) and decided.display == "2/3 (1-4)"
     # an HPA that has not decided yet (no metrics): what the scaler left on the Deployment
-    undecided = runtime_status((1, 4), scaled=True, deployment=deployment(2, 2), hpa=hpa(None))
-    assert undecided["replicas"] == "2/2 (1-4)"
-    assert (
-        runtime_status((1, 4), scaled=True, deployment=deployment(2, 2), hpa=hpa(0))["desiredReplicas"] == 2
-    )
+    assert scaled(deployment(2, 2), hpa(None)).display == "2/2 (1-4)"
+    assert scaled(deployment(2, 2), hpa(0)).desired == 2
     # no scaler and no Deployment yet: the minimum
-    assert runtime_status((2, 4), scaled=True, deployment=None, hpa=None)["replicas"] == "0/2 (2-4)"
+    assert scaled(None, None, (2, 4)).display == "0/2 (2-4)"
 
 
 def test_autoscaling_with_equal_bounds_displays_one_number() -> None:
-    assert runtime_status((2, 2), scaled=True, deployment=deployment(2, 1), hpa=hpa(2))["replicas"] == "1"
+    assert scaled(deployment(2, 1), hpa(2), (2, 2)).display == "1"
 
 
 def test_the_hpa_is_the_one_keda_makes() -> None:

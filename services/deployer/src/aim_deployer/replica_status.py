@@ -21,11 +21,12 @@ so the status follows them as pods come and go, with no polling).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aimcore.api.types import Obj
 
-__all__ = ["hpa_name", "runtime_status"]
+__all__ = ["Replicas", "hpa_name", "runtime_status"]
 
 
 def hpa_name(predictor: str) -> str:
@@ -33,12 +34,39 @@ def hpa_name(predictor: str) -> str:
     return f"keda-hpa-{predictor}"
 
 
+@dataclass(frozen=True)
+class Replicas:
+    """The four counts; :attr:`display` and :meth:`wire` as ``status.runtime`` holds them."""
+
+    low: int
+    high: int
+    desired: int
+    current: int
+
+    @property
+    def display(self) -> str:
+        if self.low == self.high:
+            return str(self.current)
+        return f"{self.current}/{self.desired} ({self.low}-{self.high})"
+
+    def wire(self) -> Obj:
+        return {
+            "minReplicas": self.low,
+            "maxReplicas": self.high,
+            "desiredReplicas": self.desired,
+            "currentReplicas": self.current,
+            "replicas": self.display,
+        }
+
+
 def _count(obj: Mapping[str, Any] | None, part: str, key: str) -> int | None:
     value = ((obj or {}).get(part) or {}).get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def runtime_status(bounds: tuple[int, int], *, scaled: bool, deployment: Obj | None, hpa: Obj | None) -> Obj:
+def runtime_status(
+    bounds: tuple[int, int], *, scaled: bool, deployment: Obj | None, hpa: Obj | None
+) -> Replicas:
     """``status.runtime`` (rules in the module docstring)."""
     low, high = bounds
     if scaled:
@@ -46,11 +74,4 @@ def runtime_status(bounds: tuple[int, int], *, scaled: bool, deployment: Obj | N
     else:
         desired = low
     current = _count(deployment, "status", "readyReplicas") or 0
-    display = str(current) if low == high else f"{current}/{desired} ({low}-{high})"
-    return {
-        "minReplicas": low,
-        "maxReplicas": high,
-        "desiredReplicas": desired,
-        "currentReplicas": current,
-        "replicas": display,
-    }
+    return Replicas(low, high, desired, current)

@@ -453,7 +453,7 @@ class ServiceReconciler:
             if scaled:
                 hpa = request.informer.get(HPA, request.namespace, hpa_name(predictor))
         bounds = inference.replica_bounds(service.spec)
-        return runtime_status(bounds, scaled=scaled, deployment=deployment, hpa=hpa)
+        return runtime_status(bounds, scaled=scaled, deployment=deployment, hpa=hpa).wire()
 
     @staticmethod
     def _affinity(template: Template, inventory: gpus.Inventory) -> Obj | None:

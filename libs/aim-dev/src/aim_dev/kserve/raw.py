@@ -178,6 +178,18 @@ def owner_reference(isvc: Mapping[str, Any]) -> Obj:
     }
 
 
+def child_meta(isvc: Mapping[str, Any], name: str) -> Obj:
+    """A child's metadata: ``name`` in the InferenceService's namespace, its labels and
+    annotations, owned by it."""
+    return {
+        "name": name,
+        "namespace": str(_map(isvc.get("metadata"))["namespace"]),
+        "labels": labels(isvc),
+        "annotations": child_annotations(isvc),
+        "ownerReferences": [owner_reference(isvc)],
+    }
+
+
 def _hash(body: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -208,13 +220,7 @@ def deployment(isvc: Mapping[str, Any]) -> Obj:
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": {
-                "name": predictor_name(name),
-                "namespace": str(meta["namespace"]),
-                "labels": labels(isvc),
-                "annotations": child_annotations(isvc),
-                "ownerReferences": [owner_reference(isvc)],
-            },
+            "metadata": child_meta(isvc, predictor_name(name)),
             "spec": {
                 "replicas": replicas(isvc),
                 "selector": {"matchLabels": {APP_LABEL: _app(name)}},
@@ -259,13 +265,7 @@ def service(isvc: Mapping[str, Any]) -> Obj:
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {
-                "name": predictor_name(name),
-                "namespace": str(meta["namespace"]),
-                "labels": labels(isvc),
-                "annotations": child_annotations(isvc),
-                "ownerReferences": [owner_reference(isvc)],
-            },
+            "metadata": child_meta(isvc, predictor_name(name)),
             "spec": {"selector": {APP_LABEL: _app(name)}, "ports": ports},
         }
     )
@@ -294,13 +294,7 @@ def scaler(isvc: Mapping[str, Any]) -> Obj | None:
         {
             "apiVersion": "autoscaling/v1",
             "kind": "HorizontalPodAutoscaler",
-            "metadata": {
-                "name": scaler_name(name),
-                "namespace": str(meta["namespace"]),
-                "labels": labels(isvc),
-                "annotations": {},
-                "ownerReferences": [owner_reference(isvc)],
-            },
+            "metadata": child_meta(isvc, scaler_name(name)),
             "spec": {
                 "scaleTargetRef": target,
                 "minReplicas": low,
