@@ -692,6 +692,8 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
             ("watcher", "watch", "models.inference.llmkube.dev"),
             ("watcher", "watch", "inferenceservices.serving.kserve.io"),
             ("watcher", "list", "nodes"),
+            ("watcher", "watch", "deployments.apps"),
+            ("watcher", "list", "horizontalpodautoscalers.autoscaling"),
             ("deployer", "create", "inferenceservices.serving.kserve.io"),
             ("deployer", "patch", "httproutes.gateway.networking.k8s.io"),
             ("deployer", "delete", "httproutes.gateway.networking.k8s.io"),
@@ -718,6 +720,8 @@ async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None
         no = [
             ("watcher", "create", "aimservices.aim.eai.amd.com"),
             ("watcher", "get", "secrets"),
+            ("deployer", "list", "deployments.apps"),
+            ("deployer", "watch", "horizontalpodautoscalers.autoscaling"),
             ("status", "patch", "aimservices.aim.eai.amd.com"),
             ("status", "list", "aimservices.aim.eai.amd.com"),
             ("status", "delete", "events"),

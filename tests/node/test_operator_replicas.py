@@ -9,6 +9,7 @@ decision (the HPA's ``status.desiredReplicas``) is the desired count the service
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -51,8 +52,11 @@ async def until(api: Kube, namespace: str, name: str, what: str, **want: Any) ->
 
 
 def column(stack: NodeStack, namespace: str, name: str) -> str:
-    """The ``Replicas`` column of ``kubectl get aimsvc``."""
-    out = kubectl("get", "aimsvc", name, "-n", namespace, kubeconfig=stack.kubeconfig)
+    """The ``Replicas`` column of ``kubectl get aimsvc``. With a discovery cache of its own: the
+    shared one may predate the CRDs, and kubectl expands a short name from the cache only."""
+    with tempfile.TemporaryDirectory(prefix="kubectl-cache-") as cache:
+        args = ("get", "aimsvc", name, "-n", namespace, "--cache-dir", cache)
+        out = kubectl(*args, kubeconfig=stack.kubeconfig)
     header, row = out.splitlines()[:2]
     return row[header.index("REPLICAS") : header.index("AGE")].strip()
 
