@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import oras.provider
 
 from aim_cache.downloader.ocisource import GGUF, LICENSE, MODEL_CONFIG, OCI_MANIFEST
 from aim_dev.local.registry import Registry
+from tests.unit.test_gguf_reader import write_gguf
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,17 @@ class Pushed:
     @property
     def pinned(self) -> str:
         return self.uri.rsplit(":", 1)[0] + "@" + self.digest
+
+
+def repo() -> str:
+    """A fresh repository name, so tests sharing the session's registry never meet."""
+    return f"models/m-{secrets.token_hex(3)}"
+
+
+def tiny_gguf(directory: Path, **kwargs: int) -> Path:
+    """A small real GGUF (:func:`tests.unit.test_gguf_reader.write_gguf`) in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return write_gguf(directory / "tiny.gguf", **kwargs)
 
 
 def _client(registry: Registry) -> oras.provider.Registry:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import secrets
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,14 @@ import pytest
 from nats.js import JetStreamContext
 
 from aim_dev.local.hub import HubServer, add_repo
+from aim_dev.local.registry import Registry
 from aim_dev.local.s3 import S3Server
 from aimcore.api.kinds import NAMESPACE, SECRET, by_kind
 from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
 from tests.helpers import RESOURCE_QUOTA, condition, eventually, has, manifest, quota_of_none, status_of
 from tests.integration.conftest import ensure_service
+from tests.oci_models import push_docker_model, repo, tiny_gguf
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
@@ -122,6 +125,40 @@ async def test_s3_model_cache_with_credentials_from_a_secret(  # type: ignore[no
     assert "sha256" in download["message"]
     # the credentials never reach the status
     assert s3_server.secret_key not in str(done["status"])
+
+
+async def test_an_oci_model_from_a_private_registry_with_its_pull_secret(  # type: ignore[no-untyped-def]  # noqa: PLR0917
+    cache, kube: Kube, namespace: str, oci_registry_auth: Registry, cache_dir: Path, tmp_path: Path
+) -> None:
+    """A GGUF pushed as a Docker model (OCI artifact) to a registry with basic auth becomes a Ready
+    cache with the cache's ``imagePullSecrets``; an unknown tag fails with ``SourceNotFound``."""
+    gguf = tiny_gguf(tmp_path / "push")
+    pushed = push_docker_model(oci_registry_auth, repo(), "q4", gguf, "Apache-2.0")
+    assert oci_registry_auth.password is not None
+    login = base64.b64encode(f"{oci_registry_auth.username}:{oci_registry_auth.password}".encode()).decode()
+    config = json.dumps({"auths": {oci_registry_auth.host: {"auth": login}}})
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {"name": "regcred"},
+        "data": {".dockerconfigjson": base64.b64encode(config.encode()).decode()},
+    }
+    await kube.create(SECRET, secret, namespace)
+    pulls = [{"name": "regcred"}]
+    for name, uri in (("oci-tiny", pushed.uri), ("oci-missing", pushed.uri.rsplit(":", 1)[0] + ":missing")):
+        spec = {"sourceUri": uri, "modelId": "models/tiny", "imagePullSecrets": pulls}
+        await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, name, namespace, spec), namespace)
+    done = await wait_status(kube, MODEL_CACHE, namespace, "oci-tiny", "Ready")
+    assert condition(done["status"], "DownloadReady")["reason"] == "Verified"
+    assert done["status"]["progress"]["percentage"] == 100
+    root = cache_dir / namespace / "oci-tiny"
+    assert (root / "model.gguf").read_bytes() == gguf.read_bytes()
+    assert (root / "LICENSE").read_text() == "Apache-2.0"
+    assert oci_registry_auth.password not in str(done["status"])
+    failed = await wait_status(kube, MODEL_CACHE, namespace, "oci-missing", "Failed")
+    source = condition(failed["status"], "SourceReady")
+    assert source["reason"] == "SourceNotFound" and "MANIFEST_UNKNOWN" in source["message"], source
 
 
 async def test_a_corrupted_byte_is_caught_and_the_cache_never_turns_ready(  # type: ignore[no-untyped-def]
@@ -370,6 +407,22 @@ async def test_a_model_cache_the_api_server_refuses_fails_the_template_cache(  #
         return len(await model_caches(kube, namespace, "hf://acme/x")) == 1
 
     await eventually(created, timeout=30, what="the model cache created once the quota allows it")
+
+
+async def test_a_template_cache_with_an_oci_source_fills_a_model_cache(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str, oci_registry: Registry, tmp_path: Path
+) -> None:
+    pushed = push_docker_model(oci_registry, repo(), "v1", tiny_gguf(tmp_path / "push"), "MIT")
+    await a_template(kube, namespace, "tpl")
+    await template_cache(
+        kube, namespace, "oci", "tpl", [{"modelId": "models/oci", "sourceUri": pushed.pinned}]
+    )
+    done = await wait_status(kube, TEMPLATE_CACHE, namespace, "oci", "Ready")
+    entry = done["status"]["modelCaches"]["models/oci"]
+    assert entry["status"] == "Ready"
+    (model_cache,) = await model_caches(kube, namespace, pushed.pinned)
+    assert model_cache["metadata"]["name"] == entry["name"]
+    assert condition(model_cache["status"], "DownloadReady")["reason"] == "Verified"
 
 
 async def test_a_template_with_caching_enabled_ends_with_ready_caches(  # type: ignore[no-untyped-def]

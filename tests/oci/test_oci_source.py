@@ -20,22 +20,12 @@ from aim_dev.local.processes import free_port
 from aim_dev.local.registry import Registry
 from aimcore.domain.outbound import OutboundPolicy
 from tests.helpers import LOOPBACK
-from tests.oci_models import Pushed, push_docker_model, push_files, stored_blob
+from tests.oci_models import Pushed, push_docker_model, push_files, repo, stored_blob, tiny_gguf
 from tests.oci_servers import METADATA_URL, registry_servers, sha
-from tests.unit.test_gguf_reader import write_gguf
-
-
-def repo() -> str:
-    return f"models/m-{secrets.token_hex(3)}"
 
 
 def data(path: Path) -> bytes:
     return path.read_bytes()
-
-
-def tiny_gguf(directory: Path, **kwargs: int) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    return write_gguf(directory / "tiny.gguf", **kwargs)
 
 
 @pytest.fixture
