@@ -26,6 +26,7 @@ import pytest
 from nats.js import JetStreamContext
 
 from aim_cache.llmkube.sources import cache_key
+from aim_dev.local.registry import Registry
 from aim_dev.testing.kubelet import FakeKubelet, bind_pod, finish_pod, start_pod, wait_for_service_account
 from aimcore.api.kinds import JOB, NAMESPACE, NODE, POD, PVC, KindRef, by_kind
 from aimcore.domain.units import format_bytes
@@ -42,6 +43,7 @@ from tests.helpers import (
     status_of,
 )
 from tests.integration.conftest import Services, ensure_service
+from tests.oci_models import push_docker_model, repo, tiny_gguf
 from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
 
 MODEL = by_kind("inference.llmkube.dev", "Model")
@@ -293,6 +295,50 @@ async def test_drift_is_flagged_under_if_not_present_and_refetched_under_on_chan
     assert content(refreshed["status"]["path"]) == content(upstream)
     assert refreshed["status"]["gguf"]["tensorCount"] == 6
     assert refreshed["status"]["sourceETag"] != first["status"]["sourceETag"]
+
+
+async def test_a_gguf_pushed_as_an_oci_artifact_becomes_a_ready_model(  # type: ignore[no-untyped-def]
+    models, kube: Kube, namespace: str, oci_registry: Registry, tmp_path: Path
+) -> None:
+    """A Docker-model GGUF in the registry: every layer staged, the GGUF primary and described,
+    ``spec.sha256`` checked against it; a re-pushed tag is drift (re-fetched under ``OnChange``);
+    an unknown tag and a wrong sha256 are clear failures."""
+    gguf = tiny_gguf(tmp_path / "v1")
+    where = repo()
+    pushed = push_docker_model(oci_registry, where, "q4", gguf, "MIT")
+    model, checked, missing, wrong = name(), name(), name(), name()
+    await create(kube, namespace, model, source=pushed.uri, refreshPolicy="OnChange")
+    await create(kube, namespace, checked, source=pushed.pinned, sha256=sha256(gguf))
+    await create(kube, namespace, missing, source=pushed.uri.rsplit(":", 1)[0] + ":missing")
+    await create(kube, namespace, wrong, source=pushed.pinned, sha256="0" * 64)
+    status = (await phase(kube, namespace, model, "Ready"))["status"]
+    assert status["gguf"] == EXPECTED_STATUS
+    assert status["stagedFiles"] == ["model.gguf", "LICENSE", "docker-model-config.json"]
+    assert status["cacheKey"] == cache_key(pushed.uri)
+    assert Path(status["path"]).name == "model.gguf" and content(status["path"]) == content(gguf)
+    assert status["sha256"] == sha256(gguf)
+    assert status["sourceETag"] == pushed.digest  # the manifest's digest is the fingerprint
+    verified = (await phase(kube, namespace, checked, "Ready"))["status"]
+    assert "verified against spec.sha256" in condition(verified, "Available")["message"]
+    failed = await phase(kube, namespace, missing, "Failed", has("Degraded", "True", "SourceNotFound"))
+    assert "MANIFEST_UNKNOWN" in condition(failed["status"], "Degraded")["message"]
+    bad = await phase(kube, namespace, wrong, "Failed", has("Degraded", "True", "IntegrityCheckFailed"))
+    assert sha256(gguf) in condition(bad["status"], "Degraded")["message"]
+
+    # the tag re-pushed with another GGUF: drift, re-fetched under OnChange; the pinned one stays
+    newer = tiny_gguf(tmp_path / "v2", extra_tensors=3)
+    again = push_docker_model(oci_registry, where, "q4", newer, "MIT")
+    refreshed = await phase(
+        kube,
+        namespace,
+        model,
+        "Ready",
+        lambda s: s.get("sha256") == sha256(newer) and has("SourceDrifted", "False", "InSync")(s),
+    )
+    assert refreshed["status"]["sourceETag"] == again.digest
+    assert refreshed["status"]["gguf"]["tensorCount"] == 6
+    assert content(refreshed["status"]["path"]) == content(newer)
+    assert (await phase(kube, namespace, checked, "Ready"))["status"]["sha256"] == sha256(gguf)
 
 
 async def test_an_unreachable_source_fails_then_recovers_when_it_comes_back(  # type: ignore[no-untyped-def]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from aim_cache.llmkube.fetch import primary_of
 from aim_cache.llmkube.sources import (
     Policy,
     SourceError,
@@ -238,6 +239,8 @@ def test_local_directory_with_files() -> None:
         {"source": "pvc://Bad_Claim/m.gguf"},
         {"source": "pvc://claim/../etc/passwd"},
         {"source": "pvc://claim//m.gguf"},
+        {"source": "oci://tiny:q4"},  # no registry
+        {"source": "oci://registry.example.com/models/tiny@sha1:abc"},
     ],
 )
 def test_invalid_sources(spec: dict[str, object]) -> None:
@@ -270,6 +273,8 @@ def test_invalid_sources(spec: dict[str, object]) -> None:
         {"source": "/mnt/m.gguf", "mmproj": "m.gguf"},
         {"source": "pvc://claim/m.gguf", "files": ["m.gguf"]},
         {"source": "pvc://claim/m.gguf", "mmproj": "p.gguf"},
+        {"source": "oci://registry.example.com/models/tiny:q4", "files": ["model.gguf"]},
+        {"source": "oci://registry.example.com/models/tiny:q4", "mmproj": "p.gguf"},
     ],
 )
 def test_invalid_file_sets(spec: dict[str, object]) -> None:
@@ -513,3 +518,44 @@ def test_check_source_resolves_each_host_once() -> None:
 
 def test_check_source_pvc_needs_nothing() -> None:
     assert check_source(parse_source({"source": "pvc://c/m.gguf"}), Policy(), no_dns) == ()
+
+
+# ---------------------------------------------------------------------------------------------
+# oci://: the artifact's layers are the files; its registry is what the policy judges
+# ---------------------------------------------------------------------------------------------
+
+
+def test_an_oci_reference_is_a_source_whose_files_the_registry_lists() -> None:
+    raw = "oci://registry.example.com:5000/models/tiny:q4"
+    source = parse_source({"source": raw})
+    assert (source.kind, source.url, source.cache_key, source.files) == ("oci", raw, key(raw), ())
+    upper = parse_source({"source": raw.replace("oci://", "OCI://")})
+    assert upper.url == raw  # the scheme is matched case-insensitively, like the others
+
+
+def test_check_source_judges_an_oci_registry() -> None:
+    source = parse_source({"source": "oci://registry.example.com:5000/models/tiny:q4"})
+    resolve = resolver("93.184.216.34")
+    assert check_source(source, Policy(), resolve) == ()
+    assert resolve.calls == ["registry.example.com"]
+    for host in ("169.254.169.254", "10.0.0.1"):
+        with pytest.raises(SourceError) as err:
+            check_source(parse_source({"source": f"oci://{host}/m/tiny:q4"}), Policy(), no_dns)
+        assert err.value.reason == "SourceNotAllowed"
+    docker_hub = parse_source({"source": "oci://docker.io/ai/smollm2:latest"})
+    resolve = resolver("93.184.216.34")
+    check_source(docker_hub, Policy(), resolve)
+    assert resolve.calls == ["registry-1.docker.io"]  # where the pulls go
+
+
+@pytest.mark.parametrize(
+    ("paths", "primary"),
+    [
+        (["LICENSE", "model.gguf", "docker-model-config.json"], "model.gguf"),
+        (["model-00001-of-00002.gguf", "model-00002-of-00002.gguf"], "model-00001-of-00002.gguf"),
+        (["config.json", "model.safetensors"], "config.json"),
+        (["README.md", "Q4.GGUF"], "Q4.GGUF"),
+    ],
+)
+def test_the_primary_of_an_artifact_is_its_first_gguf(paths: list[str], primary: str) -> None:
+    assert primary_of(paths) == primary

@@ -6,6 +6,11 @@ redirects are checked again host by host (``guard``), so a public URL cannot bou
 into the cluster network or the metadata service; and every connection applies the same policy
 again at connect time (``outbound``: :mod:`aimcore.domain.outbound.connect`), so a DNS answer that changes
 after the check is refused too. Blocking calls run in threads.
+
+An ``oci://`` source is listed by the downloader (:mod:`aim_cache.downloader.ocisource`: the
+manifest chooses the files, every blob carries its digest); its primary file is the first ``.gguf``
+of that listing (:func:`primary_of`), and its fingerprint is the manifest's digest (a re-pushed tag
+is drift; a reference pinned ``@sha256:`` never drifts).
 """
 
 from __future__ import annotations
@@ -13,13 +18,15 @@ from __future__ import annotations
 import asyncio
 import http.client
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from aim_cache.downloader import SOURCE_UNREACHABLE, DownloadError, Listing, RemoteFile, list_source
-from aim_cache.downloader.errors import redact_url
+from aim_cache.downloader.errors import ADDRESS_NOT_ALLOWED, redact_url
 from aim_cache.downloader.sources import Digest
+from aim_cache.downloader.sources import parse_source as parse_uri
 from aim_cache.llmkube import drift, gguf
 from aim_cache.llmkube.sources import (
     SOURCE_NOT_ALLOWED,
@@ -68,7 +75,29 @@ def source_identity(source: Source, raw: str) -> str:
     return f"{raw} [{source.cache_key}]"
 
 
+def primary_of(paths: Sequence[str]) -> str:
+    """An ``oci://`` artifact's primary file among its ``paths`` (listing or manifest order): the
+    first ``.gguf``, else the first file (a safetensors or MLX artifact)."""
+    return next((p for p in paths if p.lower().endswith(".gguf")), paths[0])
+
+
+def _oci_listing(raw: str, outbound: OutboundPolicy) -> Listing:
+    from aim_cache.downloader.ocisource import list_oci  # noqa: PLC0415 - oras, requests
+
+    return list_oci(parse_uri(raw), {}, outbound)
+
+
 # -- fingerprints ------------------------------------------------------------------------------
+
+
+def _oci_probe(raw: str, outbound: OutboundPolicy) -> drift.Fingerprint | None:
+    try:
+        return drift.Fingerprint(etag=_oci_listing(raw, outbound).revision)
+    except DownloadError as exc:
+        if exc.reason == ADDRESS_NOT_ALLOWED:
+            raise SourceError(SOURCE_NOT_ALLOWED, exc.message) from None
+        log.info("probing %s failed: %s: %s", raw, exc.reason, exc.message)
+        return None
 
 
 def _head(url: str, guard: Guard, timeout: float, outbound: OutboundPolicy) -> Mapping[str, str] | None:
@@ -102,6 +131,9 @@ def _head(url: str, guard: Guard, timeout: float, outbound: OutboundPolicy) -> M
 def _probe(
     source: Source, local_paths: tuple[str, ...], guard: Guard, timeout: float, outbound: OutboundPolicy
 ) -> drift.Fingerprint | None:
+    if source.kind == "oci":
+        assert source.url is not None
+        return _oci_probe(source.url, outbound)
     primary = source.files[0]
     if primary.local is not None:
         try:
@@ -155,6 +187,8 @@ async def listing(
 ) -> Listing:
     """The downloader's listing of every staged file (sizes from HEAD or ``stat``), each placed at
     its staged relative path; ``expected_sha256`` is checked on the primary file."""
+    if source.kind == "oci":
+        return await _oci_files(source, raw, expected_sha256, outbound)
     files: list[RemoteFile] = []
     tls: bool | str = True
     locals_iter = iter(local_paths)
@@ -169,22 +203,40 @@ async def listing(
         f = sub.files[0]
         digests = f.digests
         if staged.primary and expected_sha256:
-            expected = expected_sha256.lower()
-            known = f.digest("sha256")
-            if known is not None and known != expected:
-                raise DownloadError(
-                    "ChecksumMismatch",
-                    f"{staged.relative}: the source says sha256 {known}, spec.sha256 is {expected}",
-                )
-            digests = (
-                *(d for d in digests if d.algorithm != "sha256"),
-                Digest("sha256", expected),
-            )
+            digests = _expected(f, staged.relative, expected_sha256)
         files.append(
             RemoteFile(staged.relative, f.size, f.url, f.headers, digests, f.etag, f.ranges, f.signer)
         )
         tls = sub.tls_verify
     return Listing(source_identity(source, raw), revision, tuple(files), tls)
+
+
+def _expected(f: RemoteFile, relative: str, expected_sha256: str) -> tuple[Digest, ...]:
+    """``f``'s digests with ``spec.sha256`` as its sha256 (a different known one is refused now)."""
+    expected = expected_sha256.lower()
+    known = f.digest("sha256")
+    if known is not None and known != expected:
+        raise DownloadError(
+            "ChecksumMismatch", f"{relative}: the source says sha256 {known}, spec.sha256 is {expected}"
+        )
+    return (*(d for d in f.digests if d.algorithm != "sha256"), Digest("sha256", expected))
+
+
+async def _oci_files(
+    source: Source, raw: str, expected_sha256: str | None, outbound: OutboundPolicy
+) -> Listing:
+    """The registry's listing as is (revision: the manifest digest), ``spec.sha256`` checked
+    against the primary's blob digest before a byte is fetched."""
+    assert source.url is not None
+    sub = await asyncio.to_thread(_oci_listing, source.url, outbound)
+    files = sub.files
+    if expected_sha256:
+        primary = primary_of([f.path for f in files])
+        files = tuple(
+            replace(f, digests=_expected(f, f.path, expected_sha256)) if f.path == primary else f
+            for f in files
+        )
+    return Listing(source_identity(source, raw), sub.revision, files, sub.tls_verify)
 
 
 # -- GGUF ----------------------------------------------------------------------------------------

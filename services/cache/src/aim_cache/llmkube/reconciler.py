@@ -12,8 +12,8 @@ One reconcile, level-triggered (every step reads what is, none remembers what it
    (an unchanged file is not re-read; a changed one is re-hashed and flagged ``SourceDrifted``); a
    failed round is retried with the same backoff as a fetch. (User claims carry no label the
    watcher mirrors, so they are polled, not watched; the verify Jobs and their pods are watched.)
-3. Apply the policy: local paths under the allowed roots, remote hosts not link-local/metadata
-   (``SourceNotAllowed``; waits for a spec change, no retry loop).
+3. Apply the policy: local paths under the allowed roots, remote hosts (an ``oci://`` source's
+   registry) not link-local/metadata (``SourceNotAllowed``; waits for a spec change, no retry loop).
 4. A complete copy in ``<cache>/<cacheKey>/`` (the downloader's manifest, every file at its size,
    the primary's sha256 equal to ``spec.sha256`` when given) is Ready. Otherwise a fetch is started
    (Downloading for URLs, Copying for local files) or, after a failure, retried with backoff
@@ -387,6 +387,8 @@ class LLMKubeModelReconciler:
             source, raw, local_paths, expected, read_header, self.guard, self.settings.policy.outbound
         )
 
+        if cached is not None and manifest is not None and source.kind == "oci":
+            base = _with(base, staged_files=staged_paths(source, manifest))
         gguf: dict[str, Any] | None = None
         if cached is not None and read_header:
             gguf = await asyncio.to_thread(self._local_header, cached.path)
@@ -588,15 +590,24 @@ def _describe(fp: drift.Fingerprint) -> str:
     return drift.describe(None, fp).removeprefix("recorded ")
 
 
+def staged_paths(source: Source, manifest: Manifest) -> tuple[str, ...]:
+    """The staged files, primary first: the spec's, or an ``oci://`` artifact's from its manifest."""
+    if source.kind != "oci":
+        return tuple(source.staged_files)
+    paths = [f.path for f in manifest.files]
+    primary = fetch.primary_of(paths)
+    return (primary, *(p for p in paths if p != primary))
+
+
 def _cached(
     dest: Path, manifest: Manifest | None, source: Source, raw: str, expected: str | None
 ) -> state.Cached | None:
     """The complete copy of this source in ``dest`` (every staged file present at its recorded
     size, the primary's sha256 equal to ``expected`` when given), or None."""
-    if manifest is None or manifest.source != fetch.source_identity(source, raw):
+    if manifest is None or manifest.source != fetch.source_identity(source, raw) or not manifest.files:
         return None
     recorded = {f.path: f for f in manifest.files}
-    if set(recorded) != set(source.staged_files):
+    if source.kind != "oci" and set(recorded) != set(source.staged_files):
         return None
     for f in manifest.files:
         try:
@@ -604,7 +615,7 @@ def _cached(
                 return None
         except OSError:
             return None
-    primary = recorded[source.files[0].relative]
+    primary = recorded[staged_paths(source, manifest)[0]]
     sha = primary.digest("sha256")
     if expected is not None and sha != expected:
         return None

@@ -172,8 +172,8 @@ class Runs:
                 run.waiting = False
                 run.summary = "probing the source"
                 fp = await fetch.probe(order.source, order.local_paths, order.guard, outbound=order.outbound)
-                primary = order.source.files[0]
-                if order.read_header and primary.url is not None:
+                primary = order.source.files[0] if order.source.files else None  # oci: once Ready
+                if order.read_header and primary is not None and primary.url is not None:
                     run.gguf = await fetch.remote_header(primary.url, order.guard, outbound=order.outbound)
                 listing = await fetch.listing(
                     order.source,

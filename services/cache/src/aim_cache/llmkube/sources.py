@@ -1,7 +1,9 @@
 """Where an LLMKube ``Model``'s bytes come from, and whether we may fetch them.
 
 ``spec.source`` (plus ``spec.files`` and ``spec.mmproj``) is parsed into a :class:`Source`: its kind
-(http, file, pvc), the cache key, and the list of files to stage under ``<cache>/<cacheKey>/``.
+(http, file, pvc, oci), the cache key, and the list of files to stage under ``<cache>/<cacheKey>/``
+(for ``oci://`` the registry's manifest is the file set: known only once listed, see
+:mod:`aim_cache.llmkube.fetch`; pulls are anonymous, the ``Model`` has no credentials field).
 The policy checks (:func:`check_local`, :func:`check_remote`) are the security gates the original
 operator shipped without (GHSA-jw3m-8q7m-f35r): a ``file://`` or bare-path source was an arbitrary
 file read through the controller, and every controller-side HEAD was an SSRF into the cluster
@@ -31,6 +33,8 @@ from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
 
 from aim_cache.downloader.errors import redact_url
 from aimcore.api.errors import AimError
+from aimcore.api.imageref import api_host, parse_reference
+from aimcore.api.sourcerules import source_uri_error
 from aimcore.domain.outbound import (
     OutboundPolicy,
     OutboundRefused,
@@ -87,9 +91,10 @@ class StagedFile:
 
 @dataclass(frozen=True)
 class Source:
-    """A parsed ``spec.source``; ``files`` is empty for pvc:// (the claim is mounted, nothing is staged)."""
+    """A parsed ``spec.source``; ``files`` is empty for pvc:// (the claim is mounted, nothing is
+    staged) and for oci:// (the artifact's layers are the files; ``url`` is the reference)."""
 
-    kind: Literal["http", "file", "pvc"]
+    kind: Literal["http", "file", "pvc", "oci"]
     url: str | None
     path: str | None
     claim: str | None
@@ -141,6 +146,8 @@ def parse_source(spec: Mapping[str, Any]) -> Source:
         return _parse_local(raw[len("file://") :], key, names, mmproj, original="file://")
     if scheme == "pvc":
         return _parse_pvc(raw[len("pvc://") :], key, names, mmproj)
+    if scheme == "oci":
+        return _parse_oci(raw, key, names, mmproj)
     if not sep and raw.startswith("/"):
         return _parse_local(raw, key, names, mmproj, original="path")
     if scheme == "hf" or (not sep and "/" in raw):
@@ -155,7 +162,8 @@ def parse_source(spec: Mapping[str, Any]) -> Source:
         shown = f"{scheme}://" if re.fullmatch(r"[a-z][a-z0-9+.-]{0,31}", scheme) else "unknown scheme"
     raise SourceError(
         INVALID_SOURCE,
-        f"unsupported source ({shown}): use http(s)://, file:///abs/path, /abs/path or pvc://claim/path",
+        f"unsupported source ({shown}): use http(s)://, file:///abs/path, /abs/path, pvc://claim/path "
+        "or oci://registry/repository:tag",
     )
 
 
@@ -371,6 +379,27 @@ def _parse_pvc(rest: str, key: str, files: tuple[str, ...], mmproj: str | None) 
     return Source("pvc", None, inner, claim, key, ())
 
 
+def _parse_oci(raw: str, key: str, files: tuple[str, ...], mmproj: str | None) -> Source:
+    """``oci://REGISTRY/REPO:TAG`` or ``...@sha256:…`` (the downloader's rule for the reference)."""
+    if files or mmproj is not None:
+        raise SourceError(
+            INVALID_FILE_SET,
+            "spec.files and spec.mmproj are not supported for oci:// sources (the artifact's layers are "
+            "the files; the first .gguf is the primary)",
+        )
+    reference = "oci://" + raw[len("oci://") :]  # the scheme in lower case, as the downloader reads it
+    error = source_uri_error(reference)
+    if error is not None:
+        raise SourceError(INVALID_SOURCE, error)
+    return Source("oci", reference, None, None, key, ())
+
+
+def registry_url(source: Source) -> str:
+    """The ``oci://`` source's registry as a URL, for the address checks (its host and port)."""
+    assert source.kind == "oci" and source.url is not None
+    return f"https://{api_host(parse_reference(source.url[len('oci://') :]).registry)}/"
+
+
 # ---------------------------------------------------------------------------------------------
 # Policy
 # ---------------------------------------------------------------------------------------------
@@ -465,9 +494,12 @@ def check_source(
 
     Each local file is checked on its own (a symlink inside an allowed directory can point out of
     it). pvc:// sources need no check: the claim is mounted into the workload, never read by us.
+    An oci:// source's registry is checked (its blobs' redirects are checked as they connect).
     """
     real: list[str] = []
     hosts_checked: set[str] = set()
+    if source.kind == "oci":
+        check_remote(registry_url(source), policy, resolve)
     for staged in source.files:
         if staged.local is not None:
             real.append(check_local(staged.local, policy))

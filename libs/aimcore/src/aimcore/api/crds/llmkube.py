@@ -105,7 +105,7 @@ class ModelPhase(enum.StrEnum):
 # Spec
 # ---------------------------------------------------------------------------------------------
 
-SOURCE_PATTERN = r"^(https?|file|pvc|hf)://.*|^/[^\s]+$|^[a-zA-Z0-9][\w\-\.\/]+$"
+SOURCE_PATTERN = r"^(https?|file|pvc|hf|oci)://.*|^/[^\s]+$|^[a-zA-Z0-9][\w\-\.\/]+$"
 SHA256_PATTERN = r"^[a-fA-F0-9]{64}$"
 RESOURCE_NAME_PATTERN = r"^[a-z0-9.\-]+/[a-z0-9._\-]+$"
 
