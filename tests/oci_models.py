@@ -5,6 +5,7 @@ registry's stored copy of a blob, so a test can corrupt it."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import secrets
@@ -39,6 +40,24 @@ def tiny_gguf(directory: Path, **kwargs: int) -> Path:
     """A small real GGUF (:func:`tests.unit.test_gguf_reader.write_gguf`) in ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     return write_gguf(directory / "tiny.gguf", **kwargs)
+
+
+def dockerconfigjson(registry: Registry, password: str | None = None) -> str:
+    """A ``.dockerconfigjson`` logging in to ``registry`` (with ``password``, else its own)."""
+    login = f"{registry.username}:{password or registry.password}"
+    return json.dumps({"auths": {registry.host: {"auth": base64.b64encode(login.encode()).decode()}}})
+
+
+def pull_secret(registry: Registry, name: str) -> dict[str, object]:
+    """A ``kubernetes.io/dockerconfigjson`` Secret for ``registry``, as ``imagePullSecrets`` name."""
+    config = base64.b64encode(dockerconfigjson(registry).encode()).decode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {"name": name},
+        "data": {".dockerconfigjson": config},
+    }
 
 
 def _client(registry: Registry) -> oras.provider.Registry:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import secrets
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
 from tests.helpers import RESOURCE_QUOTA, condition, eventually, has, manifest, quota_of_none, status_of
 from tests.integration.conftest import ensure_service
-from tests.oci_models import push_docker_model, repo, tiny_gguf
+from tests.oci_models import pull_secret, push_docker_model, repo, tiny_gguf
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
@@ -135,16 +134,7 @@ async def test_an_oci_model_from_a_private_registry_with_its_pull_secret(  # typ
     gguf = tiny_gguf(tmp_path / "push")
     pushed = push_docker_model(oci_registry_auth, repo(), "q4", gguf, "Apache-2.0")
     assert oci_registry_auth.password is not None
-    login = base64.b64encode(f"{oci_registry_auth.username}:{oci_registry_auth.password}".encode()).decode()
-    config = json.dumps({"auths": {oci_registry_auth.host: {"auth": login}}})
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "kubernetes.io/dockerconfigjson",
-        "metadata": {"name": "regcred"},
-        "data": {".dockerconfigjson": base64.b64encode(config.encode()).decode()},
-    }
-    await kube.create(SECRET, secret, namespace)
+    await kube.create(SECRET, pull_secret(oci_registry_auth, "regcred"), namespace)
     pulls = [{"name": "regcred"}]
     for name, uri in (("oci-tiny", pushed.uri), ("oci-missing", pushed.uri.rsplit(":", 1)[0] + ":missing")):
         spec = {"sourceUri": uri, "modelId": "models/tiny", "imagePullSecrets": pulls}

@@ -5,14 +5,20 @@ server (a fake kubelet serves it), progress from the pod through NATS to the sta
 that back off instead of storming.
 
 The test plays the kubelet and the volume provisioner: it binds pods, serves their logs, finishes
-them and marks PVCs Bound."""
+them and marks PVCs Bound (or makes a volume on a local directory for the PV controller to bind);
+for an ``oci://`` model it runs the Job's real downloader against a private registry."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
+import os
 import secrets
+import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,18 +26,21 @@ from nats.js.errors import NotFoundError
 
 from aim_cache.downloader import Progress, RateMeter, progress_report
 from aim_cache.plan import job_name, pvc_name
+from aim_dev.local.deployed import PERSISTENT_VOLUME, host_path_volume
 from aim_dev.local.hub import HubServer, add_repo
+from aim_dev.local.registry import Registry
 from aim_dev.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
 from aim_dev.testing.plugin import LocalServers, connect_as
 from aimcore.api.bus import progress as bus_progress
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ObjectRef, StatusReport
-from aimcore.api.kinds import JOB, NAMESPACE, POD, PVC, by_kind
+from aimcore.api.kinds import JOB, NAMESPACE, POD, PVC, SECRET, by_kind
 from aimcore.runtime.bus import BusSettings, connect_bus
 from aimcore.runtime.kube import Kube, connect
 from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services, health_get
+from tests.oci_models import pull_secret, push_docker_model, repo, tiny_gguf
 
 AIM = "aim.eai.amd.com"
 MODEL_CACHE = by_kind(AIM, "AIMModelCache")
@@ -343,3 +352,83 @@ async def test_a_pvc_or_job_the_api_server_refuses_is_a_condition_not_a_loop(clu
 
     await kube.patch(MODEL_CACHE, ns, "refused", {"spec": {"env": [{"name": "GOOD", "value": "x"}]}})
     await get(kube, JOB, ns, job_name("refused", created["metadata"]["uid"], 1))
+
+
+async def container_env(kube: Kube, namespace: str, container: dict[str, Any]) -> dict[str, str]:
+    """The container's env as the kubelet gives it: values, and secret keys read from the Secrets."""
+    env: dict[str, str] = {}
+    for entry in container["env"]:
+        ref = (entry.get("valueFrom") or {}).get("secretKeyRef")
+        if ref is None:
+            env[entry["name"]] = entry.get("value", "")
+            continue
+        secret = await kube.get(SECRET, namespace, ref["name"])
+        assert secret is not None, ref
+        env[entry["name"]] = base64.b64decode(secret["data"][ref["key"]]).decode()
+    return env
+
+
+async def test_an_oci_model_is_downloaded_by_its_job_with_the_pull_secret(
+    cluster: Cluster, oci_registry_auth: Registry, tmp_path: Path
+) -> None:
+    """Job mode end to end: the PVC sized from the private registry's listing (the pull secret used
+    by the service), the Job given the secret as ``AIM_OCI_PULL_SECRET_0``; the test's kubelet runs
+    the Job's real downloader with the pod's env on a directory standing for the volume."""
+    kube = cluster.kube
+    ns = await new_namespace(kube)
+    gguf = tiny_gguf(tmp_path / "push")
+    pushed = push_docker_model(oci_registry_auth, repo(), "q4", gguf, "MIT")
+    await kube.create(SECRET, pull_secret(oci_registry_auth, "regcred"), ns)
+    spec = {
+        "sourceUri": pushed.uri,
+        "modelId": "models/tiny",
+        "modelDownloadImage": IMAGE,
+        "imagePullSecrets": [{"name": "regcred"}],
+    }
+    created = await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, "oci", ns, spec), ns)
+    uid = created["metadata"]["uid"]
+    pvc = await get(kube, PVC, ns, pvc_name("oci", uid))
+    assert pvc["spec"]["resources"]["requests"]["storage"] in ("1Gi", str(GIB))
+    job = await get(kube, JOB, ns, job_name("oci", uid, 1))
+    pod_spec = job["spec"]["template"]["spec"]
+    assert pod_spec["imagePullSecrets"] == [{"name": "regcred"}]
+    (container,) = pod_spec["containers"]
+    secret_ref = {"secretKeyRef": {"name": "regcred", "key": ".dockerconfigjson"}}
+    assert {"name": "AIM_OCI_PULL_SECRET_0", "valueFrom": secret_ref} in container["env"]
+
+    # the provisioner's part: a volume on a directory here, which the PV controller binds to the
+    # claim; the kubelet's: the pod runs the downloader on that directory and exits
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    claim = (ns, pvc["metadata"]["name"])
+    await kube.create(PERSISTENT_VOLUME, host_path_volume(f"pv-{ns}", volume, "1Gi", claim=claim))
+    try:
+        await status_of(kube, PVC, ns, claim[1], lambda s: s.get("phase") == "Bound", "the claim bound")
+        await run_download_pod(cluster, ns, job["metadata"]["name"], volume)
+        ready = await status_of(kube, MODEL_CACHE, ns, "oci", lambda s: s.get("status") == "Ready", "Ready")
+    finally:
+        await kube.delete(PERSISTENT_VOLUME, None, f"pv-{ns}")
+    download = condition(ready["status"], "DownloadReady")
+    assert download["reason"] == "Verified" and "in 3 files; verified: sha256" in download["message"]
+    assert condition(ready["status"], "StorageReady")["reason"] == "PvcBound"
+    assert (volume / "model.gguf").read_bytes() == gguf.read_bytes()
+    assert oci_registry_auth.password is not None
+    assert oci_registry_auth.password not in json.dumps(ready)
+
+
+async def run_download_pod(cluster: Cluster, ns: str, job: str, volume: Path) -> None:
+    """The kubelet runs the Job's pod: its real command, with the pod's env (secrets read), the
+    volume's mount path standing for ``volume``; its output becomes the pod's log."""
+    kube = cluster.kube
+    pod = await job_pod(kube, ns, job)
+    await bind_pod(kube, ns, pod["metadata"]["name"], "node-1")
+    (container,) = pod["spec"]["containers"]
+    mount = container["volumeMounts"][0]["mountPath"]
+    args = [str(volume) if a == mount else a for a in container["args"]]
+    env = {**os.environ, **await container_env(kube, ns, container), "HOME": str(volume.parent)}
+    command = [str(Path(sys.executable).parent / container["command"][0]), *args]
+    proc = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE, env=env)
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0, out
+    cluster.kubelet.set_log(ns, pod["metadata"]["name"], "download", out.decode())
+    await finish_pod(kube, ns, pod["metadata"]["name"], exit_code=0)

@@ -7,7 +7,6 @@ the metadata service, refused before anything connects there."""
 
 from __future__ import annotations
 
-import base64
 import json
 import secrets
 from pathlib import Path
@@ -20,7 +19,15 @@ from aim_dev.local.processes import free_port
 from aim_dev.local.registry import Registry
 from aimcore.domain.outbound import OutboundPolicy
 from tests.helpers import LOOPBACK
-from tests.oci_models import Pushed, push_docker_model, push_files, repo, stored_blob, tiny_gguf
+from tests.oci_models import (
+    Pushed,
+    dockerconfigjson,
+    push_docker_model,
+    push_files,
+    repo,
+    stored_blob,
+    tiny_gguf,
+)
 from tests.oci_servers import METADATA_URL, registry_servers, sha
 
 
@@ -38,11 +45,9 @@ def docker_model(oci_registry: Registry, gguf: Path) -> Pushed:
     return push_docker_model(oci_registry, repo(), "q4", gguf, "Apache-2.0")
 
 
-def pull_secret(registry: Registry, password: str) -> dict[str, str]:
+def pull_secret_env(registry: Registry, password: str) -> dict[str, str]:
     """The env a cache's ``imagePullSecrets`` becomes in the download Job."""
-    assert registry.username is not None
-    auth = base64.b64encode(f"{registry.username}:{password}".encode()).decode()
-    return {"AIM_OCI_PULL_SECRET_0": json.dumps({"auths": {registry.host: {"auth": auth}}})}
+    return {"AIM_OCI_PULL_SECRET_0": dockerconfigjson(registry, password)}
 
 
 async def test_a_docker_model_is_pulled_and_every_blob_verified(
@@ -103,12 +108,12 @@ async def test_a_private_repository_needs_its_pull_secret(
     await download(
         pushed.uri,
         tmp_path / "out",
-        env=pull_secret(oci_registry_auth, oci_registry_auth.password),
+        env=pull_secret_env(oci_registry_auth, oci_registry_auth.password),
         policy=LOOPBACK,
     )
     assert data(tmp_path / "out" / "model.gguf") == data(gguf)
     with pytest.raises(DownloadError) as err:
-        await list_source(pushed.uri, pull_secret(oci_registry_auth, "wrong"), policy=LOOPBACK)
+        await list_source(pushed.uri, pull_secret_env(oci_registry_auth, "wrong"), policy=LOOPBACK)
     assert err.value.reason == "AuthError" and "refused" in err.value.message
     assert "wrong" not in err.value.message and oci_registry_auth.password not in err.value.message
     with pytest.raises(DownloadError) as err:
