@@ -13,6 +13,7 @@ from aim_cache.templatecaches import best_of, caches_condition, template_kinds
 from aimcore.api.bus import progress
 from aimcore.api.bus.messages import ObjectRef
 from aimcore.api.kinds import by_kind
+from aimcore.domain.families.caches import ModelCache
 from aimcore.domain.outbound import OutboundPolicy
 
 MODEL_CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")
@@ -34,6 +35,10 @@ def cache(
             "conditions": [{"type": "Ready", "status": "False", "reason": f"{status}Reason", "message": "m"}],
         }
     return obj
+
+
+def model_cache(name: str = "mc", **spec: Any) -> ModelCache:
+    return ModelCache(MODEL_CACHE, cache(name, **spec))
 
 
 # -- names -------------------------------------------------------------------------------------
@@ -70,7 +75,8 @@ def test_long_source_names_stay_valid_dns_labels() -> None:
     ],
 )
 def test_model_id(spec: dict[str, Any], expected: str) -> None:
-    assert plan.model_id(spec) == expected
+    assert plan.model_id(spec["sourceUri"], spec.get("modelId")) == expected
+    assert plan.model_id(model_cache(**spec).source_uri, model_cache(**spec).model_id) == expected
 
 
 def test_mount_path_follows_the_seed_and_drops_traversal() -> None:
@@ -97,15 +103,15 @@ def test_pvc_size_adds_headroom_and_rounds_up_to_gib(size: int, headroom: int, e
 
 def test_storage_class_precedence_and_headroom_default() -> None:
     config = {"storage": {"defaultStorageClassName": "cfg", "pvcHeadroomPercent": 0}}
-    assert plan.storage_class({"storageClassName": "own"}, config) == "own"
-    assert plan.storage_class({}, config) == "cfg"
-    assert plan.storage_class({}, {}) is None
+    assert plan.storage_class(model_cache(storageClassName="own").storage_class, config) == "own"
+    assert plan.storage_class(model_cache().storage_class, config) == "cfg"
+    assert plan.storage_class(None, {}) is None
     assert plan.headroom_percent(config) == 0  # a set 0 is honoured
     assert plan.headroom_percent({}) == plan.DEFAULT_HEADROOM_PERCENT
 
 
 def test_pvc_body() -> None:
-    body = plan.pvc_body(MODEL_CACHE, cache(), 2 * GIB, "fast")
+    body = plan.pvc_body(model_cache(), 2 * GIB, "fast")
     assert body["spec"] == {
         "accessModes": ["ReadWriteMany"],
         "resources": {"requests": {"storage": str(2 * GIB)}},
@@ -114,7 +120,7 @@ def test_pvc_body() -> None:
     assert body["metadata"]["ownerReferences"][0]["uid"] == "uid-mc"
     assert body["metadata"]["labels"][plan.LABEL_CACHE_NAME] == "mc"
     assert body["metadata"]["labels"][plan.LABEL_SOURCE_MODEL] == "acme_tiny"
-    assert "storageClassName" not in plan.pvc_body(MODEL_CACHE, cache(), GIB, None)["spec"]
+    assert "storageClassName" not in plan.pvc_body(model_cache(), GIB, None)["spec"]
 
 
 # -- the download Job ----------------------------------------------------------------------------
@@ -122,9 +128,9 @@ def test_pvc_body() -> None:
 
 def test_job_runs_the_aim_downloader_hardened_with_progress_to_nats() -> None:
     env = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}]
-    obj = cache(env=env, imagePullSecrets=[{"name": "regcred"}])
+    obj = model_cache(env=env, imagePullSecrets=[{"name": "regcred"}])
     bus = plan.JobBus("nats://aim-nats:4222", "SU-the-download-seed", progress.key_from_seed("cache-seed"))
-    job = plan.job_body(MODEL_CACHE, obj, attempt=2, bus=bus, stall_timeout=60)
+    job = plan.job_body(obj, attempt=2, bus=bus, stall_timeout=60)
     assert job["metadata"]["name"] == plan.job_name("mc", "uid-mc", 2)
     assert job["metadata"]["annotations"][plan.ANNOTATION_ATTEMPT] == "2"
     assert job["spec"]["backoffLimit"] == 0
@@ -157,9 +163,7 @@ def test_job_carries_the_operators_outbound_policy_and_the_spec_cannot_change_it
         {"name": "HF_ENDPOINT", "value": "https://mirror.example"},
     ]
     policy = OutboundPolicy(frozenset({"mirror.internal"}))
-    job = plan.job_body(
-        MODEL_CACHE, cache(env=sneaky), attempt=1, bus=None, stall_timeout=60, outbound=policy.env()
-    )
+    job = plan.job_body(model_cache(env=sneaky), attempt=1, bus=None, stall_timeout=60, outbound=policy.env())
     env = job["spec"]["template"]["spec"]["containers"][0]["env"]
     policy_env = [e for e in env if e["name"].startswith("AIM_OUTBOUND_")]
     assert policy_env == [
@@ -173,19 +177,18 @@ def test_job_carries_the_operators_outbound_policy_and_the_spec_cannot_change_it
 
 def test_job_logs_in_the_cache_services_format_and_the_spec_cannot_change_it() -> None:
     sneaky = [{"name": "AIM_LOG_FORMAT", "value": "text"}]
-    job = plan.job_body(
-        MODEL_CACHE, cache(env=sneaky), attempt=1, bus=None, stall_timeout=60, log_format="json"
-    )
+    job = plan.job_body(model_cache(env=sneaky), attempt=1, bus=None, stall_timeout=60, log_format="json")
     env = job["spec"]["template"]["spec"]["containers"][0]["env"]
     assert [e for e in env if e["name"] == "AIM_LOG_FORMAT"] == [{"name": "AIM_LOG_FORMAT", "value": "json"}]
 
 
 def test_an_oci_sources_job_gets_the_caches_pull_secrets() -> None:
     secrets = [{"name": "regcred"}, {"name": "mirror"}]
-    oci = cache(sourceUri="oci://registry.example.com/models/tiny:q4", imagePullSecrets=secrets)
-    env = plan.job_body(MODEL_CACHE, oci, attempt=1, bus=None, stall_timeout=60)["spec"]["template"]["spec"][
-        "containers"
-    ][0]["env"]
+    oci = model_cache(sourceUri="oci://registry.example.com/models/tiny:q4", imagePullSecrets=secrets)
+    assert plan.download_env(oci) == [e for e in plan.download_env(oci) if e["name"].startswith("AIM_OCI_")]
+    env = plan.job_body(oci, attempt=1, bus=None, stall_timeout=60)["spec"]["template"]["spec"]["containers"][
+        0
+    ]["env"]
     pulled = [e for e in env if e["name"].startswith("AIM_OCI_PULL_SECRET_")]
     assert pulled == [
         {
@@ -194,14 +197,16 @@ def test_an_oci_sources_job_gets_the_caches_pull_secrets() -> None:
         }
         for i, n in enumerate(["regcred", "mirror"])
     ]
-    assert plan.download_env(cache(imagePullSecrets=secrets)) == []  # hf://: the secrets pull images only
+    assert (
+        plan.download_env(model_cache(imagePullSecrets=secrets)) == []
+    )  # hf://: the secrets pull images only
 
 
 def test_job_uses_kserves_convention_for_the_storage_initializer() -> None:
-    obj = cache(modelDownloadImage="kserve/storage-initializer:v0.16.0")
-    container = plan.job_body(MODEL_CACHE, obj, attempt=1, bus=None, stall_timeout=60)["spec"]["template"][
-        "spec"
-    ]["containers"][0]
+    obj = model_cache(modelDownloadImage="kserve/storage-initializer:v0.16.0")
+    container = plan.job_body(obj, attempt=1, bus=None, stall_timeout=60)["spec"]["template"]["spec"][
+        "containers"
+    ][0]
     assert "command" not in container
     assert container["args"] == ["hf://acme/tiny", "/workspace/model-cache/acme/tiny"]
     assert plan.uses_kserve_initializer("docker.io/kserve/storage-initializer@sha256:abc")
@@ -209,10 +214,11 @@ def test_job_uses_kserves_convention_for_the_storage_initializer() -> None:
 
 
 def test_spec_hash_tracks_what_the_download_depends_on() -> None:
-    base = cache()["spec"]
-    assert plan.spec_hash(base) == plan.spec_hash(dict(base))
-    assert plan.spec_hash({**base, "env": [{"name": "A", "value": "1"}]}) != plan.spec_hash(base)
-    assert plan.spec_hash({**base, "size": "10Gi"}) == plan.spec_hash(base)
+    base = plan.spec_hash(model_cache())
+    assert plan.spec_hash(model_cache()) == base
+    assert plan.spec_hash(model_cache(env=[{"name": "A", "value": "1"}])) != base
+    assert plan.spec_hash(model_cache(size="10Gi")) == base
+    assert plan.spec_hash(model_cache(imagePullSecrets=[{"name": "regcred"}])) != base
 
 
 # -- retries and outcome -------------------------------------------------------------------------
@@ -277,9 +283,7 @@ def test_job_carries_the_operators_proxies_and_the_spec_cannot_set_its_own() -> 
         {"name": "no_proxy", "value": "*"},
     ]
     policy = OutboundPolicy.from_env({"HTTPS_PROXY": "http://proxy.corp:3128", "NO_PROXY": ".svc,10.0.0.0/8"})
-    job = plan.job_body(
-        MODEL_CACHE, cache(env=sneaky), attempt=1, bus=None, stall_timeout=60, outbound=policy.env()
-    )
+    job = plan.job_body(model_cache(env=sneaky), attempt=1, bus=None, stall_timeout=60, outbound=policy.env())
     env = job["spec"]["template"]["spec"]["containers"][0]["env"]
     proxies = [e for e in env if e["name"].lower().endswith("_proxy")]
     assert proxies == [

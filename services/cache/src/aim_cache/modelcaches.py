@@ -53,6 +53,7 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, JOB, POD, PVC, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain import jobs
+from aimcore.domain.families.caches import AnyModelCache, ModelCache
 from aimcore.domain.gpu import parse_quantity
 from aimcore.domain.runtimeconfig import ConfigNotFound, resolution_conditions, resolve_live
 from aimcore.domain.units import format_bytes, format_duration
@@ -118,27 +119,26 @@ class ModelCacheReconciler:
 
     # -- the reconcile ---------------------------------------------------------------------------
 
-    async def reconcile(self, request: Request) -> Result | None:
-        obj = request.obj
-        spec = obj.get("spec") or {}
+    async def reconcile(self, request: Request[AnyModelCache]) -> Result | None:
+        cache = ModelCache(request.ref, request.obj, request.resource)
         config, conditions = resolution_conditions(
-            request.informer.get, request.ref.group, request.namespace, spec
+            request.informer.get, request.ref.group, request.namespace, _config_ref(cache)
         )
         fields: dict[str, Any] = {}
         if request.ref.group != LEGACY:
-            fields["mode"] = "Dedicated" if obj["metadata"].get("ownerReferences") else "Shared"
+            fields["mode"] = cache.mode
         if config is None:
             await self._report(request, conditions, fields)
             return None
         try:
-            parse_source(str(spec.get("sourceUri", "")))
+            parse_source(cache.source_uri)
         except DownloadError as exc:
             conditions.append(cond(SOURCE_READY, False, exc.reason, exc.message))
             await self._report(request, conditions, fields, ("reject", exc.reason, exc.message))
             return None
         if self.local is not None:
-            return await self._reconcile_local(request, self.local, conditions, fields)
-        return await self._reconcile_job(request, config.spec, conditions, fields)
+            return await self._reconcile_local(request, cache, self.local, conditions, fields)
+        return await self._reconcile_job(request, cache, config.spec, conditions, fields)
 
     async def _report(
         self,
@@ -157,16 +157,16 @@ class ModelCacheReconciler:
     async def _reconcile_local(
         self,
         request: Request,
+        cache: ModelCache,
         local: LocalExecutor,
         conditions: list[ConditionReport],
         fields: dict[str, Any],
     ) -> Result | None:
         obj = request.obj
-        uid = str(obj["metadata"]["uid"])
-        spec = obj.get("spec") or {}
-        source = str(spec["sourceUri"])
+        uid = str(cache.uid)
+        source = cache.source_uri
         dest = local.dest(obj)
-        digest = plan.spec_hash(spec)
+        digest = plan.spec_hash(cache)
         conditions.append(cond(STORAGE_READY, True, "LocalStorage", f"local cache directory {dest}"))
         manifest = read_manifest(dest)
         run = local.run_of(uid)
@@ -212,7 +212,7 @@ class ModelCacheReconciler:
                 return Result(requeue_after=due - now)
             attempt = run.attempt + 1
         try:
-            env = await resolve_env(self.kube, str(request.namespace), plan.download_env(spec))
+            env = await resolve_env(self.kube, str(request.namespace), plan.download_env(cache))
         except EnvReferenceMissing as exc:
             conditions.append(cond(SOURCE_READY, False, exc.reason, str(exc)))
             conditions.append(cond(DOWNLOAD_READY, False, exc.reason, str(exc)))
@@ -249,29 +249,28 @@ class ModelCacheReconciler:
     async def _reconcile_job(
         self,
         request: Request,
+        cache: ModelCache,
         config: Mapping[str, Any],
         conditions: list[ConditionReport],
         fields: dict[str, Any],
     ) -> Result | None:
-        obj = request.obj
-        meta = obj["metadata"]
-        spec = obj.get("spec") or {}
-        namespace = str(meta["namespace"])
-        uid = str(meta["uid"])
-        claim = plan.pvc_name(meta["name"], uid)
+        namespace = str(cache.namespace)
+        claim = plan.pvc_name(cache.name, str(cache.uid))
         pvc = request.informer.get(PVC, namespace, claim)
         if pvc is None:
-            sized = await self._size(request, spec, conditions)
+            sized = await self._size(request, cache, conditions)
             if isinstance(sized, Result):
                 await self._report(request, conditions, fields)
                 return sized
             # a PVC is never changed once made: take its class and size from the configs as the API
             # server has them, not from a cache that may not have seen one created a moment ago
             with contextlib.suppress(ConfigNotFound):
-                config = (await resolve_live(self.kube, request.ref.group, namespace, spec)).spec
-            klass = plan.storage_class(spec, config)
+                config = (
+                    await resolve_live(self.kube, request.ref.group, namespace, _config_ref(cache))
+                ).spec
+            klass = plan.storage_class(cache.storage_class, config)
             size = plan.pvc_size_bytes(sized, plan.headroom_percent(config))
-            body = plan.pvc_body(request.ref, obj, size, klass)
+            body = plan.pvc_body(cache, size, klass)
             written = await self.children.write(request, PVC, body)
             if isinstance(written, Refusal):
                 return await self._write_refused(
@@ -281,7 +280,7 @@ class ModelCacheReconciler:
             pvc = written.obj
             await request.reporter.decide(
                 request.ref,
-                obj,
+                request.obj,
                 "create-pvc",
                 "PvcCreated",
                 f"PVC {claim}: {format_bytes(size)} ({format_bytes(sized)} + "
@@ -289,18 +288,18 @@ class ModelCacheReconciler:
                 + (f"storage class {klass}" if klass else "cluster default storage class"),
             )
         else:
-            conditions.append(cond(SOURCE_READY, True, "SourceResolved", str(spec["sourceUri"])))
+            conditions.append(cond(SOURCE_READY, True, "SourceResolved", cache.source_uri))
         fields["persistentVolumeClaim"] = claim
         self._storage_condition(pvc, conditions)
-        return await self._download_job(request, conditions, fields)
+        return await self._download_job(request, cache, conditions, fields)
 
     async def _size(
-        self, request: Request, spec: Mapping[str, Any], conditions: list[ConditionReport]
+        self, request: Request, cache: ModelCache, conditions: list[ConditionReport]
     ) -> int | Result:
-        uid = str(request.obj["metadata"]["uid"])
-        if spec.get("size"):
+        uid = str(cache.uid)
+        if cache.size is not None:
             try:
-                size = parse_quantity(spec["size"])
+                size = parse_quantity(cache.size)
             except ValueError as exc:
                 conditions.append(cond(SOURCE_READY, False, INVALID_SOURCE, f"spec.size: {exc}"))
                 return Result()
@@ -319,8 +318,8 @@ class ModelCacheReconciler:
             if wait > 0:
                 return Result(requeue_after=wait)
         try:
-            env = await resolve_env(self.kube, str(request.namespace), plan.download_env(spec))
-            size = await probe_size(str(spec["sourceUri"]), env, policy=self.settings.outbound)
+            env = await resolve_env(self.kube, str(request.namespace), plan.download_env(cache))
+            size = await probe_size(cache.source_uri, env, policy=self.settings.outbound)
         except (DownloadError, EnvReferenceMissing) as exc:
             reason = exc.reason
             message = exc.message if isinstance(exc, DownloadError) else str(exc)
@@ -355,17 +354,16 @@ class ModelCacheReconciler:
         )
         return False
 
-    def _jobs(self, request: Request) -> list[Obj]:
-        uid = str(request.obj["metadata"]["uid"])
+    @staticmethod
+    def _jobs(request: Request, cache: ModelCache) -> list[Obj]:
+        uid = str(cache.uid)
         return [j for j in request.informer.list(JOB, request.namespace) if owned_by(j, uid)]
 
     async def _download_job(
-        self, request: Request, conditions: list[ConditionReport], fields: dict[str, Any]
+        self, request: Request, cache: ModelCache, conditions: list[ConditionReport], fields: dict[str, Any]
     ) -> Result | None:
-        obj = request.obj
-        spec = obj.get("spec") or {}
-        digest = plan.spec_hash(spec)
-        owned = self._jobs(request)
+        digest = plan.spec_hash(cache)
+        owned = self._jobs(request, cache)
         current = [j for j in owned if _annotation(j, plan.ANNOTATION_SPEC_HASH) == digest]
         for stale in (j for j in owned if j not in current):
             await self.kube.delete(JOB, request.namespace, stale["metadata"]["name"])
@@ -373,7 +371,7 @@ class ModelCacheReconciler:
         for old in (j for j in current if j is not latest):
             await self.kube.delete(JOB, request.namespace, old["metadata"]["name"])
         if latest is None:
-            return await self._create_job(request, conditions, fields, 1)
+            return await self._create_job(request, cache, conditions, fields, 1)
         attempt = _attempt(latest)
         state = jobs.job_state(latest)
         pods = self._pods(request, latest)
@@ -396,7 +394,7 @@ class ModelCacheReconciler:
                 message = (
                     "downloaded by the KServe storage initializer, which verifies nothing (the "
                     "aim-engine downloader image verifies every file)"
-                    if plan.uses_kserve_initializer(str(spec.get("modelDownloadImage", "")))
+                    if plan.uses_kserve_initializer(cache.download_image)
                     else "download Job succeeded"
                 )
                 total = 0
@@ -433,14 +431,18 @@ class ModelCacheReconciler:
             await self._report(request, conditions, fields, ("download-failed", reason, message))
             return Result(requeue_after=due - now)
         await self.kube.delete(JOB, request.namespace, latest["metadata"]["name"])
-        return await self._create_job(request, conditions, fields, attempt + 1)
+        return await self._create_job(request, cache, conditions, fields, attempt + 1)
 
     async def _create_job(
-        self, request: Request, conditions: list[ConditionReport], fields: dict[str, Any], attempt: int
+        self,
+        request: Request,
+        cache: ModelCache,
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+        attempt: int,
     ) -> Result | None:
         body = plan.job_body(
-            request.ref,
-            request.obj,
+            cache,
             attempt=attempt,
             bus=self.settings.job_bus(),
             stall_timeout=self.settings.stall_timeout,
@@ -496,6 +498,11 @@ class ModelCacheReconciler:
     async def _outcome(self, request: Request, job: Obj, pods: list[Obj]) -> dict[str, Any]:
         """The downloader's last JSON line of the Job's newest pod (cached per Job)."""
         return await self.logs.outcome(str(request.namespace), job, pods, plan.CONTAINER)
+
+
+def _config_ref(cache: ModelCache) -> Obj:
+    """What runtime-config resolution reads of the cache (:mod:`aimcore.domain.runtimeconfig`)."""
+    return {"runtimeConfigName": cache.runtime_config_name}
 
 
 def _annotation(obj: Mapping[str, Any], key: str) -> str | None:

@@ -27,8 +27,10 @@ from typing import Any
 from aim_cache.downloader import model_id_for
 from aimcore.api.bus import progress
 from aimcore.api.bus.messages import ObjectRef
-from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
+from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE
 from aimcore.api.types import Obj
+from aimcore.domain.families.base import written
+from aimcore.domain.families.caches import ModelCache
 from aimcore.domain.naming import derived_name, go_json, label_value
 from aimcore.domain.outbound import POLICY_ENV
 from aimcore.runtime.children import owner_reference
@@ -72,13 +74,12 @@ def job_name(cache_name: str, uid: str, attempt: int) -> str:
     return derived_name([cache_name, "download", str(attempt)], [uid])
 
 
-def model_id(spec: Mapping[str, Any]) -> str:
-    """``spec.modelId``, else ``org/name`` of an ``hf://`` source, else ``<bucket or host>/<last
-    path element>`` (the seed asks S3 users to set ``modelId``; a stable fallback beats a failure)."""
-    explicit = spec.get("modelId")
+def model_id(uri: str, explicit: str | None = None) -> str:
+    """``explicit`` (a ``modelId``), else ``org/name`` of an ``hf://`` source, else ``<bucket or
+    host>/<last path element>`` (the seed asks S3 users to set ``modelId``; a stable fallback beats
+    a failure)."""
     if explicit:
-        return str(explicit)
-    uri = str(spec.get("sourceUri") or "")
+        return explicit
     derived = model_id_for(uri)
     if derived:
         return derived
@@ -107,11 +108,11 @@ def pvc_size_bytes(size_bytes: int, headroom_percent: int) -> int:
     return max(1, math.ceil(with_headroom / GIB)) * GIB
 
 
-def storage_class(spec: Mapping[str, Any], config: Mapping[str, Any] | None) -> str | None:
-    """The cache's own class, else the runtime config's default, else ``None`` (cluster default)."""
-    own = spec.get("storageClassName")
+def storage_class(own: str | None, config: Mapping[str, Any] | None) -> str | None:
+    """The cache's own class, else the runtime config's default (``config``: the merged runtime
+    config spec, :mod:`aimcore.domain.runtimeconfig`), else ``None`` (cluster default)."""
     if own:
-        return str(own)
+        return own
     default = ((config or {}).get("storage") or {}).get("defaultStorageClassName")
     return str(default) if default else None
 
@@ -121,21 +122,19 @@ def headroom_percent(config: Mapping[str, Any] | None) -> int:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else DEFAULT_HEADROOM_PERCENT
 
 
-def cache_labels(cache: Mapping[str, Any]) -> dict[str, str]:
-    meta = cache.get("metadata") or {}
+def cache_labels(cache: ModelCache) -> dict[str, str]:
     labels = {
-        LABEL_CACHE_NAME: label_value(str(meta.get("name", ""))),
-        LABEL_SOURCE_MODEL: source_label(str((cache.get("spec") or {}).get("sourceUri", ""))),
+        LABEL_CACHE_NAME: label_value(cache.name),
+        LABEL_SOURCE_MODEL: source_label(cache.source_uri),
         PART_OF_LABEL: PART_OF_VALUE,
         MANAGED_BY: "aim-cache",
     }
-    if (meta.get("labels") or {}).get(LABEL_TEMPLATE_CREATED) == "true":
+    if cache.labels.get(LABEL_TEMPLATE_CREATED) == "true":
         labels[LABEL_CACHE_TYPE] = "template-cache"
     return labels
 
 
-def pvc_body(ref: KindRef, cache: Mapping[str, Any], size_bytes: int, klass: str | None) -> Obj:
-    meta = cache["metadata"]
+def pvc_body(cache: ModelCache, size_bytes: int, klass: str | None) -> Obj:
     spec: Obj = {
         "accessModes": ["ReadWriteMany"],
         "resources": {"requests": {"storage": str(size_bytes)}},
@@ -146,10 +145,10 @@ def pvc_body(ref: KindRef, cache: Mapping[str, Any], size_bytes: int, klass: str
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
         "metadata": {
-            "name": pvc_name(meta["name"], meta["uid"]),
-            "namespace": meta["namespace"],
+            "name": pvc_name(cache.name, str(cache.uid)),
+            "namespace": cache.namespace,
             "labels": cache_labels(cache),
-            "ownerReferences": [owner_reference(ref, cache)],
+            "ownerReferences": [owner_reference(cache.ref, cache.obj)],
         },
         "spec": spec,
     }
@@ -164,8 +163,9 @@ def uses_kserve_initializer(image: str) -> bool:
     return last.split(":", 1)[0].endswith("storage-initializer")
 
 
-def spec_hash(spec: Mapping[str, Any]) -> str:
-    """What a download depends on; a change starts the attempts again."""
+def spec_hash(cache: ModelCache) -> str:
+    """What a download depends on, as written; a change starts the attempts again."""
+    spec = written(cache.resource.spec)
     relevant = {
         k: spec.get(k) for k in ("sourceUri", "env", "modelDownloadImage", "imagePullSecrets", "modelId")
     }
@@ -181,37 +181,36 @@ class JobBus:
     seed: str | None
     token_key: bytes = field(repr=False)
 
-    def env(self, ref: KindRef, meta: Mapping[str, Any]) -> list[Obj]:
-        target = ObjectRef.of(ref, meta.get("namespace"), meta["name"])
+    def env(self, cache: ModelCache) -> list[Obj]:
+        target = ObjectRef.of(cache.ref, cache.namespace, cache.name)
         values = {
             "AIM_NATS_URL": self.url,
             "AIM_NATS_ROLE": "download",
             "AIM_NATS_SEED": self.seed,
-            "AIM_PROGRESS_TOKEN": progress.token(self.token_key, target, meta.get("uid")),
+            "AIM_PROGRESS_TOKEN": progress.token(self.token_key, target, cache.uid),
         }
         return [{"name": k, "value": v} for k, v in values.items() if v]
 
 
-def download_env(spec: Mapping[str, Any]) -> list[Any]:
-    """The model's env for its download: ``spec.env``, and for an ``oci://`` source each of
-    ``imagePullSecrets`` as ``AIM_OCI_PULL_SECRET_<n>`` (its ``.dockerconfigjson``: the registry
-    that holds the model is a container registry, and its pull secret the cluster's usual one)."""
-    env: list[Any] = [dict(e) for e in spec.get("env") or []]
-    if str(spec.get("sourceUri") or "").startswith("oci://"):
-        names = [s["name"] for s in spec.get("imagePullSecrets") or [] if s.get("name")]
+def download_env(cache: ModelCache) -> list[Obj]:
+    """The model's env for its download: ``spec.env`` as written, and for an ``oci://`` source
+    each of ``imagePullSecrets`` as ``AIM_OCI_PULL_SECRET_<n>`` (its ``.dockerconfigjson``: the
+    registry that holds the model is a container registry, and its pull secret the cluster's usual
+    one)."""
+    env = [written(e) for e in cache.env]
+    if cache.source_uri.startswith("oci://"):
         env += [
             {
                 "name": f"AIM_OCI_PULL_SECRET_{i}",
                 "valueFrom": {"secretKeyRef": {"name": name, "key": ".dockerconfigjson"}},
             }
-            for i, name in enumerate(names)
+            for i, name in enumerate(cache.pull_secrets)
         ]
     return env
 
 
 def job_body(
-    ref: KindRef,
-    cache: Mapping[str, Any],
+    cache: ModelCache,
     *,
     attempt: int,
     bus: JobBus | None,
@@ -224,14 +223,12 @@ def job_body(
     The model cache's env may not set those variables (they are dropped from it and the operator's
     values added last). ``log_format`` is the cache service's own ``AIM_LOG_FORMAT``: aim-download
     logs as the operator does (JSON lines on request)."""
-    meta = cache["metadata"]
-    spec = cache.get("spec") or {}
-    image = str(spec.get("modelDownloadImage") or "")
-    model = model_id(spec)
-    dest = mount_path(model)
-    source = str(spec["sourceUri"])
+    ref, name, uid = cache.ref, cache.name, str(cache.uid)
+    image = cache.download_image
+    dest = mount_path(model_id(cache.source_uri, cache.model_id))
+    source = cache.source_uri
     reserved = {*POLICY_ENV, "AIM_LOG_FORMAT"}
-    env: list[Any] = [e for e in download_env(spec) if e.get("name") not in reserved]
+    env: list[Any] = [e for e in download_env(cache) if e.get("name") not in reserved]
     if uses_kserve_initializer(image):
         command: list[str] | None = None
         args = [source, dest]
@@ -241,11 +238,11 @@ def job_body(
             source,
             dest,
             f"--stall-timeout={stall_timeout:g}",
-            f"--object={ref.group}/{ref.version}/{ref.kind}/{meta['namespace']}/{meta['name']}",
-            f"--uid={meta['uid']}",
+            f"--object={ref.group}/{ref.version}/{ref.kind}/{cache.namespace}/{name}",
+            f"--uid={uid}",
         ]
         if bus is not None:
-            env.extend(bus.env(ref, meta))
+            env.extend(bus.env(cache))
         env.append({"name": "AIM_LOG_FORMAT", "value": log_format})
     env.append({"name": "HOME", "value": "/tmp"})
     env.extend({"name": k, "value": v} for k, v in sorted((outbound or {}).items()))
@@ -272,22 +269,22 @@ def job_body(
         "securityContext": {"fsGroup": RUN_AS, "runAsNonRoot": True},
         "containers": [container],
         "volumes": [
-            {"name": "cache", "persistentVolumeClaim": {"claimName": pvc_name(meta["name"], meta["uid"])}},
+            {"name": "cache", "persistentVolumeClaim": {"claimName": pvc_name(name, uid)}},
             {"name": "tmp", "emptyDir": {}},
         ],
     }
-    secrets = [{"name": s["name"]} for s in spec.get("imagePullSecrets") or [] if s.get("name")]
+    secrets = [{"name": s} for s in cache.pull_secrets]
     if secrets:
         pod_spec["imagePullSecrets"] = secrets
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": job_name(meta["name"], meta["uid"], attempt),
-            "namespace": meta["namespace"],
+            "name": job_name(name, uid, attempt),
+            "namespace": cache.namespace,
             "labels": labels,
-            "annotations": {ANNOTATION_ATTEMPT: str(attempt), ANNOTATION_SPEC_HASH: spec_hash(spec)},
-            "ownerReferences": [owner_reference(ref, cache)],
+            "annotations": {ANNOTATION_ATTEMPT: str(attempt), ANNOTATION_SPEC_HASH: spec_hash(cache)},
+            "ownerReferences": [owner_reference(ref, cache.obj)],
         },
         "spec": {
             "backoffLimit": 0,  # retries are the operator's, with back-off

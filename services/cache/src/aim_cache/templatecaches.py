@@ -418,7 +418,9 @@ class TemplateCacheReconciler:
             },
         }
         # where the deployer mounts it (the legacy template cache's status does not list it)
-        meta["annotations"] = {MODEL_ID_ANNOTATION: plan.model_id({**source, **body_spec})}
+        meta["annotations"] = {
+            MODEL_ID_ANNOTATION: plan.model_id(str(source.get("sourceUri") or ""), source.get("modelId"))
+        }
         if dedicated:
             meta["ownerReferences"] = [owner_reference(request.ref, tc)]
         return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": body_spec}
@@ -427,7 +429,8 @@ class TemplateCacheReconciler:
     def _resolved(
         cache: Mapping[str, Any] | None, source: Mapping[str, Any], *, refused: bool = False
     ) -> Obj:
-        model = plan.model_id({**source, **((cache or {}).get("spec") or {})})
+        written = {**source, **((cache or {}).get("spec") or {})}
+        model = plan.model_id(str(written.get("sourceUri") or ""), written.get("modelId"))
         state = "Failed" if refused else "Pending"  # refused: the API server will not create it
         entry: Obj = {"model": model, "mountPoint": plan.mount_path(model), "status": state}
         if cache is not None:

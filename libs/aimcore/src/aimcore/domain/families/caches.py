@@ -1,6 +1,7 @@
 """Template caches and model caches of both API groups in one vocabulary: the template a template
 cache is for (``templateName``/``templateRef``), its scope and mode, the model caches its status
-lists (the current group's), and a model cache's volume."""
+lists (the current group's), and what a model cache downloads, where to, with what (its source,
+size, env, storage class, download image and pull secrets) and its volume."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aimcore.api.crds import aim, silogen
+from aimcore.api.crds.base import EnvVar
 from aimcore.api.kinds import MODEL_CACHE_KINDS, TEMPLATE_CACHE_KINDS
 from aimcore.domain.families.base import Object
 
@@ -55,6 +57,55 @@ class ModelCache(Object[AnyModelCache]):
     """A model cache, whatever its group."""
 
     kinds = MODEL_CACHE_KINDS
+
+    @property
+    def source_uri(self) -> str:
+        """``spec.sourceUri``: what it downloads (``hf://``, ``s3://``, ``oci://``)."""
+        return str(self.resource.spec.source_uri)
+
+    @property
+    def model_id(self) -> str | None:
+        """``spec.modelId`` (the current group's only): where in the volume the model goes."""
+        spec = self.resource.spec
+        return spec.model_id or None if isinstance(spec, aim.AIMModelCacheSpec) else None
+
+    @property
+    def size(self) -> int | str | None:
+        """``spec.size``: the volume asked for (a quantity), ``None`` to size it from the source."""
+        return self.resource.spec.size or None
+
+    @property
+    def env(self) -> list[EnvVar]:
+        """``spec.env``: the download's environment (credentials, endpoints)."""
+        return list(self.resource.spec.env or [])
+
+    @property
+    def storage_class(self) -> str | None:
+        """``spec.storageClassName`` (``None``: the runtime config's or the cluster's default)."""
+        return self.resource.spec.storage_class_name or None
+
+    @property
+    def download_image(self) -> str:
+        """``spec.modelDownloadImage``: the image of the download Job."""
+        return str(self.resource.spec.model_download_image or "")
+
+    @property
+    def pull_secrets(self) -> list[str]:
+        """The names ``spec.imagePullSecrets`` gives (for the download image, and an ``oci://``
+        source's registry)."""
+        return [s.name for s in self.resource.spec.image_pull_secrets or [] if s.name]
+
+    @property
+    def runtime_config_name(self) -> str | None:
+        """``spec.runtimeConfigName`` (the current group's; ``None``: the default config)."""
+        spec = self.resource.spec
+        return spec.runtime_config_name or None if isinstance(spec, aim.AIMModelCacheSpec) else None
+
+    @property
+    def mode(self) -> str:
+        """``Dedicated`` when something owns it (it goes with its owners), else ``Shared``
+        (``status.mode`` of the current group)."""
+        return "Dedicated" if self.resource.metadata.owner_references else "Shared"
 
     @property
     def claim(self) -> str | None:
