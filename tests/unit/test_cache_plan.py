@@ -37,8 +37,10 @@ def cache(
     return obj
 
 
-def model_cache(name: str = "mc", **spec: Any) -> ModelCache:
-    return ModelCache(MODEL_CACHE, cache(name, **spec))
+def model_cache(
+    name: str = "mc", status: str | None = None, created: str = "2026-01-01T00:00:00Z", **spec: Any
+) -> ModelCache:
+    return ModelCache(MODEL_CACHE, cache(name, status, created, **spec))
 
 
 # -- names -------------------------------------------------------------------------------------
@@ -247,9 +249,9 @@ def test_describe_outcome() -> None:
 
 
 def test_best_cache_is_ready_then_oldest() -> None:
-    old = cache("old", "Progressing", "2026-01-01T00:00:00Z")
-    new_ready = cache("new", "Ready", "2026-02-01T00:00:00Z")
-    older_ready = cache("older", "Ready", "2025-12-01T00:00:00Z")
+    old = model_cache("old", "Progressing", "2026-01-01T00:00:00Z")
+    new_ready = model_cache("new", "Ready", "2026-02-01T00:00:00Z")
+    older_ready = model_cache("older", "Ready", "2025-12-01T00:00:00Z")
     assert best_of([old, new_ready]) is new_ready
     assert best_of([old, new_ready, older_ready]) is older_ready
     assert best_of([]) is None
@@ -257,21 +259,25 @@ def test_best_cache_is_ready_then_oldest() -> None:
 
 def test_caches_condition() -> None:
     assert caches_condition([]).reason == "NoCaches"
-    ready = caches_condition([("a", cache("a", "Ready")), ("b", cache("b", "Ready"))])
+    ready = caches_condition([("a", model_cache("a", "Ready")), ("b", model_cache("b", "Ready"))])
     assert (ready.status, ready.reason) == ("True", "AllCachesReady")
-    failed = caches_condition([("a", cache("a", "Ready")), ("b", cache("b", "Failed"))])
+    failed = caches_condition([("a", model_cache("a", "Ready")), ("b", model_cache("b", "Failed"))])
     assert (failed.status, failed.reason) == ("False", "FailedReason")
     assert failed.message.startswith("model cache b:")
     assert caches_condition([("a", None)]).reason == "CreatingCaches"
-    waiting = caches_condition([("a", cache("a", "Progressing"))])
+    assert caches_condition([("a", model_cache("a"))]).reason == "CreatingCaches"  # no conditions yet
+    waiting = caches_condition([("a", model_cache("a", "Progressing"))])
     assert (waiting.reason, waiting.message) == ("CachesNotReady", "waiting for a (Progressing)")
 
 
 def test_template_scope_decides_where_to_look() -> None:
-    tc = by_kind("aim.eai.amd.com", "AIMTemplateCache")
-    assert [k.kind for k in template_kinds(tc, {"templateScope": "Namespace"})] == ["AIMServiceTemplate"]
-    assert [k.kind for k in template_kinds(tc, {"templateScope": "Cluster"})] == ["AIMClusterServiceTemplate"]
-    assert [k.kind for k in template_kinds(tc, {})] == ["AIMServiceTemplate", "AIMClusterServiceTemplate"]
+    group = "aim.eai.amd.com"
+    assert [k.kind for k in template_kinds(group, "Namespace")] == ["AIMServiceTemplate"]
+    assert [k.kind for k in template_kinds(group, "Cluster")] == ["AIMClusterServiceTemplate"]
+    assert [k.kind for k in template_kinds(group, None)] == [
+        "AIMServiceTemplate",
+        "AIMClusterServiceTemplate",
+    ]
 
 
 def test_job_carries_the_operators_proxies_and_the_spec_cannot_set_its_own() -> None:

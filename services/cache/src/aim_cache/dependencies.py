@@ -14,41 +14,53 @@ runtime's verbs, :mod:`aimcore.runtime.mappers`; :mod:`aim_cache.app` puts them 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 from aim_cache import plan
 from aim_cache.llmkube import hardware
 from aimcore.api.bus.messages import ChangeEvent
-from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.crds.base import Resource
+from aimcore.api.kinds import MODEL_CACHE_KINDS, TEMPLATE_CACHE_KINDS, KindRef, by_kind
 from aimcore.api.types import Obj
+from aimcore.domain.families.caches import AnyModelCache, AnyTemplateCache, ModelCache, TemplateCache
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import config_name
-from aimcore.runtime.informer import Informer
-from aimcore.runtime.mappers import Target
+from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
+from aimcore.runtime.mappers import Target, changed
 
 TEMPLATE_INDEX = "template-name"
 MODEL_CACHE_INDEX = "model-cache"
 RUNTIME_CONFIG_INDEX = "runtime-config"
 
 
-def runtime_config(obj: Obj) -> Iterable[str]:
-    """Index: the runtime config a template or model cache resolves."""
-    if obj.get("kind") not in ("AIMTemplateCache", "AIMModelCache"):
-        return []
-    return [config_name(obj.get("spec"))]
+def _runtime_config(ref: KindRef, obj: Obj, resource: Resource) -> Iterable[str]:
+    cache: TemplateCache | ModelCache = (
+        TemplateCache(ref, obj, cast(AnyTemplateCache, resource))
+        if ref in TEMPLATE_CACHE_KINDS
+        else ModelCache(ref, obj, cast(AnyModelCache, resource))
+    )
+    return [config_name({"runtimeConfigName": cache.runtime_config_name})]
+
+
+runtime_config: ResourceIndexer = resource_indexer(
+    _runtime_config, (*TEMPLATE_CACHE_KINDS, *MODEL_CACHE_KINDS)
+)
+"""Index: the runtime config a template or model cache resolves."""
 
 
 def creating_template_caches(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:
     """The template caches of a model cache's namespace and group whose name its creator label
     carries."""
-    creator = (((obj or {}).get("metadata") or {}).get("labels") or {}).get(plan.LABEL_TEMPLATE_CACHE)
+    cache = ModelCache.read(informer, changed(event), obj)
+    creator = cache.labels.get(plan.LABEL_TEMPLATE_CACHE) if cache is not None else None
     if not creator:
         return []
     kind = by_kind(event.object.group, "AIMTemplateCache")
     ns = event.object.namespace
     return [
-        (kind, ns, tc["metadata"]["name"])
-        for tc in informer.list(kind, ns)
-        if label_value(tc["metadata"]["name"]) == creator
+        (kind, ns, tc.name)
+        for tc in TemplateCache.each(informer, kind, ns)
+        if label_value(tc.name) == creator
     ]
 
 

@@ -34,23 +34,36 @@ One reconcile:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, cast
 
 from aim_cache import plan
 from aimcore.api.backoff import jitter_key
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import GROUP_LEGACY, PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.api.crds.base import Resource
+from aimcore.api.kinds import (
+    GROUP_LEGACY,
+    PART_OF_LABEL,
+    PART_OF_VALUE,
+    TEMPLATE_CACHE_KINDS,
+    KindRef,
+    by_kind,
+)
 from aimcore.api.types import Obj
 from aimcore.domain.cleanup import NotReadyCleanup
+from aimcore.domain.families.caches import AnyTemplateCache, CacheSource, ModelCache, TemplateCache
+from aimcore.domain.families.templates import Template
+from aimcore.domain.families.templates import template_kinds as kinds_of
 from aimcore.domain.jobs import JOB_RETRY
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import merge_env, resolution_conditions
 from aimcore.domain.status.rules import dependency_message
-from aimcore.runtime.children import owned_by, owner_reference
+from aimcore.domain.views import is_ready, state_of
+from aimcore.runtime.children import owner_reference
 from aimcore.runtime.conditions import condition as cond
 from aimcore.runtime.conditions import refused_condition
 from aimcore.runtime.finalizers import add_finalizer, has_finalizer
+from aimcore.runtime.informer import ResourceIndexer, resource_indexer
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.refusals import Refusal
@@ -76,27 +89,15 @@ _RANK = {
 }
 
 
-def template_name(ref: KindRef, spec: Mapping[str, Any]) -> str:
-    return str(spec.get("templateRef") if ref.group == LEGACY else spec.get("templateName") or "")
-
-
-def template_kinds(ref: KindRef, spec: Mapping[str, Any]) -> list[KindRef]:
-    namespaced = by_kind(ref.group, "AIMServiceTemplate")
-    cluster = by_kind(ref.group, "AIMClusterServiceTemplate")
-    scope = spec.get("templateScope")
+def template_kinds(group: str, scope: str | None) -> list[KindRef]:
+    """Where a template cache looks for its template: ``templateScope`` Namespace or Cluster, else
+    the namespace's first, then the cluster's."""
+    namespaced, cluster = kinds_of(group)
     if scope == "Namespace":
         return [namespaced]
     if scope == "Cluster":
         return [cluster]
     return [namespaced, cluster]
-
-
-def cache_status(cache: Mapping[str, Any]) -> str:
-    return str((cache.get("status") or {}).get("status") or "Pending")
-
-
-def is_ready(cache: Mapping[str, Any]) -> bool:
-    return cache_status(cache) in ("Ready", "Available")
 
 
 # on delete: the model caches this template cache created that never became ready go with it
@@ -105,62 +106,47 @@ CLEANUP = NotReadyCleanup(
     "AIMModelCache",
     plan.LABEL_TEMPLATE_CACHE,
     ready=is_ready,
-    state=cache_status,
+    state=state_of,
     noun="model cache",
     along="its template cache",
 )
 
 
-def best_of(caches: Iterable[Obj]) -> Obj | None:
+def best_of(caches: Iterable[ModelCache]) -> ModelCache | None:
     """The best cache: by status (Ready first), then the oldest, then by name."""
 
-    def key(cache: Obj) -> tuple[int, str, str]:
-        meta = cache.get("metadata") or {}
-        return (
-            -_RANK.get(cache_status(cache), 0),
-            str(meta.get("creationTimestamp") or "~"),
-            str(meta.get("name")),
-        )
+    def key(cache: ModelCache) -> tuple[int, str, str]:
+        return (-_RANK.get(cache.state, 0), cache.created or "~", cache.name)
 
     return min(caches, key=key, default=None)
 
 
-def model_key(source: Mapping[str, Any], index: int) -> str:
-    return str(source.get("name") or source.get("modelId") or f"source-{index}")
+def model_key(source: CacheSource, index: int) -> str:
+    return source.name or source.model_id or f"source-{index}"
 
 
-def _ready_condition(cache: Mapping[str, Any]) -> Mapping[str, Any]:
-    for c in (cache.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return dict(c)
-    return {}
-
-
-def caches_condition(caches: Sequence[tuple[str, Mapping[str, Any] | None]]) -> ConditionReport:
+def caches_condition(caches: Sequence[tuple[str, ModelCache | None]]) -> ConditionReport:
     """``ModelCachesReady`` from each source's cache (``None``: just created)."""
     if not caches:
         return cond(CACHES_READY, True, "NoCaches", "the template has no model sources to cache")
-    if all(c is not None and is_ready(c) for _, c in caches):
+    if all(c is not None and c.ready for _, c in caches):
         return cond(CACHES_READY, True, "AllCachesReady", f"{len(caches)} model cache(s) ready")
     worst = min(
         ((k, c) for k, c in caches if c is not None),
-        key=lambda kc: _RANK.get(cache_status(kc[1]), 0),
+        key=lambda kc: _RANK.get(kc[1].state, 0),
         default=None,
     )
-    if worst is not None and cache_status(worst[1]) in ("Failed", "Degraded", "NotAvailable"):
-        ready = _ready_condition(worst[1])
-        name = worst[1]["metadata"]["name"]
+    if worst is not None and worst[1].state in ("Failed", "Degraded", "NotAvailable"):
+        cache = worst[1]
         return cond(
             CACHES_READY,
             False,
-            str(ready.get("reason") or "CachesNotReady"),
-            f"model cache {name}: {ready.get('message') or cache_status(worst[1])}",
+            cache.ready_reason or "CachesNotReady",
+            f"model cache {cache.name}: {cache.ready_message or cache.state}",
         )
-    if any(c is None or not (c.get("status") or {}).get("conditions") for _, c in caches):
+    if any(c is None or not c.conditions for _, c in caches):
         return cond(CACHES_READY, False, "CreatingCaches", "creating model caches")
-    waiting = [
-        f"{c['metadata']['name']} ({cache_status(c)})" for _, c in caches if c is not None and not is_ready(c)
-    ]
+    waiting = [f"{c.name} ({c.state})" for _, c in caches if c is not None and not c.ready]
     return cond(CACHES_READY, False, "CachesNotReady", "waiting for " + ", ".join(waiting))
 
 
@@ -183,27 +169,30 @@ class TemplateCacheReconciler:
         self.download_image = download_image  # AIM_CACHE_DOWNLOAD_IMAGE
         self.children = Children(kube)  # writes the model caches; keeps those refused
 
-    async def reconcile(self, request: Request) -> Result | None:
+    async def reconcile(self, request: Request[AnyTemplateCache]) -> Result | None:
         obj = request.obj
-        if obj["metadata"].get("deletionTimestamp"):
+        tc = TemplateCache(request.ref, obj, request.resource)
+        if tc.deleting:
             await CLEANUP.finalize(self.kube, request)
             return None
         if not has_finalizer(obj, FINALIZER):
             await add_finalizer(self.kube, request.ref, obj, FINALIZER)
-        spec = obj.get("spec") or {}
         fields: dict[str, Any] = {}
         config, conditions = resolution_conditions(
-            request.informer.get, request.ref.group, request.namespace, spec
+            request.informer.get,
+            request.ref.group,
+            request.namespace,
+            {"runtimeConfigName": tc.runtime_config_name},
         )
         if config is not None and request.ref.group != LEGACY:
             fields["resolvedRuntimeConfig"] = config.reference()
         if config is None:
             await request.reporter.report(request.ref, obj, conditions, {})
             return None
-        name = template_name(request.ref, spec)
-        found = self._template(request, spec, name)
-        if found is None:
-            kinds = template_kinds(request.ref, spec)
+        name = tc.template_name
+        template = self._template(request, tc)
+        if template is None:
+            kinds = template_kinds(request.ref.group, tc.template_scope)
             where = " or ".join(
                 k.kind + (f" in namespace {request.namespace}" if k.namespaced else "") for k in kinds
             )
@@ -217,15 +206,13 @@ class TemplateCacheReconciler:
                     request.ref, obj, "resolve-template", REFERENCE_NOT_FOUND, message
                 )
             return None
-        template_ref, template = found
-        fields["resolvedTemplateKind"] = template_ref.kind
-        sources, waiting = self._sources(request.ref, spec, template, conditions)
+        fields["resolvedTemplateKind"] = template.ref.kind
+        sources, waiting = self._sources(tc, template, conditions)
         if waiting:
             await request.reporter.report(request.ref, obj, conditions, fields)
             return None
         found_caches = [
-            await self._cache_for(request, template_ref, template, source, i)
-            for i, source in enumerate(sources)
+            await self._cache_for(request, tc, template, source, i) for i, source in enumerate(sources)
         ]
         refused = next((c for c in found_caches if isinstance(c, RefusedCache)), None)
         caches = [None if isinstance(c, RefusedCache) else c for c in found_caches]
@@ -243,22 +230,22 @@ class TemplateCacheReconciler:
 
     # -- template and sources --------------------------------------------------------------------
 
-    def _template(self, request: Request, spec: Mapping[str, Any], name: str) -> tuple[KindRef, Obj] | None:
-        for kind in template_kinds(request.ref, spec):
-            found = request.informer.get(kind, request.namespace if kind.namespaced else None, name)
+    @staticmethod
+    def _template(request: Request, tc: TemplateCache) -> Template | None:
+        for kind in template_kinds(request.ref.group, tc.template_scope):
+            found = Template.get(request.informer, kind, request.namespace, tc.template_name)
             if found is not None:
-                return kind, found
+                return found
         return None
 
     @staticmethod
     def _sources(
-        ref: KindRef, spec: Mapping[str, Any], template: Mapping[str, Any], conditions: list[ConditionReport]
-    ) -> tuple[list[Mapping[str, Any]], bool]:
+        tc: TemplateCache, template: Template, conditions: list[ConditionReport]
+    ) -> tuple[list[CacheSource], bool]:
         """The sources to cache, and whether to wait for the template instead."""
-        tname = template["metadata"]["name"]
-        explicit = spec.get("modelSources") if ref.group != LEGACY else None
-        status = template.get("status") or {}
-        state = str(status.get("status") or "Pending")
+        tname = template.name
+        explicit = tc.model_sources
+        state = template.state
         if explicit:
             conditions.append(
                 cond(
@@ -266,13 +253,10 @@ class TemplateCacheReconciler:
                 )
             )
             return list(explicit), False
-        ready: Mapping[str, Any] = next(
-            (c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {}
-        )
-        detail = ready.get("message") or state
+        detail = template.ready_message or state
         if state in ("Ready", "Available"):
             conditions.append(cond(TEMPLATE_READY, True, "TemplateReady", f"template {tname} is ready"))
-            sources = status.get("modelSources") or (template.get("spec") or {}).get("modelSources") or []
+            sources = template.cache_sources
             return list(sources), False
         # the original's one reason for a template in any state; the state is named in the message
         # (the status rules take Failed/Degraded/NotAvailable from it; otherwise the cache waits)
@@ -283,55 +267,40 @@ class TemplateCacheReconciler:
     # -- model caches ----------------------------------------------------------------------------
 
     async def _cache_for(
-        self,
-        request: Request,
-        template_ref: KindRef,
-        template: Mapping[str, Any],
-        source: Mapping[str, Any],
-        index: int,
-    ) -> Obj | RefusedCache | None:
+        self, request: Request, tc: TemplateCache, template: Template, source: CacheSource, index: int
+    ) -> ModelCache | RefusedCache | None:
         """The model cache for ``source``: the best compatible one, or ``None`` when one was just
         created, or the condition saying the API server refused to create it (for its content:
         not sent again until the template cache or its template changes)."""
-        tc = request.obj
-        spec = tc.get("spec") or {}
         kind = by_kind(request.ref.group, "AIMModelCache")
-        dedicated = request.ref.group != LEGACY and spec.get("mode") == "Dedicated"
-        uri = str(source.get("sourceUri") or "")
-        env = merge_env(list(spec.get("env") or []), list(source.get("env") or []))
-        klass = spec.get("storageClassName") or None
-        name = plan.model_cache_name(uri, env, klass, tc["metadata"]["name"] if dedicated else None)
-        uid = str(tc["metadata"]["uid"])
-        label = label_value(tc["metadata"]["name"])
+        dedicated = tc.dedicated
+        uri = source.uri
+        env = merge_env(tc.env, list(source.env))
+        klass = tc.storage_class
+        name = plan.model_cache_name(uri, env, klass, tc.name if dedicated else None)
+        uid = str(tc.uid)
+        label = label_value(tc.name)
         candidates = [
             c
-            for c in request.informer.list(kind, request.namespace)
-            if (c.get("spec") or {}).get("sourceUri") == uri
-            and (not klass or (c.get("spec") or {}).get("storageClassName") == klass)
-            and not c["metadata"].get("deletionTimestamp")
+            for c in ModelCache.each(request.informer, kind, request.namespace)
+            if c.source_uri == uri and (not klass or c.storage_class == klass) and not c.deleting
         ]
         if dedicated:
             mine = [
                 c
                 for c in candidates
-                if owned_by(c, uid)
-                or (
-                    c["metadata"]["name"] == name
-                    and not c["metadata"].get("ownerReferences")
-                    and (c["metadata"].get("labels") or {}).get(plan.LABEL_TEMPLATE_CACHE) == label
-                )
+                if uid in c.owner_uids
+                or (c.name == name and not c.owner_uids and c.labels.get(plan.LABEL_TEMPLATE_CACHE) == label)
             ]
             best = best_of(mine)
         else:
-            unowned = [c for c in candidates if not c["metadata"].get("ownerReferences")]
+            unowned = [c for c in candidates if not c.owner_uids]
             best = best_of(unowned) or best_of(candidates)
-            if best is not None and best["metadata"].get("ownerReferences"):
-                await self._promote(request, kind, best)
+            if best is not None and best.owner_uids:
+                await self._promote(request, best)
         if best is not None:
             return best
-        body = self._cache_body(
-            request, kind, template_ref, template, source, index, name, env, klass, dedicated
-        )
+        body = self._cache_body(request, tc, kind, template, source, index, name, env)
         if (known := self.children.refused_before(kind, body)) is not None:
             return RefusedCache.of(kind, body, known)
         written = await self.children.write(request, kind, body)
@@ -339,28 +308,27 @@ class TemplateCacheReconciler:
             refused = RefusedCache.of(kind, body, written)
             said = refused.condition
             await request.reporter.decide(
-                request.ref, tc, "create-model-cache-failed", said.reason, said.message
+                request.ref, request.obj, "create-model-cache-failed", said.reason, said.message
             )
             return refused
         await request.reporter.decide(
             request.ref,
-            tc,
+            request.obj,
             "create-model-cache",
             "CreatingCaches",
             f"model cache {name} for {uri} ({'dedicated' if dedicated else 'shared'})",
         )
-        created = written.obj or {}
-        return None if not created.get("status") else created
+        created = ModelCache.read(request.informer, kind, written.obj)
+        return created if created is not None and created.status else None
 
-    async def _promote(self, request: Request, kind: KindRef, cache: Mapping[str, Any]) -> None:
-        meta = cache["metadata"]
-        owners = [f"{o.get('kind')}/{o.get('name')}" for o in meta.get("ownerReferences") or []]
+    async def _promote(self, request: Request, cache: ModelCache) -> None:
+        owners = [f"{o.kind}/{o.name}" for o in cache.resource.metadata.owner_references or []]
         await self.kube.patch_json(
-            kind,
-            meta.get("namespace"),
-            meta["name"],
+            cache.ref,
+            cache.namespace,
+            cache.name,
             [
-                {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
+                {"op": "test", "path": "/metadata/uid", "value": cache.uid},
                 {"op": "remove", "path": "/metadata/ownerReferences"},
             ],
         )
@@ -369,85 +337,83 @@ class TemplateCacheReconciler:
             request.obj,
             "promote-model-cache",
             "PromotedToShared",
-            f"model cache {meta['name']} promoted to shared (owner references {', '.join(owners)} removed)",
+            f"model cache {cache.name} promoted to shared (owner references {', '.join(owners)} removed)",
         )
 
     def _cache_body(  # noqa: PLR0917 - one call site, every argument named there
         self,
         request: Request,
+        tc: TemplateCache,
         kind: KindRef,
-        template_ref: KindRef,
-        template: Mapping[str, Any],
-        source: Mapping[str, Any],
+        template: Template,
+        source: CacheSource,
         index: int,
         name: str,
         env: list[Any],
-        klass: str | None,
-        dedicated: bool,
     ) -> Obj:
-        tc = request.obj
-        spec = tc.get("spec") or {}
         legacy = request.ref.group == LEGACY
-        body_spec: Obj = {"sourceUri": source.get("sourceUri")}
-        if source.get("modelId") and not legacy:
-            body_spec["modelId"] = source["modelId"]
-        if source.get("size"):
-            body_spec["size"] = source["size"]
+        klass = tc.storage_class
+        body_spec: Obj = {"sourceUri": source.uri or None}
+        if source.model_id and not legacy:
+            body_spec["modelId"] = source.model_id
+        if source.size:
+            body_spec["size"] = source.size
         if env:
             body_spec["env"] = env
         if klass:
             body_spec["storageClassName"] = klass
-        download_image = spec.get("downloadImage") or self.download_image
+        download_image = tc.download_image or self.download_image
         if download_image and not legacy:
             body_spec["modelDownloadImage"] = download_image
-        if spec.get("imagePullSecrets"):
-            body_spec["imagePullSecrets"] = spec["imagePullSecrets"]
-        if spec.get("runtimeConfigName") and not legacy:
-            body_spec["runtimeConfigName"] = spec["runtimeConfigName"]
+        if tc.pull_secrets:
+            body_spec["imagePullSecrets"] = tc.pull_secrets
+        if tc.runtime_config_name and not legacy:
+            body_spec["runtimeConfigName"] = tc.runtime_config_name
         meta: Obj = {
             "name": name,
             "namespace": request.namespace,
             "labels": {
                 plan.LABEL_TEMPLATE_CREATED: "true",
-                plan.LABEL_TEMPLATE_CACHE: label_value(tc["metadata"]["name"]),
-                plan.LABEL_TEMPLATE_NAME: label_value(template["metadata"]["name"]),
-                plan.LABEL_TEMPLATE_SCOPE: "Namespace" if template_ref.namespaced else "Cluster",
+                plan.LABEL_TEMPLATE_CACHE: label_value(tc.name),
+                plan.LABEL_TEMPLATE_NAME: label_value(template.name),
+                plan.LABEL_TEMPLATE_SCOPE: "Namespace" if template.ref.namespaced else "Cluster",
                 "aim.eai.amd.com/template.index": str(index),
                 PART_OF_LABEL: PART_OF_VALUE,
                 plan.MANAGED_BY: "aim-cache",
             },
         }
         # where the deployer mounts it (the legacy template cache's status does not list it)
-        meta["annotations"] = {
-            MODEL_ID_ANNOTATION: plan.model_id(str(source.get("sourceUri") or ""), source.get("modelId"))
-        }
-        if dedicated:
-            meta["ownerReferences"] = [owner_reference(request.ref, tc)]
+        meta["annotations"] = {MODEL_ID_ANNOTATION: plan.model_id(source.uri, source.model_id)}
+        if tc.dedicated:
+            meta["ownerReferences"] = [owner_reference(tc.ref, tc.obj)]
         return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": body_spec}
 
     @staticmethod
-    def _resolved(
-        cache: Mapping[str, Any] | None, source: Mapping[str, Any], *, refused: bool = False
-    ) -> Obj:
-        written = {**source, **((cache or {}).get("spec") or {})}
-        model = plan.model_id(str(written.get("sourceUri") or ""), written.get("modelId"))
+    def _resolved(cache: ModelCache | None, source: CacheSource, *, refused: bool = False) -> Obj:
+        if cache is None:
+            model = plan.model_id(source.uri, source.model_id)
+        else:
+            model = plan.model_id(cache.source_uri, cache.model_id or source.model_id)
         state = "Failed" if refused else "Pending"  # refused: the API server will not create it
         entry: Obj = {"model": model, "mountPoint": plan.mount_path(model), "status": state}
         if cache is not None:
-            meta = cache["metadata"]
-            entry.update(name=meta["name"], uid=meta["uid"], status=cache_status(cache))
-            claim = (cache.get("status") or {}).get("persistentVolumeClaim")
-            if claim:
-                entry["persistentVolumeClaim"] = claim
+            entry.update(name=cache.name, uid=cache.uid, status=cache.state)
+            if cache.claim:
+                entry["persistentVolumeClaim"] = cache.claim
         return entry
 
 
-def template_names(obj: Mapping[str, Any]) -> Iterable[str]:
-    spec = obj.get("spec") or {}
-    name = spec.get("templateName") or spec.get("templateRef")
-    return [str(name)] if name else []
+def _template_names(ref: KindRef, obj: Obj, resource: Resource) -> Iterable[str]:
+    name = TemplateCache(ref, obj, cast(AnyTemplateCache, resource)).template_name
+    return [name] if name else []
 
 
-def model_cache_names(obj: Mapping[str, Any]) -> Iterable[str]:
-    caches = (obj.get("status") or {}).get("modelCaches") or {}
-    return [str(c.get("name")) for c in caches.values() if isinstance(c, Mapping) and c.get("name")]
+def _model_cache_names(ref: KindRef, obj: Obj, resource: Resource) -> Iterable[str]:
+    entries = TemplateCache(ref, obj, cast(AnyTemplateCache, resource)).model_caches.values()
+    return [e.name for e in entries if e.name]
+
+
+template_names: ResourceIndexer = resource_indexer(_template_names, TEMPLATE_CACHE_KINDS)
+"""Index: the template a template cache is for."""
+model_cache_names: ResourceIndexer = resource_indexer(_model_cache_names, TEMPLATE_CACHE_KINDS)
+"""Index: the model caches a template cache's status lists."""

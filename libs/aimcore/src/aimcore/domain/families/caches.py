@@ -1,6 +1,8 @@
 """Template caches and model caches of both API groups in one vocabulary: the template a template
 cache is for (``templateName``/``templateRef``), its scope and mode, the model caches its status
-lists (the current group's), and what a model cache downloads, where to, with what (its source,
+lists (the current group's), what it gives the model caches it creates (:class:`CacheSource`: a
+model source to cache, the same whether the template cache, its template's spec or discovery wrote
+it), and what a model cache downloads, where to, with what (its source,
 size, env, storage class, download image and pull secrets) and its volume."""
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from typing import Any
 from aimcore.api.crds import aim, silogen
 from aimcore.api.crds.base import EnvVar
 from aimcore.api.kinds import MODEL_CACHE_KINDS, TEMPLATE_CACHE_KINDS
-from aimcore.domain.families.base import Object
+from aimcore.api.types import Obj
+from aimcore.domain.families.base import Object, written
 
-__all__ = ["AnyModelCache", "AnyTemplateCache", "CacheEntry", "ModelCache", "TemplateCache"]
+__all__ = ["AnyModelCache", "AnyTemplateCache", "CacheEntry", "CacheSource", "ModelCache", "TemplateCache"]
 
 AnyTemplateCache = aim.AIMTemplateCache | silogen.AIMTemplateCache
 AnyModelCache = aim.AIMModelCache | silogen.AIMModelCache
@@ -43,6 +46,39 @@ class TemplateCache(Object[AnyTemplateCache]):
         """A cache made for one service only (``mode: Dedicated``); others share it."""
         spec = self.resource.spec
         return isinstance(spec, aim.AIMTemplateCacheSpec) and str(spec.mode) == "Dedicated"
+
+    @property
+    def model_sources(self) -> list[CacheSource]:
+        """``spec.modelSources`` (the current group's): sources to cache instead of the template's."""
+        spec = self.resource.spec
+        sources = spec.model_sources or [] if isinstance(spec, aim.AIMTemplateCacheSpec) else []
+        return [CacheSource.of(written(s)) for s in sources]
+
+    @property
+    def env(self) -> list[Obj]:
+        """``spec.env`` as written: the first layer of each model cache's env (a source's own wins)."""
+        return [written(e) for e in self.resource.spec.env or []]
+
+    @property
+    def pull_secrets(self) -> list[Obj]:
+        """``spec.imagePullSecrets`` as written (each model cache it creates gets them)."""
+        return [written(s) for s in self.resource.spec.image_pull_secrets or []]
+
+    @property
+    def storage_class(self) -> str | None:
+        """``spec.storageClassName``: the class of the caches it creates, and of those it reuses."""
+        return self.resource.spec.storage_class_name or None
+
+    @property
+    def download_image(self) -> str | None:
+        """``spec.downloadImage`` (the current group's): its model caches' ``modelDownloadImage``."""
+        spec = self.resource.spec
+        return spec.download_image or None if isinstance(spec, aim.AIMTemplateCacheSpec) else None
+
+    @property
+    def runtime_config_name(self) -> str | None:
+        """``spec.runtimeConfigName`` (``None``: the default config)."""
+        return self.resource.spec.runtime_config_name or None
 
     @property
     def model_caches(self) -> dict[str, CacheEntry]:
@@ -112,6 +148,33 @@ class ModelCache(Object[AnyModelCache]):
         """``status.persistentVolumeClaim``: the volume it filled."""
         claim = self.status.get("persistentVolumeClaim")
         return str(claim) if claim else None
+
+
+@dataclass(frozen=True)
+class CacheSource:
+    """A model source a template cache caches, as written: an ``AIMModelSource`` of the template
+    cache's or its template's spec, or one discovery wrote in the template's ``status.modelSources``
+    (the legacy group's name it: ``name``). ``env`` and ``size`` are copied to the model cache."""
+
+    uri: str = ""
+    model_id: str | None = None
+    name: str | None = None
+    size: Any = None
+    env: tuple[Any, ...] = ()
+
+    @classmethod
+    def of(cls, source: Mapping[str, Any]) -> CacheSource:
+        def text(key: str) -> str | None:
+            value = source.get(key)
+            return str(value) if value else None
+
+        return cls(
+            uri=str(source.get("sourceUri") or ""),
+            model_id=text("modelId"),
+            name=text("name"),
+            size=source.get("size") or None,
+            env=tuple(source.get("env") or ()),
+        )
 
 
 @dataclass(frozen=True)

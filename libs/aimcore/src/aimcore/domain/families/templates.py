@@ -16,6 +16,7 @@ from aimcore.api.crds.base import EnvVar, ResourceRequirements
 from aimcore.api.kinds import TEMPLATE_KINDS, KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import Object, written
+from aimcore.domain.families.caches import CacheSource
 from aimcore.domain.views import GPURequirement
 
 __all__ = ["AnyTemplate", "Profile", "Template", "template_kinds", "with_cpu"]
@@ -136,6 +137,15 @@ class Template(Object[AnyTemplate]):
             gpu=metadata.get("gpu"),
             gpu_count=count if count is not None else metadata.get("gpu_count"),
         )
+
+    @property
+    def cache_sources(self) -> list[CacheSource]:
+        """What caching its model takes: ``status.modelSources`` as discovery wrote them, else
+        ``spec.modelSources`` (a custom model's template)."""
+        found = self.status.get("modelSources")
+        if not found:
+            found = [written(s) for s in self.model_sources]
+        return [CacheSource.of(s) for s in found if isinstance(s, Mapping)]
 
     @property
     def resolved_gpu_requests(self) -> Any:
