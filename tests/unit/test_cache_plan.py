@@ -13,7 +13,8 @@ from aim_cache.templatecaches import best_of, caches_condition, template_kinds
 from aimcore.api.bus import progress
 from aimcore.api.bus.messages import ObjectRef
 from aimcore.api.kinds import by_kind
-from aimcore.domain.families.caches import ModelCache
+from aimcore.domain.families.caches import CacheSource, ModelCache
+from aimcore.domain.families.templates import Template
 from aimcore.domain.outbound import OutboundPolicy
 
 MODEL_CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")
@@ -297,3 +298,23 @@ def test_job_carries_the_operators_proxies_and_the_spec_cannot_set_its_own() -> 
         {"name": "NO_PROXY", "value": ".svc,10.0.0.0/8"},
     ]
     assert OutboundPolicy.from_env({e["name"]: e["value"] for e in env}).proxies == policy.proxies
+
+
+def test_a_templates_sources_to_cache_are_discoverys_else_its_spec() -> None:
+    """``status.modelSources`` as discovery wrote them (the legacy group's with a ``name``), else
+    the template's ``spec.modelSources``; each read the same way whoever wrote it."""
+    source = {"modelId": "acme/tiny", "sourceUri": "hf://acme/tiny", "size": "1Gi"}
+    kind = by_kind("aim.eai.amd.com", "AIMServiceTemplate")
+    obj: dict[str, Any] = {
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "metadata": {"name": "t", "namespace": "ns"},
+        "spec": {"modelName": "m", "modelSources": [source]},
+    }
+    (own,) = Template(kind, obj).cache_sources
+    assert own == CacheSource(uri="hf://acme/tiny", model_id="acme/tiny", size="1Gi")
+    obj["status"] = {
+        "modelSources": [{"name": "llm", "sourceUri": "hf://acme/other", "env": [{"name": "A"}]}]
+    }
+    (found,) = Template(kind, obj).cache_sources
+    assert found == CacheSource(uri="hf://acme/other", name="llm", env=({"name": "A"},))

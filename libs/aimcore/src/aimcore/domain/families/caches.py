@@ -164,14 +164,10 @@ class CacheSource:
 
     @classmethod
     def of(cls, source: Mapping[str, Any]) -> CacheSource:
-        def text(key: str) -> str | None:
-            value = source.get(key)
-            return str(value) if value else None
-
         return cls(
-            uri=str(source.get("sourceUri") or ""),
-            model_id=text("modelId"),
-            name=text("name"),
+            uri=_text(source, "sourceUri") or "",
+            model_id=_text(source, "modelId"),
+            name=_text(source, "name"),
             size=source.get("size") or None,
             env=tuple(source.get("env") or ()),
         )
@@ -189,14 +185,16 @@ class CacheEntry:
 
     @classmethod
     def of(cls, entry: Mapping[str, Any]) -> CacheEntry:
-        def text(key: str) -> str | None:
-            value = entry.get(key)
-            return str(value) if value else None
-
         return cls(
-            name=text("name"),
-            model=text("model"),
-            status=text("status"),
-            claim=text("persistentVolumeClaim"),
-            mount_point=text("mountPoint"),
+            name=_text(entry, "name"),
+            model=_text(entry, "model"),
+            status=_text(entry, "status"),
+            claim=_text(entry, "persistentVolumeClaim"),
+            mount_point=_text(entry, "mountPoint"),
         )
+
+
+def _text(fragment: Mapping[str, Any], key: str) -> str | None:
+    """A field of a fragment as written, as text (``None`` when unset or empty)."""
+    value = fragment.get(key)
+    return str(value) if value else None
