@@ -22,6 +22,7 @@ from aim_discovery.catalog import (
     templates_condition,
 )
 from aimcore.api.kinds import by_kind
+from aimcore.domain.families.models import Model
 from aimcore.domain.naming import derived_name
 from aimcore.domain.views import (
     MODEL_LABEL,
@@ -40,12 +41,12 @@ from aimcore.runtime.children import PART_OF_LABEL as PART_OF
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
 IMAGE = "ghcr.io/silogen/aim-dummy:0.1.10"
-SOURCES = [{"name": "weights", "sourceUri": "hf://org/model", "modelId": "org/model"}]
+SOURCES = [{"sourceUri": "hf://org/model", "modelId": "org/model"}]
 
 Obj = dict[str, Any]
 
 
-def model(
+def model_obj(
     spec: Obj | None = None,
     *,
     group: str = AIM,
@@ -53,20 +54,31 @@ def model(
     name: str = "demo",
     namespace: str | None = "ns",
     labels: dict[str, str] | None = None,
-) -> ModelView:
+) -> Obj:
     ref = by_kind(group, kind)
     meta: Obj = {"name": name, "uid": "u1"}
     if ref.namespaced and namespace:
         meta["namespace"] = namespace
     if labels:
         meta["labels"] = labels
-    obj = {
+    return {
         "apiVersion": ref.api_version,
         "kind": kind,
         "metadata": meta,
-        "spec": {"image": IMAGE, **(spec or {})},
+        "spec": {"image": IMAGE, **({"resources": {}} if kind.endswith("Image") else {}), **(spec or {})},
     }
-    return ModelView(ref, obj)
+
+
+def model(spec: Obj | None = None, *, group: str = AIM, kind: str = "AIMModel", **meta: Any) -> Model:
+    """The model through its family (what discovery reads)."""
+    return Model(by_kind(group, kind), model_obj(spec, group=group, kind=kind, **meta))
+
+
+def model_view(
+    spec: Obj | None = None, *, group: str = AIM, kind: str = "AIMModel", **meta: Any
+) -> ModelView:
+    """The model through the dict view (which also reads objects the CRD would refuse)."""
+    return ModelView(by_kind(group, kind), model_obj(spec, group=group, kind=kind, **meta))
 
 
 def deployment(gpu: str = "MI300X", count: int = 1, metric: str = "latency", precision: str = "fp8") -> Obj:
@@ -154,7 +166,7 @@ def test_extract_metadata_precedence(
     group: str, discovery: Obj | None, auto: bool | None, want: bool
 ) -> None:
     spec = {"discovery": discovery} if discovery is not None else {}
-    assert model(spec, group=group).extract_metadata(auto) is want
+    assert model_view(spec, group=group).extract_metadata(auto) is want
 
 
 @pytest.mark.parametrize(
@@ -175,11 +187,30 @@ def test_create_templates_precedence(
     group: str, discovery: Obj | None, auto: bool | None, want: bool
 ) -> None:
     spec = {"discovery": discovery} if discovery is not None else {}
-    assert model(spec, group=group).create_templates(auto) is want
+    assert model_view(spec, group=group).create_templates(auto) is want
+
+
+@pytest.mark.parametrize(
+    ("group", "discovery", "auto", "extract", "create"),
+    [
+        (AIM, None, False, False, False),
+        (AIM, {}, False, False, False),  # a setting the model fills in is not the model's own
+        (AIM, {"extractMetadata": False}, True, False, True),
+        (AIM, {"createServiceTemplates": True}, False, False, True),
+        (LEGACY, {"enabled": False, "autoCreateTemplates": True}, None, False, True),
+        (LEGACY, {}, None, True, True),
+    ],
+)
+def test_model_family_discovery_precedence(
+    group: str, discovery: Obj | None, auto: bool | None, extract: bool, create: bool
+) -> None:
+    found = model({"discovery": discovery} if discovery is not None else {}, group=group)
+    assert found.extract_metadata(auto) is extract
+    assert found.create_templates(auto) is create
 
 
 def test_model_view_accessors() -> None:
-    view = model(
+    view = model_view(
         {
             "imagePullSecrets": [{"name": "a"}, {"name": ""}, {}, "junk", {"name": "b"}],
             "serviceAccountName": "sa",
@@ -197,7 +228,7 @@ def test_model_view_accessors() -> None:
     assert view.model_sources == SOURCES
     assert view.is_custom
     assert view.spec_metadata == {"model": {"canonicalName": "x"}}
-    bare = model(kind="AIMClusterModel")
+    bare = model_view(kind="AIMClusterModel")
     assert bare.namespace is None
     assert not bare.is_custom
     assert bare.service_account is None
@@ -206,10 +237,10 @@ def test_model_view_accessors() -> None:
 
 def test_custom_templates_field_per_group() -> None:
     entry = {"name": "a"}
-    assert model({"customTemplates": [entry]}).custom_templates == [entry]
-    assert model({"custom": {"templates": [entry]}}).custom_templates == []
-    assert model({"custom": {"templates": [entry]}}, group=LEGACY).custom_templates == [entry]
-    assert model({"customTemplates": [entry]}, group=LEGACY).custom_templates == []
+    assert model_view({"customTemplates": [entry]}).custom_templates == [entry]
+    assert model_view({"custom": {"templates": [entry]}}).custom_templates == []
+    assert model_view({"custom": {"templates": [entry]}}, group=LEGACY).custom_templates == [entry]
+    assert model_view({"customTemplates": [entry]}, group=LEGACY).custom_templates == []
 
 
 # -- TemplateView ---------------------------------------------------------------------------------
@@ -514,7 +545,13 @@ def test_custom_template_hardware_merges_over_custom_hardware() -> None:
                 }
             },
             "customTemplates": [
-                {"name": "big", "hardware": {"gpu": {"requests": 8, "model": ""}, "cpu": {"limits": "16"}}},
+                {
+                    "name": "big",
+                    "hardware": {
+                        "gpu": {"requests": 8, "model": ""},
+                        "cpu": {"requests": "2", "limits": "16"},
+                    },
+                },
                 {"name": "plain"},
             ],
         }
@@ -619,11 +656,11 @@ def test_merge_hardware(default: Any, override: Any, want: Obj) -> None:
 
 @pytest.mark.parametrize("kind", ["AIMImage", "AIMModel"])
 def test_legacy_recommended_template_spec(kind: str) -> None:
-    view = model(
-        {"imagePullSecrets": [{"name": "pull"}], "serviceAccountName": "sa", "runtimeConfigName": "rc"},
-        group=LEGACY,
-        kind=kind,
+    # a generation-1 image has no imagePullSecrets or serviceAccountName
+    secrets = (
+        {"imagePullSecrets": [{"name": "pull"}], "serviceAccountName": "sa"} if kind == "AIMModel" else {}
     )
+    view = model({**secrets, "runtimeConfigName": "rc"}, group=LEGACY, kind=kind)
     planned = recommended_template(view, deployment("MI300X", 2))
     assert planned.spec == {
         "aimImageName": "demo",
@@ -631,14 +668,14 @@ def test_legacy_recommended_template_spec(kind: str) -> None:
         "precision": "fp8",
         "gpuSelector": {"count": 2, "model": "MI300X"},
         "runtimeConfigName": "rc",
-        "imagePullSecrets": [{"name": "pull"}],
+        **({"imagePullSecrets": [{"name": "pull"}]} if secrets else {}),
     }
     # the name follows the same rule in both groups
     assert planned.name == recommended_template(model(), deployment("MI300X", 2)).name
 
 
-def test_legacy_cluster_image_template_has_no_pull_secrets() -> None:
-    view = model({"imagePullSecrets": [{"name": "pull"}]}, group=LEGACY, kind="AIMClusterImage")
+def test_legacy_cluster_model_template_has_no_pull_secrets() -> None:
+    view = model({"imagePullSecrets": [{"name": "pull"}]}, group=LEGACY, kind="AIMClusterModel")
     spec = recommended_template(view, deployment()).spec
     assert spec["aimImageName"] == "demo"
     assert "imagePullSecrets" not in spec

@@ -16,8 +16,8 @@ from aim_discovery.model_reconciler import (
     with_default_template,
 )
 from aimcore.api.kinds import by_kind
+from aimcore.domain.families.models import Model
 from aimcore.domain.status import rules
-from aimcore.domain.views import ModelView
 from tests.unit.test_mappers import informer, obj, run
 
 AIM = "aim.eai.amd.com"
@@ -36,7 +36,7 @@ def _model(ref: Any = MODEL, default: str | None = "fast") -> dict[str, Any]:
 
 def test_a_missing_default_template_is_said_on_the_model() -> None:
     model = _model()
-    missing = default_template_missing(informer(model), MODEL, ModelView(MODEL, model))
+    missing = default_template_missing(informer(model), MODEL, Model(MODEL, model))
     assert missing is not None
     assert missing.startswith(
         "spec.defaultServiceTemplate 'fast' names no AIMServiceTemplate in namespace ns or "
@@ -44,7 +44,7 @@ def test_a_missing_default_template_is_said_on_the_model() -> None:
     )
     assert "create it, or correct or remove spec.defaultServiceTemplate" in missing
     cluster = _model(CLUSTER_MODEL)
-    said = default_template_missing(informer(cluster), CLUSTER_MODEL, ModelView(CLUSTER_MODEL, cluster))
+    said = default_template_missing(informer(cluster), CLUSTER_MODEL, Model(CLUSTER_MODEL, cluster))
     assert said is not None and "names no AIMClusterServiceTemplate:" in said
 
 
@@ -54,11 +54,11 @@ def test_an_existing_default_template_is_fine() -> None:
         obj(TEMPLATE, "ns", "fast", spec={"modelName": "m"}),
         obj(CLUSTER_TEMPLATE, None, "fast", spec={"modelName": "m"}),
     ):
-        assert default_template_missing(informer(model, template), MODEL, ModelView(MODEL, model)) is None
+        assert default_template_missing(informer(model, template), MODEL, Model(MODEL, model)) is None
     elsewhere = obj(TEMPLATE, "other", "fast", spec={"modelName": "m"})
-    assert default_template_missing(informer(model, elsewhere), MODEL, ModelView(MODEL, model))
+    assert default_template_missing(informer(model, elsewhere), MODEL, Model(MODEL, model))
     none = _model(default=None)
-    assert default_template_missing(informer(none), MODEL, ModelView(MODEL, none)) is None
+    assert default_template_missing(informer(none), MODEL, Model(MODEL, none)) is None
 
 
 def test_the_templates_condition_says_it() -> None:

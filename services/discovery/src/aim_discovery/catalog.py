@@ -1,6 +1,7 @@
 """The templates a model should have (recommended deployments, custom templates), as wire-form
-template objects. Pure: wire-form dicts in, wire-form dicts out. How models and templates of both
-groups are read is :mod:`aimcore.domain.views`'.
+template objects. Pure: a model read through its family in, wire-form dicts out. How models of
+both groups are read is :class:`aimcore.domain.families.models.Model`'s; the fragments a template
+copies (hardware, env, model sources) are taken as the model wrote them.
 
 Template names, labels and owner references follow reference §1.4/§1.5 so ``kubectl get aimtpl``
 shows what the Go operator would; the labels and owner references every child carries, and how a
@@ -13,11 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from aimcore.api.crds.aim import AIMCustomTemplate
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
+from aimcore.domain.families.base import written
+from aimcore.domain.families.models import Model
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
-from aimcore.domain.views import AIM, AUTO_GENERATED, MODEL_LABEL, ORIGIN_LABEL, ModelView
+from aimcore.domain.views import AIM, AUTO_GENERATED, MODEL_LABEL, ORIGIN_LABEL
 from aimcore.runtime.children import child_labels, owner_reference
 
 ALIAS_LABEL = "aim.eai.amd.com/template.alias"
@@ -50,7 +54,7 @@ class PlannedTemplate:
     labels: dict[str, str] = field(default_factory=dict)
 
 
-def recommended_template(model: ModelView, deployment: Mapping[str, Any]) -> PlannedTemplate:
+def recommended_template(model: Model, deployment: Mapping[str, Any]) -> PlannedTemplate:
     """The template for one recommended deployment of an image's labels (reference §1.4):
     ``<image URI>-<n>x-<gpu>-<lat|thr>-<precision>-<4 hex>``."""
     gpu = str(deployment.get("gpuModel") or "")
@@ -73,32 +77,34 @@ def recommended_template(model: ModelView, deployment: Mapping[str, Any]) -> Pla
     return PlannedTemplate(name, _template_spec(model, spec, hardware))
 
 
-def custom_templates(model: ModelView) -> list[PlannedTemplate]:
+def custom_templates(model: Model) -> list[PlannedTemplate]:
     """Templates from ``customTemplates`` (legacy: ``custom.templates``); for a custom model
     without any, one from ``custom.hardware``."""
-    entries = list(model.custom_templates)
+    entries: list[AIMCustomTemplate | None] = list(model.custom_templates)
     if not entries and model.is_custom:
-        entries = [{}]
+        entries = [None]  # the auto template: no entry of its own
     out = []
-    default_hw = model.custom.get("hardware") if isinstance(model.custom.get("hardware"), Mapping) else {}
+    custom = model.custom
+    default_hw = written(custom.hardware) if custom is not None and custom.hardware is not None else {}
+    default_type = str(custom.type) if custom is not None and custom.type else ""
     for index, entry in enumerate(entries):
-        alias = str(entry.get("name") or "")
-        profile = entry.get("profile") if isinstance(entry.get("profile"), Mapping) else None
-        precision = str((profile or {}).get("precision") or "")
-        metric = str((profile or {}).get("metric") or "")
-        hardware = merge_hardware(default_hw, entry.get("hardware"))
-        own = entry.get("hardware") if isinstance(entry.get("hardware"), Mapping) else {}
-        own_gpu = own.get("gpu") if isinstance(own, Mapping) and isinstance(own.get("gpu"), Mapping) else None
-        gpu_model = str((own_gpu or {}).get("model") or "")
+        alias = (entry.name if entry is not None else None) or ""
+        profile = entry.profile if entry is not None else None
+        precision = str(profile.precision or "") if profile is not None else ""
+        metric = str(profile.metric or "") if profile is not None else ""
+        own = entry.hardware if entry is not None else None
+        hardware = merge_hardware(default_hw, written(own) if own is not None else None)
+        own_gpu = own.gpu if own is not None else None
+        gpu_model = str(own_gpu.model or "") if own_gpu is not None else ""
         # the original's generateCustomTemplateName: the auto template (no entry) hashes [model,
         # index]; an entry adds its alias, its profile (if any) and its own GPU (if any)
         hashed: list[Any] = [model.name, index]
-        if entry:
+        if entry is not None and entry.model_fields_set:
             hashed.append(alias)
             if profile is not None:
                 hashed += [precision, metric]
             if own_gpu is not None:
-                hashed += [int(own_gpu.get("requests") or 0), gpu_model]
+                hashed += [int(own_gpu.requests or 0), gpu_model]
         name = derived_name([model.name, "custom", *(p for p in (alias, precision, gpu_model) if p)], hashed)
         spec: Obj = {}
         if metric:
@@ -106,8 +112,11 @@ def custom_templates(model: ModelView) -> list[PlannedTemplate]:
         if precision:
             spec["precision"] = precision
         if model.is_custom:
-            spec["type"] = str(entry.get("type") or model.custom.get("type") or "unoptimized")
-        env = merge_env(model.env, [dict(e) for e in entry.get("env") or [] if isinstance(e, Mapping)])
+            # the entry's type only when written (the model fills in unoptimized), then the model's
+            own_type = str(entry.type) if entry is not None and "type" in entry.model_fields_set else ""
+            spec["type"] = own_type or default_type or "unoptimized"
+        own_env = [written(e) for e in entry.env or []] if entry is not None else []
+        env = merge_env(model.written_env, own_env)
         labels = {ALIAS_LABEL: label_value(alias)} if alias else {}
         planned = _template_spec(model, spec, hardware, env=env, released=True)
         out.append(PlannedTemplate(name, planned, labels))
@@ -128,7 +137,7 @@ def merge_hardware(default: Any, override: Any) -> Obj:
 
 
 def _template_spec(
-    model: ModelView,
+    model: Model,
     spec: Obj,
     hardware: Mapping[str, Any],
     *,
@@ -142,7 +151,7 @@ def _template_spec(
     out: Obj = dict(spec)
     gpu = hardware.get("gpu") if isinstance(hardware.get("gpu"), Mapping) else None
     cpu = hardware.get("cpu") if isinstance(hardware.get("cpu"), Mapping) else None
-    runtime_config = model.spec.get("runtimeConfigName")
+    runtime_config = model.runtime_config_name
     if model.ref.group == AIM:
         out["modelName"] = model.name
         if released and (gpu or cpu):
@@ -154,7 +163,7 @@ def _template_spec(
         elif gpu:
             out["gpu"] = {k: v for k, v in gpu.items() if v not in (None, "")}
         if model.is_custom:
-            out["modelSources"] = model.model_sources
+            out["modelSources"] = model.written_sources
         if env:
             out["env"] = list(env)
     else:
@@ -182,9 +191,7 @@ def _template_spec(
     return out
 
 
-def template_body(
-    planned: PlannedTemplate, kind: KindRef, model: ModelView, inherited: Mapping[str, str]
-) -> Obj:
+def template_body(planned: PlannedTemplate, kind: KindRef, model: Model, inherited: Mapping[str, str]) -> Obj:
     """The full template object a model applies (owner: the model, so it is garbage-collected)."""
     labels = {
         **inherited,

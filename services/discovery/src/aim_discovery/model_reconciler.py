@@ -52,7 +52,10 @@ from aim_discovery.catalog import (
 from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.errors import AimError
-from aimcore.api.kinds import SECRET, KindRef, by_kind
+from aimcore.api.kinds import SECRET, KindRef
+from aimcore.domain.families.models import Model
+from aimcore.domain.families.runtimeconfigs import RuntimeConfig
+from aimcore.domain.families.templates import Template, template_kinds
 from aimcore.domain.oci import (
     OCI_ERRORS,
     AddressNotAllowed,
@@ -77,12 +80,7 @@ from aimcore.domain.runtimeconfig import (
     propagated_labels,
     resolve,
 )
-from aimcore.domain.views import (
-    AIM,
-    MODEL_LABEL,
-    ModelView,
-    TemplateView,
-)
+from aimcore.domain.views import MODEL_LABEL
 from aimcore.runtime.children import differs, owned_by
 from aimcore.runtime.composer import has_status_field
 from aimcore.runtime.informer import Informer
@@ -215,22 +213,19 @@ def templates_state(
     return "False", TEMPLATES_PROGRESSING, f"Templates are progressing ({counts})"
 
 
-def default_template_missing(informer: Informer, ref: KindRef, model: ModelView) -> str | None:
+def default_template_missing(informer: Informer, ref: KindRef, model: Model) -> str | None:
     """What is wrong with the model's ``spec.defaultServiceTemplate``, if it names no template a
     service would find (the deployer looks in the service's namespace, then the cluster: for a
     namespaced model that is the model's namespace; a cluster model is judged by the cluster's
     templates alone). Before, services fell back to automatic selection without a word."""
-    default = str(model.spec.get("defaultServiceTemplate") or "")
+    default = model.default_template
     if not default:
         return None
-    namespaced, cluster = (
-        by_kind(ref.group, "AIMServiceTemplate"),
-        by_kind(ref.group, "AIMClusterServiceTemplate"),
-    )
-    found = informer.get(cluster, None, default)
+    namespaced, cluster = template_kinds(ref.group)
+    found = Template.get(informer, cluster, None, default)
     if found is None and model.namespace:
-        found = informer.get(namespaced, model.namespace, default)
-    if found is not None and not found["metadata"].get("deletionTimestamp"):
+        found = Template.get(informer, namespaced, model.namespace, default)
+    if found is not None and not found.deleting:
         return None
     where = (
         f"AIMServiceTemplate in namespace {model.namespace} or AIMClusterServiceTemplate"
@@ -316,10 +311,15 @@ class ModelReconciler:
         self.children = Children(kube)  # writes the templates; keeps those refused
 
     async def reconcile(self, request: Request) -> Result | None:
-        model = ModelView(request.ref, request.obj)
+        model = Model.of_request(request)
         fields: dict[str, Any] = {}
         try:
-            config = resolve(request.informer.get, request.ref.group, model.namespace, model.spec)
+            config = resolve(
+                request.informer.get,
+                request.ref.group,
+                model.namespace,
+                {"runtimeConfigName": model.runtime_config_name},
+            )
         except ConfigNotFound as exc:
             await self._config_missing(request, str(exc))
             return None
@@ -330,11 +330,10 @@ class ModelReconciler:
         fields["resolvedRuntimeConfig"] = config.reference()
         fields["sourceType"] = "Custom" if model.is_custom else "Image"
 
-        auto = config.get("model", "autoDiscovery")
-        auto_discovery = bool(auto) if auto is not None else None
+        auto_discovery = RuntimeConfig.of(request.ref.group, config).auto_discovery
         outcome = await self._metadata(model, auto_discovery)
         conditions.append(outcome.condition)
-        refused_source = source_refusal(model.model_sources, literal_env(model.spec.get("env")), self.policy)
+        refused_source = source_refusal(model.written_sources, literal_env(model.written_env), self.policy)
         if refused_source is not None:
             # a source on an address the outbound policy refuses (the inference container would
             # fetch it there): Failed, as any refused address, until the spec or the policy changes
@@ -368,7 +367,7 @@ class ModelReconciler:
         if not model.extract_metadata(auto_discovery):
             metadata_known = True
         status, reason, message = templates_state(
-            [str((t.get("status") or {}).get("status") or "Pending") for t in self.templates(request, model)],
+            [t.state for t in self.templates(request, model)],
             len(planned),
             metadata_known,
             refused,
@@ -402,7 +401,7 @@ class ModelReconciler:
     # -- steps -------------------------------------------------------------------------------
 
     def planned_templates(
-        self, model: ModelView, metadata: Mapping[str, Any] | None, auto_discovery: bool | None
+        self, model: Model, metadata: Mapping[str, Any] | None, auto_discovery: bool | None
     ) -> list[PlannedTemplate]:
         planned: list[PlannedTemplate] = []
         if not model.is_custom and metadata is not None and model.create_templates(auto_discovery):
@@ -414,18 +413,16 @@ class ModelReconciler:
             unique.setdefault(p.name, p)
         return list(unique.values())
 
-    def templates(self, request: Request, model: ModelView) -> list[dict[str, Any]]:
+    def templates(self, request: Request, model: Model) -> list[Template]:
         """The model's templates: those it owns plus those of the same scope that name it."""
         kind = template_kind(request.ref)
-        uid = str(request.obj["metadata"].get("uid", ""))
-        key = "modelName" if request.ref.group == AIM else "aimImageName"
-        out = []
-        for t in request.informer.list(kind, model.namespace):
-            if owned_by(t, uid) or (t.get("spec") or {}).get(key) == model.name:
-                out.append(t)
-        return out
+        return [
+            t
+            for t in Template.each(request.informer, kind, model.namespace)
+            if (model.uid or "") in t.owner_uids or t.model_name == model.name
+        ]
 
-    async def _metadata(self, model: ModelView, auto_discovery: bool | None) -> Metadata:
+    async def _metadata(self, model: Model, auto_discovery: bool | None) -> Metadata:
         if model.spec_metadata is not None:
             return Metadata(
                 ConditionReport(
@@ -491,28 +488,25 @@ class ModelReconciler:
             wire,
         )
 
-    def _cached(self, model: ModelView) -> Metadata | None:
-        status = model.obj.get("status") or {}
-        metadata = status.get("imageMetadata")
-        condition = next(
-            (c for c in status.get("conditions") or [] if c.get("type") == IMAGE_METADATA_READY), None
-        )
-        if not metadata or condition is None or condition.get("status") != "True":
+    def _cached(self, model: Model) -> Metadata | None:
+        metadata = model.status_metadata
+        condition = model.condition(IMAGE_METADATA_READY)
+        if metadata is None or condition is None or condition.status != "True":
             return None
         for has_name in (True, False):
-            if condition.get("message") == _read_message(model.image, has_name):
+            if condition.message == _read_message(model.image, has_name):
                 return Metadata(
                     ConditionReport(
                         type=IMAGE_METADATA_READY,
                         status="True",
-                        reason=str(condition.get("reason")),
-                        message=str(condition.get("message")),
+                        reason=condition.reason,
+                        message=condition.message,
                     ),
                     metadata,
                 )
         return None
 
-    async def _credentials(self, model: ModelView) -> DockerConfig:
+    async def _credentials(self, model: Model) -> DockerConfig:
         namespace = model.namespace or self.system_namespace
         secrets = []
         for name in model.pull_secrets:
@@ -526,26 +520,27 @@ class ModelReconciler:
     async def _apply(
         self,
         kind: KindRef,
-        model: ModelView,
+        model: Model,
         planned: Sequence[PlannedTemplate],
         config: Resolved,
         request: Request,
     ) -> list[RefusedTemplate]:
         """Apply the planned templates; those the API server refused."""
         refused: list[RefusedTemplate] = []
-        inherited = propagated_labels(request.obj["metadata"].get("labels"), config)
+        inherited = propagated_labels(model.labels, config)
         inherited.pop(MODEL_LABEL, None)
         for template in planned:
             body = template_body(template, kind, model, inherited)
             existing = request.informer.get(kind, model.namespace, template.name)
             if existing is not None:
-                if not owned_by(existing, str(request.obj["metadata"]["uid"])):
+                if not owned_by(existing, model.uid or ""):
                     log.info(
                         "template %s exists and is not owned by model %s; left alone",
                         template.name,
                         model.name,
                     )
-                    other = TemplateView(kind, existing).model_name
+                    found_template = Template.read(request.informer, kind, existing)
+                    other = found_template.model_name if found_template is not None else ""
                     if other != model.name:  # not this model's: it will never count as one of them
                         refused.append(RefusedTemplate(template.name, taken_by=f"model {other!r}"))
                     continue
@@ -595,9 +590,9 @@ class ModelReconciler:
         if await request.reporter.report(request.ref, request.obj, conditions, {}):
             await request.reporter.decide(request.ref, request.obj, "reject", CONFIG_NOT_FOUND, message)
 
-    def _retry(self, model: ModelView, outcome: Metadata, *, failed: bool = False) -> Result | None:
+    def _retry(self, model: Model, outcome: Metadata, *, failed: bool = False) -> Result | None:
         """The backoff of a transient failure (a registry error, a forbidden template write)."""
-        uid = str(model.obj["metadata"].get("uid", ""))
+        uid = model.uid or ""
         if not (outcome.retry or failed):
             self.failures.pop(uid, None)
             return None
@@ -607,7 +602,7 @@ class ModelReconciler:
         return Result(requeue_after=METADATA_RETRY.delay(count, jitter=jitter_key(model.obj)))
 
 
-def _none_expected(model: ModelView, outcome: Metadata, auto_discovery: bool | None) -> str:
+def _none_expected(model: Model, outcome: Metadata, auto_discovery: bool | None) -> str:
     """Why a model has no templates to make: what a user would change to get some."""
     if model.is_custom:
         return "The model defines no templates"
@@ -626,7 +621,7 @@ def _none_expected(model: ModelView, outcome: Metadata, auto_discovery: bool | N
     )
 
 
-def _metadata_failure(model: ModelView, outcome: Metadata, auto_discovery: bool | None) -> str:
+def _metadata_failure(model: Model, outcome: Metadata, auto_discovery: bool | None) -> str:
     """``<reason>: <message>`` of a metadata failure that keeps the templates from being made."""
     if not outcome.failed or model.is_custom or not model.create_templates(auto_discovery):
         return ""

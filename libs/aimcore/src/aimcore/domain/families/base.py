@@ -26,6 +26,7 @@ from aimcore.api.crds.validation import decode
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.runtime.informer import Informer
+from aimcore.runtime.reconciler import Request
 
 __all__ = ["READY_STATES", "Object", "Reference", "StatusCondition", "written"]
 
@@ -60,6 +61,12 @@ class Object(Generic[R]):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.ref.kind} {self.namespace or ''}/{self.name})"
+
+    @classmethod
+    def of_request(cls, request: Request) -> Self:
+        """The object a reconcile is for, through this adapter (parsed by the runtime:
+        ``request.resource``)."""
+        return cls(request.ref, request.obj, cast(R, request.resource))
 
     # -- from the informer -------------------------------------------------------------------------
 

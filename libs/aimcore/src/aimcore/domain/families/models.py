@@ -4,16 +4,19 @@ the image, its default template and discovery settings, and nothing else)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from aimcore.api.crds import aim, silogen
-from aimcore.api.crds.aim import AIMModelSource
+from aimcore.api.crds.aim import AIMCustomTemplate, AIMModelSource
 from aimcore.api.crds.base import EnvVar, ResourceRequirements
 from aimcore.api.kinds import MODEL_KINDS
 from aimcore.api.types import Obj
-from aimcore.domain.families.base import Object
+from aimcore.domain.families.base import Object, written
 
-__all__ = ["AnyModel", "Model", "without_empty"]
+__all__ = ["AnyCustom", "AnyModel", "Model", "without_empty"]
 
 AnyModel = (
     aim.AIMModel
@@ -23,6 +26,7 @@ AnyModel = (
     | silogen.AIMImage
     | silogen.AIMClusterImage
 )
+AnyCustom = aim.AIMCustomModelSpec | silogen.AIMCustomModelSpec
 
 
 class Model(Object[AnyModel]):
@@ -41,6 +45,11 @@ class Model(Object[AnyModel]):
         return list(spec.model_sources or []) if not isinstance(spec, silogen.AIMImageSpec) else []
 
     @property
+    def written_sources(self) -> list[Obj]:
+        """``spec.modelSources`` as written: what a template copies and the outbound policy judges."""
+        return [written(s) for s in self.model_sources]
+
+    @property
     def is_custom(self) -> bool:
         return bool(self.model_sources)
 
@@ -51,6 +60,11 @@ class Model(Object[AnyModel]):
         return list(spec.env or []) if isinstance(spec, aim.AIMModelSpec) else []
 
     @property
+    def written_env(self) -> list[Obj]:
+        """``spec.env`` as written: the first layer of the env its templates and Jobs get."""
+        return [written(e) for e in self.env]
+
+    @property
     def resources(self) -> ResourceRequirements | None:
         return self.resource.spec.resources
 
@@ -59,12 +73,85 @@ class Model(Object[AnyModel]):
         """``spec.defaultServiceTemplate``: the template its services run unless they name one."""
         return self.resource.spec.default_service_template or None
 
+    @property
+    def runtime_config_name(self) -> str | None:
+        """``spec.runtimeConfigName`` when written (not the legacy group's filled-in default)."""
+        spec = self.resource.spec
+        return spec.runtime_config_name or None if "runtime_config_name" in spec.model_fields_set else None
+
+    @property
+    def pull_secrets(self) -> list[str]:
+        """The names in ``spec.imagePullSecrets`` (generation-1 images have none)."""
+        refs = getattr(self.resource.spec, "image_pull_secrets", None) or []
+        return [r.name for r in refs if r.name]
+
+    @property
+    def service_account(self) -> str | None:
+        """``spec.serviceAccountName`` (generation-1 images have none)."""
+        return getattr(self.resource.spec, "service_account_name", None) or None
+
+    @property
+    def custom(self) -> AnyCustom | None:
+        """``spec.custom``: a custom model's default hardware and profile type."""
+        return getattr(self.resource.spec, "custom", None)
+
+    @property
+    def custom_templates(self) -> list[AIMCustomTemplate]:
+        """``spec.customTemplates`` (legacy: ``spec.custom.templates``)."""
+        spec = self.resource.spec
+        if isinstance(spec, aim.AIMModelSpec):
+            return list(spec.custom_templates or [])
+        custom = getattr(spec, "custom", None)
+        return list(custom.templates or []) if isinstance(custom, silogen.AIMCustomModelSpec) else []
+
+    @property
+    def spec_metadata(self) -> Obj | None:
+        """``spec.imageMetadata`` as written (the current group's): metadata given, not read."""
+        spec = self.resource.spec
+        metadata = spec.image_metadata if isinstance(spec, aim.AIMModelSpec) else None
+        return written(metadata) if metadata is not None else None
+
+    @property
+    def status_metadata(self) -> Mapping[str, Any] | None:
+        """``status.imageMetadata`` as discovery wrote it (the labels read before)."""
+        metadata = self.status.get("imageMetadata")
+        return metadata if isinstance(metadata, Mapping) and metadata else None
+
+    def extract_metadata(self, auto_discovery: bool | None) -> bool:
+        """Whether to read the image's labels: the model's ``discovery.extractMetadata`` (legacy
+        ``enabled``) when written, else the runtime config's ``model.autoDiscovery``, else yes."""
+        return _first(self._discovery("extract_metadata", "enabled"), auto_discovery)
+
+    def create_templates(self, auto_discovery: bool | None) -> bool:
+        """Whether to make templates from the labels: ``discovery.createServiceTemplates`` (legacy
+        ``autoCreateTemplates``) when written, else the runtime config's, else yes."""
+        return _first(self._discovery("create_service_templates", "auto_create_templates"), auto_discovery)
+
+    def _discovery(self, current: str, legacy: str) -> bool | None:
+        """A discovery setting the model's spec writes (a default the model fills in is not one)."""
+        discovery = self.resource.spec.discovery
+        if discovery is None:
+            return None
+        return _said(discovery, current if isinstance(discovery, aim.AIMModelDiscoveryConfig) else legacy)
+
     def identity(self) -> Obj:
         """The whole spec, defaults filled in and empty values dropped: what two custom models
         must agree on to be one (see ``aim_deployer.model_resolution.model_identity``)."""
         return dict(
             without_empty(self.resource.spec.model_dump(by_alias=True, exclude_none=True, mode="json"))
         )
+
+
+def _said(model: BaseModel, field: str) -> bool | None:
+    """``field`` of ``model`` when its input set it, else ``None``."""
+    value = getattr(model, field) if field in model.model_fields_set else None
+    return bool(value) if value is not None else None
+
+
+def _first(own: bool | None, fallback: bool | None) -> bool:
+    if own is not None:
+        return bool(own)
+    return fallback if fallback is not None else True
 
 
 def without_empty(value: Any) -> Any:
