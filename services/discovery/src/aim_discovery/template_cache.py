@@ -9,8 +9,10 @@ from typing import Any
 
 from aim_discovery.catalog import TEMPLATE_CONTROLLER
 from aimcore.api.kinds import by_kind
+from aimcore.domain.families.base import written
+from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import label_value
-from aimcore.domain.views import AIM, TemplateView
+from aimcore.domain.views import AIM
 from aimcore.runtime.children import child_labels, contains, owner_reference
 from aimcore.runtime.reconciler import Request
 from aimcore.runtime.refusals import Refusal
@@ -26,7 +28,7 @@ class TemplateCache:
     async def ensure(
         self,
         request: Request,
-        template: TemplateView,
+        template: Template,
         sources: Sequence[Mapping[str, Any]],
         fields: dict[str, Any],
     ) -> None:
@@ -34,7 +36,6 @@ class TemplateCache:
         if not (request.ref.namespaced and template.caching_enabled):
             return
         kind = by_kind(request.ref.group, "AIMTemplateCache")
-        caching = template.spec.get("caching") or {}
         spec: dict[str, Any]
         if request.ref.group == AIM:
             spec = {"templateName": template.name, "templateScope": "Namespace", "mode": "Shared"}
@@ -42,13 +43,13 @@ class TemplateCache:
                 spec["modelSources"] = [dict(s) for s in sources]
         else:
             spec = {"templateRef": template.name}
-        env = caching.get("env") if isinstance(caching, Mapping) else None
+        env = [written(e) for e in template.caching_env]
         if env:
             spec["env"] = env
         if template.pull_secrets:
             spec["imagePullSecrets"] = [{"name": s} for s in template.pull_secrets]
-        if template.spec.get("runtimeConfigName"):
-            spec["runtimeConfigName"] = template.spec["runtimeConfigName"]
+        if template.runtime_config_name:
+            spec["runtimeConfigName"] = template.runtime_config_name
         body = {
             "apiVersion": kind.api_version,
             "kind": kind.kind,

@@ -32,7 +32,6 @@ from aim_discovery.template_status import (
     JOB_CREATE_FAILED,
     LOG_UNAVAILABLE,
     WAITING_FOR_SLOT,
-    condition_of,
     report,
     resolved_hardware,
 )
@@ -40,9 +39,11 @@ from aimcore.api.backoff import jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import JOB, POD, KindRef, by_kind
 from aimcore.domain import jobs
+from aimcore.domain.families.models import Model
+from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import Resolved, merge_env
-from aimcore.domain.views import ModelView, TemplateView, secret_names
+from aimcore.domain.views import secret_names
 from aimcore.runtime.children import child_labels, owner_reference
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.reconciler import Request, Result
@@ -104,49 +105,45 @@ class DiscoveryJobs:
     async def discover(  # noqa: PLR0917
         self,
         request: Request,
-        template: TemplateView,
-        model: ModelView,
+        template: Template,
+        model: Model,
         config: Resolved,
         conditions: list[ConditionReport],
         fields: dict[str, Any],
     ) -> Result | None:
         requirement = template.gpu
-        profile_id = str(template.spec.get("profileId") or "") or None
-        metric = str(template.spec.get("metric") or "") or None
-        precision = str(template.spec.get("precision") or "") or None
         spec_hash = dryrun.spec_hash(
             template.model_name,
             model.image,
-            metric,
-            precision,
+            template.metric,
+            template.precision,
             requirement.model,
             requirement.requests,
-            profile_id,
+            template.profile_id,
         )
-        status = request.obj.get("status") or {}
-        recorded = (status.get("discoveryJob") or {}).get("name") or ""
+        recorded = str((template.discovery_job or {}).get("name") or "")
         namespace = template.namespace or self.system_namespace
         owned = self._jobs(request, template, namespace)
         current = [j for j in owned if _annotation(j, dryrun.ANNOTATION_SPEC_HASH) == spec_hash]
         for stale in (j for j in owned if j not in current):
             await self._delete_job(stale)
 
-        discovered = condition_of(status, DISCOVERED)
+        discovered = template.condition(DISCOVERED)
         if f"-{spec_hash}-" in recorded and discovered is not None:
-            if discovered.get("reason") == DISCOVERY_COMPLETE and status.get("modelSources"):
+            if discovered.reason == DISCOVERY_COMPLETE and template.discovered_sources:
                 for job in current:  # the output is in the status now: the Job has done its part
                     if jobs.job_state(job) == jobs.STATE_SUCCEEDED:
                         await self._delete_job(job)
-                return await self._discovered(request, template, status, conditions, fields)
-            if discovered.get("reason") == INVALID_OUTPUT:
-                message = str(discovered.get("message") or "")
+                return await self._discovered(request, template, conditions, fields)
+            if discovered.reason == INVALID_OUTPUT:
+                message = discovered.message
                 conditions += [
                     ConditionReport(type=DISCOVERED, status="False", reason=INVALID_OUTPUT, message=message),
                     ConditionReport(
                         type=DISCOVERY_JOB_READY, status="False", reason=INVALID_OUTPUT, message=message
                     ),
                 ]
-                fields["discoveryJob"] = status.get("discoveryJob")
+                fields["discoveryJob"] = template.discovery_job
                 await report(request, conditions, fields, "discovery", INVALID_OUTPUT, message)
                 return None
 
@@ -203,8 +200,8 @@ class DiscoveryJobs:
     async def _start(  # noqa: PLR0917
         self,
         request: Request,
-        template: TemplateView,
-        model: ModelView,
+        template: Template,
+        model: Model,
         config: Resolved,
         namespace: str,
         spec_hash: str,
@@ -215,7 +212,7 @@ class DiscoveryJobs:
     ) -> Result | None:
         name = dryrun.job_name(template.name, spec_hash, attempt)
         requirement = template.gpu
-        env = merge_env(merge_env(model.env, config.get("env") or []), template.spec.get("env") or [])
+        env = merge_env(merge_env(model.written_env, config.get("env") or []), template.written_env)
         secrets = [*model.pull_secrets, *template.pull_secrets, *secret_names(config.get("imagePullSecrets"))]
         body = dryrun.job_body(
             name=name,
@@ -232,9 +229,9 @@ class DiscoveryJobs:
             spec_hash=spec_hash,
             attempt=attempt,
             extra_labels=child_labels(TEMPLATE_CONTROLLER),
-            profile_id=str(template.spec.get("profileId") or "") or None,
-            metric=str(template.spec.get("metric") or "") or None,
-            precision=str(template.spec.get("precision") or "") or None,
+            profile_id=template.profile_id,
+            metric=template.metric,
+            precision=template.precision,
             gpu_model=requirement.model,
             gpu_count=requirement.requests,
         )
@@ -294,7 +291,7 @@ class DiscoveryJobs:
     async def _read_output(  # noqa: PLR0917
         self,
         request: Request,
-        template: TemplateView,
+        template: Template,
         namespace: str,
         job: dict[str, Any],
         pods: Sequence[dict[str, Any]],
@@ -350,35 +347,29 @@ class DiscoveryJobs:
     async def _discovered(
         self,
         request: Request,
-        template: TemplateView,
-        status: Mapping[str, Any],
+        template: Template,
         conditions: list[ConditionReport],
         fields: dict[str, Any],
     ) -> Result | None:
         """Discovery already done for this spec: keep what the status says (stable reports)."""
-        for kept in ("modelSources", "profile", "resolvedHardware", "discoveryJob"):
-            if status.get(kept) is not None:
-                fields[kept] = status[kept]
+        fields.update(template.discovery_output())
         for kept_type in (DISCOVERED, DISCOVERY_JOB_READY, DISCOVERY_PODS_READY):
-            cond = condition_of(status, kept_type)
+            cond = template.condition(kept_type)
             if cond is not None:
                 conditions.append(
                     ConditionReport(
-                        type=kept_type,
-                        status=str(cond.get("status")),
-                        reason=str(cond.get("reason")),
-                        message=str(cond.get("message") or ""),
+                        type=kept_type, status=cond.status, reason=cond.reason, message=cond.message
                     )
                 )
-        await self.cache.ensure(request, template, list(status.get("modelSources") or []), fields)
+        await self.cache.ensure(request, template, template.discovered_sources, fields)
         await report(request, conditions, fields, "discovery", DISCOVERY_COMPLETE, "discovered")
         return None
 
     # -- cluster reads --------------------------------------------------------------------------
 
-    def _jobs(self, request: Request, template: TemplateView, namespace: str) -> list[dict[str, Any]]:
+    def _jobs(self, request: Request, template: Template, namespace: str) -> list[dict[str, Any]]:
         token = template_kind_token(request.ref)
-        uid = request.obj["metadata"].get("uid")
+        uid = template.uid
         out = []
         for job in request.informer.list(
             JOB, namespace, labels={dryrun.LABEL_TEMPLATE: label_value(template.name)}

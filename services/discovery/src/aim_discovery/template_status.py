@@ -11,7 +11,7 @@ from typing import Any
 
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.domain import gpu as gpus
-from aimcore.domain.views import TemplateView
+from aimcore.domain.families.templates import Template
 from aimcore.runtime.composer import has_status_field
 from aimcore.runtime.reconciler import Request
 
@@ -55,12 +55,7 @@ async def report(  # noqa: PLR0917
         await request.reporter.decide(request.ref, request.obj, action, reason, message, **details)
 
 
-def condition_of(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    """The condition ``type_`` of a status as it was written, if any."""
-    return next((c for c in status.get("conditions") or [] if c.get("type") == type_), None)
-
-
-def resolved_hardware(template: TemplateView, model: str | None, requests: int | None) -> dict[str, Any]:
+def resolved_hardware(template: Template, model: str | None, requests: int | None) -> dict[str, Any]:
     """``status.resolvedHardware``, for every template: the GPU it runs on (discovery's output over
     the spec; ``requests: 0`` when it needs none) and its CPU when the spec gives one (from
     ``spec.resources`` or ``spec.hardware.cpu``; a limit alone is also the request, as in a Pod)."""

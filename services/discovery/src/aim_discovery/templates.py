@@ -45,6 +45,8 @@ from aim_discovery.template_status import (
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import NODE, KindRef
 from aimcore.domain import gpu as gpus
+from aimcore.domain.families.models import Model
+from aimcore.domain.families.templates import Template
 from aimcore.domain.outbound import ADDRESS_NOT_ALLOWED, OutboundPolicy, literal_env, source_refusal
 from aimcore.domain.runtimeconfig import (
     CONFIG_NOT_FOUND,
@@ -52,14 +54,7 @@ from aimcore.domain.runtimeconfig import (
     ConfigNotFound,
     resolve,
 )
-from aimcore.domain.views import (
-    AIM,
-    GPURequirement,
-    ModelView,
-    TemplateView,
-    model_kinds,
-    resolved_reference,
-)
+from aimcore.domain.views import AIM, GPURequirement, model_kinds
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.writes import Children
@@ -84,7 +79,7 @@ class TemplateReconciler:
         self.jobs = DiscoveryJobs(kube, system_namespace, slots, children, self.cache, clock)
 
     async def reconcile(self, request: Request) -> Result | None:
-        template = TemplateView(request.ref, request.obj)
+        template = Template.of_request(request)
         requirement = template.gpu
         conditions: list[ConditionReport] = []
         # what the spec asks for, until discovery says otherwise (every template has it, CPU-only too)
@@ -92,7 +87,8 @@ class TemplateReconciler:
             "resolvedHardware": resolved_hardware(template, requirement.model, requirement.requests)
         }
         try:
-            config = resolve(request.informer.get, request.ref.group, template.namespace, template.spec)
+            wanted = {"runtimeConfigName": template.runtime_config_name}
+            config = resolve(request.informer.get, request.ref.group, template.namespace, wanted)
         except ConfigNotFound as exc:
             message = str(exc)
             conditions = [
@@ -110,8 +106,8 @@ class TemplateReconciler:
             ConditionReport(type=RUNTIME_CONFIG_READY, status="True", reason=reason, message=message)
         )
         fields["resolvedRuntimeConfig"] = config.reference()
-        sources = template.spec.get("modelSources") or []
-        refused = source_refusal(sources, literal_env(template.spec.get("env")), self.policy)
+        sources = template.written_sources
+        refused = source_refusal(sources, literal_env(template.written_env), self.policy)
         if refused is not None:  # the inference container would fetch them there (issue 24)
             conditions.append(
                 ConditionReport(
@@ -142,17 +138,16 @@ class TemplateReconciler:
             fields[_model_field(request.ref)] = None
             await report(request, conditions, fields, "resolve-model", MODEL_NOT_FOUND, message)
             return None
-        model_ref, model_obj = found
-        model = ModelView(model_ref, model_obj)
+        model = found
         conditions.append(
             ConditionReport(
                 type=model_cond,
                 status="True",
                 reason=MODEL_FOUND,
-                message=f"Using {model_ref.kind} {model.name} (image {model.image})",
+                message=f"Using {model.ref.kind} {model.name} (image {model.image})",
             )
         )
-        fields[_model_field(request.ref)] = resolved_reference(model_ref, model_obj)
+        fields[_model_field(request.ref)] = model.reference()
 
         inventory = gpus.inventory(request.informer.list(NODE))
         try:
@@ -183,7 +178,7 @@ class TemplateReconciler:
             await report(request, conditions, fields, "gpu", check.reason, check.message)
             return None
 
-        sources = template.inline_sources or (model.model_sources if request.ref.group != AIM else [])
+        sources = template.written_sources or (model.written_sources if request.ref.group != AIM else [])
         if sources:
             fields["modelSources"] = sources
             fields["profile"] = _spec_profile(template, requirement)
@@ -212,13 +207,11 @@ class TemplateReconciler:
 
     # -- model lookup ---------------------------------------------------------------------------
 
-    def find_model(self, template: TemplateView, request: Request) -> tuple[KindRef, dict[str, Any]] | None:
+    def find_model(self, template: Template, request: Request) -> Model | None:
         for kind in model_kinds(request.ref):
-            obj = request.informer.get(
-                kind, template.namespace if kind.namespaced else None, template.model_name
-            )
-            if obj is not None:
-                return kind, obj
+            found = Model.get(request.informer, kind, template.namespace, template.model_name)
+            if found is not None:
+                return found
         return None
 
 
@@ -229,11 +222,15 @@ def _model_field(ref: KindRef) -> str:
     return "resolvedModel" if ref.group == AIM else "resolvedImage"
 
 
-def _spec_profile(template: TemplateView, requirement: GPURequirement) -> dict[str, Any]:
+def _spec_profile(template: Template, requirement: GPURequirement) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
-    for key in ("metric", "precision", "type"):
-        if template.spec.get(key):
-            metadata[key] = template.spec[key]
+    for key, value in (
+        ("metric", template.metric),
+        ("precision", template.precision),
+        ("type", template.profile_type),
+    ):
+        if value:
+            metadata[key] = value
     if requirement.model:
         metadata["gpu"] = requirement.model
     if requirement.requests is not None:

@@ -80,6 +80,24 @@ class Template(Object[AnyTemplate]):
         )
 
     @property
+    def gpu_field(self) -> str:
+        """Where its GPU requirement is written: ``spec.gpu``, ``hardware.gpu`` or ``gpuSelector``."""
+        spec = self.resource.spec
+        if isinstance(spec, silogen.AIMServiceTemplateSpecCommon):
+            return "spec.gpuSelector"
+        if spec.gpu is None and spec.hardware is not None and spec.hardware.gpu is not None:
+            return "spec.hardware.gpu"
+        return "spec.gpu"
+
+    @property
+    def cpu(self) -> Obj | None:
+        """The CPU it needs as ``{requests, limits}`` (either may be missing), as written:
+        ``spec.resources`` first, then ``spec.hardware.cpu``; ``None`` when neither says any."""
+        resources = self.resources or {}
+        out = {side: resources[side]["cpu"] for side in _SIDES if "cpu" in (resources.get(side) or {})}
+        return out or None
+
+    @property
     def resources(self) -> Obj | None:
         """``spec.resources`` with the CPU of ``spec.hardware.cpu`` filled in where it gives none
         (what a service of the template gets), as written."""
@@ -121,6 +139,37 @@ class Template(Object[AnyTemplate]):
         spec = self.resource.spec
         return list(spec.model_sources or []) if isinstance(spec, aim.AIMServiceTemplateSpecCommon) else []
 
+    @property
+    def written_sources(self) -> list[Obj]:
+        """``spec.modelSources`` as written (inline sources: used as they are, no discovery)."""
+        return [written(s) for s in self.model_sources]
+
+    @property
+    def written_env(self) -> list[Obj]:
+        """``spec.env`` as written (the last layer of its discovery Job's env)."""
+        return [written(e) for e in self.env]
+
+    @property
+    def caching_enabled(self) -> bool:
+        """``caching.enabled``: a namespaced template then owns an AIMTemplateCache."""
+        caching = getattr(self.resource.spec, "caching", None)
+        return caching is not None and bool(caching.enabled)
+
+    @property
+    def runtime_config_name(self) -> str | None:
+        """``spec.runtimeConfigName`` when written (not the legacy model's filled-in default)."""
+        spec = self.resource.spec
+        return spec.runtime_config_name or None if "runtime_config_name" in spec.model_fields_set else None
+
+    @property
+    def pull_secrets(self) -> list[str]:
+        """The names in ``spec.imagePullSecrets``."""
+        return [r.name for r in getattr(self.resource.spec, "image_pull_secrets", None) or [] if r.name]
+
+    @property
+    def service_account(self) -> str | None:
+        return getattr(self.resource.spec, "service_account_name", None) or None
+
     # -- what discovery wrote (the status, as written) ---------------------------------------------
 
     @property
@@ -146,6 +195,23 @@ class Template(Object[AnyTemplate]):
         if not found:
             found = [written(s) for s in self.model_sources]
         return [CacheSource.of(s) for s in found if isinstance(s, Mapping)]
+
+    @property
+    def discovery_job(self) -> Mapping[str, Any] | None:
+        """``status.discoveryJob``: the Job discovery last ran for it."""
+        job = self.status.get("discoveryJob")
+        return job if isinstance(job, Mapping) else None
+
+    @property
+    def discovered_sources(self) -> list[Mapping[str, Any]]:
+        """``status.modelSources``: the model sources discovery (or the spec) gave it."""
+        return [s for s in self.status.get("modelSources") or [] if isinstance(s, Mapping)]
+
+    def discovery_output(self) -> Obj:
+        """What discovery wrote (``modelSources``, ``profile``, ``resolvedHardware``,
+        ``discoveryJob``), as written: kept while the spec it was found for stays."""
+        fields = ("modelSources", "profile", "resolvedHardware", "discoveryJob")
+        return {k: self.status[k] for k in fields if self.status.get(k) is not None}
 
     @property
     def resolved_gpu_requests(self) -> Any:
