@@ -24,6 +24,7 @@ from aimcore.api.bus.messages import ChangeEvent, ChangeType
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
+from aimcore.domain.families.templates import Template
 from aimcore.domain.runtimeconfig import config_name
 from aimcore.domain.views import TemplateView, model_kinds
 from aimcore.runtime.informer import Informer
@@ -61,7 +62,10 @@ def named_model(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iter
     if obj is None:
         return []
     ref = changed(event)
-    name = TemplateView(ref, obj).model_name
+    template = Template.read(informer, ref, obj)
+    if template is None:
+        return []
+    name = template.model_name
     targets: list[Target] = []
     for kind in model_kinds(ref):
         ns = event.object.namespace if kind.namespaced else None
