@@ -191,10 +191,8 @@ class Template(Object[AnyTemplate]):
     def cache_sources(self) -> list[CacheSource]:
         """What caching its model takes: ``status.modelSources`` as discovery wrote them, else
         ``spec.modelSources`` (a custom model's template)."""
-        found = self.status.get("modelSources")
-        if not found:
-            found = [written(s) for s in self.model_sources]
-        return [CacheSource.of(s) for s in found if isinstance(s, Mapping)]
+        found = self.discovered_sources or [written(s) for s in self.model_sources]
+        return [CacheSource.of(s) for s in found]
 
     @property
     def discovery_job(self) -> Mapping[str, Any] | None:
