@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from aim_registry_sync.filters import (
     INVALID_FILTER,
@@ -40,6 +39,7 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.crds.aim import AIMClusterModelSource
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import SECRET, by_kind
+from aimcore.domain.families.models import Model
 from aimcore.domain.naming import label_value
 from aimcore.domain.oci import (
     OCI_ERRORS,
@@ -139,13 +139,10 @@ class _Memo:
     failures: int = 0
 
 
-def fingerprint(obj: dict[str, Any]) -> str:
+def fingerprint(source: AIMClusterModelSource) -> str:
     """What, besides time, makes a new sync due: the object's identity, spec and metadata."""
-    meta = obj.get("metadata") or {}
-    return json.dumps(
-        [meta.get("uid"), meta.get("generation"), meta.get("labels"), meta.get("annotations")],
-        sort_keys=True,
-    )
+    meta = source.metadata
+    return json.dumps([meta.uid, meta.generation, meta.labels, meta.annotations], sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -242,14 +239,15 @@ class SourceReconciler:
             return None  # nothing to retry: a spec change brings the source back
 
         now = self.clock()
-        fp = fingerprint(request.obj)
+        fp = fingerprint(source)
         memo = self.memo.get(name)
         if memo is not None and memo.fingerprint == fp and now < memo.due:
             return Result(requeue_after=memo.due - now)
 
         source_label = label_value(name)
         existing = request.informer.list(AIMCLUSTERMODEL, labels={SOURCE_LABEL: source_label})
-        existing_images = {str((m.get("spec") or {}).get("image", "")) for m in existing}
+        models = (Model.read(request.informer, AIMCLUSTERMODEL, obj) for obj in existing)
+        existing_images = {m.image for m in models if m is not None}
         secrets = [s.name for s in spec.image_pull_secrets or [] if s.name]
 
         try:
@@ -318,9 +316,9 @@ class SourceReconciler:
         same way."""
         out = Created()
         for image in the_plan.create:
-            held = request.informer.get(AIMCLUSTERMODEL, None, image.model_name)
+            held = Model.get(request.informer, AIMCLUSTERMODEL, None, image.model_name)
             if held is not None:
-                ours = ((held.get("metadata") or {}).get("labels") or {}).get(SOURCE_LABEL) == source_label
+                ours = held.labels.get(SOURCE_LABEL) == source_label
                 (out.present if ours else out.foreign).append(image)  # ours: counted among existing
                 continue
             # (a server error or a conflict other than "already there" raises: the runtime retries
@@ -333,9 +331,11 @@ class SourceReconciler:
             elif written.created:
                 out.created.append(image)
             else:
+                # (taken after the cache was read: asked of the API server, which the cache has not
+                # heard from yet)
                 current = await self.kube.get(AIMCLUSTERMODEL, None, image.model_name)
-                labels = ((current or {}).get("metadata") or {}).get("labels") or {}
-                ours = labels.get(SOURCE_LABEL) == source_label
+                found = Model(AIMCLUSTERMODEL, current) if current is not None else None
+                ours = found is not None and found.labels.get(SOURCE_LABEL) == source_label
                 (out.adopted if ours else out.foreign).append(image)
         return out
 
