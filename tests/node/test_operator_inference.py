@@ -54,12 +54,13 @@ def hub_env(stack: NodeStack) -> list[dict[str, str]]:
     ]
 
 
-def custom(repo: str) -> dict[str, Any]:
-    """A custom model on the bare runtime image: the weights are all that names the model."""
+def custom(repo: str, source: str | None = None) -> dict[str, Any]:
+    """A custom model on the bare runtime image: the weights are all that names the model (from
+    ``source``, by default the Hub's ``repo``)."""
     return {
         "custom": {
             "baseImage": llamacpp.IMAGE,
-            "modelSources": [{"modelId": repo, "sourceUri": f"hf://{repo}"}],
+            "modelSources": [{"modelId": repo, "sourceUri": source or f"hf://{repo}"}],
             "hardware": {"cpu": {"requests": "100m"}},
         }
     }

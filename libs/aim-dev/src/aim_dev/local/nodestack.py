@@ -10,7 +10,8 @@ Deployments as Pods, their RBAC, the restricted security context;
 - a registry (Debian's ``docker-registry`` on the host's loopback), which the node sees at
   ``127.0.0.1:5000`` (containerd pulls from it over plain HTTP; the operator's registry client
   speaks plain HTTP to loopback registries only, so the node's loopback it is): model images are
-  pushed here (:meth:`NodeStack.push_model`);
+  pushed here (:meth:`NodeStack.push_model`); pods on the pod network (download Jobs pulling
+  ``oci://`` models) reach it on the node's address (:attr:`NodeStack.pod_registry`, plain HTTP);
 - a Hugging-Face-Hub-compatible server on the host, which pods reach on the node's address
   (:attr:`NodeStack.hub_endpoint`), for model caches and LLMKube Models, serving the tiny generated
   models (:mod:`aim_dev.tinyllm`) as ordinary model repositories; their AIM model images
@@ -53,8 +54,9 @@ from aim_dev.node import config as node_config
 from aim_dev.standins import stand_in_crds
 from aimcore.runtime.kube import Kube, connect
 
-REGISTRY = "127.0.0.1:5000"
-"""The local registry as the node (containerd, the operator's pods) sees it."""
+REGISTRY_PORT = 5000
+REGISTRY = f"127.0.0.1:{REGISTRY_PORT}"
+"""The local registry as the node (containerd, the operator's host-network pods) sees it."""
 KSERVE = "kserve-standin"
 NODE_IMAGES = ("pause", *(f"service-{s}" for s in consuming.SERVICES), "nats", "llamacpp")
 """Imported into the node's containerd at its start (the services' first: they share the base
@@ -91,6 +93,12 @@ class NodeStack:
         """The Hub server's URL as pods (download Jobs) and the operator see it."""
         assert self.hub is not None
         return f"http://{node_config.NODE_IP}:{self.hub.port}"
+
+    @property
+    def pod_registry(self) -> str:
+        """The local registry as pods on the pod network see it (a pod's loopback is its own): the
+        node's address, plain HTTP (``OCI_PLAIN_HTTP`` for a downloader), for ``oci://`` models."""
+        return f"{node_config.NODE_IP}:{REGISTRY_PORT}"
 
     def model_image(self, repository: str, tag: str) -> str:
         """The reference pods and the operator use for an image pushed as ``repository:tag``."""
@@ -175,7 +183,8 @@ class NodeStack:
                 self.cluster_kubeconfig,
                 images=tarballs,
                 forwards=[
-                    ("127.0.0.1", int(REGISTRY.rsplit(":", 1)[1]), self.registry.port),
+                    ("127.0.0.1", REGISTRY_PORT, self.registry.port),
+                    (node_config.NODE_IP, REGISTRY_PORT, self.registry.port),
                     (node_config.NODE_IP, self.hub.port, self.hub.port),
                 ],
                 publish=[(nats_port, "127.0.0.1", deployed.NATS_PORT)],
