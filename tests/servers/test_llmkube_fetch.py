@@ -98,7 +98,7 @@ def dialed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
 
 
 def http_source(url: str, **spec: Any) -> Source:
-    return parse_source({"source": url, **spec})
+    return parse_source(url, **spec)
 
 
 # -- probe -------------------------------------------------------------------------------------
@@ -321,7 +321,7 @@ async def test_listing_single_file_with_mmproj(
     put(server.root, "dir/Llama 3 Q4.gguf", model_bytes)
     put(server.root, "dir/mmproj-f16.gguf", b"projector")
     raw = f"{server.base}/dir/Llama%203%20Q4.gguf"
-    source = parse_source({"source": raw, "mmproj": "mmproj-f16.gguf"})
+    source = parse_source(**{"source": raw, "mmproj": "mmproj-f16.gguf"})
     listing = await fetch.listing(
         source, raw, (), expected_sha256=SHA.upper(), revision="etag|1|None", guard=guard, outbound=LOOPBACK
     )
@@ -356,7 +356,11 @@ def repo_source(server: FileServer) -> tuple[Source, str]:
     raw = f"{server.base}/repo"
     return (
         parse_source(
-            {"source": raw, "files": ["model.gguf", "shards/part-00002.gguf"], "mmproj": "vision/mmproj.gguf"}
+            **{
+                "source": raw,
+                "files": ["model.gguf", "shards/part-00002.gguf"],
+                "mmproj": "vision/mmproj.gguf",
+            }
         ),
         raw,
     )
@@ -405,7 +409,7 @@ async def test_listing_local_files(tmp_path: Path, model_bytes: bytes) -> None:
     put(tmp_path, "src/model.gguf", model_bytes)
     put(tmp_path, "src/sub/extra.bin", b"extra")
     raw = str(tmp_path / "src")
-    source = parse_source({"source": raw, "files": ["model.gguf", "sub/extra.bin"]})
+    source = parse_source(**{"source": raw, "files": ["model.gguf", "sub/extra.bin"]})
     real = (str(tmp_path / "src/model.gguf"), str(tmp_path / "src/sub/extra.bin"))
     listing = await fetch.listing(source, raw, real, expected_sha256=SHA, revision=None, outbound=LOOPBACK)
     assert [(f.path, f.size, f.url) for f in listing.files] == [

@@ -21,6 +21,8 @@ from aim_cache.llmkube.sources import (
     check_source,
     parse_source,
 )
+from aimcore.api.crds.validation import decode
+from aimcore.api.kinds import GROUP_LLMKUBE
 
 HF = "https://huggingface.co"
 
@@ -88,7 +90,7 @@ def key(source: str) -> str:
 )
 def test_single_file_sources(row: tuple[str, str, str | None, str | None, str | None, str | None]) -> None:
     source, kind, url, path, claim, relative = row
-    parsed = parse_source({"source": source})
+    parsed = parse_source(**{"source": source})
     assert parsed.kind == kind
     assert parsed.url == url
     assert parsed.path == path
@@ -108,8 +110,8 @@ def test_cache_key_is_the_literal_source() -> None:
     assert cache_key("https://a/b") == key("https://a/b")
     assert len(cache_key("x")) == 16
     # Any textual change is a new key (the original's #619: keys follow the current spec).
-    one = parse_source({"source": "https://example.com/m.gguf"}).cache_key
-    two = parse_source({"source": "HTTPS://example.com/m.gguf"}).cache_key
+    one = parse_source(**{"source": "https://example.com/m.gguf"}).cache_key
+    two = parse_source(**{"source": "HTTPS://example.com/m.gguf"}).cache_key
     assert one != two
 
 
@@ -129,7 +131,7 @@ def test_cache_key_is_the_literal_source() -> None:
 )
 def test_hf_repository_with_files(source: str, rev: str) -> None:
     parsed = parse_source(
-        {
+        **{
             "source": source,
             "files": ["q4/model-00001.gguf", "q4/model-00002.gguf"],
             "mmproj": "mmproj f16.gguf",
@@ -152,21 +154,21 @@ def test_hf_repository_with_files(source: str, rev: str) -> None:
 
 def test_the_file_set_is_part_of_the_cache_key() -> None:
     source = f"{HF}/org/repo"
-    one = parse_source({"source": source, "files": ["a.gguf"]}).cache_key
-    two = parse_source({"source": source, "files": ["a.gguf", "b.gguf"]}).cache_key
-    three = parse_source({"source": source, "files": ["a.gguf"], "mmproj": "p.gguf"}).cache_key
+    one = parse_source(**{"source": source, "files": ["a.gguf"]}).cache_key
+    two = parse_source(**{"source": source, "files": ["a.gguf", "b.gguf"]}).cache_key
+    three = parse_source(**{"source": source, "files": ["a.gguf"], "mmproj": "p.gguf"}).cache_key
     assert len({one, two, three}) == 3
-    assert parse_source({"source": source, "files": ["a.gguf"]}).cache_key == one
+    assert parse_source(**{"source": source, "files": ["a.gguf"]}).cache_key == one
 
 
 def test_hf_dataset_prefix_is_kept() -> None:
-    parsed = parse_source({"source": f"{HF}/datasets/org/repo", "files": ["a.gguf"]})
+    parsed = parse_source(**{"source": f"{HF}/datasets/org/repo", "files": ["a.gguf"]})
     assert parsed.url == f"{HF}/datasets/org/repo/resolve/main/a.gguf"
 
 
 def test_generic_http_base_with_files_quotes_segments() -> None:
     parsed = parse_source(
-        {"source": "https://mirror.example.com/models/x/", "files": ["a b.gguf", "d/c#1.gguf"]}
+        **{"source": "https://mirror.example.com/models/x/", "files": ["a b.gguf", "d/c#1.gguf"]}
     )
     assert [f.url for f in parsed.files] == [
         "https://mirror.example.com/models/x/a%20b.gguf",
@@ -177,19 +179,19 @@ def test_generic_http_base_with_files_quotes_segments() -> None:
 
 
 def test_single_file_with_mmproj_is_a_sibling() -> None:
-    hf = parse_source({"source": f"{HF}/org/repo/blob/r1/sub/m.gguf", "mmproj": "mmproj.gguf"})
+    hf = parse_source(**{"source": f"{HF}/org/repo/blob/r1/sub/m.gguf", "mmproj": "mmproj.gguf"})
     assert hf.files[1] == StagedFile(
         "mmproj.gguf", f"{HF}/org/repo/resolve/r1/mmproj.gguf", None, primary=False, mmproj=True
     )
-    web = parse_source({"source": "https://example.com/d/m.gguf?sig=1", "mmproj": "p.gguf"})
+    web = parse_source(**{"source": "https://example.com/d/m.gguf?sig=1", "mmproj": "p.gguf"})
     assert web.files[1].url == "https://example.com/d/p.gguf"
-    local = parse_source({"source": "/models/d/m.gguf", "mmproj": "p.gguf"})
+    local = parse_source(**{"source": "/models/d/m.gguf", "mmproj": "p.gguf"})
     assert local.files[1] == StagedFile("p.gguf", None, "/models/d/p.gguf", primary=False, mmproj=True)
 
 
 def test_local_directory_with_files() -> None:
     parsed = parse_source(
-        {"source": "file:///models/llama/", "files": ["w/a.gguf", "b.gguf"], "mmproj": "p.gguf"}
+        **{"source": "file:///models/llama/", "files": ["w/a.gguf", "b.gguf"], "mmproj": "p.gguf"}
     )
     assert parsed.kind == "file"
     assert parsed.path == "/models/llama"
@@ -208,9 +210,7 @@ def test_local_directory_with_files() -> None:
 @pytest.mark.parametrize(
     "spec",
     [
-        {},
         {"source": ""},
-        {"source": 7},
         {"source": "s3://bucket/key"},
         {"source": "ftp://host/m.gguf"},
         {"source": "hf://org/repo"},
@@ -245,7 +245,7 @@ def test_local_directory_with_files() -> None:
 )
 def test_invalid_sources(spec: dict[str, object]) -> None:
     with pytest.raises(SourceError) as err:
-        parse_source(spec)
+        parse_source(**spec)
     assert err.value.reason == "InvalidSource"
 
 
@@ -260,8 +260,6 @@ def test_invalid_sources(spec: dict[str, object]) -> None:
         {"source": f"{HF}/org/repo", "files": ["a//x.gguf"]},
         {"source": f"{HF}/org/repo", "files": ["a\\x.gguf"]},
         {"source": f"{HF}/org/repo", "files": ["a\nx.gguf"]},
-        {"source": f"{HF}/org/repo", "files": [3]},
-        {"source": f"{HF}/org/repo", "files": "a.gguf"},
         {"source": f"{HF}/org/repo", "files": ["a.gguf", "a.gguf"]},
         {"source": f"{HF}/org/repo", "files": ["a.gguf"], "mmproj": "a.gguf"},
         {"source": f"{HF}/org/repo", "files": [".aim-manifest.json"]},
@@ -279,12 +277,33 @@ def test_invalid_sources(spec: dict[str, object]) -> None:
 )
 def test_invalid_file_sets(spec: dict[str, object]) -> None:
     with pytest.raises(SourceError) as err:
-        parse_source(spec)
+        parse_source(**spec)
     assert err.value.reason == "InvalidFileSet"
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {},
+        {"source": 7},
+        {"source": f"{HF}/org/repo", "files": [3]},
+        {"source": f"{HF}/org/repo", "files": "a.gguf"},
+    ],
+)
+def test_the_model_refuses_what_is_not_a_source(spec: dict[str, object]) -> None:
+    """A missing or mistyped source or file list never reaches :func:`parse_source`: the Model's
+    schema refuses it, and the runtime reports ``InvalidSpec``."""
+    obj = {
+        "apiVersion": f"{GROUP_LLMKUBE}/v1alpha1",
+        "kind": "Model",
+        "metadata": {"name": "m"},
+        "spec": spec,
+    }
+    assert decode(GROUP_LLMKUBE, "Model", obj).invalid is not None
+
+
 def test_empty_files_list_is_a_single_file_source() -> None:
-    parsed = parse_source({"source": "https://example.com/m.gguf", "files": []})
+    parsed = parse_source(**{"source": "https://example.com/m.gguf", "files": []})
     assert parsed.staged_files == ["m.gguf"]
 
 
@@ -298,7 +317,7 @@ def test_empty_files_list_is_a_single_file_source() -> None:
 )
 def test_credentials_never_echoed(source: str) -> None:
     with pytest.raises(SourceError) as err:
-        parse_source({"source": source})
+        parse_source(**{"source": source})
     assert "hunter2" not in str(err.value)
     assert "alice" not in str(err.value)
     assert "credentials" in str(err.value)
@@ -306,7 +325,7 @@ def test_credentials_never_echoed(source: str) -> None:
 
 def test_source_error_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="unsupported source"):
-        parse_source({"source": "gopher://x/y"})
+        parse_source(**{"source": "gopher://x/y"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -499,16 +518,16 @@ def test_check_source_checks_each_local_file(tmp_path: Path) -> None:
     secret.mkdir()
     (models / "b.gguf").symlink_to(secret / "key")
     policy = Policy(allowed_roots=(str(models),))
-    ok = parse_source({"source": str(models), "files": ["a.gguf"]})
+    ok = parse_source(**{"source": str(models), "files": ["a.gguf"]})
     assert check_source(ok, policy, no_dns) == (str(models / "a.gguf"),)
-    escaping = parse_source({"source": str(models), "files": ["a.gguf", "b.gguf"]})
+    escaping = parse_source(**{"source": str(models), "files": ["a.gguf", "b.gguf"]})
     with pytest.raises(SourceError) as err:
         check_source(escaping, policy, no_dns)
     assert err.value.reason == "SourceNotAllowed"
 
 
 def test_check_source_resolves_each_host_once() -> None:
-    source = parse_source({"source": f"{HF}/org/repo", "files": ["a.gguf", "b.gguf"], "mmproj": "p.gguf"})
+    source = parse_source(**{"source": f"{HF}/org/repo", "files": ["a.gguf", "b.gguf"], "mmproj": "p.gguf"})
     resolve = resolver("18.239.0.1")
     assert check_source(source, Policy(), resolve) == ()
     assert resolve.calls == ["huggingface.co"]
@@ -517,7 +536,7 @@ def test_check_source_resolves_each_host_once() -> None:
 
 
 def test_check_source_pvc_needs_nothing() -> None:
-    assert check_source(parse_source({"source": "pvc://c/m.gguf"}), Policy(), no_dns) == ()
+    assert check_source(parse_source(**{"source": "pvc://c/m.gguf"}), Policy(), no_dns) == ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -527,22 +546,22 @@ def test_check_source_pvc_needs_nothing() -> None:
 
 def test_an_oci_reference_is_a_source_whose_files_the_registry_lists() -> None:
     raw = "oci://registry.example.com:5000/models/tiny:q4"
-    source = parse_source({"source": raw})
+    source = parse_source(**{"source": raw})
     assert (source.kind, source.url, source.cache_key, source.files) == ("oci", raw, key(raw), ())
-    upper = parse_source({"source": raw.replace("oci://", "OCI://")})
+    upper = parse_source(**{"source": raw.replace("oci://", "OCI://")})
     assert upper.url == raw  # the scheme is matched case-insensitively, like the others
 
 
 def test_check_source_judges_an_oci_registry() -> None:
-    source = parse_source({"source": "oci://registry.example.com:5000/models/tiny:q4"})
+    source = parse_source(**{"source": "oci://registry.example.com:5000/models/tiny:q4"})
     resolve = resolver("93.184.216.34")
     assert check_source(source, Policy(), resolve) == ()
     assert resolve.calls == ["registry.example.com"]
     for host in ("169.254.169.254", "10.0.0.1"):
         with pytest.raises(SourceError) as err:
-            check_source(parse_source({"source": f"oci://{host}/m/tiny:q4"}), Policy(), no_dns)
+            check_source(parse_source(**{"source": f"oci://{host}/m/tiny:q4"}), Policy(), no_dns)
         assert err.value.reason == "SourceNotAllowed"
-    docker_hub = parse_source({"source": "oci://docker.io/ai/smollm2:latest"})
+    docker_hub = parse_source(**{"source": "oci://docker.io/ai/smollm2:latest"})
     resolve = resolver("93.184.216.34")
     check_source(docker_hub, Policy(), resolve)
     assert resolve.calls == ["registry-1.docker.io"]  # where the pulls go

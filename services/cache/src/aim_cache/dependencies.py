@@ -17,12 +17,12 @@ from collections.abc import Iterable
 from typing import cast
 
 from aim_cache import plan
-from aim_cache.llmkube import hardware
 from aimcore.api.bus.messages import ChangeEvent
 from aimcore.api.crds.base import Resource
 from aimcore.api.kinds import MODEL_CACHE_KINDS, TEMPLATE_CACHE_KINDS, KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain.families.caches import AnyModelCache, AnyTemplateCache, ModelCache, TemplateCache
+from aimcore.domain.families.llmkube import LLMKubeModel
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import config_name
 from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
@@ -65,5 +65,9 @@ def creating_template_caches(event: ChangeEvent, obj: Obj | None, informer: Info
 
 
 def wants_gpu(kind: KindRef, model: Obj) -> bool:
-    """An LLMKube Model whose ``acceleratorReady`` depends on the nodes."""
-    return hardware.gpu_wanted(model.get("spec") or {})
+    """An LLMKube Model whose ``acceleratorReady`` depends on the nodes (one that does not read as
+    its kind has no ``acceleratorReady`` to update)."""
+    try:
+        return LLMKubeModel(kind, model).gpu_wanted
+    except ValueError:
+        return False

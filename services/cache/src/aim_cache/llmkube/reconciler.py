@@ -35,11 +35,11 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aim_cache.downloader import DownloadError, Manifest, read_manifest
 from aim_cache.downloader.errors import PERMANENT_REASONS
@@ -53,17 +53,20 @@ from aim_cache.llmkube.sources import (
     SourceError,
     SourceUnreachable,
     check_source,
-    parse_source,
+    source_of,
 )
 from aim_cache.memo import remember
 from aimcore.api.backoff import Backoff, jitter_key
-from aimcore.api.kinds import GROUP_LLMKUBE, JOB, NODE, POD, PVC, by_kind
+from aimcore.api.crds.base import Resource
+from aimcore.api.crds.llmkube import Model
+from aimcore.api.kinds import GROUP_LLMKUBE, JOB, NODE, POD, PVC, KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain import jobs
+from aimcore.domain.families.llmkube import LLMKubeModel
 from aimcore.runtime.children import owned_by
 from aimcore.runtime.composer import rfc3339
 from aimcore.runtime.conditions import refused_message, refused_reason
-from aimcore.runtime.informer import Informer
+from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
 from aimcore.runtime.kube import ApiException, Kube, describe_error
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.refusals import Refusal
@@ -96,9 +99,9 @@ def _stamp(when: float) -> str:
     return rfc3339(datetime.fromtimestamp(when, UTC))
 
 
-def spec_hash(spec: Mapping[str, Any]) -> str:
-    """What a fetch depends on: the source, the file set and the expected digest."""
-    relevant = {k: spec.get(k) for k in ("source", "files", "mmproj", "sha256")}
+def spec_hash(model: LLMKubeModel) -> str:
+    """What a fetch depends on: the source, the file set and the expected digest, as written."""
+    relevant = model.fetch_inputs
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -110,14 +113,15 @@ KEY_INDEX = "llmkube-cache-key"
 Requeue = Callable[[Obj], Awaitable[None]]
 
 
-def cache_keys(obj: Obj) -> Iterable[str]:
-    """Index: a Model's cache key (so a finished fetch wakes every Model sharing it)."""
-    if obj.get("kind") != "Model" or not str(obj.get("apiVersion", "")).startswith(GROUP + "/"):
-        return []
+def _cache_keys(ref: KindRef, obj: Obj, resource: Resource) -> Iterable[str]:
     try:
-        return [parse_source(obj.get("spec") or {}).cache_key]
+        return [source_of(LLMKubeModel(ref, obj, cast(Model, resource))).cache_key]
     except SourceError:
         return []
+
+
+cache_keys: ResourceIndexer = resource_indexer(_cache_keys, (MODEL,))
+"""Index: a Model's cache key (so a finished fetch wakes every Model sharing it)."""
 
 
 class LLMKubeModelReconciler:
@@ -148,20 +152,20 @@ class LLMKubeModelReconciler:
         for obj in list(self.informer.by_index(KEY_INDEX, key)):
             await self.requeue(obj)
 
-    async def reconcile(self, request: Request) -> Result | None:
+    async def reconcile(self, request: Request[Model]) -> Result | None:
         self.informer = request.informer
         obj = request.obj
-        spec = obj.get("spec") or {}
-        uid = str(obj["metadata"].get("uid", ""))
+        model = _model(request)
+        uid = model.uid or ""
         nodes = request.informer.list(NODE, None)
-        ready, accel_message = hardware.accelerator_ready(spec, nodes)
+        ready, accel_message = hardware.accelerator_ready(model, nodes)
         base = state.Observed(accelerator=(ready, accel_message))
         try:
-            source = parse_source(spec)
+            source = source_of(model)
         except SourceError as exc:
             return await self._failed(request, base, exc.reason, exc.message)
         base = _with(base, cache_key=source.cache_key, staged_files=tuple(source.staged_files))
-        problems = hardware.validate(spec)
+        problems = hardware.validate(model)
         if problems:
             return await self._failed(request, base, hardware.INVALID_HARDWARE, "; ".join(problems))
         if source.kind == "pvc":
@@ -182,7 +186,7 @@ class LLMKubeModelReconciler:
 
     # -- pvc:// ----------------------------------------------------------------------------------
 
-    async def _pvc(self, request: Request, base: state.Observed, source: Source) -> Result | None:
+    async def _pvc(self, request: Request[Model], base: state.Observed, source: Source) -> Result | None:
         assert source.claim is not None and source.path is not None
         try:
             pvc = await self.kube.get(PVC, request.namespace, source.claim)
@@ -205,16 +209,15 @@ class LLMKubeModelReconciler:
         return await self._verify(request, base, source, str(pvc["metadata"].get("uid", "")))
 
     async def _verify(
-        self, request: Request, base: state.Observed, source: Source, claim_uid: str
+        self, request: Request[Model], base: state.Observed, source: Source, claim_uid: str
     ) -> Result | None:
         """Rounds of verify Jobs that read the claim's file in place (:mod:`.verify`)."""
         assert source.claim is not None and source.path is not None
-        obj = request.obj
-        spec = obj.get("spec") or {}
+        model = _model(request)
         ns = str(request.namespace)
-        uid = str(obj["metadata"].get("uid", ""))
-        expected = str(spec["sha256"]).lower() if spec.get("sha256") else None
-        digest = spec_hash(spec)
+        uid = model.uid or ""
+        expected = model.expected_sha256
+        digest = spec_hash(model)
         path = f"{PVC_MOUNT}/{source.path}"
         now = self.clock()
 
@@ -311,7 +314,7 @@ class LLMKubeModelReconciler:
 
     async def _new_round(  # noqa: PLR0917
         self,
-        request: Request,
+        request: Request[Model],
         obs: state.Observed,
         source: Source,
         claim_uid: str,
@@ -369,20 +372,19 @@ class LLMKubeModelReconciler:
     # -- staged sources (http, file) ---------------------------------------------------------------
 
     async def _staged(
-        self, request: Request, base: state.Observed, source: Source, local_paths: tuple[str, ...]
+        self, request: Request[Model], base: state.Observed, source: Source, local_paths: tuple[str, ...]
     ) -> Result | None:
-        obj = request.obj
-        spec = obj.get("spec") or {}
-        uid = str(obj["metadata"].get("uid", ""))
-        raw = str(spec["source"])
-        expected = str(spec["sha256"]).lower() if spec.get("sha256") else None
-        digest = spec_hash(spec)
+        model = _model(request)
+        uid = model.uid or ""
+        raw = model.source
+        expected = model.expected_sha256
+        digest = spec_hash(model)
         dest = self.runs.dest(source.cache_key)
         manifest = await asyncio.to_thread(read_manifest, dest)
         cached = await asyncio.to_thread(_cached, dest, manifest, source, raw, expected)
         run = self.runs.get(source.cache_key)
         mine = run is not None and run.spec_hash == digest
-        read_header = (spec.get("format") or "gguf") == "gguf"
+        read_header = model.reads_gguf_header
         order = Order(
             source, raw, local_paths, expected, read_header, self.guard, self.settings.policy.outbound
         )
@@ -402,9 +404,9 @@ class LLMKubeModelReconciler:
         # A complete copy: report it Ready, unless a refresh is running or has just failed.
         recorded = await asyncio.to_thread(read_sidecar, dest)
         now = self.clock()
-        status = obj.get("status") or {}
+        status = model.status  # the status as the status service wrote it
         last = max(
-            _parse_time(status.get("lastRevalidated")) or 0.0,
+            _parse_time(model.last_revalidated) or 0.0,
             self._revalidated.get(uid, 0.0),
             recorded.recorded_at if recorded is not None else 0.0,
         )
@@ -462,7 +464,7 @@ class LLMKubeModelReconciler:
             condition = drift.drift_condition(outcome, detail)
             if condition is not None:
                 obs = _with(obs, drift=condition)
-            if drift.action(outcome, spec.get("refreshPolicy")) == "refetch":
+            if drift.action(outcome, model.refresh_policy) == "refetch":
                 attempt = run.attempt + 1 if (run is not None and mine and run.error is not None) else 1
                 new = self.runs.start(order, spec_hash=digest, attempt=attempt)
                 obs = _with(obs, fetching=state.Fetching(new.kind, new.waiting, "", new.attempt))
@@ -480,7 +482,7 @@ class LLMKubeModelReconciler:
         return Result(requeue_after=max(1.0, next_probe - now))
 
     async def _fetch(
-        self, request: Request, base: state.Observed, order: Order, run: Run | None, digest: str
+        self, request: Request[Model], base: state.Observed, order: Order, run: Run | None, digest: str
     ) -> Result | None:
         now = self.clock()
         mine = run is not None and run.spec_hash == digest
@@ -543,7 +545,7 @@ class LLMKubeModelReconciler:
         return header
 
     async def _failed(
-        self, request: Request, base: state.Observed, reason: str, message: str
+        self, request: Request[Model], base: state.Observed, reason: str, message: str
     ) -> Result | None:
         await self._report(
             request, _with(base, failure=state.Failure(reason, message)), ("reject", reason, message)
@@ -551,12 +553,16 @@ class LLMKubeModelReconciler:
         return None
 
     async def _report(
-        self, request: Request, obs: state.Observed, decision: tuple[str, str, str] | None = None
+        self, request: Request[Model], obs: state.Observed, decision: tuple[str, str, str] | None = None
     ) -> None:
         fields, conditions = state.compose(obs)
         sent = await request.reporter.report(request.ref, request.obj, conditions, fields)
         if sent and decision is not None:
             await request.reporter.decide(request.ref, request.obj, *decision)
+
+
+def _model(request: Request[Model]) -> LLMKubeModel:
+    return LLMKubeModel(request.ref, request.obj, request.resource)
 
 
 def _finished(job: Obj, default: float) -> float:

@@ -26,15 +26,16 @@ import hashlib
 import posixpath
 import re
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Final, Literal
 from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
 
 from aim_cache.downloader.errors import redact_url
 from aimcore.api.errors import AimError
 from aimcore.api.imageref import api_host, parse_reference
 from aimcore.api.sourcerules import source_uri_error
+from aimcore.domain.families.llmkube import LLMKubeModel
 from aimcore.domain.outbound import (
     OutboundPolicy,
     OutboundRefused,
@@ -125,31 +126,35 @@ def cache_key(source: str, files: Sequence[str] = (), mmproj: str | None = None)
 # ---------------------------------------------------------------------------------------------
 
 
-def parse_source(spec: Mapping[str, Any]) -> Source:
-    """Parse a Model's wire-format ``spec`` (``source``, ``files``, ``mmproj``) into a :class:`Source`.
+def source_of(model: LLMKubeModel) -> Source:
+    """The Model's ``spec.source``, ``spec.files`` and ``spec.mmproj`` parsed (:func:`parse_source`)."""
+    return parse_source(model.source, model.files, model.mmproj)
+
+
+def parse_source(source: str, files: Sequence[str] | None = None, mmproj: str | None = None) -> Source:
+    """Parse a Model's ``spec.source`` (with ``spec.files`` and ``spec.mmproj``) into a :class:`Source`.
 
     Raises :class:`SourceError` with reason ``InvalidSource`` or ``InvalidFileSet``.
     """
-    raw = spec.get("source")
-    if not isinstance(raw, str) or not raw:
+    raw = source
+    if not raw:
         raise SourceError(INVALID_SOURCE, "spec.source is required")
     if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in raw):
         raise SourceError(INVALID_SOURCE, "spec.source must not contain whitespace or control characters")
-    files = _validate_file_set(spec.get("files"), spec.get("mmproj"))
-    names, mmproj = files
-    key = cache_key(raw, names, mmproj)
+    names, proj = _validate_file_set(files, mmproj)
+    key = cache_key(raw, names, proj)
     scheme, sep, _ = raw.partition("://")
     scheme = scheme.lower() if sep else ""
     if scheme in ("http", "https"):
-        return _parse_http(raw, key, names, mmproj)
+        return _parse_http(raw, key, names, proj)
     if scheme == "file":
-        return _parse_local(raw[len("file://") :], key, names, mmproj, original="file://")
+        return _parse_local(raw[len("file://") :], key, names, proj, original="file://")
     if scheme == "pvc":
-        return _parse_pvc(raw[len("pvc://") :], key, names, mmproj)
+        return _parse_pvc(raw[len("pvc://") :], key, names, proj)
     if scheme == "oci":
-        return _parse_oci(raw, key, names, mmproj)
+        return _parse_oci(raw, key, names, proj)
     if not sep and raw.startswith("/"):
-        return _parse_local(raw, key, names, mmproj, original="path")
+        return _parse_local(raw, key, names, proj, original="path")
     if scheme == "hf" or (not sep and "/" in raw):
         raise SourceError(
             INVALID_SOURCE,
@@ -167,11 +172,9 @@ def parse_source(spec: Mapping[str, Any]) -> Source:
     )
 
 
-def _validate_file_set(files: Any, mmproj: Any) -> tuple[tuple[str, ...], str | None]:
+def _validate_file_set(files: Sequence[str] | None, mmproj: str | None) -> tuple[tuple[str, ...], str | None]:
     names: list[str] = []
     if files is not None:
-        if not isinstance(files, Sequence) or isinstance(files, str | bytes):
-            raise SourceError(INVALID_FILE_SET, "spec.files must be a list of relative paths")
         for i, entry in enumerate(files):
             names.append(_check_relative(entry, f"spec.files[{i}]"))
     proj = None if mmproj is None else _check_relative(mmproj, "spec.mmproj")
@@ -185,9 +188,9 @@ def _validate_file_set(files: Any, mmproj: Any) -> tuple[tuple[str, ...], str | 
     return tuple(names), proj
 
 
-def _check_relative(entry: Any, where: str) -> str:
+def _check_relative(entry: str, where: str) -> str:
     """A canonical relative path: no empty/``.``/``..`` segments, not absolute, no backslashes."""
-    if not isinstance(entry, str) or not entry:
+    if not entry:
         raise SourceError(INVALID_FILE_SET, f"{where} must be a non-empty relative path")
     if entry.startswith("/"):
         raise SourceError(INVALID_FILE_SET, f"{where} ({entry!r}) must be relative, not absolute")
