@@ -517,19 +517,6 @@ def test_validate_reports(spec: dict[str, Any], expected: list[str]) -> None:
         hw("cuda", resourceClaims={"name": "gpu"}),
         {"hardware": "cuda"},
         {"hardware": {"accelerator": "cuda", "gpu": True}},
-        {
-            "resources": {"cpu": "1x", "memory": "4Gi"},
-            "hardware": {
-                "accelerator": "cpu",
-                "memoryFraction": 2,
-                "gpu": {
-                    "enabled": True,
-                    "memory": "big",
-                    "resourceName": "a.b/c",
-                    "resourceClaims": [{"name": "d"}],
-                },
-            },
-        },
     ],
 )
 def test_the_schema_refuses_the_rest(spec: dict[str, Any]) -> None:

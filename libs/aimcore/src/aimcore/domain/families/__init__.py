@@ -11,6 +11,7 @@ mappers and reconcilers all ask it:
 - :mod:`.models` — AIMModel/AIMClusterModel, legacy AIMModel/AIMClusterModel and AIMImage/AIMClusterImage;
 - :mod:`.templates` — AIMServiceTemplate/AIMClusterServiceTemplate of both groups;
 - :mod:`.caches` — AIMTemplateCache and AIMModelCache of both groups;
+- :mod:`.llmkube` — LLMKube's ``Model`` (source, file set, hardware and GPU asks);
 - :mod:`.runtimeconfigs` — the runtime config that applies to an object, merged and read;
 - :mod:`.base` — what every AIM object says (identity, owners, status, conditions).
 
