@@ -28,7 +28,7 @@ from aimcore.api.types import Obj
 from aimcore.runtime.informer import Informer
 from aimcore.runtime.reconciler import Request
 
-__all__ = ["READY_STATES", "Object", "Reference", "StatusCondition", "written"]
+__all__ = ["READY_STATES", "Deployable", "Object", "Reference", "StatusCondition", "written"]
 
 R = TypeVar("R", bound=Resource)
 
@@ -231,3 +231,29 @@ class Reference:
             return None
         found = {k: str(value[k]) if value.get(k) else None for k in ("name", "kind", "namespace", "uid")}
         return cls(**found)
+
+
+class Deployable(Object[R]):
+    """A kind whose spec says how the workloads made from it run (models and templates, both
+    groups): the runtime config, pull secrets and service account they pass on to their children."""
+
+    __slots__ = ()
+
+    @property
+    def runtime_config_name(self) -> str | None:
+        """``spec.runtimeConfigName`` when written (not the legacy group's filled-in default)."""
+        spec = getattr(self.resource, "spec", None)
+        if spec is None or "runtime_config_name" not in spec.model_fields_set:
+            return None
+        return getattr(spec, "runtime_config_name", None) or None
+
+    @property
+    def pull_secrets(self) -> list[str]:
+        """The names in ``spec.imagePullSecrets`` (generation-1 images have none)."""
+        refs = getattr(getattr(self.resource, "spec", None), "image_pull_secrets", None) or []
+        return [r.name for r in refs if r.name]
+
+    @property
+    def service_account(self) -> str | None:
+        """``spec.serviceAccountName`` (generation-1 images have none)."""
+        return getattr(getattr(self.resource, "spec", None), "service_account_name", None) or None

@@ -14,7 +14,7 @@ from aimcore.api.crds.aim import AIMCustomTemplate, AIMModelSource
 from aimcore.api.crds.base import EnvVar, ResourceRequirements
 from aimcore.api.kinds import MODEL_KINDS
 from aimcore.api.types import Obj
-from aimcore.domain.families.base import Object, written
+from aimcore.domain.families.base import Deployable, written
 
 __all__ = ["AnyCustom", "AnyModel", "Model", "without_empty"]
 
@@ -29,7 +29,7 @@ AnyModel = (
 AnyCustom = aim.AIMCustomModelSpec | silogen.AIMCustomModelSpec
 
 
-class Model(Object[AnyModel]):
+class Model(Deployable[AnyModel]):
     """A model (or legacy image), whatever its group."""
 
     kinds = MODEL_KINDS
@@ -72,23 +72,6 @@ class Model(Object[AnyModel]):
     def default_template(self) -> str | None:
         """``spec.defaultServiceTemplate``: the template its services run unless they name one."""
         return self.resource.spec.default_service_template or None
-
-    @property
-    def runtime_config_name(self) -> str | None:
-        """``spec.runtimeConfigName`` when written (not the legacy group's filled-in default)."""
-        spec = self.resource.spec
-        return spec.runtime_config_name or None if "runtime_config_name" in spec.model_fields_set else None
-
-    @property
-    def pull_secrets(self) -> list[str]:
-        """The names in ``spec.imagePullSecrets`` (generation-1 images have none)."""
-        refs = getattr(self.resource.spec, "image_pull_secrets", None) or []
-        return [r.name for r in refs if r.name]
-
-    @property
-    def service_account(self) -> str | None:
-        """``spec.serviceAccountName`` (generation-1 images have none)."""
-        return getattr(self.resource.spec, "service_account_name", None) or None
 
     @property
     def custom(self) -> AnyCustom | None:

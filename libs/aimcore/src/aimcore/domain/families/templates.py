@@ -15,7 +15,7 @@ from aimcore.api.crds.aim import AIMCpuRequirements, AIMModelSource
 from aimcore.api.crds.base import EnvVar, ResourceRequirements
 from aimcore.api.kinds import TEMPLATE_KINDS, KindRef, by_kind
 from aimcore.api.types import Obj
-from aimcore.domain.families.base import Object, written
+from aimcore.domain.families.base import Deployable, written
 from aimcore.domain.families.caches import CacheSource
 from aimcore.domain.views import GPURequirement
 
@@ -47,7 +47,7 @@ class Profile:
     gpu_count: Any = None  # ``gpuCount`` (``gpu_count``, discovery's own spelling, accepted)
 
 
-class Template(Object[AnyTemplate]):
+class Template(Deployable[AnyTemplate]):
     """A template, whatever its group and scope."""
 
     kinds = TEMPLATE_KINDS
@@ -154,21 +154,6 @@ class Template(Object[AnyTemplate]):
         """``caching.enabled``: a namespaced template then owns an AIMTemplateCache."""
         caching = getattr(self.resource.spec, "caching", None)
         return caching is not None and bool(caching.enabled)
-
-    @property
-    def runtime_config_name(self) -> str | None:
-        """``spec.runtimeConfigName`` when written (not the legacy model's filled-in default)."""
-        spec = self.resource.spec
-        return spec.runtime_config_name or None if "runtime_config_name" in spec.model_fields_set else None
-
-    @property
-    def pull_secrets(self) -> list[str]:
-        """The names in ``spec.imagePullSecrets``."""
-        return [r.name for r in getattr(self.resource.spec, "image_pull_secrets", None) or [] if r.name]
-
-    @property
-    def service_account(self) -> str | None:
-        return getattr(self.resource.spec, "service_account_name", None) or None
 
     # -- what discovery wrote (the status, as written) ---------------------------------------------
 
