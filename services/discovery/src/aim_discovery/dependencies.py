@@ -18,16 +18,19 @@ of its dependency mapping that are discovery's own (the general ones are the run
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 from aim_discovery.template_jobs import job_template
 from aimcore.api.bus.messages import ChangeEvent, ChangeType
-from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.crds.base import Resource
+from aimcore.api.kinds import MODEL_KINDS, TEMPLATE_KINDS, KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
-from aimcore.domain.families.templates import Template
-from aimcore.domain.runtimeconfig import config_name
+from aimcore.domain.families.models import AnyModel, Model
+from aimcore.domain.families.templates import AnyTemplate, Template
+from aimcore.domain.runtimeconfig import DEFAULT_NAME
 from aimcore.domain.views import TemplateView, model_kinds
-from aimcore.runtime.informer import Informer
+from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
 from aimcore.runtime.mappers import Mapper, Target, changed
 
 MODEL_NAME_INDEX = "model-name"
@@ -38,20 +41,35 @@ DEFAULT_TEMPLATE_INDEX = "default-template"
 # -- indexes ---------------------------------------------------------------------------------------
 
 
-def model_name(obj: Obj) -> Iterable[str]:
-    spec = obj.get("spec") or {}
-    name = spec.get("modelName") or spec.get("aimImageName")
-    return [str(name)] if name else []
+def _model_name(ref: KindRef, obj: Obj, resource: Resource) -> Iterable[str]:
+    name = Template(ref, obj, cast(AnyTemplate, resource)).model_name
+    return [name] if name else []
 
 
-def default_template(obj: Obj) -> Iterable[str]:
-    """The template a model names as its ``spec.defaultServiceTemplate`` (no other kind has it)."""
-    name = (obj.get("spec") or {}).get("defaultServiceTemplate")
-    return [str(name)] if name else []
+model_name: ResourceIndexer = resource_indexer(_model_name, TEMPLATE_KINDS)
+"""Index: the model a template is for (``spec.modelName``, legacy ``aimImageName``)."""
 
 
-def runtime_config(obj: Obj) -> Iterable[str]:
-    return [config_name(obj.get("spec"))]
+def _default_template(ref: KindRef, obj: Obj, resource: Resource) -> Iterable[str]:
+    name = Model(ref, obj, cast(AnyModel, resource)).default_template
+    return [name] if name else []
+
+
+default_template: ResourceIndexer = resource_indexer(_default_template, MODEL_KINDS)
+"""Index: the template a model names as its ``spec.defaultServiceTemplate``."""
+
+
+def _runtime_config(ref: KindRef, obj: Obj, resource: Resource) -> Iterable[str]:
+    found: Model | Template = (
+        Model(ref, obj, cast(AnyModel, resource))
+        if ref in MODEL_KINDS
+        else Template(ref, obj, cast(AnyTemplate, resource))
+    )
+    return [found.runtime_config_name or DEFAULT_NAME]
+
+
+runtime_config: ResourceIndexer = resource_indexer(_runtime_config, (*MODEL_KINDS, *TEMPLATE_KINDS))
+"""Index: the runtime config a model or template resolves (``default`` when it names none)."""
 
 
 # -- mappers ---------------------------------------------------------------------------------------
