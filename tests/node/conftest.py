@@ -95,11 +95,20 @@ async def namespace(api: Kube) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-def volumes(stack: NodeStack, api: Kube) -> Any:
+async def volumes(stack: NodeStack, api: Kube) -> AsyncIterator[Any]:
     """``await volumes(n, size)``: static hostPath PersistentVolumes (no provisioner here), each a
-    fresh directory writable by the download Jobs' uid, bound by whichever claim fits first."""
+    fresh directory writable by the download Jobs' uid, bound by whichever claim fits first. The
+    ones no claim took are deleted after the test, or a later test's claim could bind one of them
+    instead of its own (a PV's name is its directory's)."""
+    made: list[Path] = []
 
     async def make(count: int, size: str = "2Gi", **kwargs: Any) -> list[Path]:
-        return await stack.add_volumes(api, count, size, **kwargs)
+        paths = await stack.add_volumes(api, count, size, **kwargs)
+        made.extend(paths)
+        return paths
 
-    return make
+    yield make
+    for path in made:
+        volume = await api.get(deployed.PERSISTENT_VOLUME, None, path.name)
+        if volume is not None and (volume.get("status") or {}).get("phase") == "Available":
+            await api.delete(deployed.PERSISTENT_VOLUME, None, path.name)
