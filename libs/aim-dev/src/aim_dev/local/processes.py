@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -29,12 +30,40 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         pass
 
 
+_LOWEST_PORT = 10000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def free_port() -> int:
-    """A loopback TCP port that was free a moment ago."""
+    """A loopback TCP port that was free a moment ago, below the kernel's ephemeral range.
+
+    A port ``bind(0)`` hands out comes from the same range the kernel takes the local port of every
+    outgoing connection from, so a port kept for a later restart (a service killed -9 and started
+    again on its health port) can meanwhile be the local end of any client's connection; CI saw
+    exactly that. Ports below the range are only ever taken by an explicit bind. Where the range
+    leaves no room below it, ``bind(0)`` as before.
+    """
+    low = _ephemeral_low()
+    rng = random.SystemRandom()
+    for _ in range(100 if low > _LOWEST_PORT else 0):
+        port = rng.randrange(_LOWEST_PORT, low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+        found: int = s.getsockname()[1]
+        return found
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
