@@ -5,7 +5,9 @@ they move when the services work."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import statistics
 import time
 
@@ -87,6 +89,20 @@ async def test_probes_and_metrics_of_the_running_services(
     assert sample(text, "aim_consumer_replicas_current", consumer="aim-deployer") == 1.0
     assert sample(text, "aim_nats_permission_violations_total") == 0.0
     assert sample(text, "aim_nats_connected") == 1.0
+
+    # SIGUSR1 asks the leading watcher for a full resync now: every kind once more, the process alive
+    kinds = SERVICE.short
+    resynced = sample(await metrics("watcher"), "aim_watcher_resyncs_total", kind=kinds)
+    assert resynced >= 1  # its first list
+    watcher_pid = running.procs["watcher"].pid
+    assert watcher_pid is not None
+    os.kill(watcher_pid, signal.SIGUSR1)
+
+    async def resync_done() -> bool:
+        return sample(await metrics("watcher"), "aim_watcher_resyncs_total", kind=kinds) == resynced + 1
+
+    await eventually(resync_done, timeout=60, what="the watcher's asked-for resync")
+    running.assert_alive()
 
     # what a scrape costs (reported, not asserted: no timing assertions)
     took = []

@@ -19,6 +19,7 @@ from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType
 from aimcore.api.kinds import by_kind
 from aimcore.runtime.kube import Gone, Kube
+from aimcore.runtime.metrics import REGISTRY
 from tests.helpers import eventually, manifest
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")
@@ -182,3 +183,41 @@ async def test_deletion_while_no_watcher_ran_is_noticed(kube: Kube, namespace: s
     changes = {(e.object.name, e.change) for e in await events_for(bus, namespace)}
     assert ("deleted-while-down", ChangeType.DELETED) in changes
     assert ("stays", ChangeType.RESYNC) in changes
+
+
+async def test_a_resync_asked_for_republishes_everything_at_once_and_watching_goes_on(  # type: ignore[no-untyped-def]
+    kube: Kube, namespace: str, bus
+) -> None:
+    kv = await topology.objects_bucket(bus)
+    await kube.create(UNCACHED, runtime_config("listed", namespace))
+    watcher = KindWatcher(kube, UNCACHED, Publisher(bus, kv), resync_seconds=3600)
+
+    def resyncs() -> float:
+        return REGISTRY.get_sample_value("aim_watcher_resyncs_total", {"kind": UNCACHED.short}) or 0.0
+
+    before = resyncs()
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    try:
+        await watcher.synced.wait()
+        published = watcher.publisher.published
+        watcher.request_resync()  # an hour early
+
+        async def resynced() -> bool:
+            everything = watcher.publisher.published == published + len(watcher.known)
+            return watcher.relists == 2 and resyncs() == before + 2 and everything
+
+        await eventually(resynced, timeout=30, what="a second full resync")
+        await kube.create(UNCACHED, runtime_config("after", namespace))
+
+        async def seen_after() -> bool:
+            changes = [(e.object.name, e.change) for e in await events_for(bus, namespace)]
+            return ("after", ChangeType.ADDED) in changes
+
+        await eventually(seen_after, timeout=30, what="the watch going on after the resync")
+    finally:
+        stop.set()
+        await task
+    # republished, and stored once: the same version's resync within the stream's duplicate window
+    listed = [e.change for e in await events_for(bus, namespace) if e.object.name == "listed"]
+    assert listed == [ChangeType.RESYNC]

@@ -1,7 +1,8 @@
 """List-then-watch one kind, the way informers do: bookmarks keep the resourceVersion fresh, a
 ``410 Gone`` or a broken stream goes back to listing, and a periodic relist republishes every object
-as a ``resync`` event so a lost message delays work but never loses it. Deletions that happened
-while no watch was open are found by diffing the relist against what was known.
+as a ``resync`` event so a lost message delays work but never loses it (or at once when asked:
+:meth:`KindWatcher.request_resync`). Deletions that happened while no watch was open are found by
+diffing the relist against what was known.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 
+from prometheus_client import Counter
+
 from aim_watcher.publisher import Publisher
 from aimcore.api.backoff import Backoff
 from aimcore.api.bus.messages import ChangeType
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.runtime.kube import ApiException, Gone, Kube, describe_error
+from aimcore.runtime.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +30,13 @@ WATCH_RETRY = Backoff(base=1.0, cap=60.0)
 """A list or watch that failed (API server down, a network error): relist after 1 s doubling to 60 s."""
 
 ObjKey = tuple[str | None, str]
+
+RESYNCS = Counter(
+    "aim_watcher_resyncs_total",
+    "Full resyncs of a kind completed: every object listed and republished as a resync event.",
+    ["kind"],
+    registry=REGISTRY,
+)
 
 
 @dataclass(slots=True)
@@ -120,6 +131,14 @@ class KindWatcher:
         self.synced = asyncio.Event()
         self.relists = 0
         self.expired = 0
+        self._resync_asked = asyncio.Event()
+
+    def request_resync(self) -> None:
+        """Resync now rather than at the end of the interval: the open watch is left, every object
+        listed and republished (an operator after an outage, ``aimctl bench scale``); the interval
+        starts again from this resync. A version the stream got as a resync within its duplicate
+        window (two minutes) is stored once."""
+        self._resync_asked.set()
 
     def seed(self, objects: list[Obj]) -> None:
         """Objects the mirror already holds (from a previous run), so deletions are noticed."""
@@ -149,7 +168,8 @@ class KindWatcher:
                 self.synced.set()
                 while not stop.is_set():
                     rv = await self._watch(rv, stop, until=next_resync)
-                    if loop.time() >= next_resync:
+                    if loop.time() >= next_resync or self._resync_asked.is_set():
+                        self._resync_asked.clear()
                         next_resync = loop.time() + self.resync_seconds
                         resync = True
                         break
@@ -182,6 +202,8 @@ class KindWatcher:
             await pending.drain()
         finally:
             pending.cancel()
+        if resync:
+            RESYNCS.labels(self.ref.short).inc()
         return rv
 
     async def _publish_list(self, items: list[Obj], resync: bool, pending: PerObject) -> None:
@@ -216,10 +238,20 @@ class KindWatcher:
         timeout = max(1, min(self.watch_timeout, int(until - loop.time()) + 1))
         stream = self.kube.watch(self.ref, rv, timeout_seconds=timeout, label_selector=self.label_selector)
         pending = PerObject()
+        follow = asyncio.ensure_future(self._follow(stream, rv, stop, timeout, pending))
+        asked = asyncio.ensure_future(self._resync_asked.wait())
         try:
-            rv = await self._follow(stream, rv, stop, timeout, pending)
+            await asyncio.wait({follow, asked}, return_when=asyncio.FIRST_COMPLETED)
+            if follow.done():
+                rv = follow.result()
+            else:  # a resync was asked for: the relist that follows starts from a fresh version
+                follow.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await follow
             await pending.drain()
         finally:
+            asked.cancel()
+            follow.cancel()
             pending.cancel()
         return rv
 

@@ -4,12 +4,16 @@ list/watch loop per kind (:mod:`aim_watcher.kind_watch`), each seeded from the m
 deletions while no watcher ran are seen.
 
 Readiness (``/readyz``): the topology declared, and, while leading, every kind listed once (a
-standby is ready: it is the hot spare). ``aim_watcher_leader`` is 1 while this replica leads."""
+standby is ready: it is the hot spare). ``aim_watcher_leader`` is 1 while this replica leads.
+
+``SIGUSR1`` asks the leader for a full resync now (every kind listed and republished), as after an
+outage one would rather not wait for the interval; a standby logs that it has nothing to resync."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from collections.abc import Sequence
 
 from nats.js.kv import KeyValue
@@ -66,6 +70,19 @@ async def start_watchers(ctx: ServiceContext, kinds: Watched) -> list[KindWatche
 async def run(ctx: ServiceContext, kinds: Watched, retention: Retention) -> None:
     """Declare the topology (with ``retention``), then watch ``kinds`` whenever this replica
     leads, until the service stops."""
+    leading: list[KindWatcher] = []
+
+    def resync_now() -> None:
+        if not leading:
+            log.info("SIGUSR1: not leading, nothing to resync")
+            return
+        log.info("SIGUSR1: resyncing every kind now")
+        for w in leading:
+            w.request_resync()
+
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGUSR1, resync_now)
+
     READINESS.waiting("topology", "declaring the streams and buckets")
     await topology.ensure_topology(ctx.js, retention, ctx.settings.bus.replicas)
     READINESS.remove("topology")
@@ -83,6 +100,7 @@ async def run(ctx: ServiceContext, kinds: Watched, retention: Retention) -> None
     async def watch(step_down: asyncio.Event) -> None:
         watchers = await start_watchers(ctx, kinds)
         READINESS.add(WATCHES, lambda: unsynced(watchers))
+        leading[:] = watchers
         log.info("watching %d kinds", len(watchers))
         either = asyncio.Event()
 
@@ -93,6 +111,12 @@ async def run(ctx: ServiceContext, kinds: Watched, retention: Retention) -> None
             )
             either.set()
 
-        await asyncio.gather(relay(), *(w.run(either) for w in watchers))
+        try:
+            await asyncio.gather(relay(), *(w.run(either) for w in watchers))
+        finally:
+            leading.clear()
 
-    await election.run(ctx.stop, lead)
+    try:
+        await election.run(ctx.stop, lead)
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
