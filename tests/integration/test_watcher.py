@@ -131,7 +131,7 @@ async def test_expired_watch_relists_and_misses_nothing(kube: Kube, namespace: s
     events = await events_for(bus, namespace)
     changes = {(e.object.name, e.change) for e in events}
     assert ("gone", ChangeType.DELETED) in changes
-    assert ("late", ChangeType.MODIFIED) in changes
+    assert ("late", ChangeType.ADDED) in changes  # created while no watch was open
     assert ("b", ChangeType.MODIFIED) in changes
     assert watcher.relists >= 2
 
@@ -182,7 +182,7 @@ async def test_deletion_while_no_watcher_ran_is_noticed(kube: Kube, namespace: s
         await kv.get(subjects.object_key(UNCACHED, namespace, "deleted-while-down"))
     changes = {(e.object.name, e.change) for e in await events_for(bus, namespace)}
     assert ("deleted-while-down", ChangeType.DELETED) in changes
-    assert ("stays", ChangeType.RESYNC) in changes
+    assert ("stays", ChangeType.ADDED) in changes  # never published before: new to the consumers
 
 
 async def test_a_resync_asked_for_republishes_everything_at_once_and_watching_goes_on(  # type: ignore[no-untyped-def]
@@ -218,6 +218,6 @@ async def test_a_resync_asked_for_republishes_everything_at_once_and_watching_go
     finally:
         stop.set()
         await task
-    # republished, and stored once: the same version's resync within the stream's duplicate window
+    # new to the bus at the first list; the same version once more at the resync asked for
     listed = [e.change for e in await events_for(bus, namespace) if e.object.name == "listed"]
-    assert listed == [ChangeType.RESYNC]
+    assert listed == [ChangeType.ADDED, ChangeType.RESYNC]

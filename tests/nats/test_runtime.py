@@ -1,6 +1,6 @@
 """The reconcile runtime on a real nats-server: a dependency's change is mapped to the primaries
-that use it (through an informer index), and ``requeue_after`` has the server publish a requeue for
-the service when it is due."""
+that use it (through an informer index), its resync is not, and ``requeue_after`` has the server
+publish a requeue for the service when it is due."""
 
 from __future__ import annotations
 
@@ -97,6 +97,13 @@ async def test_dependency_changes_reach_their_primaries_and_requeues_fire(privat
         await runtime.handle(event(other, AIMSVC))  # a primary's own event
         assert reconciled[-1] == "other"
         assert runtime.reconciled == 3
+
+        # a resync of the template wakes nobody (its users get resyncs of their own); a resync of
+        # a primary reconciles it, as any of its events does
+        await runtime.handle(event(tpl, TEMPLATE, ChangeType.RESYNC))
+        assert runtime.reconciled == 3
+        await runtime.handle(event(uses, AIMSVC, ChangeType.RESYNC))
+        assert (reconciled[-1], runtime.reconciled) == ("uses-tpl", 4)
     finally:
         await requeues.unsubscribe()
         await informer.stop()

@@ -216,7 +216,12 @@ class KindWatcher:
             prev = self.known.get(key)
             changed = prev is None or prev.resource_version != str(meta.get("resourceVersion"))
             if resync or changed:
-                change = ChangeType.RESYNC if resync else ChangeType.MODIFIED
+                # ``resync`` only for a version already published: consumers may take it as
+                # nothing new (their dependents get their own); one the watch missed is a change
+                if not changed:
+                    change = ChangeType.RESYNC
+                else:
+                    change = ChangeType.ADDED if prev is None else ChangeType.MODIFIED
                 await pending.submit(key, partial(self._publish, key, obj, change))
             else:
                 self.known[key] = Known.of(obj)

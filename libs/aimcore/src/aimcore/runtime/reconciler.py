@@ -305,6 +305,13 @@ class Runtime:
         watch = self.watches.get(identity)
         if watch is None:
             return  # (a kind may be both a primary and a dependency of other primaries)
+        if event.change is ChangeType.RESYNC:
+            # A version its dependents were woken for when it was new; each of them gets its own
+            # resync in the same relist (as controller-runtime's workqueue folds the owners a
+            # resync maps to into one request each). Fanning out made a resync cost five
+            # reconciles per AIMService: its own, its InferenceService's, its model's, template's
+            # and template cache's (aimctl bench scale).
+            return
         if self.own_writes.consume(event):
             return  # a child exactly as this replica's reconcile wrote it
         if event.change is ChangeType.DELETED:  # its last state still names its owners

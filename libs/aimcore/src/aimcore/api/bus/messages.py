@@ -23,6 +23,8 @@ class ChangeType(StrEnum):
     MODIFIED = "modified"
     DELETED = "deleted"
     RESYNC = "resync"
+    """A version the watcher has published before, again (its periodic relist): nothing new, the
+    object is to be looked at once more (a version the watch missed comes as added or modified)."""
     REQUEUE = "requeue"
 
 
