@@ -308,13 +308,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from aim_dev.bench import inference as bench_inference  # noqa: PLC0415 - only the benchmark needs it
 
         return bench_inference.main(args.home, args.tokens, args.repeat if args.repeat != 3 else 5)
+    if args.suite == "scale":
+        from aim_dev.bench import scale as bench_scale  # noqa: PLC0415 - only the benchmark needs it
+
+        sizes = [int(n) for n in args.sizes.split(",")]
+        idle = args.idle if args.idle is not None else 300.0
+        return bench_scale.main(args.home, sizes, idle, args.out, args.profile)
     if args.suite == "memory":
         from aim_dev.bench import memory as bench_memory  # noqa: PLC0415 - only the benchmark needs it
 
         return bench_memory.main(args.home, args.objects or 10_000)
     from aim_dev.bench import backbone as bench  # noqa: PLC0415 - only the benchmark needs it
 
-    return bench.main(args.home, args.singles, args.objects or 1000, args.idle)
+    return bench.main(
+        args.home, args.singles, args.objects or 1000, args.idle if args.idle is not None else 30.0
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -355,18 +363,28 @@ def parser() -> argparse.ArgumentParser:
     rbac.set_defaults(func=cmd_rbac)
     settings.set_defaults(func=cmd_settings)
     bench = sub.add_parser("bench", help="benchmarks; prints one JSON object on its last line")
-    bench.add_argument("suite", choices=["backbone", "download", "deployer", "memory", "inference"])
+    bench.add_argument("suite", choices=["backbone", "download", "deployer", "memory", "inference", "scale"])
     bench.add_argument("--home", help="AIM home for the stack (default: a temporary directory)")
     bench.add_argument("--singles", type=int, default=100, help="single objects for the latency figures")
     bench.add_argument(
         "--objects", type=int, help="objects applied at once (default 1000; memory: 10000 mirrored)"
     )
-    bench.add_argument("--idle", type=float, default=30.0, help="seconds of steady state to observe")
+    bench.add_argument(
+        "--idle",
+        type=float,
+        help="seconds of steady state to observe (backbone: 30; scale: 300 at each size)",
+    )
+    bench.add_argument(
+        "--sizes", default="1000,10000,50000", help="scale: AIMServices at each step, comma-separated"
+    )
+    bench.add_argument("--out", metavar="DIR", help="scale: write scale.json and scale.png to DIR")
     bench.add_argument(
         "--size", type=float, default=2.0, help="download: GiB served to curl and aim-download"
     )
     bench.add_argument(
-        "--profile", metavar="DIR", help="deployer: py-spy each service during the burst, profiles in DIR"
+        "--profile",
+        metavar="DIR",
+        help="deployer, scale: py-spy each service during the burst (scale: resync)",
     )
     bench.add_argument(
         "--repeat",
