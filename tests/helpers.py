@@ -183,6 +183,32 @@ async def quota_of_none(kube: Kube, namespace: str, resource: str) -> str:
     return name
 
 
+async def lift_quota(
+    kube: Kube,
+    namespace: str,
+    quota: str,
+    *,
+    poke: tuple[KindRef, str],
+    until: Callable[[], Awaitable[bool]],
+    what: str,
+) -> None:
+    """Delete ``quota``, then change the object ``poke`` names (a label) until ``until``: a
+    refusal for permission is retried with a backoff of a minute, a change reconciles at once, and
+    the API server's quota admission may still refuse for a moment after the quota is gone (CI
+    saw a single change refused again)."""
+    await kube.delete(RESOURCE_QUOTA, namespace, quota)
+    changes = iter(range(100))
+
+    async def changed_until_done() -> bool:
+        if await until():
+            return True
+        ref, name = poke
+        await kube.patch(ref, namespace, name, {"metadata": {"labels": {"retry": f"now-{next(changes)}"}}})
+        return False
+
+    await eventually(changed_until_done, timeout=60, interval=2.0, what=what)
+
+
 def as_overrides(raw: dict[str, Any] | None) -> Overrides | None:
     """A service's ``spec.overrides`` as the deployer reads it, given as written: in the legacy
     group's spelling when it has a ``gpuSelector``, else the current group's."""

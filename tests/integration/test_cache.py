@@ -23,7 +23,7 @@ from aim_dev.local.s3 import S3Server
 from aimcore.api.kinds import NAMESPACE, SECRET, by_kind
 from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
-from tests.helpers import RESOURCE_QUOTA, condition, eventually, has, manifest, quota_of_none, status_of
+from tests.helpers import condition, eventually, has, lift_quota, manifest, quota_of_none, status_of
 from tests.integration.conftest import ensure_service
 from tests.oci_models import pull_secret, push_docker_model, repo, tiny_gguf
 
@@ -389,14 +389,11 @@ async def test_a_model_cache_the_api_server_refuses_fails_the_template_cache(  #
     assert failed["status"]["modelCaches"]["acme/x"]["status"] == "Failed"
     assert await model_caches(kube, namespace, "hf://acme/x") == []
 
-    await kube.delete(RESOURCE_QUOTA, namespace, quota)
-    # a permission refusal is retried with the Job backoff (a minute); a change reconciles now
-    await kube.patch(TEMPLATE_CACHE, namespace, "quota", {"metadata": {"labels": {"retry": "now"}}})
-
     async def created() -> bool:
         return len(await model_caches(kube, namespace, "hf://acme/x")) == 1
 
-    await eventually(created, timeout=30, what="the model cache created once the quota allows it")
+    what = "the model cache created once the quota allows it"
+    await lift_quota(kube, namespace, quota, poke=(TEMPLATE_CACHE, "quota"), until=created, what=what)
 
 
 async def test_a_template_cache_with_an_oci_source_fills_a_model_cache(  # type: ignore[no-untyped-def]

@@ -33,11 +33,11 @@ from aimcore.domain.units import format_bytes
 from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
 from tests.helpers import (
-    RESOURCE_QUOTA,
     condition,
     eventually,
     has,
     kubectl,
+    lift_quota,
     manifest,
     quota_of_none,
     status_of,
@@ -555,13 +555,11 @@ async def test_a_verify_job_the_api_server_refuses_is_a_failure_with_its_reason(
         assert "refused to create Job" in message and "quota" in message and "next attempt in" in message
         assert (await kube.list(JOB, namespace))[0] == []
 
-        await kube.delete(RESOURCE_QUOTA, namespace, quota)
-        await kube.patch(MODEL, namespace, model, {"metadata": {"labels": {"retry": "now"}}})
-
         async def verify_job() -> bool:
             return len((await kube.list(JOB, namespace))[0]) == 1
 
-        await eventually(verify_job, timeout=30, what="the verify Job once the quota allows it")
+        what = "the verify Job once the quota allows it"
+        await lift_quota(kube, namespace, quota, poke=(MODEL, model), until=verify_job, what=what)
     finally:
         await kube.delete(PV, None, volume)
 

@@ -73,15 +73,3 @@ def test_the_table_has_a_column_per_size_and_a_row_per_process() -> None:
     assert "| restart to ready: nats-server (s) | 1.0 | 1.0 |" in lines
     assert "| RSS: deployer (MiB) | 100 | 1000 |" in lines
     assert any(line.startswith("| one full resync: API requests | 20 | 20 |") for line in lines)
-
-
-def test_stored_objects_are_read_from_either_metric_name() -> None:
-    old = (
-        "# TYPE apiserver_storage_objects gauge\n"
-        'apiserver_storage_objects{resource="aimservices.aim.eai.amd.com"} 1000\n'
-        'apiserver_storage_objects{resource="pods"} 3\n'
-    )
-    assert scale.stored_objects(old) == {"aimservices": 1000, "pods": 3}
-    both = old + 'apiserver_resource_objects{group="aim.eai.amd.com",resource="aimservices"} 1001\n'
-    assert scale.stored_objects(both) == {"aimservices": 1001}
-    assert scale.stored_objects('apiserver_request_total{verb="GET"} 5\n') == {}

@@ -44,7 +44,6 @@ import itertools
 import json
 import math
 import os
-import re
 import signal
 import time
 import urllib.error
@@ -67,7 +66,7 @@ from aim_dev.bench.backbone import (
     say,
     stamped,
 )
-from aim_dev.bench.memory import memory
+from aim_dev.bench.memory import memory, mirrored
 from aim_dev.bench.profile import Profiler
 from aim_dev.local import consuming
 from aim_dev.local.hub import HubServer, add_repo
@@ -204,7 +203,7 @@ def growth_table(per_size: Sequence[Mapping[str, Any]]) -> dict[str, list[float 
 
 
 TABLE_ROWS: tuple[tuple[str, str], ...] = (
-    ("objects", "objects in the cluster the operator watches"),
+    ("objects", "objects the operator mirrors (every kind it watches)"),
     ("idle_cpu_cores.total", "idle CPU, operator + NATS (cores)"),
     ("resync.cpu_seconds.total", "one full resync: CPU-s, operator + NATS"),
     ("resync.core_share", "resync CPU over a 600 s interval (cores; budget 0.1)"),
@@ -419,35 +418,6 @@ def storage_mib(stack: Stack) -> float:
     return round(total / MIB, 1)
 
 
-STORED_OBJECTS = ("apiserver_resource_objects", "apiserver_storage_objects")
-"""The API server's count of stored objects by resource (the second is the name before 1.33)."""
-
-
-def stored_objects(metrics_text: str) -> dict[str, int]:
-    """Objects stored per resource plural, from the API server's metrics (the newer metric where
-    both are served)."""
-    found: dict[str, dict[str, int]] = {}
-    for line in metrics_text.splitlines():
-        name, _, rest = line.partition("{")
-        if name not in STORED_OBJECTS:
-            continue
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', rest.rpartition("}")[0]))
-        plural = labels.get("resource", "").split(".", 1)[0]
-        count = int(float(rest.rpartition(" ")[2]))
-        per = found.setdefault(name, {})
-        per[plural] = per.get(plural, 0) + count
-    for name in STORED_OBJECTS:
-        if name in found:
-            return found[name]
-    return {}
-
-
-async def objects_watched(kube: Kube) -> int:
-    """Objects of the kinds the operator keeps (its CRDs and children), from the API server."""
-    stored = stored_objects(str(await kube.text("/metrics")))
-    return sum(n for plural, n in stored.items() if plural in OPERATOR_RESOURCES)
-
-
 @contextlib.contextmanager
 def environment(**values: str) -> Iterator[None]:
     """``values`` in this process's environment (the stack's processes inherit it) for the block."""
@@ -480,7 +450,9 @@ class Bench:
             await asyncio.sleep(wait)
 
     async def measure(self, services: int) -> dict[str, Any]:
-        figures: dict[str, Any] = {"services": services, "objects": await objects_watched(self.kube)}
+        assert self.stack.nats is not None
+        objects = await mirrored(self.stack.nats.client("reader"))
+        figures: dict[str, Any] = {"services": services, "objects": objects}
         # idle
         before, at = self.operator.cpu(), time.monotonic()
         plane_before = {n: cpu_seconds(p) for n, p in control_plane_pids(self.stack).items()}
