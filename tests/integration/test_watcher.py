@@ -221,3 +221,33 @@ async def test_a_resync_asked_for_republishes_everything_at_once_and_watching_go
     # new to the bus at the first list; the same version once more at the resync asked for
     listed = [e.change for e in await events_for(bus, namespace) if e.object.name == "listed"]
     assert listed == [ChangeType.ADDED, ChangeType.RESYNC]
+
+
+async def test_a_resync_of_a_kind_no_service_reconciles_publishes_nothing_unchanged(  # type: ignore[no-untyped-def]
+    kube: Kube, namespace: str, bus
+) -> None:
+    """Children and Nodes: their versions wake owners and users when new; the same version again
+    would wake nobody, so a resync leaves it out."""
+    kv = await topology.objects_bucket(bus)
+    await kube.create(UNCACHED, runtime_config("child", namespace))
+    watcher = KindWatcher(kube, UNCACHED, Publisher(bus, kv), resync_seconds=3600, republish=False)
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    try:
+        await watcher.synced.wait()
+        published = watcher.publisher.published
+        assert published >= 1  # new to the bus: published at the first list
+        done = REGISTRY.get_sample_value("aim_watcher_resyncs_total", {"kind": UNCACHED.short}) or 0.0
+        watcher.request_resync()
+
+        async def resynced() -> bool:
+            now = REGISTRY.get_sample_value("aim_watcher_resyncs_total", {"kind": UNCACHED.short})
+            return watcher.relists == 2 and now == done + 1
+
+        await eventually(resynced, timeout=30, what="the second relist, through")
+        assert watcher.publisher.published == published
+    finally:
+        stop.set()
+        await task
+    changes = [e.change for e in await events_for(bus, namespace) if e.object.name == "child"]
+    assert changes == [ChangeType.ADDED]

@@ -9,17 +9,19 @@ import asyncio
 
 from aim_watcher import watching
 from aim_watcher.settings import SETTINGS
-from aimcore.api.kinds import CHILD_KINDS, CHILD_SELECTOR, NODE, KindRef, crd_kinds
+from aim_watcher.watching import WatchedKind
+from aimcore.api.kinds import CHILD_KINDS, CHILD_SELECTOR, NODE, crd_kinds
 from aimcore.runtime.service import ServiceContext, run_service
 from aimcore.runtime.settings.history import HistorySettings
 
 
-def watched() -> list[tuple[KindRef, str | None]]:
-    """(kind, label selector) for everything the watcher mirrors."""
+def watched() -> list[WatchedKind]:
+    """Everything the watcher mirrors: the kinds the services reconcile, their children (by
+    label) and Nodes."""
     return [
-        *((ref, None) for ref in crd_kinds()),
-        *((ref, CHILD_SELECTOR) for ref in CHILD_KINDS),
-        (NODE, None),
+        *(WatchedKind(ref) for ref in crd_kinds()),
+        *(WatchedKind(ref, CHILD_SELECTOR, reconciled=False) for ref in CHILD_KINDS),
+        WatchedKind(NODE, reconciled=False),
     ]
 
 

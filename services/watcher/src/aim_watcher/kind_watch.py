@@ -120,6 +120,7 @@ class KindWatcher:
         resync_seconds: float = 600.0,
         watch_timeout: int = 300,
         label_selector: str | None = None,
+        republish: bool = True,
     ) -> None:
         self.kube = kube
         self.ref = ref
@@ -127,6 +128,7 @@ class KindWatcher:
         self.resync_seconds = resync_seconds
         self.watch_timeout = watch_timeout
         self.label_selector = label_selector
+        self.republish = republish  # whether a resync publishes versions published before
         self.known: dict[ObjKey, Known] = {}
         self.synced = asyncio.Event()
         self.relists = 0
@@ -215,7 +217,7 @@ class KindWatcher:
             meta = obj["metadata"]
             prev = self.known.get(key)
             changed = prev is None or prev.resource_version != str(meta.get("resourceVersion"))
-            if resync or changed:
+            if changed or (resync and self.republish):
                 # ``resync`` only for a version already published: consumers may take it as
                 # nothing new (their dependents get their own); one the watch missed is a change
                 if not changed:

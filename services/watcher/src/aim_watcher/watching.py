@@ -15,6 +15,7 @@ import asyncio
 import logging
 import signal
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from nats.js.kv import KeyValue
 from prometheus_client import Gauge
@@ -36,8 +37,21 @@ log = logging.getLogger(__name__)
 LEADER = Gauge("aim_watcher_leader", "1 while this watcher replica is the leader, else 0.", registry=REGISTRY)
 WATCHES = "watches"
 
-Watched = Sequence[tuple[KindRef, str | None]]
-"""(kind, label selector) of everything the watcher mirrors."""
+
+class WatchedKind(NamedTuple):
+    """A kind the watcher mirrors."""
+
+    ref: KindRef
+    selector: str | None = None
+    """Only the objects with these labels (the operator's children)."""
+    reconciled: bool = True
+    """Some service reconciles objects of this kind, so a resync republishes every one of them.
+    Children and Nodes are watched for their changes, which wake their owners and users; the same
+    version again wakes nobody (each owner gets a resync of its own), so their resync publishes
+    only what changed and what is gone."""
+
+
+Watched = Sequence[WatchedKind]
 
 
 def unsynced(watchers: Sequence[KindWatcher]) -> str | None:
@@ -58,11 +72,16 @@ async def start_watchers(ctx: ServiceContext, kinds: Watched) -> list[KindWatche
     publisher = Publisher(ctx.js, kv)
     assert ctx.kube is not None
     watchers = []
-    for ref, selector in kinds:
+    for kind in kinds:
         w = KindWatcher(
-            ctx.kube, ref, publisher, resync_seconds=ctx.settings.resync_seconds, label_selector=selector
+            ctx.kube,
+            kind.ref,
+            publisher,
+            resync_seconds=ctx.settings.resync_seconds,
+            label_selector=kind.selector,
+            republish=kind.reconciled,
         )
-        w.seed(await mirrored(kv, ref))
+        w.seed(await mirrored(kv, kind.ref))
         watchers.append(w)
     return watchers
 

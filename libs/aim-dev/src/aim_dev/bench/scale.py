@@ -568,7 +568,7 @@ class Bench:
 
 
 async def run(
-    stack: Stack, hub: HubServer, sizes: Sequence[int], idle: float, profile: Path | None = None
+    stack: Stack, hub: HubServer, sizes: Sequence[int], idle: float, *, profile: Path | None, out: Path | None
 ) -> list[dict[str, Any]]:
     kube = Kube(await connect(str(stack.kubeconfig)), field_manager="aim-bench")
     bench = Bench(stack, kube, idle, profile)
@@ -581,6 +581,8 @@ async def run(
             have = size
             bench.last_republish = time.monotonic()  # growing published every new object
             per_size.append(await bench.measure(size))
+            if out is not None:  # what a long run has measured so far survives its failure
+                (out / "scale.partial.json").write_text(json.dumps(per_size, indent=1) + "\n")
     finally:
         await kube.close()
     return per_size
@@ -664,12 +666,16 @@ def main(
         add_repo(hub_dir, REPO, FILES, lfs_threshold=1024)
         hub = HubServer(hub_dir).start()
         cleanup.callback(hub.stop)
-        per_size = asyncio.run(run(stack, hub, sizes, idle, Path(profile) if profile else None))
+        target = Path(out) if out else None
+        if target is not None:
+            target.mkdir(parents=True, exist_ok=True)
+        per_size = asyncio.run(
+            run(stack, hub, sizes, idle, profile=Path(profile) if profile else None, out=target)
+        )
     say(table(per_size))
     result = stamped({"sizes": per_size, "growth": growth_table(per_size), "budgets": budgets(per_size)})
-    if out:
-        target = Path(out)
-        target.mkdir(parents=True, exist_ok=True)
+    if target is not None:
+        (target / "scale.partial.json").unlink(missing_ok=True)
         (target / "scale.json").write_text(json.dumps(result, indent=1) + "\n")
         plot(per_size, target / "scale.png")
         say(f"figures in {target / 'scale.json'}, plot in {target / 'scale.png'}")
