@@ -116,3 +116,32 @@ async def test_snapshot_is_exact_with_many_keys(js: JetStreamContext) -> None:
         assert len(informer.list(TEMPLATE)) == 299  # complete as soon as start() returns
     finally:
         await informer.stop()
+
+
+async def test_a_value_delivered_again_is_not_parsed_again(js: JetStreamContext) -> None:
+    """The KV watch re-sends every current value at start (which the snapshot has stored) and after
+    each re-watch: the same bytes are kept as they are; different bytes at the same version, or a
+    newer version, replace them."""
+    kv = await js.create_key_value(bucket=f"mirror-{secrets.token_hex(4)}")
+    await put(kv, template("t.1", "llama", 10))
+    informer = Informer(kv, [TEMPLATE], {"model": field_indexer("spec", "modelName")})
+    await informer.start()
+    key = subjects.object_key(TEMPLATE, "ns", "t.1")
+    try:
+        stored = informer.objects[key]
+        raw = json.dumps(template("t.1", "llama", 10)).encode()
+        informer._store_raw(key, raw)  # what a re-watch delivers
+        assert informer.objects[key] is stored
+        await put(kv, template("t.1", "qwen", 11))
+
+        async def moved() -> bool:
+            return informer.by_index("model", "qwen") != []
+
+        await eventually(moved, what="the newer version stored")
+        informer._store_raw(key, raw)  # the old bytes again, late: older, refused
+        assert informer.objects[key]["spec"] == {"modelName": "qwen"}
+        newer = informer.objects[key]
+        informer._store_raw(key, json.dumps(newer, indent=1).encode())  # the same version, other bytes
+        assert informer.objects[key] is not newer and informer.objects[key] == newer
+    finally:
+        await informer.stop()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from nats.errors import Error as NatsError
@@ -48,6 +48,12 @@ class Publisher:
         self.too_large = 0
         self._written: dict[str, tuple[int, int]] = {}  # key → (KV revision, resourceVersion) written here
 
+    def remember(self, entries: Mapping[str, tuple[int, Obj]]) -> None:
+        """Mirror entries (key → (revision, object)) as if this publisher had written them, so a
+        later version is one conditional write and the same version none at all."""
+        for key, (revision, obj) in entries.items():
+            self._written[key] = (revision, rv_int((obj.get("metadata") or {}).get("resourceVersion")))
+
     async def observe(self, ref: KindRef, obj: Obj, change: ChangeType) -> None:
         meta = obj.get("metadata") or {}
         namespace, name = meta.get("namespace"), meta["name"]
@@ -78,6 +84,10 @@ class Publisher:
         last wrote for a key is remembered, so the usual case (nobody else wrote since) is a single
         conditional write instead of a read, a decode and a write."""
         rv = rv_int((obj.get("metadata") or {}).get("resourceVersion"))
+        known = self._written.get(key)
+        if change is not ChangeType.DELETED and known is not None and known[1] >= rv:
+            self.stale_skipped += 1  # a resync's version, written here before: not even encoded
+            return
         value, big = mirror.entry(obj, self.max_payload())
         if big is not None:
             self.too_large += 1

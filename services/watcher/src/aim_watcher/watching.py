@@ -26,7 +26,7 @@ from aim_watcher.publisher import Publisher
 from aimcore.api.bus import topology
 from aimcore.api.bus.topology import Retention
 from aimcore.api.kinds import KindRef
-from aimcore.runtime.informer import kind_pattern, snapshot
+from aimcore.runtime.informer import kind_pattern, snapshot, snapshot_entries
 from aimcore.runtime.lease import holder_id
 from aimcore.runtime.metrics import REGISTRY
 from aimcore.runtime.probes import READINESS
@@ -67,6 +67,15 @@ async def mirrored(kv: KeyValue, ref: KindRef) -> list[dict[str, object]]:
     return list((await snapshot(kv, kind_pattern(ref))).values())
 
 
+async def seed(watcher: KindWatcher, publisher: Publisher, kv: KeyValue) -> None:
+    """What the mirror holds of the watcher's kind, for the watcher (deletions while no watcher
+    ran are seen) and for the publisher (a version already mirrored is not written, nor read and
+    compared, again: the first list after a restart republishes every object)."""
+    entries = await snapshot_entries(kv, kind_pattern(watcher.ref))
+    watcher.seed([obj for _, obj in entries.values()])
+    publisher.remember({key: (revision, obj) for key, (revision, obj) in entries.items()})
+
+
 async def start_watchers(ctx: ServiceContext, kinds: Watched) -> list[KindWatcher]:
     kv = await topology.objects_bucket(ctx.js)
     publisher = Publisher(ctx.js, kv)
@@ -81,7 +90,7 @@ async def start_watchers(ctx: ServiceContext, kinds: Watched) -> list[KindWatche
             label_selector=kind.selector,
             republish=kind.reconciled,
         )
-        w.seed(await mirrored(kv, kind.ref))
+        await seed(w, publisher, kv)
         watchers.append(w)
     return watchers
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 from collections import OrderedDict, defaultdict
@@ -88,7 +89,18 @@ def field_indexer(*path: str) -> Indexer:
 
 
 async def snapshot(kv: KeyValue, pattern: str) -> dict[Key, Obj]:
-    """Current objects under a key pattern (``aim.AIMService.>``), read deterministically.
+    """Current objects under a key pattern (``aim.AIMService.>``), read deterministically
+    (:func:`snapshot_raw`)."""
+    return {key: json.loads(raw) for key, (_, raw) in (await snapshot_raw(kv, pattern)).items()}
+
+
+async def snapshot_entries(kv: KeyValue, pattern: str) -> dict[Key, tuple[int, Obj]]:
+    """Current objects under a key pattern, each with its entry's revision in the bucket."""
+    return {key: (rev, json.loads(raw)) for key, (rev, raw) in (await snapshot_raw(kv, pattern)).items()}
+
+
+async def snapshot_raw(kv: KeyValue, pattern: str) -> dict[Key, tuple[int, bytes]]:
+    """Current entries under a key pattern: each key's revision and value as stored.
 
     Two nats-py shortcuts are unreliable here: ``KeyValue.keys(filters=...)`` also
     substring-matches each filter on the client (a wildcard never matches), and a KV watch may
@@ -107,7 +119,7 @@ async def snapshot(kv: KeyValue, pattern: str) -> dict[Key, Obj]:
             mem_storage=True,
         ),
     )
-    out: dict[Key, Obj] = {}
+    out: dict[Key, tuple[int, bytes]] = {}
     try:
         remaining = (await psub.consumer_info()).num_pending or 0
         while remaining > 0:
@@ -118,11 +130,16 @@ async def snapshot(kv: KeyValue, pattern: str) -> dict[Key, Obj]:
                 if operation in (KV_DEL, KV_PURGE) or not msg.data:
                     out.pop(key, None)
                 else:
-                    out[key] = json.loads(msg.data)
+                    out[key] = (msg.metadata.sequence.stream, msg.data)
     finally:
         with contextlib.suppress(Exception):
             await psub.unsubscribe()
     return out
+
+
+def digest(raw: bytes) -> bytes:
+    """What tells two stored values apart without parsing them."""
+    return hashlib.blake2b(raw, digest_size=16).digest()
 
 
 def kind_pattern(ref: KindRef, namespace: str | None = None) -> str:
@@ -150,6 +167,10 @@ class Informer:
         self._tasks: list[asyncio.Task[None]] = []
         self.synced = asyncio.Event()
         self._decoded: OrderedDict[Key, tuple[str, Decoded]] = OrderedDict()
+        # the digest of each stored value as the mirror holds it: the same value delivered again
+        # (the KV watch's current values at start and after every re-watch, which the snapshot
+        # has already stored) is neither parsed nor indexed twice
+        self._digests: dict[Key, bytes] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -162,8 +183,8 @@ class Informer:
         for ref in self.kinds:
             self._tasks.append(asyncio.create_task(self._follow(kind_pattern(ref))))
         for ref in self.kinds:
-            for key, obj in (await snapshot(self.kv, kind_pattern(ref))).items():
-                self._store(key, obj)
+            for key, (_, raw) in (await snapshot_raw(self.kv, kind_pattern(ref))).items():
+                self._store_raw(key, raw)
         self.synced.set()
 
     def readiness(self) -> str | None:
@@ -187,7 +208,7 @@ class Informer:
                     if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
                         self._remove(entry.key)
                     else:
-                        self._store(entry.key, json.loads(entry.value))
+                        self._store_raw(entry.key, entry.value)
             except Exception as exc:  # a NATS outage: watch again (current values are re-sent)
                 log.warning("mirror watch %s failed (%r); re-watching", prefix, exc)
                 await asyncio.sleep(1.0)
@@ -197,10 +218,20 @@ class Informer:
 
     # -- updates -----------------------------------------------------------------------------
 
-    def _store(self, key: Key, obj: Obj) -> None:
+    def _store_raw(self, key: Key, raw: bytes) -> None:
+        """Store a value as the mirror holds it, unless it is the value stored already."""
+        seen = digest(raw)
+        if self._digests.get(key) == seen:
+            return
+        if self._store(key, json.loads(raw)):
+            self._digests[key] = seen
+
+    def _store(self, key: Key, obj: Obj) -> bool:
+        """Store ``obj`` unless a newer version is stored; whether it was stored."""
         old = self.objects.get(key)
         if old is not None and rv_int(_rv(old)) > rv_int(_rv(obj)):
-            return  # never go back in time (a lagging writer)
+            return False  # never go back in time (a lagging writer)
+        self._digests.pop(key, None)
         self._unindex(key)
         if key not in self.objects:
             for scope in _scopes_of(key):
@@ -211,6 +242,7 @@ class Informer:
         for name, vals in values.items():
             for v in vals:
                 self._index[name][v].add(key)
+        return True
 
     def _index_values(self, indexer: Indexer, key: Key, obj: Obj) -> Iterable[str]:
         if not isinstance(indexer, ResourceIndexer):
@@ -223,6 +255,7 @@ class Informer:
         return indexer.index(ref, obj, resource) if resource is not None else ()
 
     def _remove(self, key: Key) -> None:
+        self._digests.pop(key, None)
         self._unindex(key)
         self._decoded.pop(key, None)
         old = self.objects.pop(key, None)
