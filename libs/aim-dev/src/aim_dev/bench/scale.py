@@ -48,7 +48,7 @@ import signal
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -344,24 +344,22 @@ class Operator:
         raise TimeoutError(f"the operator did not converge within {timeout:.0f} s")
 
 
-async def wait_ready_objects(
-    kube: Kube, namespaces: Sequence[str], ref: Any, count: int, timeout: float
-) -> None:
-    """Until ``count`` objects of ``ref`` in ``namespaces`` are Ready."""
-    deadline = time.monotonic() + timeout
-    while True:
-        ready, states = 0, dict[str, int]()
-        for ns in namespaces:
-            items, _ = await kube.list(ref, ns)
-            for item in items:
-                state = str((item.get("status") or {}).get("status") or "")
-                states[state] = states.get(state, 0) + 1
-                ready += state == "Ready"
-        if ready >= count:
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{ref.kind}: {ready} of {count} Ready after {timeout:.0f} s: {states}")
-        await asyncio.sleep(2.0)
+async def census(
+    kube: Kube, namespaces: Sequence[str], ref: Any, counted: Callable[[Mapping[str, Any]], bool]
+) -> tuple[int, dict[str, int]]:
+    """How many objects of ``ref`` in ``namespaces`` are ``counted``, and all of them by state."""
+    done, states = 0, dict[str, int]()
+    for ns in namespaces:
+        items, _ = await kube.list(ref, ns)
+        for item in items:
+            state = str((item.get("status") or {}).get("status") or "")
+            states[state] = states.get(state, 0) + 1
+            done += counted(item)
+    return done, states
+
+
+def ready(obj: Mapping[str, Any]) -> bool:
+    return (obj.get("status") or {}).get("status") == "Ready"
 
 
 def deployed(obj: Mapping[str, Any]) -> bool:
@@ -372,15 +370,15 @@ def deployed(obj: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "InferenceServiceReady" for c in status.get("conditions") or [])
 
 
-async def count_deployed(kube: Kube, namespaces: Sequence[str]) -> tuple[int, dict[str, int]]:
-    done, states = 0, dict[str, int]()
-    for ns in namespaces:
-        items, _ = await kube.list(AIMSVC, ns)
-        for item in items:
-            state = str((item.get("status") or {}).get("status") or "")
-            states[state] = states.get(state, 0) + 1
-            done += deployed(item)
-    return done, states
+async def wait_ready_objects(
+    kube: Kube, namespaces: Sequence[str], ref: Any, count: int, timeout: float
+) -> None:
+    """Until ``count`` objects of ``ref`` in ``namespaces`` are Ready."""
+    deadline = time.monotonic() + timeout
+    while (found := await census(kube, namespaces, ref, ready))[0] < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{ref.kind}: {found[0]} of {count} Ready after {timeout:.0f} s: {found[1]}")
+        await asyncio.sleep(2.0)
 
 
 async def grow(kube: Kube, operator: Operator, hub: HubServer, have: int, want: int) -> None:
@@ -401,7 +399,7 @@ async def grow(kube: Kube, operator: Operator, hub: HubServer, have: int, want: 
     deadline = time.monotonic() + 600 + (want - have) * 0.1
     while True:
         await operator.converged(timeout=max(60.0, deadline - time.monotonic()))
-        done, states = await count_deployed(kube, all_namespaces)
+        done, states = await census(kube, all_namespaces, AIMSVC, deployed)
         if done >= want:
             break
         if time.monotonic() > deadline:
