@@ -73,3 +73,13 @@ def test_the_table_has_a_column_per_size_and_a_row_per_process() -> None:
     assert "| restart to ready: nats-server (s) | 1.0 | 1.0 |" in lines
     assert "| RSS: deployer (MiB) | 100 | 1000 |" in lines
     assert any(line.startswith("| one full resync: API requests | 20 | 20 |") for line in lines)
+
+
+def test_numbers_in_the_table_read_as_numbers() -> None:
+    assert [scale.number(v) for v in (102050.0, 1978.7, 25.29, 0.04221, 3.0)] == [
+        "102,050",
+        "1,979",
+        "25.3",
+        "0.0422",
+        "3",
+    ]

@@ -216,13 +216,18 @@ TABLE_ROWS: tuple[tuple[str, str], ...] = (
 )
 
 
+def number(value: float) -> str:
+    """Three significant figures, thousands written out (``102,050``, ``25.3``, ``0.0422``)."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
 def table(per_size: Sequence[Mapping[str, Any]]) -> str:
     """The headline figures, one column per size, as Markdown."""
     flat = [flatten(f) for f in per_size]
     head = "| figure | " + " | ".join(f"{int(f['services']):,} services" for f in per_size) + " |"
     lines = [head, "|---|" + "---|" * len(per_size)]
     for key, label in TABLE_ROWS:
-        cells = [f"{f[key]:,.3g}" if key in f else "—" for f in flat]
+        cells = [number(f[key]) if key in f else "—" for f in flat]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     processes = sorted(
         {k.split(".", 1)[1] for f in flat for k in f if k.startswith("ready_seconds.")} - {"max"}
