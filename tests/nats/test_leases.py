@@ -197,27 +197,58 @@ async def test_a_mark_found_while_renewing_is_a_rerun(js: JetStreamContext) -> N
     assert marked.is_set() and runs == ["a", "a"] and a.stats.reruns == 1
 
 
-async def test_a_failed_run_gives_the_lease_back_even_when_marked(js: JetStreamContext) -> None:
+async def test_a_trigger_handed_to_a_run_that_fails_is_run_by_its_own_replica_at_once(
+    js: JetStreamContext,
+) -> None:
+    """Before: the failed holder gave the lease back from the mark, its loser acknowledged, and the
+    trigger was lost when the failed message's retry ran on an older version or elsewhere."""
     leases = await _bucket(js)
     a = ObjectLeases(leases, "svc", holder="a")
     b = ObjectLeases(leases, "svc", holder="b")
     handed: list[asyncio.Task[bool]] = []
+    ran: list[str | None] = []
+
+    async def b_work(version: str | None) -> None:
+        ran.append(version)
 
     async def fails(_: str | None) -> None:
-        handed.append(asyncio.create_task(b.run_exclusive("obj", lambda _: asyncio.sleep(0))))
+        handed.append(asyncio.create_task(b.run_exclusive("obj", b_work, "12")))
         await eventually(lambda: _marked(leases, "svc.obj"), timeout=10, interval=0.01, what="b's mark")
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError):
-        await a.run_exclusive("obj", fails)
-    assert await handed[0] is False  # a's message is retried: it covers b's trigger
-    ran: list[str] = []
+        await a.run_exclusive("obj", fails, "10")
+    assert await handed[0] is True  # b took the lease a abandoned, without waiting out the TTL
+    assert ran == ["12"] and b.stats.abandoned == 1 and b.stats.takeovers == 0
+    with pytest.raises(KeyNotFoundError):  # b gave it back: free for a's retry
+        await leases.get("svc.obj")
 
-    async def work(_: str | None) -> None:
-        ran.append("b")
 
-    assert await b.run_exclusive("obj", work) is True  # free at once, not after the TTL
-    assert ran == ["b"]
+async def test_a_trigger_a_failed_run_had_taken_up_is_run_by_the_next_run(js: JetStreamContext) -> None:
+    """The holder took b's mark up while renewing (b acknowledged), then failed: the re-run it
+    owed is left in the lease, and the retry of its own message runs on b's version."""
+    leases = await _bucket(js)
+    a = ObjectLeases(leases, "svc", holder="a", renew_every=0.05)
+    b = ObjectLeases(leases, "svc", holder="b")
+    versions: list[str | None] = []
+
+    async def fails(version: str | None) -> None:
+        versions.append(version)
+        assert await b.run_exclusive("obj", lambda _: asyncio.sleep(0), "12") is False
+        await eventually(
+            lambda: _value_is(leases, "svc.obj", b"a"), timeout=10, interval=0.05, what="a renewal"
+        )
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        await a.run_exclusive("obj", fails, "10")
+    assert await _marked(leases, "svc.obj", at_least="12")  # abandoned, with what is owed
+
+    async def retry(version: str | None) -> None:
+        versions.append(version)
+
+    assert await a.run_exclusive("obj", retry, "10") is True  # the retry of a's message
+    assert versions == ["10", "12"] and a.stats.abandoned == 1
 
 
 async def _value_is(leases: KeyValue, key: str, value: bytes) -> bool:

@@ -20,6 +20,15 @@ the lease and runs the trigger itself. A loser that acknowledged at once (the de
 every trigger handed to a holder that died, until the periodic resync; waiting costs a loser a few
 polls of one key while a live holder finishes, and at most the lease TTL after a holder died.
 
+A holder whose run *fails* owes its own message nothing (that message is retried), but it may owe
+a trigger that is not its message: a mark on the lease when it fails, or one it took up before
+(that loser has acknowledged). Giving the lease back then lost the trigger (the retry runs on its
+own message's version, or was handed to yet another failing run; seen with NATS leader elections
+failing status reports mid-reconcile, ``tests/bus_cluster``). So it leaves the lease as an
+*abandoned* mark naming the newest version owed: a waiting loser, or whichever replica next wants
+the lease (the retry of the failed message included), takes it over at once and runs on at least
+that version.
+
 The mark lives in the lease key itself, so there is no window between giving the lease back and
 looking for a mark (with a separate mark key that took a third round trip per reconcile, and a
 second try of the lease by the loser to close the race). A loser that finds the key gone takes the
@@ -69,6 +78,7 @@ class LeaseStats:
     reruns: int = 0
     contended: int = 0
     takeovers: int = 0
+    abandoned: int = 0  # leases taken over from a holder whose run failed with a trigger owed
 
 
 class KvLease:
@@ -128,21 +138,32 @@ up within its reconcile (milliseconds) or at its next renewal."""
 @dataclass(frozen=True)
 class Mark:
     """A dirty mark read from a lease key: a re-run is owed, on at least ``at_least``; the holder
-    last wrote the lease at ``held_since`` (server time, ns since the epoch; 0 if unknown)."""
+    last wrote the lease at ``held_since`` (server time, ns since the epoch; 0 if unknown).
+    ``abandoned``: the holder's run failed with the re-run still owed, and left the lease to the
+    next replica that wants it (a waiting loser, or the retry of the holder's own message), which
+    takes it over at once and runs on at least ``at_least``."""
 
     at_least: str | None = None
     held_since: int = 0
+    abandoned: bool = False
 
     def encode(self) -> bytes:
-        return b"|".join((DIRTY, (self.at_least or "").encode(), str(self.held_since).encode()))
+        fields = [DIRTY, (self.at_least or "").encode(), str(self.held_since).encode()]
+        if self.abandoned:
+            fields.append(ABANDONED)
+        return b"|".join(fields)
+
+
+ABANDONED = b"abandoned"
 
 
 def _read_mark(value: bytes | None) -> Mark | None:
     """The mark ``value`` is, or ``None`` if it is a holder's value."""
     if not value or not value.startswith(DIRTY):
         return None
-    _, at_least, held_since, *_ = (*value.split(b"|"), b"", b"")
-    return Mark(at_least.decode() or None, int(held_since) if held_since.isdigit() else 0)
+    _, at_least, held_since, flag, *_ = (*value.split(b"|"), b"", b"", b"")
+    since = int(held_since) if held_since.isdigit() else 0
+    return Mark(at_least.decode() or None, since, flag == ABANDONED)
 
 
 def _newer(a: str | None, b: str | None) -> str | None:
@@ -222,8 +243,11 @@ class ObjectLeases:
         if not await lease.take():
             self.stats.contended += 1
             metrics.LEASES_CONTENDED.inc()
-            if not await self._hand_over(lease, at_least):
+            run_here = await self._hand_over(lease, at_least)
+            if run_here is None:
                 return False
+            at_least = run_here.at_least
+        owes = False  # a mark was taken up: its replica acknowledged, the re-run is this call's
         while True:
             run = _Run()
             renewing = asyncio.create_task(self._renew(lease, run))
@@ -238,10 +262,10 @@ class ObjectLeases:
                         await renewing
                 mark = await self._give_back(lease)
             except BaseException:
-                # a failed run is retried through its message, which covers a trigger marked
-                # meanwhile: give the lease back even from a mark, or it would block until its TTL
+                # The failed run is retried through its message; a trigger marked meanwhile, or
+                # taken up before, is not that message's: the lease is left to it (abandoned)
                 with contextlib.suppress(Exception):
-                    await self._let_go(lease)
+                    await self._abandon(lease, _newer(at_least, run.at_least), owes=owes or run.marked)
                 raise
             finally:
                 metrics.LEASES_HELD.dec()
@@ -251,22 +275,28 @@ class ObjectLeases:
                 return True  # nothing owed, or another replica took the lease (it runs on fresh state)
             else:
                 at_least = _newer(at_least, run.at_least)
+            owes = True
             self.stats.reruns += 1
             metrics.LEASE_RERUNS.inc()
 
-    async def _hand_over(self, lease: KvLease, at_least: str | None) -> bool:
+    async def _hand_over(self, lease: KvLease, at_least: str | None) -> Mark | None:
         """Hand this trigger to the holder by marking its lease, and wait until the mark is taken
-        up. True if this replica holds the lease instead (it was free, or its holder is gone) and
-        must run the trigger itself."""
+        up (``None``). A mark when this replica holds the lease instead (it was free, abandoned,
+        or its holder is gone) and must run the trigger itself, on at least its ``at_least``."""
         for _ in range(MARK_ATTEMPTS):
             entry = await _read(self.leases, lease.key)
             if isinstance(entry, _Gone):
                 if await lease.take():
-                    return True
+                    return Mark(at_least)
                 continue  # someone else took it just now: mark theirs
             marked = _read_mark(entry.value)
+            if marked is not None and marked.abandoned:
+                try:
+                    return await self._take_abandoned(lease, entry.revision, marked, at_least)
+                except KeyWrongLastSequenceError:
+                    continue  # another replica took it just now: mark theirs
             if marked is not None and _newer(marked.at_least, at_least) == marked.at_least:
-                return await self._wait_taken_up(lease, entry.revision, marked.held_since)  # as new
+                return await self._wait_taken_up(lease, entry.revision, marked.held_since, at_least)
             # a mark keeps the time the holder last wrote: writing it must not restart the clock
             mark = Mark(
                 _newer(marked.at_least if marked else None, at_least),
@@ -276,17 +306,21 @@ class ObjectLeases:
                 revision = await self.leases.update(lease.key, mark.encode(), last=entry.revision)
             except KeyWrongLastSequenceError:
                 continue  # renewed, given back or marked meanwhile: look again
-            return await self._wait_taken_up(lease, revision, mark.held_since)
+            return await self._wait_taken_up(lease, revision, mark.held_since, mark.at_least)
         raise TransientError(f"lease {lease.key}: could not hand over a trigger (contended)")
 
-    async def _wait_taken_up(self, lease: KvLease, mark: int, held_since: int) -> bool:
-        """Wait until the mark at revision ``mark`` is taken up (False), or until its holder, which
-        last wrote at ``held_since``, is gone (True: this replica took the lease over).
+    async def _wait_taken_up(
+        self, lease: KvLease, mark: int, held_since: int, at_least: str | None
+    ) -> Mark | None:
+        """Wait until the mark at revision ``mark`` is taken up (``None``), or until its holder,
+        which last wrote at ``held_since``, is gone or failed (a mark: this replica took the lease
+        over and runs on at least its ``at_least``).
 
         A live holder takes a mark up at its next renewal at the latest (every ``renew_every``, a
         third of the TTL), so one that has not written for the TTL is gone: its lease would have
         expired but for the mark. Both times are the server's (the mark's own write time is read
-        back), so the replicas' clocks need not agree."""
+        back), so the replicas' clocks need not agree. A holder whose run failed abandons the
+        lease to the mark at once (:meth:`_abandon`)."""
         waited = time.monotonic()
         deadline: float | None = None
         delay = POLL_FIRST
@@ -298,12 +332,18 @@ class ObjectLeases:
             entry = await _read(self.leases, lease.key)
             if isinstance(entry, _Gone):
                 if entry.revision > mark:
-                    return False  # given back after taking the mark up (its re-run is done)
+                    return None  # given back after taking the mark up (its re-run is done)
                 if not await lease.take():
-                    return False  # another replica took the expired lease: its run is after the trigger
-                return self._took_over(lease, waited)
+                    return None  # another replica took the expired lease: its run is after the trigger
+                return self._took_over(lease, waited, at_least)
             if entry.revision != mark:
-                return False  # taken up: taken back by its holder, or replaced by a newer mark or lease
+                marked = _read_mark(entry.value)
+                if marked is None or not marked.abandoned:
+                    return None  # taken up: taken back by its holder, or replaced by a newer mark or lease
+                try:  # the holder's run failed and left the lease to the mark
+                    return await self._take_abandoned(lease, entry.revision, marked, at_least)
+                except KeyWrongLastSequenceError:
+                    continue  # another replica took it just now: the next look tells
             if deadline is None:
                 # the holder's remaining time, seen from the mark's write (server clock), as a
                 # deadline on this replica's clock (a few ms late at worst: the mark is read after)
@@ -314,9 +354,20 @@ class ObjectLeases:
                     lease.revision = await self.leases.update(lease.key, self.holder, last=mark)
                 except KeyWrongLastSequenceError:
                     continue  # taken up (or over) just now: the next look tells
-                return self._took_over(lease, waited)
+                return self._took_over(lease, waited, at_least)
 
-    def _took_over(self, lease: KvLease, waited: float) -> bool:
+    async def _take_abandoned(
+        self, lease: KvLease, revision: int, marked: Mark, at_least: str | None
+    ) -> Mark:
+        """Take over a lease its holder abandoned (raises ``KeyWrongLastSequenceError`` if another
+        replica took it first); the run owed is on at least the newer of both versions."""
+        lease.revision = await self.leases.update(lease.key, self.holder, last=revision)
+        self.stats.abandoned += 1
+        metrics.LEASE_TAKEOVERS.inc()
+        log.info("lease %s: its holder's run failed with a trigger owed; running it here", lease.key)
+        return Mark(_newer(at_least, marked.at_least))
+
+    def _took_over(self, lease: KvLease, waited: float, at_least: str | None) -> Mark:
         self.stats.takeovers += 1
         metrics.LEASE_TAKEOVERS.inc()
         log.warning(
@@ -324,7 +375,7 @@ class ObjectLeases:
             lease.key,
             time.monotonic() - waited,
         )
-        return True
+        return Mark(at_least)
 
     async def _reclaim(self, lease: KvLease) -> Mark | None:
         """After a conditional write of ours failed: if the key holds a mark, take the lease back
@@ -362,10 +413,35 @@ class ObjectLeases:
         lease.revision = None
         return None
 
-    async def _let_go(self, lease: KvLease) -> None:
-        for _ in range(MARK_ATTEMPTS):
-            if await self._give_back(lease) is None:
+    async def _abandon(self, lease: KvLease, at_least: str | None, *, owes: bool) -> None:
+        """After a failed run: give the lease back, unless a run is still owed to a trigger that is
+        not this run's message (a mark on the lease now, or one taken up before, whose replica
+        acknowledged: ``owes``, on at least ``at_least``). Then the lease is left as an abandoned
+        mark, which the next replica to want it (a waiting loser, or the retry of this run's own
+        message) takes over at once; if none comes within the TTL, the retry still runs."""
+        revision, lease.revision = lease.revision, None
+        if revision is None:
+            return
+        if not owes:
+            try:
+                await self.leases.delete(lease.key, last=revision)
                 return
+            except APIError as exc:
+                if exc.err_code not in WRONG_LAST_SEQUENCE:
+                    raise
+        for _ in range(MARK_ATTEMPTS):
+            entry = await _read(self.leases, lease.key)
+            if isinstance(entry, _Gone):
+                return  # expired
+            marked = _read_mark(entry.value)
+            if marked is None and entry.revision != revision:
+                return  # expired and taken by another replica: its run is after every trigger
+            owed = _newer(at_least if owes else None, marked.at_least if marked else None)
+            try:
+                await self.leases.update(lease.key, Mark(owed, abandoned=True).encode(), last=entry.revision)
+                return
+            except KeyWrongLastSequenceError:
+                continue  # marked (again) just now
 
     async def _renew(self, lease: KvLease, run: _Run) -> None:
         while True:

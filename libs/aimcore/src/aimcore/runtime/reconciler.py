@@ -61,6 +61,9 @@ class Result:
     requeue_after: float | None = None
 
 
+_WriteKey = tuple[str, str, str | None, str]  # group, kind, namespace, name
+
+
 class OwnWrites:
     """The children this replica wrote, at the resourceVersion the API server returned.
 
@@ -73,18 +76,26 @@ class OwnWrites:
     LIMIT = 4096
 
     def __init__(self) -> None:
-        self._versions: OrderedDict[tuple[str, str, str | None, str], str] = OrderedDict()
+        self._versions: OrderedDict[_WriteKey, str] = OrderedDict()
 
-    def record(self, ref: KindRef, obj: Obj) -> None:
+    def record(self, ref: KindRef, obj: Obj) -> tuple[_WriteKey, str] | None:
+        """Remember ``obj`` as written here; what was recorded (for :meth:`forget`)."""
         meta = obj.get("metadata") or {}
         version = meta.get("resourceVersion")
         if not version:
-            return
+            return None
         key = (ref.group, ref.kind, meta.get("namespace"), str(meta.get("name")))
         self._versions[key] = str(version)
         self._versions.move_to_end(key)
         while len(self._versions) > self.LIMIT:
             self._versions.popitem(last=False)
+        return key, str(version)
+
+    def forget(self, recorded: Iterable[tuple[_WriteKey, str]]) -> None:
+        """Forget writes recorded before, unless a later write of the same child replaced them."""
+        for key, version in recorded:
+            if self._versions.get(key) == version:
+                del self._versions[key]
 
     def consume(self, event: ChangeEvent) -> bool:
         """True (once) if ``event`` is a child's change this replica wrote itself."""
@@ -93,6 +104,28 @@ class OwnWrites:
             return False
         del self._versions[key]
         return True
+
+
+class RunWrites:
+    """The children one reconcile writes, recorded in its replica's :class:`OwnWrites` at once
+    (their change events may arrive before the reconcile ends) and forgotten if the reconcile
+    fails: a child's event is only "already known" to a reconcile that completed. Before, the
+    event of a child written by a reconcile that then failed was skipped by the replica that wrote
+    it, while the failed reconcile's retry went to the other replica: nothing ran again."""
+
+    def __init__(self, own: OwnWrites | None = None) -> None:
+        self.own = own if own is not None else OwnWrites()
+        self._recorded: list[tuple[_WriteKey, str]] = []
+
+    def record(self, ref: KindRef, obj: Obj) -> None:
+        recorded = self.own.record(ref, obj)
+        if recorded is not None:
+            self._recorded.append(recorded)
+
+    def withdraw(self) -> None:
+        """The reconcile failed: its writes are news to it after all."""
+        self.own.forget(self._recorded)
+        self._recorded.clear()
 
 
 R_co = TypeVar("R_co", bound=Resource, default=Resource, covariant=True)
@@ -108,8 +141,8 @@ class Request(Generic[R_co]):
     obj: Obj  # as stored: the status (the status service's), fragments a child copies verbatim
     informer: Informer
     reporter: Reporter
-    # a reconcile records the children it writes here (see OwnWrites; aimcore.runtime.writes)
-    writes: OwnWrites = field(default_factory=OwnWrites)
+    # a reconcile records the children it writes here (see RunWrites; aimcore.runtime.writes)
+    writes: RunWrites = field(default_factory=RunWrites)
 
     @property
     def namespace(self) -> str | None:
@@ -313,6 +346,7 @@ class Runtime:
             # and template cache's (aimctl bench scale).
             return
         if self.own_writes.consume(event):
+            log.debug("%s: written so by this replica", event.object.display)
             return  # a child exactly as this replica's reconcile wrote it
         if event.change is ChangeType.DELETED:  # its last state still names its owners
             dep = self.informer.last_known(ref, event.object.namespace, event.object.name)
@@ -320,7 +354,11 @@ class Runtime:
             dep = await self.informer.wait_for(
                 ref, event.object.namespace, event.object.name, event.resource_version
             )
-        for target_ref, ns, name in dict.fromkeys(watch.mapper(event, dep, self.informer)):
+        targets = list(dict.fromkeys(watch.mapper(event, dep, self.informer)))
+        log.debug(
+            "%s %s@%s wakes %s", event.change.value, event.object.display, event.resource_version, targets
+        )
+        for target_ref, ns, name in targets:
             await self.reconcile_object(target_ref, ns, name, None)
 
     async def reconcile_object(
@@ -338,6 +376,7 @@ class Runtime:
             # per object would otherwise cost three lease round trips for nothing
             obj = await self.informer.wait_for(ref, namespace, name, at_least)
             if obj is not None and self._reconciled.get(key) == _fingerprint(obj):
+                log.debug("%s: only its status changed since the last reconcile here", key)
                 return
 
         async def work(version: str | None) -> None:
@@ -347,6 +386,7 @@ class Runtime:
         async def reconcile(version: str | None) -> None:
             obj = await self.informer.wait_for(ref, namespace, name, version)
             if obj is None or is_paused(obj):
+                log.debug("%s: %s", key, "not in the mirror" if obj is None else "paused")
                 return
             fingerprint = _fingerprint(obj) if self.controller.ignore_own_status else None
             if own_change and fingerprint is not None and self._reconciled.get(key) == fingerprint:
@@ -364,7 +404,8 @@ class Runtime:
             if fingerprint is not None:
                 self._reconciled[key] = fingerprint
 
-        await self.leases.run_exclusive(key, work, at_least)
+        if not await self.leases.run_exclusive(key, work, at_least):
+            log.debug("%s: handed to the replica holding its lease", key)
 
     def _failed(self, ref: KindRef) -> dict[str, Any]:
         return failed_fields(ref, self.reporter.composer)
@@ -385,8 +426,13 @@ class Runtime:
         if _rejected_by_runtime(obj):
             conditions, fields = spec_valid_again(ref, self.reporter.composer)
             await self.reporter.report(ref, obj, conditions, fields)
-        request = Request(ref, resource, obj, self.informer, self.reporter, self.own_writes)
-        result = await self.controller.reconcile(request)
+        writes = RunWrites(self.own_writes)
+        request = Request(ref, resource, obj, self.informer, self.reporter, writes)
+        try:
+            result = await self.controller.reconcile(request)
+        except BaseException:
+            writes.withdraw()
+            raise
         self.reconciled += 1
         if result and result.requeue_after is not None:
             await schedule_requeue(self.js, self.controller.service, ref, obj, result.requeue_after)

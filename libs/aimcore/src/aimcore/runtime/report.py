@@ -85,6 +85,7 @@ class Reporter:
         """Publish unless the object's status already says exactly this. Returns True if sent."""
         report = self.build(ref, obj, conditions, fields, progress=progress)
         if self.composer.is_current(obj, report):
+            log.debug("%s: the status already says what this report would", report.object.display)
             self.skipped += 1
             return False
         await publish_report(self.js, report)
