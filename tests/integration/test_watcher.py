@@ -14,8 +14,8 @@ import pytest
 from aim_dev.crdinstall import CRD
 from aim_watcher.kind_watch import KindWatcher
 from aim_watcher.publisher import Publisher
-from aim_watcher.watching import mirrored
-from aimcore.api.bus import subjects, topology
+from aim_watcher.watching import seed
+from aimcore.api.bus import mirror, subjects, topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType
 from aimcore.api.kinds import by_kind
 from aimcore.runtime.kube import Gone, Kube
@@ -168,7 +168,7 @@ async def test_deletion_while_no_watcher_ran_is_noticed(kube: Kube, namespace: s
     await kube.delete(UNCACHED, namespace, "deleted-while-down")
 
     watcher = KindWatcher(kube, UNCACHED, publisher)
-    watcher.seed(await mirrored(kv, UNCACHED))
+    await seed(watcher, publisher, kv, bus)
     assert (namespace, "deleted-while-down") in watcher.known
     stop = asyncio.Event()
     task = asyncio.create_task(watcher.run(stop))
@@ -183,6 +183,47 @@ async def test_deletion_while_no_watcher_ran_is_noticed(kube: Kube, namespace: s
     changes = {(e.object.name, e.change) for e in await events_for(bus, namespace)}
     assert ("deleted-while-down", ChangeType.DELETED) in changes
     assert ("stays", ChangeType.ADDED) in changes  # never published before: new to the consumers
+
+
+async def test_a_version_mirrored_but_never_published_is_a_change_to_the_next_leader(  # type: ignore[no-untyped-def]
+    kube: Kube, namespace: str, bus
+) -> None:
+    """The mirror is written before the event: a leader stopped in between leaves a version its
+    dependents were never woken for. The next leader publishes it as a change (even for a kind
+    whose resync republishes nothing unchanged), and only it."""
+    kv = await topology.objects_bucket(bus)
+    publisher = Publisher(bus, kv)
+    published = await kube.create(UNCACHED, runtime_config("published", namespace))
+    await publisher.observe(UNCACHED, published, ChangeType.ADDED)  # mirrored and published
+    created = await kube.create(UNCACHED, runtime_config("mirrored-only", namespace))
+    await publisher.observe(UNCACHED, created, ChangeType.ADDED)
+    edited = await kube.patch(
+        UNCACHED, namespace, "mirrored-only", {"spec": {"defaultStorageClassName": "slow"}}
+    )
+    key = subjects.object_key(UNCACHED, namespace, "mirrored-only")
+    await kv.put(key, mirror.encode(edited))  # the leader stopped before publishing the edit
+
+    watcher = KindWatcher(kube, UNCACHED, Publisher(bus, kv), republish=False)
+    await seed(watcher, watcher.publisher, kv, bus)
+    assert not watcher.known[(namespace, "mirrored-only")].published
+    assert watcher.known[(namespace, "published")].published
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    try:
+        await watcher.synced.wait()
+    finally:
+        stop.set()
+        await task
+    events = await events_for(bus, namespace)
+    changes = {
+        name: [e.change for e in events if e.object.name == name] for name in ("published", "mirrored-only")
+    }
+    assert changes == {
+        "published": [ChangeType.ADDED],
+        "mirrored-only": [ChangeType.ADDED, ChangeType.MODIFIED],
+    }
+    last = [e for e in events if e.object.name == "mirrored-only"][-1]
+    assert last.resource_version == edited["metadata"]["resourceVersion"]
 
 
 async def test_a_resync_asked_for_republishes_everything_at_once_and_watching_goes_on(  # type: ignore[no-untyped-def]

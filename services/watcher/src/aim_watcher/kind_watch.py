@@ -48,11 +48,15 @@ class Known:
     uid: str
     resource_version: str
     generation: int | None
+    published: bool = True
+    """False for a version found in the mirror without its change event (a leader stopped
+    between writing the mirror and publishing): the next list publishes it as a change."""
 
     @classmethod
-    def of(cls, obj: Obj) -> Known:
+    def of(cls, obj: Obj, *, published: bool = True) -> Known:
         meta = obj.get("metadata") or {}
-        return cls(meta.get("uid", ""), str(meta.get("resourceVersion", "")), meta.get("generation"))
+        uid, rv = meta.get("uid", ""), str(meta.get("resourceVersion", ""))
+        return cls(uid, rv, meta.get("generation"), published)
 
     def tombstone(self, ref: KindRef, key: ObjKey) -> Obj:
         """The object as far as its deletion event needs it (identity and last version)."""
@@ -142,10 +146,13 @@ class KindWatcher:
         window (two minutes) is stored once."""
         self._resync_asked.set()
 
-    def seed(self, objects: list[Obj]) -> None:
-        """Objects the mirror already holds (from a previous run), so deletions are noticed."""
+    def seed(self, objects: list[Obj], published: Callable[[Obj], bool] = lambda _: True) -> None:
+        """Objects the mirror already holds (from a previous run), so deletions are noticed;
+        ``published`` says whether an object's change event went out too. A version mirrored but
+        never published is a change to the next list (its dependents were never woken for it),
+        not a resync."""
         for obj in objects:
-            self.known[object_key(obj)] = Known.of(obj)
+            self.known[object_key(obj)] = Known.of(obj, published=published(obj))
 
     async def run(self, stop: asyncio.Event) -> None:
         """List and watch until ``stop`` is set; a watch blocked on a quiet stream is cancelled."""
@@ -216,7 +223,11 @@ class KindWatcher:
             seen.add(key)
             meta = obj["metadata"]
             prev = self.known.get(key)
-            changed = prev is None or prev.resource_version != str(meta.get("resourceVersion"))
+            changed = (
+                prev is None
+                or not prev.published
+                or prev.resource_version != str(meta.get("resourceVersion"))
+            )
             if changed or (resync and self.republish):
                 # ``resync`` only for a version already published: consumers may take it as
                 # nothing new (their dependents get their own); one the watch missed is a change

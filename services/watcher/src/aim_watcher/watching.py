@@ -17,16 +17,18 @@ import signal
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 from prometheus_client import Gauge
 
 from aim_watcher.election import Election
 from aim_watcher.kind_watch import KindWatcher
 from aim_watcher.publisher import Publisher
-from aimcore.api.bus import topology
+from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.topology import Retention
 from aimcore.api.kinds import KindRef
-from aimcore.runtime.informer import kind_pattern, snapshot, snapshot_entries
+from aimcore.api.types import Obj
+from aimcore.runtime.informer import kind_pattern, last_per_subject, snapshot_entries
 from aimcore.runtime.lease import holder_id
 from aimcore.runtime.metrics import REGISTRY
 from aimcore.runtime.probes import READINESS
@@ -62,17 +64,36 @@ def unsynced(watchers: Sequence[KindWatcher]) -> str | None:
     return f"{len(waiting)} of {len(watchers)} kinds not listed yet ({', '.join(waiting[:3])}...)"
 
 
-async def mirrored(kv: KeyValue, ref: KindRef) -> list[dict[str, object]]:
-    """Objects of one kind currently in the mirror (so deletions while no watcher ran are seen)."""
-    return list((await snapshot(kv, kind_pattern(ref))).values())
+async def published_versions(js: JetStreamContext, ref: KindRef) -> dict[str, tuple[str, str]]:
+    """The (uid, resourceVersion) of each object's last change event in the events stream, by
+    mirror key: what was published, read from the events' ``Nats-Msg-Id`` headers only."""
+    prefix = f"{subjects.EVENTS_PREFIX}."
+    out: dict[str, tuple[str, str]] = {}
+    events = subjects.kind_filter(subjects.EVENTS_PREFIX, ref)
+    async for msg in last_per_subject(js, topology.EVENTS_STREAM, events, headers_only=True):
+        uid, _, rest = (msg.headers or {}).get("Nats-Msg-Id", "").partition(":")
+        out[msg.subject[len(prefix) :]] = (uid, rest.partition(":")[0])
+    return out
 
 
-async def seed(watcher: KindWatcher, publisher: Publisher, kv: KeyValue) -> None:
+async def seed(watcher: KindWatcher, publisher: Publisher, kv: KeyValue, js: JetStreamContext) -> None:
     """What the mirror holds of the watcher's kind, for the watcher (deletions while no watcher
     ran are seen) and for the publisher (a version already mirrored is not written, nor read and
-    compared, again: the first list after a restart republishes every object)."""
-    entries = await snapshot_entries(kv, kind_pattern(watcher.ref))
-    watcher.seed([obj for _, obj in entries.values()])
+    compared, again: the first list after a restart republishes every object).
+
+    The mirror is written before the change event, so a leader that stopped in between left
+    versions mirrored whose event never went out; the events stream says which (the last event of
+    each object), and the first list publishes those as changes, so their dependents are woken."""
+    ref = watcher.ref
+    entries = await snapshot_entries(kv, kind_pattern(ref))
+    events = await published_versions(js, ref)
+
+    def published(obj: Obj) -> bool:
+        meta = obj.get("metadata") or {}
+        key = subjects.object_key(ref, meta.get("namespace"), str(meta.get("name")))
+        return events.get(key) == (meta.get("uid", ""), str(meta.get("resourceVersion", "")))
+
+    watcher.seed([obj for _, obj in entries.values()], published)
     publisher.remember({key: (revision, obj) for key, (revision, obj) in entries.items()})
 
 
@@ -90,7 +111,7 @@ async def start_watchers(ctx: ServiceContext, kinds: Watched) -> list[KindWatche
             label_selector=kind.selector,
             republish=kind.reconciled,
         )
-        await seed(w, publisher, kv)
+        await seed(w, publisher, kv, ctx.js)
         watchers.append(w)
     return watchers
 

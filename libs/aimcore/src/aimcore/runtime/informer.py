@@ -22,10 +22,11 @@ import hashlib
 import json
 import logging
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import KeyDeletedError, KeyNotFoundError
@@ -105,36 +106,45 @@ async def snapshot_raw(kv: KeyValue, pattern: str) -> dict[Key, tuple[int, bytes
     Two nats-py shortcuts are unreliable here: ``KeyValue.keys(filters=...)`` also
     substring-matches each filter on the client (a wildcard never matches), and a KV watch may
     signal "initial values done" before values it already received are processed. So this reads
-    the bucket's stream with an ephemeral pull consumer (last message per key) and stops after
-    exactly the number of messages the consumer reported pending when it was created."""
-    js: JetStreamContext = kv._js
+    the bucket's stream with :func:`last_per_subject`."""
     prefix: str = kv._pre
+    out: dict[Key, tuple[int, bytes]] = {}
+    async for msg in last_per_subject(kv._js, kv._stream, prefix + pattern):
+        key = msg.subject[len(prefix) :]
+        operation = (msg.headers or {}).get("KV-Operation")
+        if operation in (KV_DEL, KV_PURGE) or not msg.data:
+            out.pop(key, None)
+        else:
+            out[key] = (msg.metadata.sequence.stream, msg.data)
+    return out
+
+
+async def last_per_subject(
+    js: JetStreamContext, stream: str, subject_filter: str, *, headers_only: bool = False
+) -> AsyncIterator[Msg]:
+    """The last message of each subject under ``subject_filter`` in ``stream`` (only their
+    headers if ``headers_only``), oldest first: an ephemeral pull consumer read until exactly the
+    number of messages it reported pending when it was created."""
     psub = await js.pull_subscribe(
-        prefix + pattern,
-        stream=kv._stream,
+        subject_filter,
+        stream=stream,
         config=ConsumerConfig(
             deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
             ack_policy=AckPolicy.NONE,
             inactive_threshold=60.0,
             mem_storage=True,
+            headers_only=headers_only or None,
         ),
     )
-    out: dict[Key, tuple[int, bytes]] = {}
     try:
         remaining = (await psub.consumer_info()).num_pending or 0
         while remaining > 0:
             for msg in await psub.fetch(min(remaining, 512), timeout=10):
                 remaining = msg.metadata.num_pending or 0
-                key = msg.subject[len(prefix) :]
-                operation = (msg.headers or {}).get("KV-Operation")
-                if operation in (KV_DEL, KV_PURGE) or not msg.data:
-                    out.pop(key, None)
-                else:
-                    out[key] = (msg.metadata.sequence.stream, msg.data)
+                yield msg
     finally:
         with contextlib.suppress(Exception):
             await psub.unsubscribe()
-    return out
 
 
 def digest(raw: bytes) -> bytes:

@@ -183,6 +183,7 @@ ROLES: tuple[Role, ...] = (
             *declare(*ALL_STREAMS, *(kv_stream(b) for b in ALL_BUCKETS)),
             *kv_write(topology.OBJECTS_BUCKET),
             *kv_write(topology.ELECTION_BUCKET),
+            *browse(topology.EVENTS_STREAM),  # which mirrored versions were published (a new leader)
             "aim.events.>",
         ),
     ),
