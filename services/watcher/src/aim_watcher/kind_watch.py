@@ -1,8 +1,8 @@
 """List-then-watch one kind, the way informers do: bookmarks keep the resourceVersion fresh, a
-``410 Gone`` or a broken stream goes back to listing, and a periodic relist republishes every object
-as a ``resync`` event so a lost message delays work but never loses it (or at once when asked:
-:meth:`KindWatcher.request_resync`). Deletions that happened while no watch was open are found by
-diffing the relist against what was known.
+``410 Gone`` or a broken stream goes back to listing (publishing only what changed), and a
+periodic relist republishes every object as a ``resync`` event so a lost message delays work but
+never loses it (or at once when asked: :meth:`KindWatcher.request_resync`). Deletions that
+happened while no watch was open are found by diffing the relist against what was known.
 """
 
 from __future__ import annotations
@@ -167,7 +167,11 @@ class KindWatcher:
     async def _run(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         next_resync = loop.time() + self.resync_seconds
-        resync = True  # the first list republishes everything
+        # The first list publishes what is new to the bus: versions nobody published (seeded from
+        # the mirror and the events stream: watching.seed), deletions missed. Republishing every
+        # object as well made each watcher restart or failover a full resync of every service
+        # (and held the new leader's readiness for it); the interval's resync is the safety net.
+        resync = False
         failures = 0
         while not stop.is_set():
             try:

@@ -78,8 +78,8 @@ async def published_versions(js: JetStreamContext, ref: KindRef) -> dict[str, tu
 
 async def seed(watcher: KindWatcher, publisher: Publisher, kv: KeyValue, js: JetStreamContext) -> None:
     """What the mirror holds of the watcher's kind, for the watcher (deletions while no watcher
-    ran are seen) and for the publisher (a version already mirrored is not written, nor read and
-    compared, again: the first list after a restart republishes every object).
+    ran are seen, and versions already published are not published again) and for the publisher
+    (a version already mirrored is not written, nor read and compared, again).
 
     The mirror is written before the change event, so a leader that stopped in between left
     versions mirrored whose event never went out; the events stream says which (the last event of
