@@ -51,7 +51,7 @@ def test_process_defaults() -> None:
     assert (s.kubeconfig, s.system_namespace, s.resync_seconds, s.log_level, s.reconcile_journal) == (
         None,
         "aim-system",
-        600.0,
+        1800.0,
         "INFO",
         None,
     )

@@ -23,6 +23,7 @@ from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.runtime.kube import ApiException, Gone, Kube, describe_error
 from aimcore.runtime.metrics import REGISTRY
+from aimcore.runtime.settings.process import RESYNC_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class KindWatcher:
         ref: KindRef,
         publisher: Publisher,
         *,
-        resync_seconds: float = 600.0,
+        resync_seconds: float = RESYNC_SECONDS,
         watch_timeout: int = 300,
         label_selector: str | None = None,
         republish: bool = True,

@@ -14,7 +14,8 @@ consumer drained, the operator's processes idle) and only then measures, at that
 - **one full resync**, asked of the watcher (``SIGUSR1``; the periodic one does the same work every
   ``AIM_RESYNC_SECONDS``): CPU of each process and the API requests, from the signal until the
   operator has converged again, less the idle CPU of that time. ``resync_core_share`` is that CPU
-  spread over the default interval (600 s): the budget is 0.1 core;
+  spread over the default interval (:data:`aimcore.runtime.settings.process.RESYNC_SECONDS`):
+  the budget is 0.1 core;
 - **restart to ready**: each service, then nats-server, stopped (SIGTERM) and started again, the
   seconds from the start until ``/readyz`` answers 200 (nats-server: ``/healthz``);
 - **the whole operator restarted**: every service and nats-server stopped, then started; the
@@ -74,6 +75,7 @@ from aim_dev.local.stack import Stack
 from aimcore.api.kinds import GROUP_AIM, by_kind
 from aimcore.runtime.bus import connect_bus
 from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime.settings.process import RESYNC_SECONDS
 
 AIMSVC = by_kind(GROUP_AIM, "AIMService")
 MODEL = by_kind(GROUP_AIM, "AIMModel")
@@ -85,7 +87,7 @@ PER_GROUP = 100
 """AIMServices per model (with its template and template cache)."""
 REPO = "bench/tiny"
 FILES = {"config.json": b'{"architectures": ["LlamaForCausalLM"]}', "model.safetensors": bytes(64 * 1024)}
-DEFAULT_RESYNC_SECONDS = 600.0
+DEFAULT_RESYNC_SECONDS = RESYNC_SECONDS
 """The interval the resync's CPU is spread over (``AIM_RESYNC_SECONDS``' default)."""
 RESYNC_BUDGET_CORES = 0.1
 TOTAL_RSS_BUDGET_MIB = 2048
@@ -206,7 +208,7 @@ TABLE_ROWS: tuple[tuple[str, str], ...] = (
     ("objects", "objects the operator mirrors (every kind it watches)"),
     ("idle_cpu_cores.total", "idle CPU, operator + NATS (cores)"),
     ("resync.cpu_seconds.total", "one full resync: CPU-s, operator + NATS"),
-    ("resync.core_share", "resync CPU over a 600 s interval (cores; budget 0.1)"),
+    ("resync.core_share", f"resync CPU over a {RESYNC_SECONDS:.0f} s interval (cores; budget 0.1)"),
     ("resync.api_requests", "one full resync: API requests"),
     ("resync.seconds", "one full resync: seconds until converged"),
     ("rss_mib.total", "RSS, six services + nats-server (MiB; budget 2048)"),

@@ -13,6 +13,11 @@ from aimcore.runtime.settings.base import AimSettings, setting, split_commas
 
 LOG_LEVELS = tuple(logging.getLevelNamesMapping())
 
+RESYNC_SECONDS = 1800.0
+"""The default resync interval. A resync reconciles every object once (about 2.5 CPU-ms per
+AIMService across the operator, docs/benchmarks.md), so 30 minutes keeps it within a tenth of a
+core up to about 70,000 AIMServices; controller-runtime's default is 10 hours."""
+
 
 def _log_level(value: Any) -> Any:
     if not isinstance(value, str):
@@ -53,12 +58,13 @@ class ProcessSettings(AimSettings):
         "and templates of cluster-scoped models live here.",
     )
     resync_seconds: float = setting(
-        600.0,
+        RESYNC_SECONDS,
         env="AIM_RESYNC_SECONDS",
         gt=0,
         form="seconds, a number > 0",
-        description="How often the watcher lists every watched kind again and republishes what "
-        "changed (a safety net for missed events).",
+        description="How often the watcher lists every watched kind again and republishes every "
+        "object of a kind some service reconciles (a safety net for missed events and lost "
+        "triggers; each costs about one reconcile per object).",
     )
     log_level: Annotated[str, BeforeValidator(_log_level)] = setting(
         "INFO",
