@@ -296,7 +296,7 @@ class ObjectLeases:
                 except KeyWrongLastSequenceError:
                     continue  # another replica took it just now: mark theirs
             if marked is not None and _newer(marked.at_least, at_least) == marked.at_least:
-                return await self._wait_taken_up(lease, entry.revision, marked.held_since, at_least)
+                return await self._wait_taken_up(lease, entry.revision, marked.held_since, marked.at_least)
             # a mark keeps the time the holder last wrote: writing it must not restart the clock
             mark = Mark(
                 _newer(marked.at_least if marked else None, at_least),
