@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -139,6 +139,7 @@ class KindWatcher:
         self.relists = 0
         self.expired = 0
         self._resync_asked = asyncio.Event()
+        RESYNCS.labels(ref.short)  # exposed from the start, at 0 until the first resync
 
     def request_resync(self) -> None:
         """Resync now rather than at the end of the interval: the open watch is left, every object
@@ -279,9 +280,16 @@ class KindWatcher:
         return rv
 
     async def _follow(
-        self, stream: AsyncIterator[Obj], rv: str, stop: asyncio.Event, timeout: int, pending: PerObject
+        self,
+        stream: AsyncGenerator[Obj, None],
+        rv: str,
+        stop: asyncio.Event,
+        timeout: int,
+        pending: PerObject,
     ) -> str:
-        async with asyncio.timeout(timeout + 60):  # a silently stalled stream is abandoned
+        # closed on the way out, cancelled included (a resync asked for, a stall): its connection
+        # is released now rather than whenever the generator is collected
+        async with contextlib.aclosing(stream), asyncio.timeout(timeout + 60):  # a stalled stream is left
             async for event in stream:
                 if stop.is_set():
                     break

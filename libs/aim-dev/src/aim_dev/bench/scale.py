@@ -25,9 +25,9 @@ consumer drained, the operator's processes idle) and only then measures, at that
 Resyncs and restarts are taken apart by more than JetStream's duplicate window (two minutes): a
 version republished within it is stored once, which would hide the work.
 
-``--profile DIR`` runs py-spy on each service during each resync (:mod:`aim_dev.bench.profile`;
-collapsed stacks under ``DIR``, the top frames to stderr); a profiled run's figures are not the
-benchmark's.
+``--profile DIR`` runs py-spy on each service during each resync, and on the watcher and the
+deployer from their restart until ready (:mod:`aim_dev.bench.profile`; collapsed stacks under
+``DIR``, the top frames to stderr); a profiled run's figures are not the benchmark's.
 
 The bench's own requests are left out of the API figures (its convergence checks read NATS, not
 the API server, while a figure is being measured). Human-readable lines and a Markdown table go to
@@ -538,7 +538,15 @@ class Bench:
         for name in consuming.SERVICES:
             self.operator.stop_service(name)
             self.operator.start_service(name)
+            profiler = None
+            if self.profile is not None and name in ("watcher", "deployer"):
+                pid = {name: self.operator.pids()[name]}
+                profiler = Profiler(self.profile / f"restart-{name}-{int(time.time())}", pid)
+                profiler.start()
             took[name] = round((await self.operator.until_ready([name], timeout=600))[name], 2)
+            if profiler is not None:
+                for found in (await asyncio.to_thread(profiler.stop)).values():
+                    say(found.summary())
             if name == "watcher":
                 self.last_republish = time.monotonic()
             say(f"  {name}: ready {took[name]:.1f} s after a restart")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import errno
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any, cast
 
 import aiohttp
@@ -149,9 +149,9 @@ class Kube:
         namespace: str | None = None,
         timeout_seconds: int = 300,
         label_selector: str | None = None,
-    ) -> AsyncIterator[Obj]:
+    ) -> AsyncGenerator[Obj, None]:
         """Raw watch events (``{"type", "object"}``), bookmarks included, until the server ends the
-        stream. Raises :class:`Gone` on 410."""
+        stream (or the caller closes it: ``contextlib.aclosing``). Raises :class:`Gone` on 410."""
         query: list[tuple[str, Any]] = [
             ("watch", "true"),
             ("resourceVersion", resource_version),
