@@ -72,6 +72,17 @@ async def expired(kube: Kube, resource_version: str) -> bool:
     return False
 
 
+async def listed_once(watcher: KindWatcher) -> None:
+    """Run ``watcher`` until its first list is published, then stop it."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    try:
+        await watcher.synced.wait()
+    finally:
+        stop.set()
+        await task
+
+
 async def events_for(js, namespace: str) -> list[ChangeEvent]:  # type: ignore[no-untyped-def]
     sub = await js.subscribe(
         f"{subjects.EVENTS_PREFIX}.silogen.AIMRuntimeConfig.{subjects.escape(namespace)}.>",
@@ -170,13 +181,7 @@ async def test_deletion_while_no_watcher_ran_is_noticed(kube: Kube, namespace: s
     watcher = KindWatcher(kube, UNCACHED, publisher)
     await seed(watcher, publisher, kv, bus)
     assert (namespace, "deleted-while-down") in watcher.known
-    stop = asyncio.Event()
-    task = asyncio.create_task(watcher.run(stop))
-    try:
-        await watcher.synced.wait()
-    finally:
-        stop.set()
-        await task
+    await listed_once(watcher)
     assert (namespace, "deleted-while-down") not in watcher.known
     with pytest.raises(Exception, match=r"(?i)not ?found|deleted"):
         await kv.get(subjects.object_key(UNCACHED, namespace, "deleted-while-down"))
@@ -207,13 +212,7 @@ async def test_a_version_mirrored_but_never_published_is_a_change_to_the_next_le
     await seed(watcher, watcher.publisher, kv, bus)
     assert not watcher.known[(namespace, "mirrored-only")].published
     assert watcher.known[(namespace, "published")].published
-    stop = asyncio.Event()
-    task = asyncio.create_task(watcher.run(stop))
-    try:
-        await watcher.synced.wait()
-    finally:
-        stop.set()
-        await task
+    await listed_once(watcher)
     events = await events_for(bus, namespace)
     changes = {
         name: [e.change for e in events if e.object.name == name] for name in ("published", "mirrored-only")
