@@ -9,10 +9,10 @@ import secrets
 import pytest
 from nats.js import JetStreamContext
 
-from aimcore.api.bus import subjects
+from aimcore.api.bus import mirror, subjects
 from aimcore.api.errors import TransientError
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.informer import Informer, field_indexer, kind_pattern, snapshot
+from aimcore.runtime.informer import Informer, field_indexer, kind_pattern, snapshot, snapshot_identities
 from tests.helpers import eventually
 
 TEMPLATE = by_kind("aim.eai.amd.com", "AIMServiceTemplate")
@@ -145,3 +145,32 @@ async def test_a_value_delivered_again_is_not_parsed_again(js: JetStreamContext)
         assert informer.objects[key] is not newer and informer.objects[key] == newer
     finally:
         await informer.stop()
+
+
+async def test_identities_are_read_from_the_entries_headers_without_their_objects(
+    js: JetStreamContext,
+) -> None:
+    """A new watcher leader seeds itself from the mirror's headers: each current entry's revision
+    and its object's uid, resourceVersion and generation, deleted keys left out; an entry written
+    without the headers (by an older watcher) is read whole."""
+    kv = await js.create_key_value(bucket=f"mirror-{secrets.token_hex(4)}")
+    prefix = kv._pre
+    with_headers = {
+        **template("t-1", "m", 7),
+        "metadata": {**template("t-1", "m", 7)["metadata"], "generation": 3},
+    }
+    await js.publish(
+        prefix + subjects.object_key(TEMPLATE, "ns", "t-1"),
+        mirror.encode(with_headers),
+        headers=mirror.identity_headers(with_headers),
+    )
+    await put(kv, template("t-2", "m", 8))  # no headers
+    await put(kv, template("gone", "m", 9))
+    await kv.delete(subjects.object_key(TEMPLATE, "ns", "gone"))
+    got = await snapshot_identities(kv, kind_pattern(TEMPLATE))
+    assert {key: identity for key, (_, identity) in got.items()} == {
+        subjects.object_key(TEMPLATE, "ns", "t-1"): mirror.Identity("u-t-1", "7", 3),
+        subjects.object_key(TEMPLATE, "ns", "t-2"): mirror.Identity("u-t-2", "8", None),
+    }
+    entry = await kv.get(subjects.object_key(TEMPLATE, "ns", "t-1"))
+    assert got[subjects.object_key(TEMPLATE, "ns", "t-1")][0] == entry.revision

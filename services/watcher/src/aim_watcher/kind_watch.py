@@ -54,10 +54,9 @@ class Known:
     between writing the mirror and publishing): the next list publishes it as a change."""
 
     @classmethod
-    def of(cls, obj: Obj, *, published: bool = True) -> Known:
+    def of(cls, obj: Obj) -> Known:
         meta = obj.get("metadata") or {}
-        uid, rv = meta.get("uid", ""), str(meta.get("resourceVersion", ""))
-        return cls(uid, rv, meta.get("generation"), published)
+        return cls(meta.get("uid", ""), str(meta.get("resourceVersion", "")), meta.get("generation"))
 
     def tombstone(self, ref: KindRef, key: ObjKey) -> Obj:
         """The object as far as its deletion event needs it (identity and last version)."""
@@ -148,13 +147,12 @@ class KindWatcher:
         window (two minutes) is stored once."""
         self._resync_asked.set()
 
-    def seed(self, objects: list[Obj], published: Callable[[Obj], bool] = lambda _: True) -> None:
-        """Objects the mirror already holds (from a previous run), so deletions are noticed;
-        ``published`` says whether an object's change event went out too. A version mirrored but
-        never published is a change to the next list (its dependents were never woken for it),
-        not a resync."""
-        for obj in objects:
-            self.known[object_key(obj)] = Known.of(obj, published=published(obj))
+    def seed(self, known: dict[ObjKey, Known]) -> None:
+        """What the mirror already holds (from a previous run), so deletions are noticed and what
+        was published is not published again. A version mirrored but never published
+        (``Known.published``) is a change to the next list (its dependents were never woken for
+        it), not a resync."""
+        self.known.update(known)
 
     async def run(self, stop: asyncio.Event) -> None:
         """List and watch until ``stop`` is set; a watch blocked on a quiet stream is cancelled."""

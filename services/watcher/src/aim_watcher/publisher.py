@@ -18,7 +18,8 @@ from typing import Any
 from nats.errors import Error as NatsError
 from nats.errors import MaxPayloadError
 from nats.js import JetStreamContext
-from nats.js.errors import KeyDeletedError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.api import Header
+from nats.js.errors import APIError, KeyDeletedError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 from opentelemetry import trace
 
@@ -29,6 +30,7 @@ from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.runtime import tracing
 from aimcore.runtime.consumer import BUS_RETRY
+from aimcore.runtime.lease import WRONG_LAST_SEQUENCE
 from aimcore.runtime.resourceversion import rv_int
 
 log = logging.getLogger(__name__)
@@ -48,11 +50,11 @@ class Publisher:
         self.too_large = 0
         self._written: dict[str, tuple[int, int]] = {}  # key → (KV revision, resourceVersion) written here
 
-    def remember(self, entries: Mapping[str, tuple[int, Obj]]) -> None:
-        """Mirror entries (key → (revision, object)) as if this publisher had written them, so a
-        later version is one conditional write and the same version none at all."""
-        for key, (revision, obj) in entries.items():
-            self._written[key] = (revision, rv_int((obj.get("metadata") or {}).get("resourceVersion")))
+    def remember(self, entries: Mapping[str, tuple[int, str]]) -> None:
+        """Mirror entries (key → (revision, resourceVersion)) as if this publisher had written
+        them, so a later version is one conditional write and the same version none at all."""
+        for key, (revision, version) in entries.items():
+            self._written[key] = (revision, rv_int(version))
 
     async def observe(self, ref: KindRef, obj: Obj, change: ChangeType) -> None:
         meta = obj.get("metadata") or {}
@@ -92,15 +94,19 @@ class Publisher:
         if big is not None:
             self.too_large += 1
             log.warning("%s: %s; mirrored as a placeholder", key, big.message)
+        headers = mirror.identity_headers(obj)
         try:
-            await self._write(key, value, rv, change)
+            await self._write(key, value, rv, change, headers)
         except MaxPayloadError:  # refused although under the server's stated limit: never retried as is
             self.too_large += 1
             limit = self.max_payload() - mirror.HEADROOM
-            await self._write(key, mirror.encode(mirror.placeholder(obj, len(value), limit)), rv, change)
+            value = mirror.encode(mirror.placeholder(obj, len(value), limit))
+            await self._write(key, value, rv, change, headers)
 
-    async def _write(self, key: str, value: bytes, rv: int, change: ChangeType) -> None:
-        if change is not ChangeType.DELETED and await self._fast_write(key, value, rv, change):
+    async def _write(
+        self, key: str, value: bytes, rv: int, change: ChangeType, headers: dict[str, str]
+    ) -> None:
+        if change is not ChangeType.DELETED and await self._fast_write(key, value, rv, change, headers):
             return
         for _ in range(5):
             try:
@@ -121,15 +127,17 @@ class Publisher:
                     if current is not None and last is not None:
                         await self.kv.delete(key, last=last)
                 elif last is None:
-                    self._written[key] = (await self.kv.create(key, value), rv)
+                    self._written[key] = (await self._create(key, value, headers), rv)
                 else:
-                    self._written[key] = (await self.kv.update(key, value, last=last), rv)
+                    self._written[key] = (await self._put(key, value, last, headers), rv)
                 return
             except KeyWrongLastSequenceError:
                 continue  # another writer got there first: look again
         raise TransientError(f"mirror {key}: too many concurrent writers")
 
-    async def _fast_write(self, key: str, value: bytes, rv: int, change: ChangeType) -> bool:
+    async def _fast_write(
+        self, key: str, value: bytes, rv: int, change: ChangeType, headers: dict[str, str]
+    ) -> bool:
         """The write without a read, when this publisher knows the key's last revision (or the
         object is new); False when someone else wrote in between (the caller reads and decides)."""
         known = self._written.get(key)
@@ -139,14 +147,37 @@ class Publisher:
                 if have >= rv:
                     self.stale_skipped += 1
                     return True
-                self._written[key] = (await self.kv.update(key, value, last=last), rv)
+                self._written[key] = (await self._put(key, value, last, headers), rv)
                 return True
             if change is ChangeType.ADDED:
-                self._written[key] = (await self.kv.create(key, value), rv)
+                self._written[key] = (await self._create(key, value, headers), rv)
                 return True
         except KeyWrongLastSequenceError:
             self._written.pop(key, None)
         return False
+
+    async def _put(self, key: str, value: bytes, last: int, headers: dict[str, str]) -> int:
+        """``KeyValue.update`` (``last`` 0: the key must not exist), with the object's identity in
+        the entry's headers (:func:`aimcore.api.bus.mirror.identity_headers`); the new revision."""
+        conditional = {**headers, Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(last)}
+        try:
+            ack = await self.js.publish(f"{self.kv._pre}{key}", value, headers=conditional)
+        except APIError as exc:
+            if exc.err_code in WRONG_LAST_SEQUENCE:
+                raise KeyWrongLastSequenceError(description=exc.description) from exc
+            raise
+        return int(ack.seq)
+
+    async def _create(self, key: str, value: bytes, headers: dict[str, str]) -> int:
+        """``KeyValue.create``: the key must not exist, or exist deleted (a tombstone)."""
+        try:
+            return await self._put(key, value, 0, headers)
+        except KeyWrongLastSequenceError:
+            try:
+                await self.kv.get(key)
+            except KeyDeletedError as deleted:
+                return await self._put(key, value, deleted.entry.revision, headers)
+            raise
 
     async def _retry(self, op: Any, what: str) -> None:
         attempt = 0

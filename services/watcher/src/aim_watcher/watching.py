@@ -22,13 +22,12 @@ from nats.js.kv import KeyValue
 from prometheus_client import Gauge
 
 from aim_watcher.election import Election
-from aim_watcher.kind_watch import KindWatcher
+from aim_watcher.kind_watch import KindWatcher, Known, ObjKey
 from aim_watcher.publisher import Publisher
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.topology import Retention
 from aimcore.api.kinds import KindRef
-from aimcore.api.types import Obj
-from aimcore.runtime.informer import kind_pattern, last_per_subject, snapshot_entries
+from aimcore.runtime.informer import kind_pattern, last_per_subject, snapshot_identities
 from aimcore.runtime.lease import holder_id
 from aimcore.runtime.metrics import REGISTRY
 from aimcore.runtime.probes import READINESS
@@ -79,22 +78,26 @@ async def published_versions(js: JetStreamContext, ref: KindRef) -> dict[str, tu
 async def seed(watcher: KindWatcher, publisher: Publisher, kv: KeyValue, js: JetStreamContext) -> None:
     """What the mirror holds of the watcher's kind, for the watcher (deletions while no watcher
     ran are seen, and versions already published are not published again) and for the publisher
-    (a version already mirrored is not written, nor read and compared, again).
+    (a version already mirrored is not written, nor read and compared, again). Read from the
+    entries' identity headers: no object is parsed.
 
     The mirror is written before the change event, so a leader that stopped in between left
     versions mirrored whose event never went out; the events stream says which (the last event of
     each object), and the first list publishes those as changes, so their dependents are woken."""
     ref = watcher.ref
-    entries = await snapshot_entries(kv, kind_pattern(ref))
+    entries = await snapshot_identities(kv, kind_pattern(ref))
     events = await published_versions(js, ref)
-
-    def published(obj: Obj) -> bool:
-        meta = obj.get("metadata") or {}
-        key = subjects.object_key(ref, meta.get("namespace"), str(meta.get("name")))
-        return events.get(key) == (meta.get("uid", ""), str(meta.get("resourceVersion", "")))
-
-    watcher.seed([obj for _, obj in entries.values()], published)
-    publisher.remember({key: (revision, obj) for key, (revision, obj) in entries.items()})
+    known: dict[ObjKey, Known] = {}
+    for key, (_, identity) in entries.items():
+        _, _, namespace, name = subjects.parse_object_tokens(key.split("."))
+        published = events.get(key) == (identity.uid, identity.resource_version)
+        known[(namespace, name)] = Known(
+            identity.uid, identity.resource_version, identity.generation, published
+        )
+    watcher.seed(known)
+    publisher.remember(
+        {key: (revision, identity.resource_version) for key, (revision, identity) in entries.items()}
+    )
 
 
 async def start_watchers(ctx: ServiceContext, kinds: Watched) -> list[KindWatcher]:

@@ -32,7 +32,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import KeyDeletedError, KeyNotFoundError
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
-from aimcore.api.bus import subjects
+from aimcore.api.bus import mirror, subjects
 from aimcore.api.errors import TransientError
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
@@ -95,11 +95,6 @@ async def snapshot(kv: KeyValue, pattern: str) -> dict[Key, Obj]:
     return {key: json.loads(raw) for key, (_, raw) in (await snapshot_raw(kv, pattern)).items()}
 
 
-async def snapshot_entries(kv: KeyValue, pattern: str) -> dict[Key, tuple[int, Obj]]:
-    """Current objects under a key pattern, each with its entry's revision in the bucket."""
-    return {key: (rev, json.loads(raw)) for key, (rev, raw) in (await snapshot_raw(kv, pattern)).items()}
-
-
 async def snapshot_raw(kv: KeyValue, pattern: str) -> dict[Key, tuple[int, bytes]]:
     """Current entries under a key pattern: each key's revision and value as stored.
 
@@ -116,6 +111,35 @@ async def snapshot_raw(kv: KeyValue, pattern: str) -> dict[Key, tuple[int, bytes
             out.pop(key, None)
         else:
             out[key] = (msg.metadata.sequence.stream, msg.data)
+    return out
+
+
+async def snapshot_identities(kv: KeyValue, pattern: str) -> dict[Key, tuple[int, mirror.Identity]]:
+    """Each current entry's revision and its object's identity, from the entries' headers alone
+    (:func:`aimcore.api.bus.mirror.identity_headers`): no object is transferred or parsed. An entry
+    written without them (by a watcher before these headers) is read whole, once."""
+    prefix: str = kv._pre
+    out: dict[Key, tuple[int, mirror.Identity]] = {}
+    bare: dict[Key, int] = {}
+    async for msg in last_per_subject(kv._js, kv._stream, prefix + pattern, headers_only=True):
+        key = msg.subject[len(prefix) :]
+        headers = msg.headers or {}
+        out.pop(key, None)
+        bare.pop(key, None)
+        if headers.get("KV-Operation") in (KV_DEL, KV_PURGE):
+            continue
+        known = mirror.identity(headers)
+        if known is not None:
+            out[key] = (msg.metadata.sequence.stream, known)
+        else:
+            bare[key] = msg.metadata.sequence.stream
+    for key in bare:
+        with contextlib.suppress(KeyNotFoundError, KeyDeletedError):
+            entry = await kv.get(key)
+            if entry.value:
+                read = mirror.identity(mirror.identity_headers(json.loads(entry.value)))
+                assert read is not None
+                out[key] = (entry.revision or 0, read)
     return out
 
 
