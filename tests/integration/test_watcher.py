@@ -18,6 +18,7 @@ from aim_watcher.watching import seed
 from aimcore.api.bus import mirror, subjects, topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType
 from aimcore.api.kinds import by_kind
+from aimcore.runtime.informer import kind_pattern, snapshot_identities
 from aimcore.runtime.kube import Gone, Kube
 from aimcore.runtime.metrics import REGISTRY
 from tests.helpers import eventually, manifest
@@ -168,6 +169,35 @@ async def test_mirror_never_regresses(bus) -> None:  # type: ignore[no-untyped-d
     await publisher.observe(MODEL, gone, ChangeType.DELETED)
     with pytest.raises(Exception, match=r"(?i)not ?found|deleted"):
         await kv.get(subjects.object_key(MODEL, "ns", "m"))
+
+
+async def test_an_object_deleted_and_created_again_is_mirrored_again_with_its_identity(bus) -> None:  # type: ignore[no-untyped-def]
+    """The mirror write of a new object conditions on the key not existing; a key deleted before
+    holds a tombstone, which the write replaces (CI: a download Job deleted to retry, created again
+    under the same name, was never mirrored again)."""
+    kv = await topology.objects_bucket(bus)
+    publisher = Publisher(bus, kv)
+    first = runtime_config("again", "ns-again") | {
+        "metadata": {
+            "name": "again",
+            "namespace": "ns-again",
+            "uid": "u1",
+            "resourceVersion": "5",
+            "generation": 1,
+        }
+    }
+    second = first | {"metadata": {**first["metadata"], "uid": "u2", "resourceVersion": "9"}}
+    await publisher.observe(UNCACHED, first, ChangeType.ADDED)
+    await publisher.observe(UNCACHED, first, ChangeType.DELETED)
+    fresh = Publisher(bus, kv)  # a watcher that never saw it (the first one forgot it on deletion)
+    async with asyncio.timeout(30):  # a write that cannot replace the tombstone is retried forever
+        for writer in (publisher, fresh):
+            await writer.observe(UNCACHED, second, ChangeType.ADDED)
+    key = subjects.object_key(UNCACHED, "ns-again", "again")
+    entry = await kv.get(key)
+    assert entry.value is not None and json.loads(entry.value)["metadata"]["uid"] == "u2"
+    identities = await snapshot_identities(kv, kind_pattern(UNCACHED, "ns-again"))
+    assert identities[key][1] == mirror.Identity("u2", "9", 1)
 
 
 async def test_deletion_while_no_watcher_ran_is_noticed(kube: Kube, namespace: str, bus) -> None:  # type: ignore[no-untyped-def]

@@ -175,8 +175,11 @@ class Publisher:
         except KeyWrongLastSequenceError:
             try:
                 await self.kv.get(key)
-            except KeyDeletedError as deleted:
-                return await self._put(key, value, deleted.entry.revision, headers)
+            except (KeyNotFoundError, KeyDeletedError) as gone:  # nats-py: a tombstone's entry
+                tombstone = getattr(gone, "entry", None)
+                if tombstone is None or not tombstone.revision:
+                    raise
+                return await self._put(key, value, tombstone.revision, headers)
             raise
 
     async def _retry(self, op: Any, what: str) -> None:
