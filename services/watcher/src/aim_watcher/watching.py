@@ -83,7 +83,9 @@ async def seed(watcher: KindWatcher, publisher: Publisher, kv: KeyValue, js: Jet
 
     The mirror is written before the change event, so a leader that stopped in between left
     versions mirrored whose event never went out; the events stream says which (the last event of
-    each object), and the first list publishes those as changes, so their dependents are woken."""
+    each object), and the first list publishes those as changes, so their dependents are woken.
+    (A version whose last event has aged out of the stream counts as unpublished too: republished
+    once as a change, which costs a reconcile and never skips one.)"""
     ref = watcher.ref
     entries = await snapshot_identities(kv, kind_pattern(ref))
     events = await published_versions(js, ref)
