@@ -83,3 +83,17 @@ def test_numbers_in_the_table_read_as_numbers() -> None:
         "0.0422",
         "3",
     ]
+
+
+def test_every_round_at_the_largest_size_is_judged_on_its_own() -> None:
+    """Three rounds on one grown stack: a budget holds only if each round meets it, so a round
+    that misses shows in its own verdict while the others pass."""
+    sizes = [figures(1000, 1), figures(10000, 10)]
+    good = scale.headline(sizes[1])
+    slow = {**good, "ready_seconds.max": 75.0, "ready_seconds.deployer": 75.0}
+    sizes[1]["rounds"] = [good, slow, good]
+    verdicts = scale.budgets_each_round(sizes)
+    assert [v["ready_within_60_s"] for v in verdicts] == [True, False, True]
+    assert all(v["total_rss_within_2_gib"] for v in verdicts)
+    assert "ready_seconds.deployer" in good and "rss_mib.deployer" not in good
+    assert scale.with_figures(sizes[1], {"rss_mib.total": 1.0})["rss_mib"] == {"deployer": 1000, "total": 1.0}

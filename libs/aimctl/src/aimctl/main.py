@@ -313,7 +313,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         sizes = [int(n) for n in args.sizes.split(",")]
         idle = args.idle if args.idle is not None else 300.0
-        return bench_scale.main(args.home, sizes, idle, args.out, args.profile)
+        rounds = args.repeat if args.repeat != 3 else 1  # the default: one round at each size
+        return bench_scale.main(args.home, sizes, idle, args.out, args.profile, rounds)
     if args.suite == "memory":
         from aim_dev.bench import memory as bench_memory  # noqa: PLC0415 - only the benchmark needs it
 
@@ -390,7 +391,8 @@ def parser() -> argparse.ArgumentParser:
         "--repeat",
         type=int,
         default=3,
-        help="download, inference, deployer: runs of each (the median counts; inference and deployer: 5)",
+        help="download, inference, deployer: runs of each (the median counts; inference and deployer: 5);"
+        " scale: rounds of measurement at each size (default 1)",
     )
     bench.add_argument("--tokens", type=int, default=256, help="inference: tokens per timed answer")
     bench.add_argument("--window", type=float, default=60.0, help="download: seconds of progress reports")

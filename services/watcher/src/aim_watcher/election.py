@@ -7,8 +7,9 @@ another replica holds its key (it was paused past the TTL); one that cannot reac
 server lost and its streams electing new leaders, or the whole bus restarting) keeps leading and
 retrying, and takes its key again if it expired meanwhile and nobody else took it. Nobody can
 publish while the bus cannot answer, so riding the outage out costs nothing, while handing over
-would: a new leader starts with a list, and the versions of objects written in between would never
-become change events (the audit history would miss them). Where two replicas do lead for a moment
+would: a new leader resumes from the last resume point the leader saved, and past the API server's
+history it lists, so the versions of objects written in between would never become change events
+(the audit history would miss them). Where two replicas do lead for a moment
 (one cut off from the bus while the other took the key), the mirror's compare-and-set keeps the old
 leader from regressing state and the events' ``Nats-Msg-Id`` dedupes what both publish. The key is a
 :class:`aimcore.runtime.lease.KvLease`, the same lease the services take per object.

@@ -2,7 +2,9 @@
 ``410 Gone`` or a broken stream goes back to listing (publishing only what changed), and a
 periodic relist republishes every object as a ``resync`` event so a lost message delays work but
 never loses it (or at once when asked: :meth:`KindWatcher.request_resync`). Deletions that
-happened while no watch was open are found by diffing the relist against what was known.
+happened while no watch was open are found by diffing the relist against what was known. A new
+leader resumes the previous one's watch where everything was published
+(:mod:`aim_watcher.resume`) instead of listing.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 
+from nats.errors import Error as NatsError
 from prometheus_client import Counter
 
 from aim_watcher.publisher import Publisher
+from aim_watcher.resume import ResumePoint, ResumePoints
 from aimcore.api.backoff import Backoff
 from aimcore.api.bus.messages import ChangeType
 from aimcore.api.kinds import KindRef
@@ -29,12 +33,24 @@ log = logging.getLogger(__name__)
 
 WATCH_RETRY = Backoff(base=1.0, cap=60.0)
 """A list or watch that failed (API server down, a network error): relist after 1 s doubling to 60 s."""
+SAVE_EVERY = 30.0
+"""The least time between two resume points saved on watch bookmarks (the API server sends one
+about every minute): how far back a leader that died resumes from."""
+STOP_GRACE = 10.0
+"""How long a stopping watch may take to publish what it has taken, so that its resume point
+covers it; past that it is cancelled (the next leader resumes from the point before)."""
 
 ObjKey = tuple[str | None, str]
 
 RESYNCS = Counter(
     "aim_watcher_resyncs_total",
     "Full resyncs of a kind completed: every object listed and republished as a resync event.",
+    ["kind"],
+    registry=REGISTRY,
+)
+RESUMES = Counter(
+    "aim_watcher_resumes_total",
+    "Watches a new leader resumed where the last one published everything, instead of listing.",
     ["kind"],
     registry=REGISTRY,
 )
@@ -125,6 +141,7 @@ class KindWatcher:
         watch_timeout: int = 300,
         label_selector: str | None = None,
         republish: bool = True,
+        points: ResumePoints | None = None,
     ) -> None:
         self.kube = kube
         self.ref = ref
@@ -137,8 +154,20 @@ class KindWatcher:
         self.synced = asyncio.Event()
         self.relists = 0
         self.expired = 0
+        self.resumed = 0
         self._resync_asked = asyncio.Event()
+        self.points = points
+        self.resume_from: str | None = None
+        self._through = 0  # the mirror revision through which every entry's version was published
+        self._highest = 0  # the highest mirror revision of the kind known (seeded or written here)
+        self._unconfirmed = False  # seeded versions not yet known to be published
+        self._saved: ResumePoint | None = None
+        self._bookmarked = 0.0  # when a bookmark's resume point was last saved (loop time)
+        self._taken = ""  # the resourceVersion of the last watch event submitted for publishing
+        self._bookmarks = 0  # bookmarks in this watch window
+        self._mirror = ""  # which mirror the revisions number (resume.mirror_id)
         RESYNCS.labels(ref.short)  # exposed from the start, at 0 until the first resync
+        RESUMES.labels(ref.short)
 
     def request_resync(self) -> None:
         """Resync now rather than at the end of the interval: the open watch is left, every object
@@ -147,20 +176,39 @@ class KindWatcher:
         window (two minutes) is stored once."""
         self._resync_asked.set()
 
-    def seed(self, known: dict[ObjKey, Known]) -> None:
+    def seed(
+        self,
+        known: dict[ObjKey, Known],
+        *,
+        resume: ResumePoint | None = None,
+        through: int = 0,
+        highest: int = 0,
+        mirror: str = "",
+    ) -> None:
         """What the mirror already holds (from a previous run), so deletions are noticed and what
         was published is not published again. A version mirrored but never published
         (``Known.published``) is a change to the next list (its dependents were never woken for
-        it), not a resync."""
+        it), not a resync. With ``resume``, the first watch opens where the previous leader
+        published everything instead of listing; ``through`` is the mirror revision through
+        which every entry's version was published, ``highest`` the highest of them all, ``mirror``
+        which mirror they number (:func:`aim_watcher.resume.mirror_id`)."""
         self.known.update(known)
+        self.resume_from = resume.resource_version if resume is not None else None
+        self._through = through
+        self._highest = max(self._highest, highest)
+        self._unconfirmed = any(not k.published for k in known.values())
+        self._mirror = mirror
 
     async def run(self, stop: asyncio.Event) -> None:
-        """List and watch until ``stop`` is set; a watch blocked on a quiet stream is cancelled."""
+        """List and watch until ``stop`` is set. The watch then publishes what it has taken and
+        saves its resume point; one that cannot within :data:`STOP_GRACE` is cancelled."""
         work = asyncio.create_task(self._run(stop))
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({work, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (work, stopping):
-            task.cancel()
+        stopping.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait({work}, timeout=STOP_GRACE)
+        work.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await work
 
@@ -173,23 +221,37 @@ class KindWatcher:
         # (and held the new leader's readiness for it); the interval's resync is the safety net.
         resync = False
         failures = 0
+        rv: str | None = self.resume_from  # where the previous leader published everything
+        if rv is not None:
+            self.resumed += 1
+            RESUMES.labels(self.ref.short).inc()
+            log.info("%s: resuming the watch at resourceVersion %s", self.ref.short, rv)
         while not stop.is_set():
             try:
-                rv = await self._relist(resync=resync)
-                resync = False
-                failures = 0
-                self.synced.set()
+                if rv is None:
+                    rv = await self._relist(resync=resync)
+                    resync = False
+                    failures = 0
+                    self.synced.set()
+                    await self._save(rv, confirmed=True)
                 while not stop.is_set():
-                    rv = await self._watch(rv, stop, until=next_resync)
+                    rv, bookmarked = await self._watch(rv, stop, until=next_resync)
+                    failures = 0
+                    await self._save(rv, confirmed=bookmarked)
                     if loop.time() >= next_resync or self._resync_asked.is_set():
                         self._resync_asked.clear()
                         next_resync = loop.time() + self.resync_seconds
                         resync = True
+                        rv = None
                         break
             except Gone:
                 self.expired += 1
+                rv = None
+                if self._unconfirmed:  # a resumed watch too late: not watching until listed
+                    self.synced.clear()
                 log.info("%s: resourceVersion expired; relisting", self.ref.short)
             except (ApiException, OSError, TimeoutError, ValueError) as exc:
+                rv = None
                 failures += 1
                 delay = WATCH_RETRY.delay(failures)
                 if isinstance(exc, ApiException) and exc.status == 404:
@@ -206,6 +268,24 @@ class KindWatcher:
                     )
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), delay)
+
+    async def _save(self, rv: str, *, confirmed: bool) -> None:
+        """Record where a next leader may resume: everything taken through ``rv`` is published.
+        ``confirmed``: a list, or a watch bookmark, says everything before ``rv`` was taken, so the
+        versions seeded as unpublished were published since (as changes). A point that cannot be
+        saved is saved next time (a leader that stops before resumes from the one before)."""
+        if confirmed:
+            self._unconfirmed = False
+        if not self._unconfirmed:
+            self._through = max(self._through, self._highest)
+        point = ResumePoint(rv, self._through, self._mirror)
+        if self.points is None or point == self._saved or not rv or not self._mirror:
+            return
+        try:
+            await self.points.save(self.ref, point)
+            self._saved = point
+        except (NatsError, TimeoutError) as exc:
+            log.warning("%s: could not save the resume point (%r)", self.ref.short, exc)
 
     async def _relist(self, *, resync: bool) -> str:
         items, rv = await self.kube.list(self.ref, label_selector=self.label_selector)
@@ -249,33 +329,47 @@ class KindWatcher:
     async def _publish(self, key: ObjKey, obj: Obj, change: ChangeType) -> None:
         """Publish one change, then record it as known: what is known has been published (a
         watcher stopped meanwhile republishes the rest on its next list)."""
-        await self.publisher.observe(self.ref, obj, change)
+        revision = await self.publisher.observe(self.ref, obj, change)
+        if revision is not None:
+            self._highest = max(self._highest, revision)
         if change is ChangeType.DELETED:
             self.known.pop(key, None)
         else:
             self.known[key] = Known.of(obj)
 
-    async def _watch(self, rv: str, stop: asyncio.Event, until: float) -> str:
+    async def _watch(self, rv: str, stop: asyncio.Event, until: float) -> tuple[str, bool]:
+        """One watch window from ``rv``: the resourceVersion through which everything it took is
+        published, and whether a bookmark came (the API server had sent all before it)."""
         loop = asyncio.get_running_loop()
         timeout = max(1, min(self.watch_timeout, int(until - loop.time()) + 1))
-        stream = self.kube.watch(self.ref, rv, timeout_seconds=timeout, label_selector=self.label_selector)
+        stream = self.kube.watch(
+            self.ref,
+            rv,
+            timeout_seconds=timeout,
+            label_selector=self.label_selector,
+            opened=self.synced.set,  # listed, or resumed: watching
+        )
         pending = PerObject()
+        self._taken = rv
+        self._bookmarks = 0
         follow = asyncio.ensure_future(self._follow(stream, rv, stop, timeout, pending))
         asked = asyncio.ensure_future(self._resync_asked.wait())
+        stopping = asyncio.ensure_future(stop.wait())
         try:
-            await asyncio.wait({follow, asked}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({follow, asked, stopping}, return_when=asyncio.FIRST_COMPLETED)
             if follow.done():
-                rv = follow.result()
-            else:  # a resync was asked for: the relist that follows starts from a fresh version
+                follow.result()
+            else:  # a resync asked for (the relist starts afresh), or stopping: publish what was taken
                 follow.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await follow
             await pending.drain()
         finally:
             asked.cancel()
+            stopping.cancel()
             follow.cancel()
             pending.cancel()
-        return rv
+        return self._taken, self._bookmarks > 0
 
     async def _follow(
         self,
@@ -295,7 +389,9 @@ class KindWatcher:
                 new_rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                 kind = event["type"]
                 if kind == "BOOKMARK":
-                    rv = new_rv
+                    rv = self._taken = new_rv
+                    self._bookmarks += 1
+                    await self._bookmark(rv, pending)
                     continue
                 key = object_key(obj)
                 if kind == "DELETED":
@@ -303,5 +399,15 @@ class KindWatcher:
                 else:
                     change = ChangeType.ADDED if kind == "ADDED" else ChangeType.MODIFIED
                 await pending.submit(key, partial(self._publish, key, obj, change))
-                rv = new_rv
+                rv = self._taken = new_rv
         return rv
+
+    async def _bookmark(self, rv: str, pending: PerObject) -> None:
+        """Now and then, on a bookmark, publish what was taken and save the point: a leader that
+        dies resumes from at most about a minute back, within the API server's history."""
+        loop = asyncio.get_running_loop()
+        if self.points is None or loop.time() - self._bookmarked < SAVE_EVERY:
+            return
+        self._bookmarked = loop.time()
+        await pending.drain()
+        await self._save(rv, confirmed=True)

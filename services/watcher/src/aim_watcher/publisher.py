@@ -56,7 +56,9 @@ class Publisher:
         for key, (revision, version) in entries.items():
             self._written[key] = (revision, rv_int(version))
 
-    async def observe(self, ref: KindRef, obj: Obj, change: ChangeType) -> None:
+    async def observe(self, ref: KindRef, obj: Obj, change: ChangeType) -> int | None:
+        """Mirror ``obj`` and publish its change; the revision of its mirror entry (None once
+        deleted)."""
         meta = obj.get("metadata") or {}
         namespace, name = meta.get("namespace"), meta["name"]
         event = ChangeEvent(
@@ -77,6 +79,8 @@ class Publisher:
                 lambda: self.js.publish(subject, event.encode(), headers=headers), f"publish {key}"
             )
         self.published += 1
+        written = self._written.get(key)
+        return written[0] if written is not None else None
 
     async def _mirror(self, key: str, obj: Obj, change: ChangeType) -> None:
         """Write (or tombstone) the object unless the mirror already holds a newer version.

@@ -1,10 +1,11 @@
 """What the watcher does: declare the NATS topology (it owns the streams and buckets), win the
 leader election among its replicas (:mod:`aim_watcher.election`), and while it leads run one
 list/watch loop per kind (:mod:`aim_watcher.kind_watch`), each seeded from the mirror so that
-deletions while no watcher ran are seen.
+deletions while no watcher ran are seen, and resumed where the last leader published everything
+when it can (:mod:`aim_watcher.resume`).
 
-Readiness (``/readyz``): the topology declared, and, while leading, every kind listed once (a
-standby is ready: it is the hot spare). ``aim_watcher_leader`` is 1 while this replica leads.
+Readiness (``/readyz``): the topology declared, and, while leading, every kind listed once or its
+watch resumed (a standby is ready: it is the hot spare). ``aim_watcher_leader`` is 1 while this replica leads.
 
 ``SIGUSR1`` asks the leader for a full resync now (every kind listed and republished), as after an
 outage one would rather not wait for the interval; a standby logs that it has nothing to resync."""
@@ -24,6 +25,7 @@ from prometheus_client import Gauge
 from aim_watcher.election import Election
 from aim_watcher.kind_watch import KindWatcher, Known, ObjKey
 from aim_watcher.publisher import Publisher
+from aim_watcher.resume import ResumePoints, mirror_id
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.topology import Retention
 from aimcore.api.kinds import KindRef
@@ -60,7 +62,7 @@ def unsynced(watchers: Sequence[KindWatcher]) -> str | None:
     waiting = [w.ref.short for w in watchers if not w.synced.is_set()]
     if not waiting:
         return None
-    return f"{len(waiting)} of {len(watchers)} kinds not listed yet ({', '.join(waiting[:3])}...)"
+    return f"{len(waiting)} of {len(watchers)} kinds not listed or resumed yet ({', '.join(waiting[:3])}...)"
 
 
 async def published_versions(js: JetStreamContext, ref: KindRef) -> dict[str, tuple[str, str]]:
@@ -75,49 +77,73 @@ async def published_versions(js: JetStreamContext, ref: KindRef) -> dict[str, tu
     return out
 
 
-async def seed(watcher: KindWatcher, publisher: Publisher, kv: KeyValue, js: JetStreamContext) -> None:
+async def seed(
+    watcher: KindWatcher,
+    publisher: Publisher,
+    kv: KeyValue,
+    js: JetStreamContext,
+    points: ResumePoints | None = None,
+) -> None:
     """What the mirror holds of the watcher's kind, for the watcher (deletions while no watcher
     ran are seen, and versions already published are not published again) and for the publisher
     (a version already mirrored is not written, nor read and compared, again). Read from the
     entries' identity headers: no object is parsed.
 
     The mirror is written before the change event, so a leader that stopped in between left
-    versions mirrored whose event never went out; the events stream says which (the last event of
-    each object), and the first list publishes those as changes, so their dependents are woken.
-    (A version whose last event has aged out of the stream counts as unpublished too: republished
-    once as a change, which costs a reconcile and never skips one.)"""
+    versions mirrored whose event never went out. The previous leader's resume point
+    (:mod:`aim_watcher.resume`) says through which mirror revision every entry was published; the
+    watch resumed from it replays the rest, which go out as changes. Without a point, the events
+    stream says which (the last event of each object), and the first list publishes those as
+    changes, so their dependents are woken. (A version whose last event has aged out of the stream
+    counts as unpublished too: republished once as a change, which costs a reconcile and never
+    skips one.)"""
     ref = watcher.ref
+    mirror = await mirror_id(kv)
+    point = await points.load(ref, mirror) if points is not None else None
     entries = await snapshot_identities(kv, kind_pattern(ref))
-    events = await published_versions(js, ref)
+    events = await published_versions(js, ref) if point is None else {}
     known: dict[ObjKey, Known] = {}
-    for key, (_, identity) in entries.items():
+    unpublished: list[int] = []
+    for key, (revision, identity) in entries.items():
         _, _, namespace, name = subjects.parse_object_tokens(key.split("."))
-        published = events.get(key) == (identity.uid, identity.resource_version)
+        if point is not None:
+            published = revision <= point.published_through
+        else:
+            published = events.get(key) == (identity.uid, identity.resource_version)
+        if not published:
+            unpublished.append(revision)
         known[(namespace, name)] = Known(
             identity.uid, identity.resource_version, identity.generation, published
         )
-    watcher.seed(known)
+    highest = max((revision for revision, _ in entries.values()), default=0)
+    through = min(unpublished) - 1 if unpublished else highest
+    if point is not None:
+        through = max(through, point.published_through)
+    watcher.seed(known, resume=point, through=through, highest=highest, mirror=mirror)
     publisher.remember(
         {key: (revision, identity.resource_version) for key, (revision, identity) in entries.items()}
     )
 
 
 async def start_watchers(ctx: ServiceContext, kinds: Watched) -> list[KindWatcher]:
+    """One watcher per kind, each seeded (the kinds' mirror reads run at once)."""
     kv = await topology.objects_bucket(ctx.js)
+    points = ResumePoints(await ctx.js.key_value(topology.WATCHER_BUCKET))
     publisher = Publisher(ctx.js, kv)
     assert ctx.kube is not None
-    watchers = []
-    for kind in kinds:
-        w = KindWatcher(
+    watchers = [
+        KindWatcher(
             ctx.kube,
             kind.ref,
             publisher,
             resync_seconds=ctx.settings.resync_seconds,
             label_selector=kind.selector,
             republish=kind.reconciled,
+            points=points,
         )
-        await seed(w, publisher, kv, ctx.js)
-        watchers.append(w)
+        for kind in kinds
+    ]
+    await asyncio.gather(*(seed(w, publisher, kv, ctx.js, points) for w in watchers))
     return watchers
 
 

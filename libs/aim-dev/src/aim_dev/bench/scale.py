@@ -19,11 +19,16 @@ consumer drained, the operator's processes idle) and only then measures, at that
 - **restart to ready**: each service, then nats-server, stopped (SIGTERM) and started again, the
   seconds from the start until ``/readyz`` answers 200 (nats-server: ``/healthz``);
 - **the whole operator restarted**: every service and nats-server stopped, then started; the
-  seconds until it has converged again (everything republished by the watcher's first list and
-  handled).
+  seconds until it has converged again (the watcher resumes its watches where it stopped, so only
+  what changed meanwhile is published and handled).
 
 Resyncs and restarts are taken apart by more than JetStream's duplicate window (two minutes): a
 version republished within it is stored once, which would hide the work.
+
+``--repeat N`` measures N rounds at each size, one after the other on the same grown stack (a
+budget counts when every round meets it): the figures of the first round are the size's, every
+round's headline figures are under ``rounds`` and the budgets of each round under
+``budgets_each_round``.
 
 ``--profile DIR`` runs py-spy on each service during each resync, and on the watcher and the
 deployer from their restart until ready (:mod:`aim_dev.bench.profile`; collapsed stacks under
@@ -580,8 +585,22 @@ class Bench:
         return round(took, 1)
 
 
+def headline(figures: Mapping[str, Any]) -> dict[str, float]:
+    """A round's figures the table and the budgets use (every process's readiness included)."""
+    flat = flatten(figures)
+    keep = {key for key, _ in TABLE_ROWS} | {k for k in flat if k.startswith("ready_seconds.")}
+    return {k: v for k, v in flat.items() if k in keep}
+
+
 async def run(
-    stack: Stack, hub: HubServer, sizes: Sequence[int], idle: float, *, profile: Path | None, out: Path | None
+    stack: Stack,
+    hub: HubServer,
+    sizes: Sequence[int],
+    idle: float,
+    *,
+    profile: Path | None,
+    out: Path | None,
+    rounds: int = 1,
 ) -> list[dict[str, Any]]:
     kube = Kube(await connect(str(stack.kubeconfig)), field_manager="aim-bench")
     bench = Bench(stack, kube, idle, profile)
@@ -593,7 +612,15 @@ async def run(
             await grow(kube, bench.operator, hub, have, size)
             have = size
             bench.last_republish = time.monotonic()  # growing published every new object
-            per_size.append(await bench.measure(size))
+            measured = []
+            for n in range(rounds):
+                if rounds > 1:
+                    say(f"  round {n + 1} of {rounds}")
+                measured.append(await bench.measure(size))
+            figures = measured[0]
+            if rounds > 1:
+                figures["rounds"] = [headline(m) for m in measured]
+            per_size.append(figures)
             if out is not None:  # what a long run has measured so far survives its failure
                 (out / "scale.partial.json").write_text(json.dumps(per_size, indent=1) + "\n")
     finally:
@@ -667,8 +694,31 @@ def budgets(per_size: Sequence[Mapping[str, Any]]) -> dict[str, bool]:
     }
 
 
-def main(
-    home: str | None, sizes: Sequence[int], idle: float, out: str | None, profile: str | None = None
+def with_figures(figures: Mapping[str, Any], flat: Mapping[str, float]) -> dict[str, Any]:
+    """``figures`` with the dotted keys of ``flat`` (:func:`flatten`) set to its values."""
+    out = json.loads(json.dumps(figures))
+    for dotted, value in flat.items():
+        *path, leaf = dotted.split(".")
+        node = out
+        for part in path:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return dict(out)
+
+
+def budgets_each_round(per_size: Sequence[Mapping[str, Any]]) -> list[dict[str, bool]]:
+    """The budgets judged on each round at the largest size (its ``rounds``)."""
+    last = per_size[-1]
+    return [budgets([*per_size[:-1], with_figures(last, r)]) for r in last.get("rounds") or [headline(last)]]
+
+
+def main(  # noqa: PLR0917 - the command line's options, in its order
+    home: str | None,
+    sizes: Sequence[int],
+    idle: float,
+    out: str | None,
+    profile: str | None = None,
+    rounds: int = 1,
 ) -> int:
     with (
         environment(AIM_RESYNC_SECONDS=BENCH_RESYNC_SECONDS),
@@ -683,10 +733,14 @@ def main(
         if target is not None:
             target.mkdir(parents=True, exist_ok=True)
         per_size = asyncio.run(
-            run(stack, hub, sizes, idle, profile=Path(profile) if profile else None, out=target)
+            run(
+                stack, hub, sizes, idle, profile=Path(profile) if profile else None, out=target, rounds=rounds
+            )
         )
     say(table(per_size))
     result = stamped({"sizes": per_size, "growth": growth_table(per_size), "budgets": budgets(per_size)})
+    if rounds > 1:
+        result["budgets_each_round"] = budgets_each_round(per_size)
     if target is not None:
         (target / "scale.partial.json").unlink(missing_ok=True)
         (target / "scale.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import errno
 import json
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any, cast
 
 import aiohttp
@@ -149,9 +149,11 @@ class Kube:
         namespace: str | None = None,
         timeout_seconds: int = 300,
         label_selector: str | None = None,
+        opened: Callable[[], object] | None = None,
     ) -> AsyncGenerator[Obj, None]:
         """Raw watch events (``{"type", "object"}``), bookmarks included, until the server ends the
-        stream (or the caller closes it: ``contextlib.aclosing``). Raises :class:`Gone` on 410."""
+        stream (or the caller closes it: ``contextlib.aclosing``). Raises :class:`Gone` on 410.
+        ``opened`` is called once the server has accepted the watch."""
         query: list[tuple[str, Any]] = [
             ("watch", "true"),
             ("resourceVersion", resource_version),
@@ -161,6 +163,8 @@ class Kube:
         if label_selector:
             query.append(("labelSelector", label_selector))
         resp = await self._stream("GET", ref.path(namespace), query, JSON, timeout_seconds + 30)
+        if opened is not None:
+            opened()
         async with resp:
             while True:
                 line = await resp.content.readline()

@@ -57,6 +57,7 @@ ALL_BUCKETS = (
     topology.LEASES_BUCKET,
     topology.ELECTION_BUCKET,
     topology.DISCOVERY_BUCKET,
+    topology.WATCHER_BUCKET,
 )
 ALL_STREAMS = (topology.EVENTS_STREAM, topology.STATUS_STREAM, topology.DECISIONS_STREAM)
 PROGRESS_PREFIX = "aim.progress"
@@ -183,6 +184,7 @@ ROLES: tuple[Role, ...] = (
             *declare(*ALL_STREAMS, *(kv_stream(b) for b in ALL_BUCKETS)),
             *kv_write(topology.OBJECTS_BUCKET),
             *kv_write(topology.ELECTION_BUCKET),
+            *kv_write(topology.WATCHER_BUCKET),  # where a new leader's watches resume
             *browse(topology.EVENTS_STREAM),  # which mirrored versions were published (a new leader)
             "aim.events.>",
         ),

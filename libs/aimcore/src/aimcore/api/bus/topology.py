@@ -39,6 +39,7 @@ OBJECTS_BUCKET = "aim-objects"
 LEASES_BUCKET = "aim-leases"
 ELECTION_BUCKET = "aim-election"
 DISCOVERY_BUCKET = "aim-discovery"
+WATCHER_BUCKET = "aim-watcher"
 
 LEASE_TTL = 15.0
 """How long an object lease outlives its holder's last write (renewed every third of it while the
@@ -124,6 +125,14 @@ def bucket_configs(replicas: int = 1) -> list[KeyValueConfig]:
             description="Leader election among watcher replicas (compare-and-set, short TTL)",
             history=1,
             ttl=ELECTION_TTL,
+            storage=StorageType.FILE,
+            replicas=replicas,
+        ),
+        KeyValueConfig(
+            bucket=WATCHER_BUCKET,
+            description="Where the leading watcher's watches resume: per kind, the resourceVersion "
+            "and mirror revision through which every change was published",
+            history=1,
             storage=StorageType.FILE,
             replicas=replicas,
         ),
