@@ -79,3 +79,27 @@ async def test_a_key_another_replica_holds_ends_the_term_at_once() -> None:
     e, stop = election(lease), asyncio.Event()
     await _term(e, stop)
     assert (lease.renewals, lease.takes) == (1, 2)
+
+
+async def test_a_stopping_leader_hands_over_only_once_its_term_has_ended() -> None:
+    """Its watches publish what they took and save where the next leader resumes before the key
+    is released: a standby taking over earlier would resume from an older point."""
+    order: list[str] = []
+
+    class Recording(Lease):
+        async def release(self) -> None:
+            order.append("released")
+
+    lease = Recording([])
+    e, stop = election(lease), asyncio.Event()
+
+    async def lead(step_down: asyncio.Event) -> None:
+        await step_down.wait()
+        await asyncio.sleep(0.05)  # the watches' last publications and resume points
+        order.append("term ended")
+
+    task = asyncio.create_task(e.run(stop, lead))
+    await asyncio.wait_for(lease.tenth.wait(), timeout=10)
+    stop.set()
+    await asyncio.wait_for(task, timeout=10)
+    assert order == ["term ended", "released"]

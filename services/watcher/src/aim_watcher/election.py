@@ -68,6 +68,11 @@ class Election:
             for task in (leading, renewing):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            if stop.is_set():
+                # handed over once the term has ended (its watches published what they took and
+                # saved where the next leader resumes), not before
+                with contextlib.suppress(Exception):
+                    await self.lease.release()
             log.info("leadership ended (term %d)", self.terms)
 
     async def _try_acquire(self) -> bool:
@@ -82,9 +87,7 @@ class Election:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.renew_every)
             if stop.is_set():
-                with contextlib.suppress(Exception):
-                    await self.lease.release()  # hand over at once
-                return
+                return  # released by run() once the term has ended
             try:
                 try:
                     await self.lease.renew()
