@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from aim_dev.bench import scale
 
 
@@ -97,3 +99,17 @@ def test_every_round_at_the_largest_size_is_judged_on_its_own() -> None:
     assert all(v["total_rss_within_2_gib"] for v in verdicts)
     assert "ready_seconds.deployer" in good and "rss_mib.deployer" not in good
     assert scale.with_figures(sizes[1], {"rss_mib.total": 1.0})["rss_mib"] == {"deployer": 1000, "total": 1.0}
+
+
+def test_repeat_reaches_each_bench_as_asked_and_each_default_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--repeat 3`` once meant "the default" to every bench (a sentinel), so a scale run asked for
+    three rounds measured one."""
+    from aimctl import main as cli  # noqa: PLC0415 - the command line, not the bench module
+
+    seen: list[int] = []
+    monkeypatch.setattr(scale, "main", lambda *args: seen.append(args[-1]) or 0)
+    for argv, want in ((["bench", "scale", "--repeat", "3"], 3), (["bench", "scale"], 1)):
+        assert cli.cmd_bench(cli.parser().parse_args(argv)) == 0
+        assert seen.pop() == want

@@ -297,23 +297,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from aim_dev.bench import download as bench_download  # noqa: PLC0415 - only the benchmark needs it
 
         return bench_download.main(
-            args.home, int(args.size * 2**30), args.repeat, args.window, args.write_path
+            args.home, int(args.size * 2**30), args.repeat or 3, args.window, args.write_path
         )
     if args.suite == "deployer":
         from aim_dev.bench import deployer as bench_deployer  # noqa: PLC0415 - only the benchmark needs it
 
-        runs = args.repeat if args.repeat != 3 else 5  # the default: five runs, their medians
+        runs = args.repeat or 5  # the default: five runs, their medians
         return bench_deployer.main(args.home, args.singles, args.objects or 1000, args.profile, runs)
     if args.suite == "inference":
         from aim_dev.bench import inference as bench_inference  # noqa: PLC0415 - only the benchmark needs it
 
-        return bench_inference.main(args.home, args.tokens, args.repeat if args.repeat != 3 else 5)
+        return bench_inference.main(args.home, args.tokens, args.repeat or 5)
     if args.suite == "scale":
         from aim_dev.bench import scale as bench_scale  # noqa: PLC0415 - only the benchmark needs it
 
         sizes = [int(n) for n in args.sizes.split(",")]
         idle = args.idle if args.idle is not None else 300.0
-        rounds = args.repeat if args.repeat != 3 else 1  # the default: one round at each size
+        rounds = args.repeat or 1  # the default: one round at each size
         return bench_scale.main(args.home, sizes, idle, args.out, args.profile, rounds)
     if args.suite == "memory":
         from aim_dev.bench import memory as bench_memory  # noqa: PLC0415 - only the benchmark needs it
@@ -390,8 +390,8 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--repeat",
         type=int,
-        default=3,
-        help="download, inference, deployer: runs of each (the median counts; inference and deployer: 5);"
+        help="download, inference, deployer: runs of each (the median counts; download: 3, inference and"
+        " deployer: 5);"
         " scale: rounds of measurement at each size (default 1)",
     )
     bench.add_argument("--tokens", type=int, default=256, help="inference: tokens per timed answer")
