@@ -320,3 +320,53 @@ async def test_a_resync_of_a_kind_no_service_reconciles_publishes_nothing_unchan
     # (this test's namespace only: other tests' objects of the kind may be going away meanwhile)
     changes = [e.change for e in await events_for(bus, namespace) if e.object.name == "child"]
     assert changes == [ChangeType.ADDED]
+
+
+async def test_a_list_comes_a_page_at_a_time_from_one_snapshot(kube: Kube, namespace: str) -> None:
+    """The watcher's relist holds a page at a time (at 50,000 objects, holding them all kept its
+    memory at the peak); the pages are one snapshot, and only the last says where to watch from."""
+    for n in range(5):
+        await kube.create(UNCACHED, runtime_config(f"paged-{n}", namespace))
+    pages = []
+    async for page, rv in kube.pages(UNCACHED, namespace, limit=2):
+        pages.append(([o["metadata"]["name"] for o in page], rv))
+        if len(pages) == 1:  # created after the snapshot: not in it
+            await kube.create(UNCACHED, runtime_config("paged-late", namespace))
+    assert [len(names) for names, _ in pages] == [2, 2, 1]
+    assert [bool(rv) for _, rv in pages] == [False, False, True]
+    assert sorted(n for names, _ in pages for n in names) == [f"paged-{n}" for n in range(5)]
+    assert all(o["kind"] == UNCACHED.kind for o in (await kube.list(UNCACHED, namespace))[0])
+
+
+async def test_a_resync_publishes_a_version_the_mirror_holds_without_writing_it(  # type: ignore[no-untyped-def]
+    kube: Kube, namespace: str, bus
+) -> None:
+    """The relist keeps only the identity of an unchanged object the mirror holds, and its resync
+    event goes out from that alone: the mirror entry stays the whole object, at its revision."""
+    kv = await topology.objects_bucket(bus)
+    created = await kube.create(UNCACHED, runtime_config("held", namespace))
+    watcher = KindWatcher(kube, UNCACHED, Publisher(bus, kv), resync_seconds=3600)
+    key = subjects.object_key(UNCACHED, namespace, "held")
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    try:
+        await watcher.synced.wait()
+        before = await kv.get(key)
+        watcher.request_resync()
+
+        async def resynced() -> bool:
+            changes = [e.change for e in await events_for(bus, namespace) if e.object.name == "held"]
+            return ChangeType.RESYNC in changes
+
+        await eventually(resynced, timeout=30, what="the resync event")
+    finally:
+        stop.set()
+        await task
+    after = await kv.get(key)
+    assert after.revision == before.revision  # not written again
+    assert after.value is not None and json.loads(after.value)["spec"] == created["spec"]
+    event = [e for e in await events_for(bus, namespace) if e.object.name == "held"][-1]
+    assert (event.uid, event.resource_version) == (
+        created["metadata"]["uid"],
+        created["metadata"]["resourceVersion"],
+    )

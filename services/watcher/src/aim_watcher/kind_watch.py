@@ -74,8 +74,9 @@ class Known:
         meta = obj.get("metadata") or {}
         return cls(meta.get("uid", ""), str(meta.get("resourceVersion", "")), meta.get("generation"))
 
-    def tombstone(self, ref: KindRef, key: ObjKey) -> Obj:
-        """The object as far as its deletion event needs it (identity and last version)."""
+    def bare(self, ref: KindRef, key: ObjKey) -> Obj:
+        """The object as far as an event about it needs (identity and version): its deletion, or a
+        resync of a version the mirror holds (nothing of it is written)."""
         namespace, name = key
         meta: Obj = {"name": name, "uid": self.uid, "resourceVersion": self.resource_version}
         if namespace is not None:
@@ -288,10 +289,27 @@ class KindWatcher:
             log.warning("%s: could not save the resume point (%r)", self.ref.short, exc)
 
     async def _relist(self, *, resync: bool) -> str:
-        items, rv = await self.kube.list(self.ref, label_selector=self.label_selector)
+        """List every object, then publish what changed, what is gone, and with ``resync`` the
+        rest. The list is read a page at a time and only what must be published is kept of it: a
+        changed object whole, an unchanged one the mirror holds as its identity and version
+        (:meth:`Known.bare`). Holding every object of the list at once, 50,000 AIMServices and
+        their InferenceServices, kept the watcher at 750 MiB to 1.1 GiB after each resync (a
+        process keeps its peak); publishing while listing would slow the list to the pace of the
+        publications, and a list that outlasts the API server's compaction interval is refused
+        (410) and starts over."""
+        self.relists += 1
+        todo: list[tuple[ObjKey, Obj, ChangeType]] = []
+        seen: set[ObjKey] = set()
+        rv = ""
+        async for page, at in self.kube.pages(self.ref, label_selector=self.label_selector):
+            self._plan_page(page, resync, todo, seen)
+            rv = at or rv
+        for key in set(self.known) - seen:
+            todo.append((key, self.known[key].bare(self.ref, key), ChangeType.DELETED))
         pending = PerObject()
         try:
-            await self._publish_list(items, resync, pending)
+            for key, obj, change in todo:
+                await pending.submit(key, partial(self._publish, key, obj, change))
             await pending.drain()
         finally:
             pending.cancel()
@@ -299,9 +317,9 @@ class KindWatcher:
             RESYNCS.labels(self.ref.short).inc()
         return rv
 
-    async def _publish_list(self, items: list[Obj], resync: bool, pending: PerObject) -> None:
-        self.relists += 1
-        seen: set[ObjKey] = set()
+    def _plan_page(
+        self, items: list[Obj], resync: bool, todo: list[tuple[ObjKey, Obj, ChangeType]], seen: set[ObjKey]
+    ) -> None:
         for obj in items:
             key = object_key(obj)
             seen.add(key)
@@ -315,16 +333,14 @@ class KindWatcher:
             if changed or (resync and self.republish):
                 # ``resync`` only for a version already published: consumers may take it as
                 # nothing new (their dependents get their own); one the watch missed is a change
-                if not changed:
-                    change = ChangeType.RESYNC
+                if changed:
+                    todo.append((key, obj, ChangeType.ADDED if prev is None else ChangeType.MODIFIED))
+                elif prev is not None and self.publisher.holds(self.ref, key, prev.resource_version):
+                    todo.append((key, prev.bare(self.ref, key), ChangeType.RESYNC))  # nothing written
                 else:
-                    change = ChangeType.ADDED if prev is None else ChangeType.MODIFIED
-                await pending.submit(key, partial(self._publish, key, obj, change))
+                    todo.append((key, obj, ChangeType.RESYNC))
             else:
                 self.known[key] = Known.of(obj)
-        for key in set(self.known) - seen:
-            gone = self.known[key].tombstone(self.ref, key)
-            await pending.submit(key, partial(self._publish, key, gone, ChangeType.DELETED))
 
     async def _publish(self, key: ObjKey, obj: Obj, change: ChangeType) -> None:
         """Publish one change, then record it as known: what is known has been published (a

@@ -56,6 +56,12 @@ class Publisher:
         for key, (revision, version) in entries.items():
             self._written[key] = (revision, rv_int(version))
 
+    def holds(self, ref: KindRef, key: tuple[str | None, str], resource_version: str) -> bool:
+        """Whether the mirror holds this version of the object (or a newer one), as far as this
+        publisher knows: then publishing it again writes nothing of it, and its identity is enough."""
+        written = self._written.get(subjects.object_key(ref, *key))
+        return written is not None and written[1] >= rv_int(resource_version)
+
     async def observe(self, ref: KindRef, obj: Obj, change: ChangeType) -> int | None:
         """Mirror ``obj`` and publish its change; the revision of its mirror entry (None once
         deleted)."""

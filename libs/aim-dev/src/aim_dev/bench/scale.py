@@ -10,7 +10,9 @@ converged (every AIMService has its InferenceService and a status of its generat
 consumer drained, the operator's processes idle) and only then measures, at that size:
 
 - **idle**: the CPU of each process over ``--idle`` seconds (default 300) in which nothing changes;
-- **memory**: each process's resident memory, and nats-server's JetStream storage on disk;
+- **memory**: each process's resident memory, and nats-server's JetStream storage on disk; the
+  processes' memory again after the resync below (a process keeps its peak: the budget counts the
+  larger);
 - **one full resync**, asked of the watcher (``SIGUSR1``; the periodic one does the same work every
   ``AIM_RESYNC_SECONDS``): CPU of each process and the API requests, from the signal until the
   operator has converged again, less the idle CPU of that time. ``resync_core_share`` is that CPU
@@ -217,6 +219,7 @@ TABLE_ROWS: tuple[tuple[str, str], ...] = (
     ("resync.api_requests", "one full resync: API requests"),
     ("resync.seconds", "one full resync: seconds until converged"),
     ("rss_mib.total", "RSS, six services + nats-server (MiB; budget 2048)"),
+    ("rss_mib_after_resync.total", "RSS after one full resync (MiB; budget 2048)"),
     ("nats_storage_mib", "NATS storage on disk (MiB)"),
     ("ready_seconds.max", "slowest restart to ready (s; budget 60)"),
     ("converge_after_restart_seconds", "whole operator restarted: seconds to converge"),
@@ -490,6 +493,13 @@ class Bench:
         figures["nats_storage_mib"] = storage_mib(self.stack)
         say(f"  RSS {sum(rss.values()):.0f} MiB in all; NATS storage {figures['nats_storage_mib']} MiB")
         figures["resync"] = await self.resync(idle)
+        # what a resync leaves behind counts too: a process keeps its peak (a relist's objects)
+        after = {n: memory(p)[0] / MIB for n, p in self.operator.pids().items()}
+        figures["rss_mib_after_resync"] = {
+            **{n: round(v, 1) for n, v in after.items()},
+            "total": round(sum(after.values()), 1),
+        }
+        say(f"  RSS after the resync {sum(after.values()):.0f} MiB in all")
         figures["ready_seconds"] = await self.restarts()
         figures["converge_after_restart_seconds"] = await self.restart_everything()
         return figures
@@ -687,7 +697,8 @@ def budgets(per_size: Sequence[Mapping[str, Any]]) -> dict[str, bool]:
     grown = growth_table(per_size)
     exponents = [e for key in headline & set(grown) for e in grown[key] if e is not None]
     return {
-        "total_rss_within_2_gib": last["rss_mib.total"] <= TOTAL_RSS_BUDGET_MIB,
+        "total_rss_within_2_gib": max(last["rss_mib.total"], last.get("rss_mib_after_resync.total", 0.0))
+        <= TOTAL_RSS_BUDGET_MIB,
         "resync_within_0.1_core": last["resync.core_share"] <= RESYNC_BUDGET_CORES,
         "ready_within_60_s": last["ready_seconds.max"] <= READY_BUDGET_SECONDS,
         "no_figure_grows_faster_than_linearly": all(e <= 1.1 for e in exponents),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import errno
 import json
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, cast
 
 import aiohttp
@@ -30,6 +30,10 @@ JSON_PATCH = "application/json-patch+json"
 
 
 __all__ = ["APPLY_PATCH", "MERGE_PATCH", "ApiException", "Gone", "Kube", "connect"]
+
+
+Page = list[Obj]
+"""A page of a list's objects."""
 
 
 class Gone(AimError):
@@ -124,22 +128,40 @@ class Kube:
     ) -> tuple[list[Obj], str]:
         """All objects (paged) and the list's resourceVersion to watch from."""
         items: list[Obj] = []
+        rv = ""
+        async for page, at in self.pages(ref, namespace, label_selector=label_selector):
+            items.extend(page)
+            rv = at or rv
+        return items, rv
+
+    async def pages(
+        self,
+        ref: KindRef,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        limit: int = 500,
+    ) -> AsyncIterator[tuple[Page, str]]:
+        """The objects a page of ``limit`` at a time, each with the resourceVersion to watch from
+        (``""`` until the last page): one consistent snapshot, of which only a page need be held
+        at once (a watcher's relist of 50,000 objects held them all, and its memory kept the peak)."""
         cont: str | None = None
         while True:
-            query: list[tuple[str, Any]] = [("limit", 500)]
+            query: list[tuple[str, Any]] = [("limit", limit)]
             if cont:
                 query.append(("continue", cont))
             if label_selector:
                 query.append(("labelSelector", label_selector))
             page = await self._call("GET", ref.path(namespace), query=query)
-            items.extend(page.get("items") or [])
-            cont = (page.get("metadata") or {}).get("continue")
+            items: Page = page.get("items") or []
+            for item in items:  # list items lack apiVersion/kind
+                item.setdefault("apiVersion", ref.api_version)
+                item.setdefault("kind", ref.kind)
+            meta = page.get("metadata") or {}
+            cont = meta.get("continue")
+            yield items, "" if cont else str(meta.get("resourceVersion") or "")
             if not cont:
-                rv = str((page.get("metadata") or {}).get("resourceVersion") or "")
-                for item in items:  # list items lack apiVersion/kind
-                    item.setdefault("apiVersion", ref.api_version)
-                    item.setdefault("kind", ref.kind)
-                return items, rv
+                return
 
     async def watch(
         self,
