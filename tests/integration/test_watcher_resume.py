@@ -13,7 +13,7 @@ from nats.js import JetStreamContext
 
 from aim_watcher.kind_watch import KindWatcher
 from aim_watcher.publisher import Publisher
-from aim_watcher.resume import ResumePoint, ResumePoints, mirror_id
+from aim_watcher.resume import ResumePoint, ResumePoints
 from aim_watcher.watching import seed
 from aimcore.api.bus import mirror, subjects, topology
 from aimcore.api.bus.messages import ChangeType
@@ -32,7 +32,7 @@ from tests.integration.test_watcher import (
 async def seeded(kube: Kube, js: JetStreamContext) -> KindWatcher:
     """A watcher as a new leader starts one: seeded from the mirror and the resume points."""
     kv = await topology.objects_bucket(js)
-    points = ResumePoints(await js.key_value(topology.WATCHER_BUCKET))
+    points = await ResumePoints.about(js, kv)
     watcher = KindWatcher(kube, UNCACHED, Publisher(js, kv), points=points)
     await seed(watcher, watcher.publisher, kv, js, points)
     return watcher
@@ -40,8 +40,8 @@ async def seeded(kube: Kube, js: JetStreamContext) -> KindWatcher:
 
 async def saved_point(js: JetStreamContext) -> ResumePoint:
     kv = await topology.objects_bucket(js)
-    points = ResumePoints(await js.key_value(topology.WATCHER_BUCKET))
-    point = await points.load(UNCACHED, await mirror_id(kv))
+    points = await ResumePoints.about(js, kv)
+    point = await points.load(UNCACHED)
     assert point is not None, "the stopped watcher saved no resume point"
     return point
 
@@ -172,9 +172,9 @@ async def test_a_point_about_another_mirror_is_not_used(
     deleted and created) would take entries of the new one as published, and skip the list that
     fills it."""
     js = private_js
-    points = ResumePoints(await js.key_value(topology.WATCHER_BUCKET))
+    other = ResumePoints(await js.key_value(topology.WATCHER_BUCKET), "2020-01-01T00:00:00+00:00")
     _, rv = await kube.list(UNCACHED, namespace)
-    await points.save(UNCACHED, ResumePoint(rv, 10**9, "2020-01-01T00:00:00+00:00"))
+    await other.save(UNCACHED, rv, 10**9)
     await kube.create(UNCACHED, runtime_config("listed", namespace))
 
     watcher = await seeded(kube, js)

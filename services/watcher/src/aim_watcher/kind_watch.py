@@ -162,11 +162,10 @@ class KindWatcher:
         self._through = 0  # the mirror revision through which every entry's version was published
         self._highest = 0  # the highest mirror revision of the kind known (seeded or written here)
         self._unconfirmed = False  # seeded versions not yet known to be published
-        self._saved: ResumePoint | None = None
+        self._saved: tuple[str, int] | None = None  # the last point saved: (resourceVersion, revision)
         self._bookmarked = 0.0  # when a bookmark's resume point was last saved (loop time)
         self._taken = ""  # the resourceVersion of the last watch event submitted for publishing
         self._bookmarks = 0  # bookmarks in this watch window
-        self._mirror = ""  # which mirror the revisions number (resume.mirror_id)
         RESYNCS.labels(ref.short)  # exposed from the start, at 0 until the first resync
         RESUMES.labels(ref.short)
 
@@ -184,21 +183,18 @@ class KindWatcher:
         resume: ResumePoint | None = None,
         through: int = 0,
         highest: int = 0,
-        mirror: str = "",
     ) -> None:
         """What the mirror already holds (from a previous run), so deletions are noticed and what
         was published is not published again. A version mirrored but never published
         (``Known.published``) is a change to the next list (its dependents were never woken for
         it), not a resync. With ``resume``, the first watch opens where the previous leader
         published everything instead of listing; ``through`` is the mirror revision through
-        which every entry's version was published, ``highest`` the highest of them all, ``mirror``
-        which mirror they number (:func:`aim_watcher.resume.mirror_id`)."""
+        which every entry's version was published, ``highest`` the highest of them all."""
         self.known.update(known)
         self.resume_from = resume.resource_version if resume is not None else None
         self._through = through
         self._highest = max(self._highest, highest)
         self._unconfirmed = any(not k.published for k in known.values())
-        self._mirror = mirror
 
     async def run(self, stop: asyncio.Event) -> None:
         """List and watch until ``stop`` is set. The watch then publishes what it has taken and
@@ -279,11 +275,11 @@ class KindWatcher:
             self._unconfirmed = False
         if not self._unconfirmed:
             self._through = max(self._through, self._highest)
-        point = ResumePoint(rv, self._through, self._mirror)
-        if self.points is None or point == self._saved or not rv or not self._mirror:
+        point = (rv, self._through)
+        if self.points is None or point == self._saved or not rv or not self.points.mirror:
             return
         try:
-            await self.points.save(self.ref, point)
+            await self.points.save(self.ref, *point)
             self._saved = point
         except (NatsError, TimeoutError) as exc:
             log.warning("%s: could not save the resume point (%r)", self.ref.short, exc)

@@ -20,10 +20,11 @@ import json
 import logging
 from dataclasses import dataclass
 
+from nats.js import JetStreamContext
 from nats.js.errors import KeyDeletedError, KeyNotFoundError
 from nats.js.kv import KeyValue
 
-from aimcore.api.bus import subjects
+from aimcore.api.bus import subjects, topology
 from aimcore.api.kinds import KindRef
 
 log = logging.getLogger(__name__)
@@ -71,13 +72,19 @@ async def mirror_id(kv: KeyValue) -> str:
 
 
 class ResumePoints:
-    """The ``aim-watcher`` bucket's points, one key per kind."""
+    """The ``aim-watcher`` bucket's points about one mirror (:func:`mirror_id`), one key per kind."""
 
-    def __init__(self, kv: KeyValue) -> None:
+    def __init__(self, kv: KeyValue, mirror: str) -> None:
         self.kv = kv
+        self.mirror = mirror
 
-    async def load(self, ref: KindRef, mirror: str) -> ResumePoint | None:
-        """The kind's point about ``mirror`` (:func:`mirror_id`), if there is one."""
+    @classmethod
+    async def about(cls, js: JetStreamContext, objects: KeyValue) -> ResumePoints:
+        """The points about the mirror ``objects``, in the ``aim-watcher`` bucket."""
+        return cls(await js.key_value(topology.WATCHER_BUCKET), await mirror_id(objects))
+
+    async def load(self, ref: KindRef) -> ResumePoint | None:
+        """The kind's point about this mirror, if there is one."""
         try:
             entry = await self.kv.get(key(ref))
         except (KeyNotFoundError, KeyDeletedError):
@@ -85,10 +92,12 @@ class ResumePoints:
         point = decode(entry.value)
         if point is None:
             log.warning("%s: unreadable resume point; listing instead", ref.short)
-        elif point.mirror != mirror or not mirror:
+        elif point.mirror != self.mirror or not self.mirror:
             log.info("%s: the resume point is about another mirror; listing instead", ref.short)
             return None
         return point
 
-    async def save(self, ref: KindRef, point: ResumePoint) -> None:
+    async def save(self, ref: KindRef, resource_version: str, published_through: int) -> ResumePoint:
+        point = ResumePoint(resource_version, published_through, self.mirror)
         await self.kv.put(key(ref), encode(point))
+        return point

@@ -25,7 +25,7 @@ from prometheus_client import Gauge
 from aim_watcher.election import Election
 from aim_watcher.kind_watch import KindWatcher, Known, ObjKey
 from aim_watcher.publisher import Publisher
-from aim_watcher.resume import ResumePoints, mirror_id
+from aim_watcher.resume import ResumePoints
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.topology import Retention
 from aimcore.api.kinds import KindRef
@@ -98,8 +98,7 @@ async def seed(
     counts as unpublished too: republished once as a change, which costs a reconcile and never
     skips one.)"""
     ref = watcher.ref
-    mirror = await mirror_id(kv)
-    point = await points.load(ref, mirror) if points is not None else None
+    point = await points.load(ref) if points is not None else None
     entries = await snapshot_identities(kv, kind_pattern(ref))
     events = await published_versions(js, ref) if point is None else {}
     known: dict[ObjKey, Known] = {}
@@ -119,7 +118,7 @@ async def seed(
     through = min(unpublished) - 1 if unpublished else highest
     if point is not None:
         through = max(through, point.published_through)
-    watcher.seed(known, resume=point, through=through, highest=highest, mirror=mirror)
+    watcher.seed(known, resume=point, through=through, highest=highest)
     publisher.remember(
         {key: (revision, identity.resource_version) for key, (revision, identity) in entries.items()}
     )
@@ -128,7 +127,7 @@ async def seed(
 async def start_watchers(ctx: ServiceContext, kinds: Watched) -> list[KindWatcher]:
     """One watcher per kind, each seeded (the kinds' mirror reads run at once)."""
     kv = await topology.objects_bucket(ctx.js)
-    points = ResumePoints(await ctx.js.key_value(topology.WATCHER_BUCKET))
+    points = await ResumePoints.about(ctx.js, kv)  # the mirror's identity read once, for every kind
     publisher = Publisher(ctx.js, kv)
     assert ctx.kube is not None
     watchers = [
