@@ -171,6 +171,31 @@ async def test_observed_generation_never_goes_backwards(
         services.stop_all()
 
 
+async def test_a_later_report_from_an_older_generation_does_not_supersede_a_newer_one(
+    private_stack: LocalServers, kube: Kube, bus: JetStreamContext
+) -> None:
+    """Two replicas of a source, one whose copy of the object lags: the one that saw the second
+    spec reports first, the lagging one (first spec) after it. Stream order must not let the older
+    generation win: seen in tests/bus_cluster, where a replica's mirror watch stalled by a killed
+    NATS node left two AIMServices at ``observedGeneration`` 1 until the resync."""
+    obj = await kube.create(MODEL, manifest(MODEL, "lagging", NS, {"image": "example.com/m:1"}), NS)
+    obj = await kube.patch(MODEL, NS, "lagging", {"spec": {"image": "example.com/m:2"}})
+    assert obj["metadata"]["generation"] == 2
+    await publish(bus, obj, report(obj, "SecondSpec", "True", generation=2))
+    await publish(bus, obj, report(obj, "FirstSpec", "False", generation=1, source_type="Custom"))
+    services = Services(private_stack, private_stack.workdir / "logs")
+    services.start("status")
+    try:
+        await drained(bus)
+        after = await kube.get(MODEL, NS, "lagging")
+        assert after is not None
+        assert after["status"].get("observedGeneration") == 2, after["status"]
+        assert condition(after["status"], "ImageReady")["reason"] == "SecondSpec"
+        assert after["status"]["sourceType"] == "Image"
+    finally:
+        services.stop_all()
+
+
 async def test_progress_published_after_the_outcome_does_not_undo_it(
     private_stack: LocalServers, kube: Kube, bus: JetStreamContext
 ) -> None:

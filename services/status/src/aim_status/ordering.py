@@ -9,7 +9,10 @@ backwards, a service falling from ``Starting`` to ``Pending`` until the next res
 The stream is the record of order. Before a report is applied, :class:`Ordering` walks the object's
 subject forward from the report's sequence: every condition type and status field that a *newer*
 report *from the same source* also sets is taken out of it (each has one owner, and the newer value
-wins; a newer *progress* report overrides only older progress, never an outcome); what remains is
+wins; a newer *progress* report overrides only older progress, never an outcome, and a newer report
+computed from an older generation overrides nothing: two replicas of a source can publish out of
+generation order when one's copy of the object lags, and the composition refuses the older one once
+the newer generation is composed, :func:`aimcore.runtime.composer.is_stale`); what remains is
 applied, and a report with nothing left is acknowledged without a write. In
 the usual case (no newer report) this is one direct read of the stream. Reports from an older
 generation are also refused by the composition itself (:func:`aimcore.runtime.composer.is_stale`).
@@ -60,6 +63,17 @@ def remainder(report: StatusReport, conditions: set[str], fields: set[str]) -> S
     return report.model_copy(update={"conditions": keep_conditions, "fields": keep_fields})
 
 
+def _older_generation(newer: StatusReport, report: StatusReport) -> bool:
+    """True when ``newer`` (later on the stream) was computed from an older generation than
+    ``report``: a replica whose copy of the object lagged, reporting after one that had seen the new
+    spec. Letting it override would leave ``observedGeneration`` behind until the next resync."""
+    return (
+        newer.observed_generation is not None
+        and report.observed_generation is not None
+        and newer.observed_generation < report.observed_generation
+    )
+
+
 class Ordering:
     def __init__(self, js: JetStreamContext, stream: str, lookahead: int = LOOKAHEAD) -> None:
         self.js = js
@@ -90,6 +104,8 @@ class Ordering:
                     continue
                 if newer.progress and not report.progress:
                     continue  # progress is a passing view: it never overrides an outcome
+                if _older_generation(newer, report):
+                    continue  # computed from an older spec: the composition refuses it after this
                 conditions.update(c.type for c in newer.conditions)
                 fields.update(newer.fields)
         except NotFoundError:

@@ -176,8 +176,9 @@ class StatusWriter:
                 self.writes += 1
                 WRITES.labels(ref.group, ref.kind).inc()
                 log.info(
-                    "status written (resourceVersion %s) from %s: %s",
+                    "status written (resourceVersion %s, observedGeneration %s) from %s: %s",
                     result.get("metadata", {}).get("resourceVersion", ""),
+                    new.get("observedGeneration", "-"),
                     ", ".join(dict.fromkeys(r.source for r in live)),
                     summary(live),
                     extra=logs.fields(target),
