@@ -270,14 +270,25 @@ def _metrics(stack: Stack, service: str) -> str:
         return str(resp.read().decode())
 
 
-def resyncs(stack: Stack) -> dict[str, float]:
-    """``aim_watcher_resyncs_total`` of the watcher, by kind."""
+def _counter(stack: Stack, service: str, name: str) -> dict[str, float]:
+    """Counter ``name`` of ``service``, by its labels."""
     out: dict[str, float] = {}
-    for line in _metrics(stack, "watcher").splitlines():
-        if line.startswith("aim_watcher_resyncs_total{"):
+    for line in _metrics(stack, service).splitlines():
+        if line.startswith(name + "{"):
             labels, _, value = line.rpartition(" ")
             out[labels] = float(value)
     return out
+
+
+def resyncs(stack: Stack) -> dict[str, float]:
+    """``aim_watcher_resyncs_total`` of the watcher, by kind."""
+    return _counter(stack, "watcher", "aim_watcher_resyncs_total")
+
+
+def watcher_list_pages(stack: Stack) -> float:
+    """LIST requests the watcher has sent (``aim_kube_list_pages_total``): what of the API server's
+    LIST count is the watcher's, the rest being other clients' (kube-controller-manager's)."""
+    return sum(_counter(stack, "watcher", "aim_kube_list_pages_total").values())
 
 
 class Operator:
@@ -515,6 +526,7 @@ class Bench:
             profiler.start()
             await asyncio.sleep(1)  # py-spy attaches
         counts, cpu, at = await request_counts(self.kube), self.operator.cpu(), time.monotonic()
+        pages = watcher_list_pages(self.stack)
         os.kill(watcher, signal.SIGUSR1)
         deadline = time.monotonic() + 1800
         while any(resyncs(self.stack).get(k, 0.0) <= v for k, v in kinds.items()):
@@ -531,11 +543,12 @@ class Bench:
         seconds = time.monotonic() - at - 5.0  # less the quiet time converged() waits out
         used = {n: max(0.0, t - cpu[n] - idle.get(n, 0.0) * seconds) for n, t in self.operator.cpu().items()}
         requests = delta(await request_counts(self.kube), counts)
+        pages = watcher_list_pages(self.stack) - pages
         ours = {k: v for k, v in requests.items() if k[1] in OPERATOR_RESOURCES}
         total = sum(used.values())
         say(
             f"  resync: listed and republished in {listed:.1f} s, converged in {seconds:.1f} s, "
-            f"{total:.1f} CPU-s, {sum(ours.values()):.0f} API requests"
+            f"{total:.1f} CPU-s, {sum(ours.values()):.0f} API requests ({pages:.0f} LIST pages the watcher's)"
         )
         return {
             "seconds": round(seconds, 1),
@@ -543,6 +556,7 @@ class Bench:
             "cpu_seconds": {**{n: round(v, 2) for n, v in used.items()}, "total": round(total, 2)},
             "core_share": round(total / DEFAULT_RESYNC_SECONDS, 4),
             "api_requests": round(sum(ours.values())),
+            "watcher_list_pages": round(pages),
             "api_requests_by_verb": {
                 f"{verb} {res}": round(v) for (verb, res), v in sorted(ours.items(), key=lambda kv: -kv[1])
             },

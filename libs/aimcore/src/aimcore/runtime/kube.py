@@ -20,6 +20,7 @@ import aiohttp
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
+from aimcore.runtime import metrics
 from aimcore.runtime.kubeclient import ApiException, Configuration, Transport, config
 from aimcore.runtime.settings.process import ProxySettings
 
@@ -153,6 +154,7 @@ class Kube:
             if label_selector:
                 query.append(("labelSelector", label_selector))
             page = await self._call("GET", ref.path(namespace), query=query)
+            metrics.LIST_PAGES.labels(ref.group, ref.kind).inc()
             items: Page = page.get("items") or []
             for item in items:  # list items lack apiVersion/kind
                 item.setdefault("apiVersion", ref.api_version)

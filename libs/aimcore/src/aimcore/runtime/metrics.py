@@ -79,6 +79,12 @@ REFUSED_PUBLISHES = Counter(
     "Operations the NATS server refused for this client's permissions ('Permissions Violation').",
     registry=REGISTRY,
 )
+LIST_PAGES = Counter(
+    "aim_kube_list_pages_total",
+    "LIST requests this process sent the API server, a page of at most 500 objects each.",
+    ["group", "kind"],
+    registry=REGISTRY,
+)
 NATS_CONNECTED = Gauge("aim_nats_connected", "1 while connected to NATS, else 0.", registry=REGISTRY)
 LOOP_STALLS = Counter(
     "aim_event_loop_stalls_total",
