@@ -405,7 +405,7 @@ class Informer:
         if namespace is not None and ref.namespaced:
             prefix += f"{subjects.ns_token(namespace)}."
         out = []
-        for key in list(self._scopes.get(prefix, {})):
+        for key in self._scopes.get(prefix, {}):  # reading changes only which objects stay parsed
             obj = self._object(key)
             if obj is None:
                 continue
