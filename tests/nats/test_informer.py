@@ -174,3 +174,36 @@ async def test_identities_are_read_from_the_entries_headers_without_their_object
     }
     entry = await kv.get(subjects.object_key(TEMPLATE, "ns", "t-1"))
     assert got[subjects.object_key(TEMPLATE, "ns", "t-1")][0] == entry.revision
+
+
+async def test_the_watch_starts_where_the_snapshot_read_and_sends_nothing_again(js: JetStreamContext) -> None:
+    """After start() the watch delivers only what changed since: the current values the snapshot
+    read are not pushed again (200 MB at 50,000 services, which cut the deployer off as a slow
+    consumer), and a change right after start is applied."""
+    kv = await js.create_key_value(bucket=f"mirror-{secrets.token_hex(4)}")
+    for i in range(300):
+        await put(kv, template(f"t.{i}", "llama", 10 + i))
+    informer = Informer(kv, [TEMPLATE], {"model": field_indexer("spec", "modelName")})
+    handled: list[str] = []
+    store_raw = informer._store_raw
+
+    def counting(key: str, raw: bytes) -> None:
+        handled.append(key)
+        store_raw(key, raw)
+
+    informer._store_raw = counting  # type: ignore[method-assign]
+    await informer.start()
+    assert len(handled) == 300  # the snapshot's
+    try:
+        assert len(informer.list(TEMPLATE)) == 300
+        await put(kv, template("t.7", "qwen", 1000))
+        await kv.delete(subjects.object_key(TEMPLATE, "ns", "t.8"))
+
+        async def followed() -> bool:
+            return informer.get(TEMPLATE, "ns", "t.8") is None and informer.by_index("model", "qwen") != []
+
+        await eventually(followed, what="the update and the delete after start")
+        assert handled[300:] == [subjects.object_key(TEMPLATE, "ns", "t.7")]
+        assert len(informer.list(TEMPLATE)) == 299
+    finally:
+        await informer.stop()

@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 GRAVEYARD_SIZE = 4096
 DECODED_SIZE = 2048  # objects kept read into their models (least recently read forgotten first)
 PARSED_SIZE = 4096  # objects kept parsed (least recently stored or read forgotten first)
+MARKER = "Nats-Marker-Reason"  # a server-placed marker (a key's TTL or the bucket's age): a removal
 
 Key = str  # the mirror key: subjects.object_key(ref, namespace, name)
 
@@ -214,16 +215,22 @@ class Informer:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start one KV watch per kind; returns once the current state is loaded.
+        """Load the current state of every kind, then follow each from there; returns once the
+        current state is loaded.
 
-        The watches are started first (so no update can fall between) and the current state is
-        then read with :func:`snapshot`, which is exact; a value both deliver is stored once (the
-        resourceVersion guard keeps the newer)."""
-        for ref in self.kinds:
-            self._tasks.append(asyncio.create_task(self._follow(kind_pattern(ref))))
+        The bucket's last stream sequence is read first, the current state then with
+        :func:`snapshot_raw` (exact), and each kind's watch starts right after that sequence: a
+        change after it is delivered by the watch (a value the snapshot also read is stored once;
+        the resourceVersion guard keeps the newer), and none before it is needed, the snapshot
+        holding each key's last value. A KV watch of current values sent every object again, which
+        the snapshot had read: 200 MB at 50,000 services, pushed at a deployer still parsing its
+        snapshot, which NATS cut off as a slow consumer (docs/benchmarks.md)."""
+        after = (await self.kv._js.stream_info(self.kv._stream)).state.last_seq or 0
         for ref in self.kinds:
             for key, (_, raw) in (await snapshot_raw(self.kv, kind_pattern(ref))).items():
                 self._store_raw(key, raw)
+        for ref in self.kinds:
+            self._tasks.append(asyncio.create_task(self._follow(kind_pattern(ref), after)))
         self.synced.set()
 
     def readiness(self) -> str | None:
@@ -237,23 +244,49 @@ class Informer:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _follow(self, prefix: str) -> None:
-        while True:
-            watcher = await self.kv.watch(prefix)
+    async def _follow(self, pattern: str, after: int) -> None:
+        """Apply every change under ``pattern`` from the bucket's stream sequence ``after + 1`` on,
+        in order: an ordered consumer, which NATS clients re-create from the last sequence they
+        handled after a gap or a lost connection, so nothing is sent twice or skipped. Creating it
+        while NATS is unavailable is retried from the last sequence handled."""
+        prefix: str = self.kv._pre
+        last = after
+
+        async def handle(msg: Msg) -> None:
+            nonlocal last
+            last = max(last, msg.metadata.sequence.stream)
+            key = msg.subject[len(prefix) :]
+            headers = msg.headers or {}
+            if headers.get("KV-Operation") in (KV_DEL, KV_PURGE) or MARKER in headers or not msg.data:
+                self._remove(key)
+                return
             try:
-                async for entry in watcher:
-                    if entry is None:  # nats-py's "current values done" marker; start() knows better
-                        continue
-                    if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
-                        self._remove(entry.key)
-                    else:
-                        self._store_raw(entry.key, entry.value)
-            except Exception as exc:  # a NATS outage: watch again (current values are re-sent)
-                log.warning("mirror watch %s failed (%r); re-watching", prefix, exc)
+                self._store_raw(key, msg.data)
+            except ValueError as exc:  # not JSON: nothing the watcher writes; skipped, said once
+                log.warning("mirror entry %s is not an object (%r); skipped", key, exc)
+
+        while True:
+            try:
+                sub = await self.kv._js.subscribe(
+                    prefix + pattern,
+                    stream=self.kv._stream,
+                    cb=handle,
+                    ordered_consumer=True,
+                    config=ConsumerConfig(
+                        deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                        opt_start_seq=last + 1,
+                        inactive_threshold=300.0,
+                    ),
+                )
+            except Exception as exc:  # a NATS outage: watch again from the last change handled
+                log.warning("mirror watch %s failed (%r); watching again", pattern, exc)
                 await asyncio.sleep(1.0)
+                continue
+            try:
+                await asyncio.Event().wait()  # until stopped: the subscription applies the changes
             finally:
                 with contextlib.suppress(Exception):
-                    await watcher.stop()  # type: ignore[no-untyped-call]
+                    await sub.unsubscribe()
 
     # -- updates -----------------------------------------------------------------------------
 
