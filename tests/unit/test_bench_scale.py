@@ -97,7 +97,7 @@ def test_every_round_at_the_largest_size_is_judged_on_its_own() -> None:
     verdicts = scale.budgets_each_round(sizes)
     assert [v["ready_within_60_s"] for v in verdicts] == [True, False, True]
     assert all(v["total_rss_within_2_gib"] for v in verdicts)
-    assert "ready_seconds.deployer" in good and "rss_mib.deployer" not in good
+    assert "ready_seconds.deployer" in good and "rss_mib.deployer" in good  # which process holds it
     assert scale.with_figures(sizes[1], {"rss_mib.total": 1.0})["rss_mib"] == {"deployer": 1000, "total": 1.0}
 
 

@@ -610,9 +610,11 @@ class Bench:
 
 
 def headline(figures: Mapping[str, Any]) -> dict[str, float]:
-    """A round's figures the table and the budgets use (every process's readiness included)."""
+    """A round's figures the table and the budgets use (every process's readiness and memory
+    included: a round's total says nothing of which process holds it)."""
     flat = flatten(figures)
-    keep = {key for key, _ in TABLE_ROWS} | {k for k in flat if k.startswith("ready_seconds.")}
+    per_process = ("ready_seconds.", "rss_mib.", "rss_mib_after_resync.")
+    keep = {key for key, _ in TABLE_ROWS} | {k for k in flat if k.startswith(per_process)}
     return {k: v for k, v in flat.items() if k in keep}
 
 
