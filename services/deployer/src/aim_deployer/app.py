@@ -24,7 +24,7 @@ from aimcore.api.kinds import (
     TEMPLATE_KINDS,
 )
 from aimcore.domain.status.compose import AIM_STATUS
-from aimcore.runtime.mappers import any_of, by_index, every, through, to_owners
+from aimcore.runtime.mappers import any_of, by_index, filed, through, to_owners
 from aimcore.runtime.reconciler import Controller, Watch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
 
@@ -52,7 +52,7 @@ def controller(ctx: ServiceContext, settings: DeployerSettings) -> Controller:
             Watch(POD, through(deps.predictor_isvc, owners)),
             Watch(DEPLOYMENT, through(deps.predictor_isvc, owners)),
             Watch(HPA, through(deps.scaled_isvc, owners)),
-            Watch(NODE, every(*SERVICE_KINDS, where=deps.awaiting_template)),
+            Watch(NODE, filed(deps.AWAITING_TEMPLATE, deps.AWAITING, *SERVICE_KINDS)),
         ],
         # every decision reads the informer's dependencies, not the service's own status (the
         # sticky references and the retry counter are read on the next dependency change)
@@ -63,6 +63,7 @@ def controller(ctx: ServiceContext, settings: DeployerSettings) -> Controller:
             deps.BY_TEMPLATE: deps.service_templates,
             deps.BY_CONFIG: deps.service_config,
             PODS_INDEX: pod_isvc,
+            deps.AWAITING_TEMPLATE: deps.awaiting_template_index,
         },
     )
 

@@ -13,7 +13,8 @@ its dependency mapping that are the deployer's own (the general ones are the run
   one's owner, and the HPA scaling a predictor through the InferenceService it names
   (:func:`scaled_isvc`): they make ``status.runtime``;
 - a Node wakes the services still waiting for a template (:func:`awaiting_template`: a new GPU
-  may make one selectable).
+  may make one selectable), found through an index (:data:`AWAITING_TEMPLATE`), not by reading
+  every service at each Node status report.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import Template
 from aimcore.domain.views import model_kinds
 from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
-from aimcore.runtime.mappers import Target, changed, indexed, scope, to_owners
+from aimcore.runtime.mappers import Target, changed, group_of, indexed, scope, to_owners
 
 BY_MODEL = "service-model"  # model name or image a service refers to (spec), or resolved (status)
 BY_TEMPLATE = "service-template"  # template a service names or resolved
@@ -156,7 +157,20 @@ def scaled_isvc(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iter
     return predictor_isvc(event, obj, informer)
 
 
-def awaiting_template(kind: KindRef, svc: Obj) -> bool:
+AWAITING_TEMPLATE = "awaiting-template"
+AWAITING = "awaiting"
+
+
+def awaiting_template(svc: Obj) -> bool:
     """A service whose template is not resolved yet (its status says so: nothing to parse)."""
     template = StatusCondition.find(svc, TEMPLATE_READY)
     return template is not None and template.status != "True"
+
+
+def awaiting_template_index(obj: Obj) -> Iterable[str]:
+    """Files a service still waiting for a template under :data:`AWAITING` (other kinds: nothing)."""
+    try:
+        kind = by_kind(group_of(obj), str(obj.get("kind", "")))
+    except KeyError:
+        return ()
+    return (AWAITING,) if kind in SERVICE_KINDS and awaiting_template(obj) else ()
