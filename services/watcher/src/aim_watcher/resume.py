@@ -97,7 +97,5 @@ class ResumePoints:
             return None
         return point
 
-    async def save(self, ref: KindRef, resource_version: str, published_through: int) -> ResumePoint:
-        point = ResumePoint(resource_version, published_through, self.mirror)
-        await self.kv.put(key(ref), encode(point))
-        return point
+    async def save(self, ref: KindRef, resource_version: str, published_through: int) -> None:
+        await self.kv.put(key(ref), encode(ResumePoint(resource_version, published_through, self.mirror)))

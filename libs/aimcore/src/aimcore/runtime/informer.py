@@ -97,6 +97,13 @@ def field_indexer(*path: str) -> Indexer:
     return index
 
 
+def removal(msg: Msg) -> bool:
+    """Whether a message of the bucket's stream removes its key: a delete or purge, a server-placed
+    marker (a key's TTL or the bucket's age), or no value."""
+    headers = msg.headers or {}
+    return headers.get("KV-Operation") in (KV_DEL, KV_PURGE) or MARKER in headers or not msg.data
+
+
 async def snapshot(kv: KeyValue, pattern: str) -> dict[Key, Obj]:
     """Current objects under a key pattern (``aim.AIMService.>``), read deterministically
     (:func:`snapshot_raw`)."""
@@ -114,8 +121,7 @@ async def snapshot_raw(kv: KeyValue, pattern: str) -> dict[Key, tuple[int, bytes
     out: dict[Key, tuple[int, bytes]] = {}
     async for msg in last_per_subject(kv._js, kv._stream, prefix + pattern):
         key = msg.subject[len(prefix) :]
-        operation = (msg.headers or {}).get("KV-Operation")
-        if operation in (KV_DEL, KV_PURGE) or not msg.data:
+        if removal(msg):
             out.pop(key, None)
         else:
             out[key] = (msg.metadata.sequence.stream, msg.data)
@@ -256,13 +262,12 @@ class Informer:
             nonlocal last
             last = max(last, msg.metadata.sequence.stream)
             key = msg.subject[len(prefix) :]
-            headers = msg.headers or {}
-            if headers.get("KV-Operation") in (KV_DEL, KV_PURGE) or MARKER in headers or not msg.data:
+            if removal(msg):
                 self._remove(key)
                 return
             try:
                 self._store_raw(key, msg.data)
-            except ValueError as exc:  # not JSON: nothing the watcher writes; skipped, said once
+            except ValueError as exc:  # not JSON: nothing the watcher writes; skipped with a warning
                 log.warning("mirror entry %s is not an object (%r); skipped", key, exc)
 
         while True:
