@@ -6,7 +6,10 @@ It starts the whole embedded system in a temporary home (or uses ``--home``), th
   sees the status the operator wrote;
 - throughput at 1,000 AIMServices applied at once: time until every one has status, against the
   time the same API server takes to accept 1,000 plain creates (paused AIMServices, which the
-  operator leaves alone), and the API writes the operator spent per service;
+  operator leaves alone), and the API writes the operator spent per service; who spent the
+  burst's CPU (``burst_cpu_seconds``: the control plane's and the operator's processes, the bench
+  itself, the rest of the machine) and ``events_per_s_if_operator_free``, the rate had the
+  operator's own CPU cost nothing (:mod:`aim_dev.bench.cpu`);
 - API calls per minute in a steady state with no changes (from the API server's own metrics).
 
 Human-readable lines go to stderr; the last line on stdout is one JSON object.
@@ -23,10 +26,12 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from aim_dev.bench.cpu import Split, cpu_seconds, sample
+from aim_dev.local.consuming import SERVICES
 from aim_dev.local.stack import Stack
 from aimcore.api.bus.mirror import PAUSE_ANNOTATION
 from aimcore.api.kinds import CHILD_KINDS, NAMESPACE, NODE, by_kind, crd_kinds
@@ -161,8 +166,12 @@ async def namespace(kube: Kube, name: str) -> None:
 
 
 async def measure(
-    kubeconfig: str, singles: int, bulk: int, idle_seconds: float, pids: Iterable[int] = ()
+    kubeconfig: str, singles: int, bulk: int, idle_seconds: float, named: Mapping[str, int] | None = None
 ) -> dict[str, Any]:
+    """The figures; ``named``: the control plane's and the operator's processes by name (what must
+    be quiet before a measurement, and whose CPU the burst's split names)."""
+    named = {**(named or {}), BENCH: os.getpid()}
+    pids = list(named.values())
     kube = Kube(await connect(kubeconfig), field_manager="aim-bench")
     try:
         # Let the services settle (consumers bound, initial resyncs done) before measuring.
@@ -205,10 +214,12 @@ async def measure(
         await watch.start()
         names = [f"bulk-{i:04d}" for i in range(bulk)]
         before = await request_counts(kube)
+        cpu_before = sample(named)
         started = time.perf_counter()
         await create_all(kube, [manifest(n, "bench-bulk") for n in names])
         await watch.until(names, timeout=600)
         bulk_seconds = time.perf_counter() - started
+        burst = Split.between(cpu_before, sample(named))
         await watch.stop()
         after = await request_counts(kube)
         writes = api_writes(after, before)
@@ -216,6 +227,13 @@ async def measure(
         per_service = operator_writes / bulk
         say(f"{bulk} AIMServices reconciled to status in {bulk_seconds:.2f} s")
         say(f"API writes by the operator: {per_service:.2f} per AIMService")
+        operator = [n for n in named if n in OPERATOR_PROCESSES]
+        ceiling = bulk / max(burst.seconds_without(operator), 1e-9)
+        mine, rest = burst.of(operator) * 1000 / bulk, (burst.busy - burst.of(operator)) * 1000 / bulk
+        say(
+            f"CPU in the burst: {burst.busy_cores:.2f} of {burst.cores} cores busy; per AIMService the "
+            f"operator {mine:.2f} ms, the rest {rest:.2f} ms; {ceiling:.0f}/s with the operator's CPU free"
+        )
 
         # 4. steady state: nothing changes; count the API calls. Trailing work first: the status
         # service's Events of the burst drain at its Event rate limit (20/s) for up to a minute.
@@ -251,6 +269,11 @@ async def measure(
         "throughput_ratio": round(plain_seconds / bulk_seconds, 3),
         "api_writes_per_service": round(operator_writes / bulk, 2),
         "single_samples": singles,
+        # who spent the burst's CPU (CPU-seconds; ``other``: the machine's busy time no named
+        # process accounts for), and the rate had the operator's part been free
+        "burst_cpu_seconds": burst.figures(),
+        "operator_cpu_ms_per_service": round(burst.of(operator) * 1000 / bulk, 2),
+        "events_per_s_if_operator_free": round(ceiling, 1),
     }
 
 
@@ -271,14 +294,6 @@ def control_plane_pids(stack: Stack) -> dict[str, int]:
     """etcd, kube-apiserver and kube-controller-manager."""
     procs = stack.cluster.processes if stack.cluster is not None else []
     return {proc.name: proc.pid for proc in procs if proc.pid is not None}
-
-
-def cpu_seconds(pid: int, *, system_only: bool = False) -> float:
-    """User + system CPU time of a process so far (``system_only``: the kernel's part)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    utime, stime = int(fields[11]), int(fields[12])
-    return (stime if system_only else utime + stime) / os.sysconf("SC_CLK_TCK")
 
 
 async def settled(
@@ -309,8 +324,13 @@ async def settled(
     return time.monotonic() - started
 
 
+BENCH = "bench"
+"""The benchmark's own process (its API client and watches), in a CPU split."""
+OPERATOR_PROCESSES = frozenset({*SERVICES, "nats-server"})
+
+
 def operator_pids(stack: Stack) -> dict[str, int]:
-    """The six services and nats-server."""
+    """The six services and nats-server (named as in :data:`OPERATOR_PROCESSES`)."""
     pids = {name: proc.pid for name, proc in stack.services.items() if proc.pid is not None}
     if stack.nats is not None and stack.nats.process is not None and stack.nats.process.pid is not None:
         pids["nats-server"] = stack.nats.process.pid
@@ -326,8 +346,8 @@ def stamped(figures: dict[str, Any]) -> dict[str, Any]:
 
 def backbone(home: Path | None, singles: int, bulk: int, idle_seconds: float) -> dict[str, Any]:
     with embedded_stack(home) as stack:
-        pids = [*control_plane_pids(stack).values(), *operator_pids(stack).values()]
-        figures = asyncio.run(measure(str(stack.kubeconfig), singles, bulk, idle_seconds, pids))
+        named = {**control_plane_pids(stack), **operator_pids(stack)}
+        figures = asyncio.run(measure(str(stack.kubeconfig), singles, bulk, idle_seconds, named))
     return stamped(figures)
 
 

@@ -24,7 +24,11 @@ The burst is also compared with the irreducible work, in the same run:
   service (create the AIMService, create its InferenceService — the body the deployer made for an
   earlier service — and merge-patch its status with the status the operator wrote for it), at the
   burst's concurrency, alone: the operator and nats-server stopped (SIGSTOP) and the control plane
-  settled first; the ratio is its time over the operator's burst time.
+  settled first; the ratio is its time over the operator's burst time. Both keep the machine's
+  cores busy, so the ratio is a share of the machine: ``burst_cpu_seconds`` and
+  ``minimal_writer_cpu_seconds`` say who spent it (each process of the control plane and the
+  operator, the bench itself, the rest), and ``ratio_if_operator_free`` is the ratio had the
+  operator's own CPU cost nothing (:mod:`aim_dev.bench.cpu`) — the ceiling the operator is under.
 
 ``--repeat N`` (default 5) runs the whole measurement N times, each on a fresh stack, and reports
 each figure's median (every run's figures under ``runs``).
@@ -61,9 +65,9 @@ from pathlib import Path
 from typing import Any
 
 from aim_dev.bench.backbone import (
+    BENCH,
     api_writes,
     control_plane_pids,
-    cpu_seconds,
     create_all,
     delta,
     embedded_stack,
@@ -76,6 +80,7 @@ from aim_dev.bench.backbone import (
     settled,
     stamped,
 )
+from aim_dev.bench.cpu import Split, cpu_seconds, sample
 from aim_dev.bench.profile import Profiler
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.stack import Stack
@@ -283,6 +288,7 @@ async def measure(
     kube = Kube(await connect(str(stack.kubeconfig)), field_manager="aim-bench")
     pids = operator_pids(stack)
     everything = [*control_plane_pids(stack).values(), *pids.values()]  # what must be quiet to measure
+    named = {**control_plane_pids(stack), **pids, BENCH: os.getpid()}  # whose CPU the splits name
     try:
         await prepare(kube, hub)
         seen = Seen(kube)
@@ -329,10 +335,12 @@ async def measure(
         cpu_before, bus_before = cpu_of(pids), bus_messages(stack)
         writes_before = {n: write_calls(p) for n, p in pids.items()}
         system_before = {n: cpu_seconds(p, system_only=True) for n, p in pids.items()}
+        split_before = sample(named)
         started = time.perf_counter()
         await create_all_services(kube, names)
         await seen.until(names, timeout=900, status=True)
         bulk_seconds = time.perf_counter() - started
+        burst = Split.between(split_before, sample(named))
         cpu = {n: t - cpu_before[n] for n, t in cpu_of(pids).items()}
         sent = {n: (v - bus_before.get(n, 0)) / bulk for n, v in bus_messages(stack).items()}
         syscw = {n: (write_calls(p) - writes_before[n]) / bulk for n, p in pids.items()}
@@ -365,8 +373,15 @@ async def measure(
         with stopped(pids.values()):
             say(f"control plane settled after {await settled(control_plane_pids(stack).values()):.1f} s")
             minimal_names = [f"minimal-{i:04d}" for i in range(bulk)]
+            split_before = sample(named)
             minimal_seconds = await minimal_writer(kube, "single-0000", minimal_names)
+            alone = Split.between(split_before, sample(named))
         say(f"the minimal writer's {3 * bulk} requests took {minimal_seconds:.2f} s (operator stopped)")
+        free = burst.seconds_without(pids)
+        say(
+            f"CPU: the burst kept {burst.busy_cores:.2f} cores busy, the minimal writer "
+            f"{alone.busy_cores:.2f}; the burst without the operator's CPU: {free:.2f} s"
+        )
         writes = api_writes(after, before)
         converged_writes = api_writes(converged_counts, before)
         served = sorted(((v, k) for k, v in delta(after, before).items() if v >= bulk / 10), reverse=True)
@@ -402,6 +417,12 @@ async def measure(
         "bus_messages_per_service": {n: round(v, 2) for n, v in sorted(sent.items())},
         "write_syscalls_per_service": {n: round(v, 2) for n, v in sorted(syscw.items())},
         "single_samples": singles,
+        # who spent the CPU of the burst (to the last status) and of the minimal writer
+        # (CPU-seconds; ``other``: busy time no named process accounts for), and the ratio had the
+        # operator's own CPU been free (the rest of the burst's busy time over the machine's cores)
+        "burst_cpu_seconds": burst.figures(),
+        "minimal_writer_cpu_seconds": alone.figures(),
+        "ratio_if_operator_free": round(minimal_seconds / free, 3) if free > 0 else None,
     }
 
 

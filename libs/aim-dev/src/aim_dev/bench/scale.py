@@ -64,7 +64,6 @@ from typing import Any
 from aim_dev.bench.backbone import (
     OPERATOR_RESOURCES,
     control_plane_pids,
-    cpu_seconds,
     create_all,
     delta,
     embedded_stack,
@@ -74,6 +73,7 @@ from aim_dev.bench.backbone import (
     say,
     stamped,
 )
+from aim_dev.bench.cpu import cpu_seconds
 from aim_dev.bench.memory import memory, mirrored
 from aim_dev.bench.profile import Profiler
 from aim_dev.local import consuming
