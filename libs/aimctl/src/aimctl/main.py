@@ -321,9 +321,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return bench_memory.main(args.home, args.objects or 10_000)
     from aim_dev.bench import backbone as bench  # noqa: PLC0415 - only the benchmark needs it
 
-    return bench.main(
-        args.home, args.singles, args.objects or 1000, args.idle if args.idle is not None else 30.0
-    )
+    idle = args.idle if args.idle is not None else 30.0
+    return bench.main(args.home, args.singles, args.objects or 1000, idle, args.profile)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -385,7 +384,8 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--profile",
         metavar="DIR",
-        help="deployer, scale: py-spy each service during the burst (scale: resync)",
+        help="backbone, deployer, scale: py-spy each service during the burst (scale: resync); "
+        "backbone, deployer: the API server's Go profile too",
     )
     bench.add_argument(
         "--repeat",

@@ -26,11 +26,12 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from aim_dev.bench.cpu import Split, cpu_seconds, sample
+from aim_dev.bench.profile import ApiServerProfiler, Profiler
 from aim_dev.local.consuming import SERVICES
 from aim_dev.local.stack import Stack
 from aimcore.api.bus.mirror import PAUSE_ANNOTATION
@@ -166,13 +167,15 @@ async def namespace(kube: Kube, name: str) -> None:
 
 
 async def measure(
-    kubeconfig: str, singles: int, bulk: int, idle_seconds: float, named: Mapping[str, int] | None = None
+    stack: Stack, singles: int, bulk: int, idle_seconds: float, profile: Path | None = None
 ) -> dict[str, Any]:
-    """The figures; ``named``: the control plane's and the operator's processes by name (what must
-    be quiet before a measurement, and whose CPU the burst's split names)."""
-    named = {**(named or {}), BENCH: os.getpid()}
+    """The figures (``profile``: py-spy on every service and the API server's Go profile during
+    the burst, into that directory)."""
+    services = {n: p for n, p in operator_pids(stack).items() if n != "nats-server"}
+    # what must be quiet before a measurement, and whose CPU the burst's split names
+    named = {**control_plane_pids(stack), **operator_pids(stack), BENCH: os.getpid()}
     pids = list(named.values())
-    kube = Kube(await connect(kubeconfig), field_manager="aim-bench")
+    kube = Kube(await connect(str(stack.kubeconfig)), field_manager="aim-bench")
     try:
         # Let the services settle (consumers bound, initial resyncs done) before measuring.
         await namespace(kube, "bench-warmup")
@@ -214,12 +217,25 @@ async def measure(
         await watch.start()
         names = [f"bulk-{i:04d}" for i in range(bulk)]
         before = await request_counts(kube)
+        profiler = Profiler(profile, services) if profile else None
+        if profiler:
+            profiler.start()
+            await asyncio.sleep(1)  # py-spy attaches
         cpu_before = sample(named)
+        api_profiler = api_server_profiler(stack, profile)
         started = time.perf_counter()
         await create_all(kube, [manifest(n, "bench-bulk") for n in names])
         await watch.until(names, timeout=600)
         bulk_seconds = time.perf_counter() - started
         burst = Split.between(cpu_before, sample(named))
+        if profiler:
+            profiles = await asyncio.to_thread(profiler.stop)
+            for name in ("deployer", "status", "watcher"):
+                if name in profiles:
+                    say(profiles[name].summary())
+            say(f"profiles (py-spy collapsed stacks) in {profile}")
+        if api_profiler:
+            say(await asyncio.to_thread(api_profiler.stop))
         await watch.stop()
         after = await request_counts(kube)
         writes = api_writes(after, before)
@@ -278,16 +294,26 @@ async def measure(
 
 
 @contextlib.contextmanager
-def embedded_stack(home: Path | None) -> Iterator[Stack]:
-    """The whole embedded system, in ``home`` or a temporary directory, for one benchmark."""
+def embedded_stack(home: Path | None, *, profiling: bool = False) -> Iterator[Stack]:
+    """The whole embedded system, in ``home`` or a temporary directory, for one benchmark
+    (``profiling``: its API server serves Go's profiles)."""
     with tempfile.TemporaryDirectory(prefix="aim-bench-") as tmp:
-        stack = Stack(home=home or Path(tmp))
+        stack = Stack(home=home or Path(tmp), profiling=profiling)
         say(f"starting the embedded stack in {stack.home} ...")
         stack.start()
         try:
             yield stack
         finally:
             stack.stop()
+
+
+def api_server_profiler(stack: Stack, directory: Path | None) -> ApiServerProfiler | None:
+    """With ``--profile``: the API server's profile of the burst, started now."""
+    if directory is None or stack.cluster is None or not stack.cluster.profiling:
+        return None
+    profiler = ApiServerProfiler(stack.cluster.server, stack.cluster.token, directory)
+    profiler.start()
+    return profiler
 
 
 def control_plane_pids(stack: Stack) -> dict[str, int]:
@@ -344,14 +370,17 @@ def stamped(figures: dict[str, Any]) -> dict[str, Any]:
     return figures
 
 
-def backbone(home: Path | None, singles: int, bulk: int, idle_seconds: float) -> dict[str, Any]:
-    with embedded_stack(home) as stack:
-        named = {**control_plane_pids(stack), **operator_pids(stack)}
-        figures = asyncio.run(measure(str(stack.kubeconfig), singles, bulk, idle_seconds, named))
+def backbone(
+    home: Path | None, singles: int, bulk: int, idle_seconds: float, profile: Path | None = None
+) -> dict[str, Any]:
+    with embedded_stack(home, profiling=profile is not None) as stack:
+        figures = asyncio.run(measure(stack, singles, bulk, idle_seconds, profile))
     return stamped(figures)
 
 
-def main(home: str | None, singles: int, bulk: int, idle_seconds: float) -> int:
-    figures = backbone(Path(home) if home else None, singles, bulk, idle_seconds)
+def main(home: str | None, singles: int, bulk: int, idle_seconds: float, profile: str | None = None) -> int:
+    figures = backbone(
+        Path(home) if home else None, singles, bulk, idle_seconds, Path(profile) if profile else None
+    )
     print(json.dumps(figures))
     return 0

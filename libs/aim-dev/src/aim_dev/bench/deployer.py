@@ -66,6 +66,7 @@ from typing import Any
 
 from aim_dev.bench.backbone import (
     BENCH,
+    api_server_profiler,
     api_writes,
     control_plane_pids,
     create_all,
@@ -336,6 +337,7 @@ async def measure(
         writes_before = {n: write_calls(p) for n, p in pids.items()}
         system_before = {n: cpu_seconds(p, system_only=True) for n, p in pids.items()}
         split_before = sample(named)
+        api_profiler = api_server_profiler(stack, profile)
         started = time.perf_counter()
         await create_all_services(kube, names)
         await seen.until(names, timeout=900, status=True)
@@ -353,6 +355,8 @@ async def measure(
                 if name in profiles:
                     say(profiles[name].summary())
             say(f"profiles (py-spy collapsed stacks) in {profile}")
+        if api_profiler:
+            say(await asyncio.to_thread(api_profiler.stop))
         converged_counts = await request_counts(kube)
         await seen.stop()
         # what the burst defers is still its cost: the Events the rate limit queued, the status
@@ -468,7 +472,9 @@ def main(home: str | None, singles: int, bulk: int, profile: str | None = None, 
             for run in range(repeat):
                 if repeat > 1:
                     say(f"run {run + 1} of {repeat}")
-                with embedded_stack(Path(home) if home and repeat == 1 else None) as stack:
+                with embedded_stack(
+                    Path(home) if home and repeat == 1 else None, profiling=profile is not None
+                ) as stack:
                     where = Path(profile) / f"run-{run + 1}" if profile else None
                     runs.append(asyncio.run(measure(stack, hub, singles, bulk, where)))
         finally:

@@ -8,6 +8,10 @@ most samples on top of the stack (self) and anywhere in it (total), as a share o
 samples. py-spy leaves out samples of an idle process (the event loop waiting in ``epoll``), so
 the percentages are of the time the process was busy; any waiting frame that gets through is
 counted apart.
+
+The API server is profiled too when the stack serves Go's profiles (:class:`ApiServerProfiler`:
+its CPU profile over the burst's first seconds, ``kube-apiserver.pprof``, for ``go tool pprof``):
+on a small machine it spends as much of a burst's CPU as the operator does.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from __future__ import annotations
 import contextlib
 import shutil
 import signal
+import ssl
 import subprocess
+import threading
+import urllib.request
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -113,3 +120,46 @@ class Profiler:
             if out.exists():
                 profiles[name] = Profile.parse(name, out.read_text())
         return profiles
+
+
+class ApiServerProfiler:
+    """The API server's Go CPU profile for ``seconds`` from :meth:`start`, fetched from its
+    ``/debug/pprof/profile`` (the stack started with ``profiling``) into
+    ``directory/kube-apiserver.pprof``; :meth:`stop` waits for it and says where it is."""
+
+    FILE = "kube-apiserver.pprof"
+
+    def __init__(self, server: str, token: str, directory: Path, seconds: int = 6) -> None:
+        self.url = f"{server}/debug/pprof/profile?seconds={seconds}"
+        self.token = token
+        self.out = directory / self.FILE
+        self.seconds = seconds
+        self.error: str | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self._thread = threading.Thread(target=self._fetch, name="apiserver-pprof", daemon=True)
+        self._thread.start()
+
+    def _fetch(self) -> None:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE  # the bench's own loopback API server
+        request = urllib.request.Request(self.url, headers={"Authorization": f"Bearer {self.token}"})
+        try:
+            with urllib.request.urlopen(request, context=context, timeout=self.seconds + 30) as resp:
+                self.out.write_bytes(resp.read())
+        except OSError as exc:
+            self.error = f"{exc}"
+
+    def stop(self) -> str:
+        """Wait for the profile; a line saying where it is (or why there is none)."""
+        if self._thread is not None:
+            self._thread.join(timeout=self.seconds + 60)
+        if self.error is not None or not self.out.exists():
+            return f"kube-apiserver: no profile ({self.error or 'not fetched'})"
+        return (
+            f"kube-apiserver: Go CPU profile of the burst's first {self.seconds} s in {self.out} "
+            f"(go tool pprof -top -cum {self.out})"
+        )

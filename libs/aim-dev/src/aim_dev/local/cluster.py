@@ -33,6 +33,8 @@ class ControlPlane:
     apiserver_port: int = field(default_factory=free_port)
     processes: list[ManagedProcess] = field(default_factory=list)
     die_with_parent: bool = True
+    profiling: bool = False
+    """The API server serves Go's profiles on ``/debug/pprof`` (a benchmark's ``--profile``)."""
 
     @property
     def server(self) -> str:
@@ -174,7 +176,7 @@ class ControlPlane:
             "--service-cluster-ip-range=10.0.0.0/24",
             "--allow-privileged=true",
             "--enable-priority-and-fairness=false",
-            "--profiling=false",
+            f"--profiling={str(self.profiling).lower()}",
             "--watch-cache=true",
             "--v=0",
         ]

@@ -75,6 +75,8 @@ class Stack:
     namespace, and :attr:`compose_kubeconfig` for the services in containers (docker-compose.yml,
     which runs NATS and the services itself)."""
     system_namespace: str = "aim-system"
+    profiling: bool = False
+    """The API server serves Go's profiles (:attr:`ControlPlane.profiling`)."""
     services: dict[str, ManagedProcess] = field(default_factory=dict)
     cluster: ControlPlane | None = None
     nats: NatsServer | None = None
@@ -100,7 +102,9 @@ class Stack:
         keep = not self.detach
         if not self.control_plane_only:
             self.nats = NatsServer(self.home / "nats", die_with_parent=keep).start()
-        self.cluster = ControlPlane(self.home / "cluster", die_with_parent=keep).start()
+        self.cluster = ControlPlane(
+            self.home / "cluster", die_with_parent=keep, profiling=self.profiling
+        ).start()
         shutil.copyfile(self.cluster.kubeconfig_path, self.kubeconfig)
         asyncio.run(install_crds(str(self.kubeconfig), self.system_namespace))
         portable_kubeconfig.write(self.cluster.kubeconfig(), self.compose_kubeconfig)
