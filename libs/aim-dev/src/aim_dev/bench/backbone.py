@@ -228,14 +228,7 @@ async def measure(
         await watch.until(names, timeout=600)
         bulk_seconds = time.perf_counter() - started
         burst = Split.between(cpu_before, sample(named))
-        if profiler:
-            profiles = await asyncio.to_thread(profiler.stop)
-            for name in ("deployer", "status", "watcher"):
-                if name in profiles:
-                    say(profiles[name].summary())
-            say(f"profiles (py-spy collapsed stacks) in {profile}")
-        if api_profiler:
-            say(await asyncio.to_thread(api_profiler.stop))
+        await profiles_said(profiler, api_profiler, profile)
         await watch.stop()
         after = await request_counts(kube)
         writes = api_writes(after, before)
@@ -314,6 +307,21 @@ def api_server_profiler(stack: Stack, directory: Path | None) -> ApiServerProfil
     profiler = ApiServerProfiler(stack.cluster.server, stack.cluster.token, directory)
     profiler.start()
     return profiler
+
+
+async def profiles_said(
+    profiler: Profiler | None, api_profiler: ApiServerProfiler | None, directory: Path | None
+) -> None:
+    """Stop the burst's profilers and say what they found: the top frames of the deployer, the
+    status service and the watcher, and where every profile is."""
+    if profiler:
+        profiles = await asyncio.to_thread(profiler.stop)
+        for name in ("deployer", "status", "watcher"):
+            if name in profiles:
+                say(profiles[name].summary())
+        say(f"profiles (py-spy collapsed stacks) in {directory}")
+    if api_profiler:
+        say(await asyncio.to_thread(api_profiler.stop))
 
 
 def control_plane_pids(stack: Stack) -> dict[str, int]:

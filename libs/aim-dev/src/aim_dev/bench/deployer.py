@@ -76,6 +76,7 @@ from aim_dev.bench.backbone import (
     namespace,
     operator_pids,
     percentile,
+    profiles_said,
     request_counts,
     say,
     settled,
@@ -349,14 +350,7 @@ async def measure(
         syscw = {n: v for n, v in syscw.items() if v >= 0.01}
         system = {n: cpu_seconds(p, system_only=True) - system_before[n] for n, p in pids.items()}
         sent = {n: v for n, v in sent.items() if v >= 0.01}
-        if profiler:
-            profiles = await asyncio.to_thread(profiler.stop)
-            for name in ("deployer", "status", "watcher"):
-                if name in profiles:
-                    say(profiles[name].summary())
-            say(f"profiles (py-spy collapsed stacks) in {profile}")
-        if api_profiler:
-            say(await asyncio.to_thread(api_profiler.stop))
+        await profiles_said(profiler, api_profiler, profile)
         converged_counts = await request_counts(kube)
         await seen.stop()
         # what the burst defers is still its cost: the Events the rate limit queued, the status
