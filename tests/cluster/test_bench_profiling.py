@@ -16,7 +16,7 @@ def test_the_api_server_profile_is_fetched_from_a_stack_that_serves_it(
 ) -> None:
     profiled = ControlPlane(tmp_path / "cluster", profiling=True).start()
     try:
-        profiler = ApiServerProfiler(profiled.server, profiled.token, tmp_path / "on", seconds=1)
+        profiler = ApiServerProfiler(profiled, tmp_path / "on", seconds=1)
         profiler.start()
         line = profiler.stop()
     finally:
@@ -27,7 +27,7 @@ def test_the_api_server_profile_is_fetched_from_a_stack_that_serves_it(
     assert "Go CPU profile of the burst's first 1 s" in line
 
     # the tests' shared control plane is started without profiling: no profile, and a line saying why
-    off = ApiServerProfiler(aim_cluster.server, aim_cluster.token, tmp_path / "off", seconds=1)
+    off = ApiServerProfiler(aim_cluster, tmp_path / "off", seconds=1)
     off.start()
     assert off.stop().startswith("kube-apiserver: no profile (HTTP Error 404")
     assert not (tmp_path / "off" / ApiServerProfiler.FILE).exists()

@@ -281,7 +281,7 @@ async def measure(
         # who spent the burst's CPU (CPU-seconds; ``other``: the machine's busy time no named
         # process accounts for), and the rate had the operator's part been free
         "burst_cpu_seconds": burst.figures(),
-        "operator_cpu_ms_per_service": round(burst.of(operator) * 1000 / bulk, 2),
+        "operator_cpu_ms_per_service": round(mine, 2),
         "events_per_s_if_operator_free": round(ceiling, 1),
     }
 
@@ -304,7 +304,7 @@ def api_server_profiler(stack: Stack, directory: Path | None) -> ApiServerProfil
     """With ``--profile``: the API server's profile of the burst, started now."""
     if directory is None or stack.cluster is None or not stack.cluster.profiling:
         return None
-    profiler = ApiServerProfiler(stack.cluster.server, stack.cluster.token, directory)
+    profiler = ApiServerProfiler(stack.cluster, directory)
     profiler.start()
     return profiler
 

@@ -54,9 +54,14 @@ class Sample:
     machine: Machine
 
 
+def cpu_of(pids: Mapping[str, int]) -> dict[str, float]:
+    """Every named process's CPU so far (:func:`cpu_seconds`)."""
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
 def sample(pids: Mapping[str, int]) -> Sample:
     """Every named process's CPU so far, and the machine's."""
-    return Sample(time.monotonic(), {n: cpu_seconds(p) for n, p in pids.items()}, Machine.read())
+    return Sample(time.monotonic(), cpu_of(pids), Machine.read())
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ import statistics
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,7 @@ from aim_dev.bench.backbone import (
     settled,
     stamped,
 )
-from aim_dev.bench.cpu import Split, cpu_seconds, sample
+from aim_dev.bench.cpu import Split, cpu_of, cpu_seconds, sample
 from aim_dev.bench.profile import Profiler
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.stack import Stack
@@ -239,10 +239,6 @@ def write_calls(pid: int) -> int:
     return int(fields.get("syscw", "0"))
 
 
-def cpu_of(pids: Mapping[str, int]) -> dict[str, float]:
-    return {name: cpu_seconds(pid) for name, pid in pids.items()}
-
-
 async def minimal_writer(kube: Kube, template: str, names: list[str]) -> float:
     """Seconds the requests the operator needs take for ``names``, issued directly: the AIMService
     (paused, so the operator leaves it alone), its InferenceService (the deployer's body for
@@ -334,17 +330,17 @@ async def measure(
         idle_from, idle_started = sum(cpu_of(pids).values()), time.perf_counter()
         await asyncio.sleep(IDLE_WINDOW)
         idle_rate = (sum(cpu_of(pids).values()) - idle_from) / (time.perf_counter() - idle_started)
-        cpu_before, bus_before = cpu_of(pids), bus_messages(stack)
+        split_before, bus_before = sample(named), bus_messages(stack)
+        cpu_before = {n: split_before.processes[n] for n in pids}
         writes_before = {n: write_calls(p) for n, p in pids.items()}
         system_before = {n: cpu_seconds(p, system_only=True) for n, p in pids.items()}
-        split_before = sample(named)
         api_profiler = api_server_profiler(stack, profile)
         started = time.perf_counter()
         await create_all_services(kube, names)
         await seen.until(names, timeout=900, status=True)
         bulk_seconds = time.perf_counter() - started
         burst = Split.between(split_before, sample(named))
-        cpu = {n: t - cpu_before[n] for n, t in cpu_of(pids).items()}
+        converged_cpu = {n: burst.processes[n] for n in pids}  # to the last status
         sent = {n: (v - bus_before.get(n, 0)) / bulk for n, v in bus_messages(stack).items()}
         syscw = {n: (write_calls(p) - writes_before[n]) / bulk for n, p in pids.items()}
         syscw = {n: v for n, v in syscw.items() if v >= 0.01}
@@ -359,7 +355,6 @@ async def measure(
         idle_after = await settled(pids.values(), timeout=600)
         say(f"the operator idle {drained + idle_after:.1f} s after the last status")
         after = await request_counts(kube)
-        converged_cpu = cpu
         cpu = {n: t - cpu_before[n] for n, t in cpu_of(pids).items()}
         idle_seconds = time.perf_counter() - started
         say("CPU during the burst: " + ", ".join(f"{n} {t:.2f} s" for n, t in sorted(cpu.items())))

@@ -19,14 +19,14 @@ from __future__ import annotations
 import contextlib
 import shutil
 import signal
-import ssl
 import subprocess
 import threading
-import urllib.request
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from aim_dev.local.cluster import ControlPlane
 
 # Frames where a process waits rather than works (py-spy's --idle keeps them).
 IDLE_MARKERS = ("select (selectors.py", "epoll_wait", "poll (selectors.py")
@@ -129,9 +129,8 @@ class ApiServerProfiler:
 
     FILE = "kube-apiserver.pprof"
 
-    def __init__(self, server: str, token: str, directory: Path, seconds: int = 6) -> None:
-        self.url = f"{server}/debug/pprof/profile?seconds={seconds}"
-        self.token = token
+    def __init__(self, cluster: ControlPlane, directory: Path, seconds: int = 6) -> None:
+        self.cluster = cluster
         self.out = directory / self.FILE
         self.seconds = seconds
         self.error: str | None = None
@@ -143,13 +142,9 @@ class ApiServerProfiler:
         self._thread.start()
 
     def _fetch(self) -> None:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE  # the bench's own loopback API server
-        request = urllib.request.Request(self.url, headers={"Authorization": f"Bearer {self.token}"})
+        path = f"/debug/pprof/profile?seconds={self.seconds}"
         try:
-            with urllib.request.urlopen(request, context=context, timeout=self.seconds + 30) as resp:
-                self.out.write_bytes(resp.read())
+            self.out.write_bytes(self.cluster.fetch(path, timeout=self.seconds + 30))
         except OSError as exc:
             self.error = f"{exc}"
 

@@ -73,7 +73,7 @@ from aim_dev.bench.backbone import (
     say,
     stamped,
 )
-from aim_dev.bench.cpu import cpu_seconds
+from aim_dev.bench.cpu import cpu_of
 from aim_dev.bench.memory import memory, mirrored
 from aim_dev.bench.profile import Profiler
 from aim_dev.local import consuming
@@ -302,7 +302,7 @@ class Operator:
         return operator_pids(self.stack)
 
     def cpu(self) -> dict[str, float]:
-        return {name: cpu_seconds(pid) for name, pid in self.pids().items()}
+        return cpu_of(self.pids())
 
     def ready_url(self, name: str) -> str:
         if name == "nats-server":
@@ -479,12 +479,12 @@ class Bench:
         figures: dict[str, Any] = {"services": services, "objects": objects}
         # idle
         before, at = self.operator.cpu(), time.monotonic()
-        plane_before = {n: cpu_seconds(p) for n, p in control_plane_pids(self.stack).items()}
+        plane_before = cpu_of(control_plane_pids(self.stack))
         await asyncio.sleep(self.idle)
         seconds = time.monotonic() - at
         idle = {n: (t - before[n]) / seconds for n, t in self.operator.cpu().items()}
         plane = {
-            n: (cpu_seconds(p) - plane_before[n]) / seconds for n, p in control_plane_pids(self.stack).items()
+            n: (t - plane_before[n]) / seconds for n, t in cpu_of(control_plane_pids(self.stack)).items()
         }
         figures["idle_cpu_cores"] = {
             **{n: round(v, 4) for n, v in idle.items()},

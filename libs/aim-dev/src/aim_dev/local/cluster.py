@@ -8,11 +8,9 @@ subject to the roles in ``deploy/``.
 
 from __future__ import annotations
 
-import json
 import secrets
 import ssl
 import subprocess
-import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,15 +179,22 @@ class ControlPlane:
             "--v=0",
         ]
 
-    def _ready(self) -> bool:
+    def fetch(self, path: str, timeout: float) -> bytes:
+        """GET ``path`` as the admin (the API server's own loopback certificate is not verified);
+        urllib's errors (``OSError``: unreachable, or ``HTTPError`` for a status that is not 2xx)
+        pass through."""
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         req = urllib.request.Request(
-            f"{self.server}/readyz", headers={"Authorization": f"Bearer {self.token}"}
+            f"{self.server}{path}", headers={"Authorization": f"Bearer {self.token}"}
         )
+        with urllib.request.urlopen(req, context=ctx, timeout=timeout) as resp:
+            return bytes(resp.read())
+
+    def _ready(self) -> bool:
         try:
-            with urllib.request.urlopen(req, context=ctx, timeout=2) as resp:
-                return bool(resp.status == 200)
-        except (urllib.error.URLError, OSError, json.JSONDecodeError):
+            self.fetch("/readyz", timeout=2)
+        except OSError:  # not yet serving, or /readyz answers 500
             return False
+        return True
