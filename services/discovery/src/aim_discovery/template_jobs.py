@@ -90,6 +90,46 @@ def awaiting(reason: str, message: str, waiting: str | None = None) -> list[Cond
     ]
 
 
+def invalid_output(message: str) -> list[ConditionReport]:
+    """The discovery Job's output is unusable (``message`` says why): the template fails until its
+    spec changes."""
+    return [
+        ConditionReport(type=DISCOVERED, status="False", reason=INVALID_OUTPUT, message=message),
+        ConditionReport(type=DISCOVERY_JOB_READY, status="False", reason=INVALID_OUTPUT, message=message),
+    ]
+
+
+def running(job_name: str, attempt: int, pods: Sequence[Mapping[str, Any]]) -> list[ConditionReport]:
+    """The discovery Job ``job_name`` (attempt ``attempt``) is running; its pods' progress."""
+    progress = dryrun.pod_progress(pods) or (jobs.REASON_JOB_RUNNING, f"Job {job_name} created")
+    return [
+        ConditionReport(
+            type=DISCOVERY_JOB_READY,
+            status="False",
+            reason=jobs.REASON_JOB_RUNNING,
+            message=f"Job {job_name} (attempt {attempt}) is running",
+        ),
+        ConditionReport(type=DISCOVERY_PODS_READY, status="False", reason=progress[0], message=progress[1]),
+        ConditionReport(
+            type=DISCOVERED, status="False", reason=AWAITING_DISCOVERY, message="Discovery job running"
+        ),
+    ]
+
+
+def discovery_hash(template: Template, model: Model) -> str:
+    """The hash of what a discovery Job's outcome depends on: a new one starts again at attempt 1."""
+    requirement = template.gpu
+    return dryrun.spec_hash(
+        template.model_name,
+        model.image,
+        template.metric,
+        template.precision,
+        requirement.model,
+        requirement.requests,
+        template.profile_id,
+    )
+
+
 @dataclass(eq=False)
 class DiscoveryJobs:
     """Runs a template's discovery: the Job for its current spec (one at a time per spec, within the
@@ -111,16 +151,7 @@ class DiscoveryJobs:
         conditions: list[ConditionReport],
         fields: dict[str, Any],
     ) -> Result | None:
-        requirement = template.gpu
-        spec_hash = dryrun.spec_hash(
-            template.model_name,
-            model.image,
-            template.metric,
-            template.precision,
-            requirement.model,
-            requirement.requests,
-            template.profile_id,
-        )
+        spec_hash = discovery_hash(template, model)
         recorded = str((template.discovery_job or {}).get("name") or "")
         namespace = template.namespace or self.system_namespace
         owned = self._jobs(request, template, namespace)
@@ -136,15 +167,9 @@ class DiscoveryJobs:
                         await self._delete_job(job)
                 return await self._discovered(request, template, conditions, fields)
             if discovered.reason == INVALID_OUTPUT:
-                message = discovered.message
-                conditions += [
-                    ConditionReport(type=DISCOVERED, status="False", reason=INVALID_OUTPUT, message=message),
-                    ConditionReport(
-                        type=DISCOVERY_JOB_READY, status="False", reason=INVALID_OUTPUT, message=message
-                    ),
-                ]
+                conditions += invalid_output(discovered.message)
                 fields["discoveryJob"] = template.discovery_job
-                await report(request, conditions, fields, "discovery", INVALID_OUTPUT, message)
+                await report(request, conditions, fields, "discovery", INVALID_OUTPUT, discovered.message)
                 return None
 
         latest = max(current, key=lambda j: int(_annotation(j, dryrun.ANNOTATION_ATTEMPT) or 0), default=None)
@@ -158,44 +183,43 @@ class DiscoveryJobs:
         fields["discoveryJob"] = {"name": job_name, "namespace": namespace, "kind": "Job"}
         pods = self._pods(request, namespace, job_name)
         if state == jobs.STATE_ACTIVE:
-            progress = dryrun.pod_progress(pods) or (jobs.REASON_JOB_RUNNING, f"Job {job_name} created")
-            conditions += [
-                ConditionReport(
-                    type=DISCOVERY_JOB_READY,
-                    status="False",
-                    reason=jobs.REASON_JOB_RUNNING,
-                    message=f"Job {job_name} (attempt {attempt}) is running",
-                ),
-                ConditionReport(
-                    type=DISCOVERY_PODS_READY, status="False", reason=progress[0], message=progress[1]
-                ),
-                ConditionReport(
-                    type=DISCOVERED,
-                    status="False",
-                    reason=AWAITING_DISCOVERY,
-                    message="Discovery job running",
-                ),
-            ]
+            conditions += running(job_name, attempt, pods)
             await report(request, conditions, fields, "discovery", jobs.REASON_JOB_RUNNING, job_name)
             return None
         if state == jobs.STATE_SUCCEEDED:
             return await self._read_output(request, template, namespace, latest, pods, conditions, fields)
-
         # failed: wait out the backoff, then the next attempt replaces this Job
-        tail = await self._log(namespace, pods, tail_lines=LOG_TAIL_LINES)
-        reason, message = dryrun.classify_failure(latest, pods, tail)
-        ended = jobs.finished_at(latest)
-        retry = dryrun.JOB_RETRY.delay(attempt, jitter=jitter_key(request.obj))
-        due = (ended.timestamp() if ended else self.clock()) + retry
-        wait = due - self.clock()
-        if wait > 0:
-            note = jobs.retry_note(attempt, due)
-            conditions += awaiting(reason, f"{message} ({note})", f"Waiting: {note}")
-            await report(request, conditions, fields, "discovery-failed", reason, message, attempt=attempt)
-            return Result(requeue_after=wait)
+        waiting = await self._backing_off(request, namespace, latest, attempt, pods, conditions, fields)
+        if waiting is not None:
+            return waiting
         return await self._start(
             request, template, model, config, namespace, spec_hash, attempt + 1, latest, conditions, fields
         )
+
+    async def _backing_off(  # noqa: PLR0917
+        self,
+        request: Request,
+        namespace: str,
+        job: dict[str, Any],
+        attempt: int,
+        pods: Sequence[dict[str, Any]],
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+    ) -> Result | None:
+        """A failed Job: while its backoff lasts, say why it failed and when the next attempt
+        runs (the requeue); ``None`` once the next attempt, which replaces it, is due."""
+        tail = await self._log(namespace, pods, tail_lines=LOG_TAIL_LINES)
+        reason, message = dryrun.classify_failure(job, pods, tail)
+        ended = jobs.finished_at(job)
+        retry = dryrun.JOB_RETRY.delay(attempt, jitter=jitter_key(request.obj))
+        due = (ended.timestamp() if ended else self.clock()) + retry
+        wait = due - self.clock()
+        if wait <= 0:
+            return None
+        note = jobs.retry_note(attempt, due)
+        conditions += awaiting(reason, f"{message} ({note})", f"Waiting: {note}")
+        await report(request, conditions, fields, "discovery-failed", reason, message, attempt=attempt)
+        return Result(requeue_after=wait)
 
     async def _start(  # noqa: PLR0917
         self,
@@ -310,12 +334,7 @@ class DiscoveryJobs:
             result = dryrun.parse_output(text)
         except dryrun.DiscoveryOutputError as exc:
             message = f"Discovery Job {job_name} output is unusable: {exc.message}"
-            conditions += [
-                ConditionReport(type=DISCOVERED, status="False", reason=INVALID_OUTPUT, message=message),
-                ConditionReport(
-                    type=DISCOVERY_JOB_READY, status="False", reason=INVALID_OUTPUT, message=message
-                ),
-            ]
+            conditions += invalid_output(message)
             await report(request, conditions, fields, "discovery-failed", INVALID_OUTPUT, message)
             return None
         requirement = template.gpu
