@@ -273,6 +273,29 @@ def _refused_state(
     return "False", reason, f"{what}: {details}"
 
 
+def config_valid(outcome: Metadata, refused_source: str | None) -> ConditionReport:
+    """``ConfigValid`` of a model: False for a source on an address the outbound policy refuses
+    (``refused_source`` says which; the inference container would fetch it there: Failed, as any
+    refused address, until the spec or the policy changes) or for a spec the metadata step found
+    wrong; True otherwise."""
+    if refused_source is not None:
+        return ConditionReport(
+            type=CONFIG_VALID, status="False", reason=ADDRESS_NOT_ALLOWED, message=refused_source
+        )
+    if outcome.config_invalid:
+        # the original's two ConfigValid reasons: a missing upstream object (a pull secret) is
+        # ReferenceNotFound, anything else wrong in the spec InvalidSpec; the component keeps
+        # the specific reason (SecretNotFound, InvalidImageReference)
+        missing = outcome.condition.reason == SECRET_NOT_FOUND
+        return ConditionReport(
+            type=CONFIG_VALID,
+            status="False",
+            reason=REFERENCE_NOT_FOUND if missing else INVALID_SPEC,
+            message=outcome.condition.message,
+        )
+    return ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid")
+
+
 def _oci_reason(exc: OCIError | InvalidReference) -> tuple[str, bool]:
     """Reason and whether to retry."""
     if isinstance(exc, InvalidReference):
@@ -334,54 +357,15 @@ class ModelReconciler:
         outcome = await self._metadata(model, auto_discovery)
         conditions.append(outcome.condition)
         refused_source = source_refusal(model.written_sources, literal_env(model.written_env), self.policy)
-        if refused_source is not None:
-            # a source on an address the outbound policy refuses (the inference container would
-            # fetch it there): Failed, as any refused address, until the spec or the policy changes
-            conditions.append(
-                ConditionReport(
-                    type=CONFIG_VALID, status="False", reason=ADDRESS_NOT_ALLOWED, message=refused_source
-                )
-            )
-        elif outcome.config_invalid:
-            # the original's two ConfigValid reasons: a missing upstream object (a pull secret) is
-            # ReferenceNotFound, anything else wrong in the spec InvalidSpec; the component keeps
-            # the specific reason (SecretNotFound, InvalidImageReference)
-            missing = outcome.condition.reason == SECRET_NOT_FOUND
-            conditions.append(
-                ConditionReport(
-                    type=CONFIG_VALID,
-                    status="False",
-                    reason=REFERENCE_NOT_FOUND if missing else INVALID_SPEC,
-                    message=outcome.condition.message,
-                )
-            )
-        else:
-            conditions.append(ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"))
+        conditions.append(config_valid(outcome, refused_source))
         if outcome.metadata is not None:  # read from the registry, or given in spec.imageMetadata
             fields["imageMetadata"] = dict(outcome.metadata)
 
         planned = self.planned_templates(model, outcome.metadata, auto_discovery)
         kind = template_kind(request.ref)
         refused = await self._apply(kind, model, planned, config, request)
-        metadata_known = outcome.metadata is not None or outcome.failed or model.is_custom
-        if not model.extract_metadata(auto_discovery):
-            metadata_known = True
-        status, reason, message = templates_state(
-            [t.state for t in self.templates(request, model)],
-            len(planned),
-            metadata_known,
-            refused,
-            none_expected=_none_expected(model, outcome, auto_discovery),
-            metadata_failure=_metadata_failure(model, outcome, auto_discovery),
-        )
-        status, reason, message = with_default_template(
-            (status, reason, message), default_template_missing(request.informer, request.ref, model)
-        )
-        conditions.append(
-            ConditionReport(
-                type=templates_condition(request.ref), status=status, reason=reason, message=message
-            )
-        )
+        templates = self._templates_condition(request, model, outcome, auto_discovery, planned, refused)
+        conditions.append(templates)
         fields = {k: v for k, v in fields.items() if has_status_field(request.ref.group, request.ref.kind, k)}
         sent = await request.reporter.report(request.ref, request.obj, conditions, fields)
         if sent:
@@ -392,13 +376,43 @@ class ModelReconciler:
                 outcome.condition.reason,
                 outcome.condition.message,
                 templates=[p.name for p in planned],
-                templatesState=reason,
+                templatesState=templates.reason,
             )
         if any(r.forbidden for r in refused):
             return self._retry(model, outcome, failed=True)
         return self._retry(model, outcome)
 
     # -- steps -------------------------------------------------------------------------------
+
+    def _templates_condition(  # noqa: PLR0917
+        self,
+        request: Request,
+        model: Model,
+        outcome: Metadata,
+        auto_discovery: bool | None,
+        planned: Sequence[PlannedTemplate],
+        refused: Sequence[RefusedTemplate],
+    ) -> ConditionReport:
+        """``ServiceTemplatesReady`` / ``ClusterServiceTemplatesReady``: the model's templates as
+        the informer has them, against those planned and those refused (:func:`templates_state`),
+        and what its ``spec.defaultServiceTemplate`` names."""
+        metadata_known = outcome.metadata is not None or outcome.failed or model.is_custom
+        if not model.extract_metadata(auto_discovery):
+            metadata_known = True
+        state = templates_state(
+            [t.state for t in self.templates(request, model)],
+            len(planned),
+            metadata_known,
+            refused,
+            none_expected=_none_expected(model, outcome, auto_discovery),
+            metadata_failure=_metadata_failure(model, outcome, auto_discovery),
+        )
+        status, reason, message = with_default_template(
+            state, default_template_missing(request.informer, request.ref, model)
+        )
+        return ConditionReport(
+            type=templates_condition(request.ref), status=status, reason=reason, message=message
+        )
 
     def planned_templates(
         self, model: Model, metadata: Mapping[str, Any] | None, auto_discovery: bool | None
