@@ -128,17 +128,12 @@ class StatusWriter:
                     if not placed:
                         return False  # newer reports from their sources say everything they said
                 conflicted = False
-                reports = [p.report for p in placed]
                 from_mirror = candidate is not None
                 obj = candidate if candidate is not None else await self.kube.get(ref, ns, name)
                 candidate = None
-                uid = str(((obj or {}).get("metadata") or {}).get("uid", ""))
-                live = [r for r in reports if not r.uid or r.uid == uid]
-                if obj is not None and not from_mirror:
-                    live = self._refuse_future(obj, live)
-                now = datetime.now(UTC)
+                uid, live = self._live(obj, [p.report for p in placed], from_mirror=from_mirror)
                 change = (
-                    self.composer.status_change(obj, live, now)
+                    self.composer.status_change(obj, live, datetime.now(UTC))
                     if obj is not None and live and not is_paused(obj)
                     else None
                 )
@@ -148,18 +143,10 @@ class StatusWriter:
                     return False  # deleted, or the user froze it
                 if not live:
                     return False  # a new object under the same name: the reports are about the old one
-                if change is None:
-                    self.noops += 1
-                    NOOPS.labels(ref.group, ref.kind).inc()
-                    return False
-                new, patch = change
-                fitted = self.oversize.known(obj, new)
-                if fitted is not new:
-                    if fitted == (obj.get("status") or {}):
-                        self.noops += 1
-                        NOOPS.labels(ref.group, ref.kind).inc()
-                        return False
-                    new, patch = fitted, patch_for(obj, fitted)
+                fitted = self._fitted(ref, obj, change)
+                if fitted is None:
+                    return False  # nothing changes
+                new, patch = fitted
                 try:
                     result = await self._patch(ref, obj, new, patch)
                 except ApiException as exc:
@@ -173,32 +160,72 @@ class StatusWriter:
                     raise
                 if result is None:
                     return False  # nothing that fits is new
-                self.writes += 1
-                WRITES.labels(ref.group, ref.kind).inc()
-                log.info(
-                    "status written (resourceVersion %s, observedGeneration %s) from %s: %s",
-                    result.get("metadata", {}).get("resourceVersion", ""),
-                    new.get("observedGeneration", "-"),
-                    ", ".join(dict.fromkeys(r.source for r in live)),
-                    summary(live),
-                    extra=logs.fields(target),
-                )
-                if self.on_write is not None:
-                    old = obj.get("status") or {}
-                    await self.on_write(
-                        Written(
-                            ref=ref,
-                            object=target,
-                            uid=uid,
-                            old=old,
-                            # What we wrote, not the server's echo: defaults the server adds
-                            # (e.g. ``status: Pending``) are not our change.
-                            new=new,
-                            resource_version=str(result.get("metadata", {}).get("resourceVersion", "")),
-                        )
-                    )
+                await self._written(ref, target, uid, live, obj, new, result)
                 return True
         raise TransientError(f"status of {target.display}: {MAX_CONFLICTS} conflicts in a row")
+
+    def _live(
+        self, obj: Obj | None, reports: list[StatusReport], *, from_mirror: bool
+    ) -> tuple[str, list[StatusReport]]:
+        """The object's uid, and the reports about it: not those about an object of the same name
+        that was deleted (another uid), nor, on a copy from the API server, those claiming a
+        generation it has never had."""
+        uid = str(((obj or {}).get("metadata") or {}).get("uid", ""))
+        live = [r for r in reports if not r.uid or r.uid == uid]
+        if obj is not None and not from_mirror:
+            live = self._refuse_future(obj, live)
+        return uid, live
+
+    def _fitted(self, ref: KindRef, obj: Obj, change: tuple[Obj, Obj] | None) -> tuple[Obj, Obj] | None:
+        """The new status and its patch, made to fit what the API server is known to store for the
+        object (:meth:`aim_status.oversize.Oversize.known`); ``None``, counted, when nothing changes."""
+        if change is not None:
+            new, patch = change
+            fitted = self.oversize.known(obj, new)
+            if fitted is new:
+                return new, patch
+            if fitted != (obj.get("status") or {}):
+                return fitted, patch_for(obj, fitted)
+        self.noops += 1
+        NOOPS.labels(ref.group, ref.kind).inc()
+        return None
+
+    async def _written(  # noqa: PLR0917
+        self,
+        ref: KindRef,
+        target: ObjectRef,
+        uid: str,
+        live: Sequence[StatusReport],
+        obj: Obj,
+        new: Obj,
+        result: Obj,
+    ) -> None:
+        """Count and log a status write the API server accepted (``result``), and hand it to
+        ``on_write`` for the audit record."""
+        self.writes += 1
+        WRITES.labels(ref.group, ref.kind).inc()
+        log.info(
+            "status written (resourceVersion %s, observedGeneration %s) from %s: %s",
+            result.get("metadata", {}).get("resourceVersion", ""),
+            new.get("observedGeneration", "-"),
+            ", ".join(dict.fromkeys(r.source for r in live)),
+            summary(live),
+            extra=logs.fields(target),
+        )
+        if self.on_write is not None:
+            old = obj.get("status") or {}
+            await self.on_write(
+                Written(
+                    ref=ref,
+                    object=target,
+                    uid=uid,
+                    old=old,
+                    # What we wrote, not the server's echo: defaults the server adds
+                    # (e.g. ``status: Pending``) are not our change.
+                    new=new,
+                    resource_version=str(result.get("metadata", {}).get("resourceVersion", "")),
+                )
+            )
 
     async def _patch(self, ref: KindRef, obj: Obj, new: Obj, patch: Obj) -> Obj | None:
         """Write ``patch``; when the API server refuses the object for its size, write it again
