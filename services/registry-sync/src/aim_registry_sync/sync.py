@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from aim_registry_sync.filters import (
     INVALID_FILTER,
@@ -389,81 +390,117 @@ class SourceReconciler:
     ) -> None:
         source = request.resource
         assert isinstance(source, AIMClusterModelSource)
-        spec = source.spec
-        created, foreign = outcome.created, outcome.foreign
-        available = len(the_plan.create) + len(the_plan.present) + len(the_plan.over_limit)
-        discovered = existing + len(created) + len(outcome.adopted)
-        limit = bool(the_plan.over_limit)
-        problems = [f"filters[{e.filter.index}] ({e.filter.image}): {e.message}" for e in listing.errors]
-        problems += [f"create {e}" for e in outcome.errors]
-
-        conditions = [every.condition]
-        if listing.errors:
-            first = listing.errors[0]
-            conditions.append(
-                ConditionReport(
-                    type=REGISTRY_REACHABLE, status="False", reason=first.reason, message="; ".join(problems)
-                )
-            )
-        else:
-            conditions.append(ConditionReport(type=REGISTRY_REACHABLE, status="True", reason="Reachable"))
-        if limit:
-            over = _names(the_plan.over_limit)
-            conditions.append(
-                ConditionReport(
-                    type=LIMIT_REACHED,
-                    status="True",
-                    reason="LimitReached",
-                    message=f"maxModels {spec.max_models} reached: {len(the_plan.over_limit)} matching "
-                    f"image(s) have no model ({over})",
-                )
-            )
-        else:
-            conditions.append(
-                ConditionReport(
-                    type=LIMIT_REACHED,
-                    status="False",
-                    reason="WithinLimit",
-                    message=f"{discovered} of at most {spec.max_models} models",
-                )
-            )
-        summary = (
-            f"{available} matching image(s); created {len(created)}, "
-            f"{len(the_plan.present) + len(outcome.present)} already "
-            f"present, {len(the_plan.over_limit)} over maxModels, {len(foreign)} owned by another source"
+        synced = sync_report(
+            listing,
+            the_plan,
+            outcome,
+            existing,
+            every=every,
+            max_models=source.spec.max_models,
+            at=datetime.fromtimestamp(self.clock(), UTC),
         )
-        if problems:
-            status = "Degraded"
-            conditions.append(
-                ConditionReport(
-                    type=READY, status="False", reason=SOME_FILTERS_FAILED, message="; ".join(problems)
-                )
-            )
-        else:
-            status = "Ready"
-            conditions.append(ConditionReport(type=READY, status="True", reason=SYNCED, message=summary))
-        fields = {
-            "status": status,
-            "lastSyncTime": rfc3339(datetime.fromtimestamp(self.clock(), UTC)),
-            "discoveredModels": discovered,
-            "availableModels": available,
-            "modelsLimitReached": limit,
-        }
-        await request.reporter.report(request.ref, request.obj, conditions, fields)
+        await request.reporter.report(request.ref, request.obj, synced.conditions, synced.fields)
         await request.reporter.decide(
             request.ref,
             request.obj,
             "sync",
-            SYNCED if not problems else SOME_FILTERS_FAILED,
-            summary,
-            created=[i.uri for i in created],
+            SYNCED if not synced.problems else SOME_FILTERS_FAILED,
+            synced.summary,
+            created=[i.uri for i in outcome.created],
             present=[i.uri for i in (*the_plan.present, *outcome.present)],
             overLimit=[i.uri for i in the_plan.over_limit],
-            ownedByAnotherSource=[i.uri for i in foreign],
+            ownedByAnotherSource=[i.uri for i in outcome.foreign],
             skippedRepositories=listing.skipped_repositories,
-            errors=problems,
+            errors=synced.problems,
         )
-        log.info("synced %s: %s", request.name, summary)
+        log.info("synced %s: %s", request.name, synced.summary)
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What a sync that listed the registry reports: its conditions and status fields, a summary
+    in a few words, and what went wrong (filters that failed, models not created)."""
+
+    conditions: list[ConditionReport]
+    fields: dict[str, Any]
+    summary: str
+    problems: list[str]
+
+
+def sync_report(
+    listing: Listing,
+    the_plan: Plan,
+    outcome: Created,
+    existing: int,
+    *,
+    every: Interval,
+    max_models: int,
+    at: datetime,
+) -> SyncReport:
+    """The report of a sync at ``at`` that found ``listing``, planned ``the_plan`` and created
+    ``outcome``, with ``existing`` models of the source before it."""
+    available = len(the_plan.create) + len(the_plan.present) + len(the_plan.over_limit)
+    discovered = existing + len(outcome.created) + len(outcome.adopted)
+    problems = [f"filters[{e.filter.index}] ({e.filter.image}): {e.message}" for e in listing.errors]
+    problems += [f"create {e}" for e in outcome.errors]
+    conditions = [
+        every.condition,
+        registry_condition(listing, problems),
+        limit_condition(the_plan, max_models, discovered),
+    ]
+    summary = (
+        f"{available} matching image(s); created {len(outcome.created)}, "
+        f"{len(the_plan.present) + len(outcome.present)} already "
+        f"present, {len(the_plan.over_limit)} over maxModels, {len(outcome.foreign)} owned by another source"
+    )
+    if problems:
+        status = "Degraded"
+        conditions.append(
+            ConditionReport(
+                type=READY, status="False", reason=SOME_FILTERS_FAILED, message="; ".join(problems)
+            )
+        )
+    else:
+        status = "Ready"
+        conditions.append(ConditionReport(type=READY, status="True", reason=SYNCED, message=summary))
+    fields = {
+        "status": status,
+        "lastSyncTime": rfc3339(at),
+        "discoveredModels": discovered,
+        "availableModels": available,
+        "modelsLimitReached": bool(the_plan.over_limit),
+    }
+    return SyncReport(conditions, fields, summary, problems)
+
+
+def registry_condition(listing: Listing, problems: Sequence[str]) -> ConditionReport:
+    """``RegistryReachable``: False, with every problem, when a filter could not be listed."""
+    if listing.errors:
+        first = listing.errors[0]
+        return ConditionReport(
+            type=REGISTRY_REACHABLE, status="False", reason=first.reason, message="; ".join(problems)
+        )
+    return ConditionReport(type=REGISTRY_REACHABLE, status="True", reason="Reachable")
+
+
+def limit_condition(the_plan: Plan, max_models: int, discovered: int) -> ConditionReport:
+    """``MaxModelsLimitReached``: True, naming the images left without a model, when ``maxModels``
+    kept the sync from creating every model it matched."""
+    if the_plan.over_limit:
+        over = _names(the_plan.over_limit)
+        return ConditionReport(
+            type=LIMIT_REACHED,
+            status="True",
+            reason="LimitReached",
+            message=f"maxModels {max_models} reached: {len(the_plan.over_limit)} matching "
+            f"image(s) have no model ({over})",
+        )
+    return ConditionReport(
+        type=LIMIT_REACHED,
+        status="False",
+        reason="WithinLimit",
+        message=f"{discovered} of at most {max_models} models",
+    )
 
 
 def _names(images: Sequence[Image]) -> str:
