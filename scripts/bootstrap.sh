@@ -6,8 +6,9 @@
 #   prometheus and promtool from Debian's package (unpacked likewise) for the alert rules.
 # - kube-apiserver, kube-controller-manager, kubelet and kube-scheduler, built in one `make` from
 #   Debian's `kubernetes` source package (1.20.2) with the vendored reflect2 replaced by 1.0.2
-#   (DESIGN §6), and the static `pause` binary from the same tree, cached in $AIM_BIN_CACHE. A cache
-#   that has only the first two gets the others from an incremental build (same tree, same Go cache).
+#   (docs/design.md#real-servers-in-tests), and the static `pause` binary from the same tree,
+#   cached in $AIM_BIN_CACHE. A cache that has only the first two gets the others from an
+#   incremental build (same tree, same Go cache).
 # - The real node's parts (docs/node.md): containerd, runc, the CNI plugins, iptables, and the image
 #   tools (buildah, mmdebstrap); then the node's images, built once per machine into
 #   $AIM_IMAGE_CACHE by `python -m aim_dev.images build` (skip both with AIM_BOOTSTRAP_NODE=0).

@@ -1,8 +1,9 @@
-"""The bus's trust boundary on a real nats-server with the shipped authorization (DESIGN §9): no
-anonymous client, and each role may do exactly what its work needs. Every role tries every
-operation; a refused operation must produce the server's permission violation for its subject, an
-allowed one none (a refusal of a marker subject, sent last, is the barrier: a flush is not, the
-server may answer a PING before an earlier refusal; :func:`tests.helpers.refusals_settled`)."""
+"""The bus's trust boundary on a real nats-server with the shipped authorization
+(docs/design.md#security): no anonymous client, and each role may do exactly what its work needs.
+Every role tries every operation; a refused operation must produce the server's permission violation
+for its subject, an allowed one none (a refusal of a marker subject, sent last, is the barrier: a
+flush is not, the server may answer a PING before an earlier refusal;
+:func:`tests.helpers.refusals_settled`)."""
 
 from __future__ import annotations
 

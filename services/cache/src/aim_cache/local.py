@@ -1,5 +1,5 @@
-"""The local executor: with no kubelet (the embedded default, DESIGN §7) the cache service runs the
-same downloader itself, into a local cache directory, instead of a download Job.
+"""The local executor: with no kubelet (docs/design.md#the-embedded-default) the cache service runs
+the same downloader itself, into a local cache directory, instead of a download Job.
 
 It mirrors what a Job gives the Job path: a record per model cache (attempt, outcome, finish time)
 that the level-triggered reconcile reads, progress published to NATS exactly as the pod publishes

@@ -1,6 +1,6 @@
-"""The status service: the only writer of ``.status`` (DESIGN §3). It consumes the status reports
-of every service (:mod:`aim_status.reports`: authenticated, ordered, coalesced, written, audited,
-recorded as Events) and writes them with the AIM kinds' status rules
+"""The status service: the only writer of ``.status`` (docs/design.md#status-ownership). It consumes
+the status reports of every service (:mod:`aim_status.reports`: authenticated, ordered, coalesced,
+written, audited, recorded as Events) and writes them with the AIM kinds' status rules
 (:mod:`aimcore.domain.status`).
 
 Settings: :mod:`aim_status.settings` (``AIM_STATUS_COALESCE_SECONDS``, ``AIM_STATUS_EVENTS_QPS``,

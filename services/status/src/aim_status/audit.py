@@ -1,10 +1,9 @@
-"""The audit record of every status write (DESIGN §2.8): a :class:`~aimcore.api.bus.messages.Decision`
-with ``source="status"``, ``action="write-status"``, ``reason`` = the new top-level status (or
-``Updated``), ``message`` = a one-line summary of what changed, and
-``details = {"conditions": [changed conditions], "fields": {changed top-level fields},
-"resourceVersion": new resourceVersion}``, published on
-``aim.decisions.status.{g}.{k}.{ns}.{name}`` with the trace context. ``aimctl events``/``describe``
-replay this shape; keep it stable.
+"""The audit record of every status write (docs/design.md#audit-history): a
+:class:`~aimcore.api.bus.messages.Decision` with ``source="status"``, ``action="write-status"``,
+``reason`` = the new top-level status (or ``Updated``), ``message`` = a one-line summary of what
+changed, and ``details = {"conditions": [changed conditions], "fields": {changed top-level fields},
+"resourceVersion": new resourceVersion}``, published on ``aim.decisions.status.{g}.{k}.{ns}.{name}``
+with the trace context. ``aimctl events``/``describe`` replay this shape; keep it stable.
 
 Status never holds credentials (services report conditions and status fields only), so nothing
 here can leak a Secret.

@@ -1,6 +1,6 @@
-"""Whose word a status report is (DESIGN §9): the status service takes a report's source from the
-subject it was published on, never from its payload, and applies it only if that source owns the
-kind's status.
+"""Whose word a status report is (docs/design.md#security): the status service takes a report's
+source from the subject it was published on, never from its payload, and applies it only if that
+source owns the kind's status.
 
 nats-server already lets each service publish only on ``aim.status.<itself>.<group>.<Kind>.…`` for
 the kinds it owns (:mod:`aimcore.api.bus.auth`), so the subject is proof of the sender; this check

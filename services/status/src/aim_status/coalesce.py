@@ -1,5 +1,6 @@
-"""Progress coalescing (DESIGN §3): at most one status write per object per window for reports
-marked ``progress=True``, the latest value always lands, and nothing else is ever delayed.
+"""Progress coalescing (docs/design.md#status-ownership): at most one status write per object per
+window for reports marked ``progress=True``, the latest value always lands, and nothing else is ever
+delayed.
 
 Per object (the report's subject), inside one replica:
 

@@ -1,4 +1,5 @@
-"""Writes an observed object to the KV mirror, then publishes its change event (DESIGN §2.1-2.3).
+"""Writes an observed object to the KV mirror, then publishes its change event
+(docs/design.md#the-object-mirror).
 
 Order matters: a consumer that receives the event must find state at least as new in the mirror.
 The event's ``Nats-Msg-Id`` is deterministic, so a retry after a crash or a second watcher replica

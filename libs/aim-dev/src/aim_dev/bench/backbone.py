@@ -1,4 +1,5 @@
-"""``aimctl bench backbone``: the event backbone's figures against the embedded stack (DESIGN §8).
+"""``aimctl bench backbone``: the event backbone's figures against the embedded stack
+(docs/design.md#performance-budgets).
 
 It starts the whole embedded system in a temporary home (or uses ``--home``), then measures:
 

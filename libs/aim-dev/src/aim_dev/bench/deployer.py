@@ -1,4 +1,5 @@
-"""``aimctl bench deployer``: the deployer's figures against the embedded stack (DESIGN §8).
+"""``aimctl bench deployer``: the deployer's figures against the embedded stack
+(docs/design.md#performance-budgets).
 
 It starts the whole embedded system in a temporary home (or uses ``--home``), prepares a model, a
 template and a template cache that the operator's own services bring to Ready (the template has

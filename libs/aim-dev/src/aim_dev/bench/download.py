@@ -1,6 +1,6 @@
 """``aimctl bench download``: the downloader against ``curl`` from the same local server, and the
-status writes a download costs (DESIGN §8: ≥ 90 % of curl's throughput, integrity verified, status
-written at most once per object every few seconds).
+status writes a download costs (docs/design.md#performance-budgets: ≥ 90 % of curl's throughput,
+integrity verified, status written at most once per object every few seconds).
 
 1. **Throughput.** A file of ``--size`` random bytes is served by the local Hub-compatible server
    (sendfile) as an LFS file of a model repo. ``curl -o`` fetches it (after an untimed warm-up),

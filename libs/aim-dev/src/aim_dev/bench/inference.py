@@ -1,6 +1,6 @@
 """``aimctl bench inference``: what a deployed model costs and how fast it serves, on the real node
-(root; DESIGN §8: a deployed model serves at ≥ 0.95 of the tokens/s of the same runtime started by
-hand).
+(root; docs/design.md#performance-budgets: a deployed model serves at ≥ 0.95 of the tokens/s of the
+same runtime started by hand).
 
 The model is the generated benchmark model (:data:`aim_dev.tinyllm.MODEL_BENCH`: llama, 8 layers,
 hidden 512, F16, 55 MB; every token a full forward pass), as an AIM model image of the llama.cpp

@@ -1,5 +1,5 @@
-"""``aimctl bench memory``: each service's resident memory with 10,000 objects mirrored (DESIGN §8:
-every service under 200 MiB).
+"""``aimctl bench memory``: each service's resident memory with 10,000 objects mirrored
+(docs/design.md#performance-budgets: every service under 200 MiB).
 
 It starts the embedded stack, creates the objects (a mix of AIMServices, AIMModels and
 AIMTemplateCaches, the kinds the deployer, the catalog services and the cache service keep in their

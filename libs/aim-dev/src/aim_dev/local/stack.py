@@ -1,5 +1,5 @@
-"""The embedded default (DESIGN §7): a local control plane, NATS, the CRDs and every service as
-local processes, with a kubeconfig in ``$AIM_HOME`` (default ``~/.aim``).
+"""The embedded default (docs/design.md#the-embedded-default): a local control plane, NATS, the CRDs
+and every service as local processes, with a kubeconfig in ``$AIM_HOME`` (default ``~/.aim``).
 
 Both modes supervise the services (a crashed one is restarted with backoff, as a Deployment
 would): in the foreground ``aimctl up`` itself does; detached, a supervisor process
@@ -160,7 +160,8 @@ class Stack:
             # loopback by name (link-local and metadata addresses stay refused).
             ALLOWED_HOSTS_ENV: local_allowed_hosts(),
         }
-        if name == "cache":  # no kubelet here: downloads run in the cache service (DESIGN §7)
+        # no kubelet here: downloads run in the cache service (docs/design.md#the-embedded-default)
+        if name == "cache":
             env |= {"AIM_CACHE_EXECUTOR": "local", "AIM_CACHE_DIR": str(self.home / "models")}
             env |= {"AIM_LLMKUBE_ALLOWED_HOSTS": LOCAL_HOSTS}
         return ManagedProcess(

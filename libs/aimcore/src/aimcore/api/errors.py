@@ -1,5 +1,5 @@
 """The one root of the operator's errors, and how a handler's outcome maps to a JetStream
-acknowledgement (DESIGN §2.7).
+acknowledgement (docs/design.md#acks-and-backoff).
 
 Every error the operator raises on purpose derives from :class:`AimError`, which says two things
 about it, spelled the same everywhere:

@@ -141,9 +141,10 @@ STATUS_OWNERS: dict[str, tuple[KindRef, ...]] = {
     "registry-sync": MODEL_SOURCE_KINDS,
     "cache": (*TEMPLATE_CACHE_KINDS, *MODEL_CACHE_KINDS, LLMKUBE_MODEL),
 }
-"""The one service that reconciles each kind and reports its status (DESIGN §3): nats-server lets a
-service publish reports only for the kinds it owns (:mod:`aimcore.api.bus.auth`), and the status
-service applies a report only from the owner its subject names."""
+"""The one service that reconciles each kind and reports its status
+(docs/design.md#status-ownership): nats-server lets a service publish reports only for the kinds it
+owns (:mod:`aimcore.api.bus.auth`), and the status service applies a report only from the owner its
+subject names."""
 
 _STATUS_OWNER = {(ref.group, ref.kind): service for service, refs in STATUS_OWNERS.items() for ref in refs}
 

@@ -48,8 +48,8 @@ from aimcore.api.types import Obj
 
 
 def is_paused(obj: Obj) -> bool:
-    """Whether the user froze ``obj`` (DESIGN §4): it is neither reconciled nor has its status
-    written."""
+    """Whether the user froze ``obj`` (docs/design.md#paused-objects): it is neither reconciled nor
+    has its status written."""
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
     return str(annotations.get(PAUSE_ANNOTATION, "")).lower() == "true"
 

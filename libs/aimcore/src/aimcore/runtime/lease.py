@@ -1,5 +1,5 @@
 """One reconcile per object at a time across all replicas of a service, with no lost trigger
-(DESIGN §2.5), even when the replica holding an object's lease dies.
+(docs/design.md#leases), even when the replica holding an object's lease dies.
 
 A replica that wants to reconcile an object takes a lease: a key in the ``aim-leases`` bucket
 created with compare-and-set (only one ``create`` can win), renewed while the work runs and

@@ -1,4 +1,5 @@
-"""The reconcile runtime every service runs on, so none re-invents it (DESIGN §2.3-2.7).
+"""The reconcile runtime every service runs on, so none re-invents it
+(docs/design.md#level-triggered-reconciles).
 
 A service declares a :class:`Controller`: the primary kinds it reconciles, the dependency kinds it
 watches with a function mapping a dependency's change to the primaries that depend on it (as

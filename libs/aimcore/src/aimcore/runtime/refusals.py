@@ -5,8 +5,8 @@ cache, InferenceService and HTTPRoute). When the API server refuses one because 
 (HTTP 400/422: a schema, enum or metadata rule) sending the same body again can never succeed, and
 when it refuses for lack of permission (403) only an administrator can help. Either way the object
 that asked for the write must say so in a condition naming the refusal and the server's message,
-instead of waiting forever or retrying in a loop (DESIGN §2.7: bad input gets a condition, no
-retry storm).
+instead of waiting forever or retrying in a loop (docs/design.md#acks-and-backoff: bad input gets a
+condition, no retry storm).
 
 :func:`refusal` classifies an error; :class:`RefusedBodies` remembers the bodies refused for their
 content, so the same body is not sent again until it changes (a spec change, new image labels...).

@@ -1,7 +1,8 @@
-"""Publishing status reports and decision records (DESIGN §2.8, §3). Services never write
-``.status`` themselves; they say what they own, and the status service writes it. Every report goes
-out one way, with the trace context in its headers: :func:`publish_report` (a service's own), and
-:func:`offer_progress` (a download Job's progress, which the cache service relays as its own)."""
+"""Publishing status reports and decision records (docs/design.md#status-ownership,
+docs/design.md#audit-history). Services never write ``.status`` themselves; they say what they own,
+and the status service writes it. Every report goes out one way, with the trace context in its
+headers: :func:`publish_report` (a service's own), and :func:`offer_progress` (a download Job's
+progress, which the cache service relays as its own)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Ordering of Kubernetes resourceVersions, for readers of the KV mirror (DESIGN §2.3)."""
+"""Ordering of Kubernetes resourceVersions, for readers of the KV mirror
+(docs/design.md#the-object-mirror)."""
 
 from __future__ import annotations
 

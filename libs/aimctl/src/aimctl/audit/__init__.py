@@ -1,6 +1,7 @@
-"""Audit and replay (DESIGN §2.8): read the change events, status reports and decisions kept in
-the limits-retention streams, filtered by kind, namespace, name, source and time, in time order,
-optionally following new ones; render them as a table or JSON lines; describe one object.
+"""Audit and replay (docs/design.md#audit-history): read the change events, status reports and
+decisions kept in the limits-retention streams, filtered by kind, namespace, name, source and time,
+in time order, optionally following new ones; render them as a table or JSON lines; describe one
+object.
 
 - :mod:`aimctl.audit.query` — kind names, time bounds, the server-side subject filters
 - :mod:`aimctl.audit.history` — :class:`History`, the async reader (ephemeral consumers only)

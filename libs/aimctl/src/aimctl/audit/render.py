@@ -1,8 +1,8 @@
 """Presenting history: a streaming table (fixed columns, so follow mode can print row by row),
 JSON lines with a fixed set of keys, and the ``describe`` view.
 
-Records carry no secrets (DESIGN §9: nothing on the bus does), and nothing here adds any: the
-table shows names, reasons and messages; JSON adds the record as it was published.
+Records carry no secrets (docs/design.md#security: nothing on the bus does), and nothing here adds
+any: the table shows names, reasons and messages; JSON adds the record as it was published.
 """
 
 from __future__ import annotations

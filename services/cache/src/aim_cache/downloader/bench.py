@@ -1,4 +1,5 @@
-"""Downloader throughput against ``curl`` from the same server (DESIGN §8: at least 90 % of curl's).
+"""Downloader throughput against ``curl`` from the same server (docs/design.md#performance-budgets:
+at least 90 % of curl's).
 
 :func:`measure` runs ``curl -s -o FILE URL`` and then :func:`~aim_cache.downloader.run.download` of
 the same URL into the same directory, after an untimed warm-up curl; before each timed run the

@@ -1,6 +1,6 @@
-"""Who may do what on the bus (DESIGN §9): one NATS user per role, each identified by an NKey and
-held to the subjects its work needs, so that no client without a role's key can forge an event, a
-status report or a mirror entry, and no role can do another's work.
+"""Who may do what on the bus (docs/design.md#security): one NATS user per role, each identified by
+an NKey and held to the subjects its work needs, so that no client without a role's key can forge an
+event, a status report or a mirror entry, and no role can do another's work.
 
 - **watcher**: the only writer of change events (``aim.events.>``) and of the object mirror
   (``$KV.aim-objects.>``); it declares the streams and buckets.

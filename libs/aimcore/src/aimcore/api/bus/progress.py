@@ -1,5 +1,5 @@
 """Download progress from Jobs, relayed by the cache service, so a Job can speak only for its own
-object (DESIGN §9).
+object (docs/design.md#security).
 
 A download Job runs in the user's namespace, where anyone who can read the Job can read its
 environment; its bus credential (role ``download``) therefore may do nothing but *offer* progress

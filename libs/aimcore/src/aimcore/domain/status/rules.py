@@ -1,5 +1,5 @@
 """Per-kind aggregation: the top-level ``status.status`` and the ``Ready`` condition, derived from
-the component conditions (DESIGN §3, reference §1.2 "root status derivation").
+the component conditions (docs/design.md#status-ownership, reference §1.2 "root status derivation").
 
 Vocabulary
 ----------
