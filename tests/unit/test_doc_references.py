@@ -1,0 +1,313 @@
+"""Every reference to the project's documents resolves inside the repository: a reader who follows
+``docs/design.md#leases`` from a code comment, or a link from one page to another, finds the page
+and the heading it names. Checked here:
+
+- anywhere in the code and the docs, a ``docs/<page>.md`` reference, with or without ``#anchor``:
+  the page exists, and the anchor is one of its headings (GitHub's slug) or an explicit ``<a id>``;
+- in the README and every page under ``docs/``, each relative markdown link: the file exists, and
+  so does the anchor when it points into a page;
+- in the same pages, the source paths they name (``services/cache/src/aim_cache/plan.py``,
+  ``aimcore/api/kinds.py``) and the modules (``aimcore.runtime.lease``,
+  ``aim_status.ordering.Ordering``): the file, directory or module exists, and a name after the
+  module is defined in it;
+- nothing cites the original design contract, a file outside the repository (its sections are
+  ``docs/design.md`` now).
+
+Renaming a heading, a page or a module therefore means updating what cites it; this test lists
+each stale reference with the file and line that holds it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.sources import ROOT
+
+SCANNED_SUFFIXES = {".py", ".md", ".sh", ".yaml", ".yml", ".toml", ".conf", ".cfg"}
+SCANNED_NAMES = {"Dockerfile"}
+SKIPPED_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+
+# The original contract lived outside the repository; no reference to it can resolve.
+ORIGINAL_CONTRACT = re.compile(r"DESIGN[ ]§|DESIGN[.]md")
+DOC_REFERENCE = re.compile(r"(?<![\w/.-])docs/([\w./-]+?\.md)(?:#([\w-]+))?")
+MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+EXPLICIT_ANCHOR = re.compile(r"""<a\s+(?:id|name)=["']([^"']+)["']""")
+FENCE = re.compile(r"^\s*(```|~~~)")
+ROOT_PATH = re.compile(r"(?<![\w/.$~-])((?:libs|services|tests|scripts|deploy|docs)/[\w./<>*{}-]*)")
+KUBECTL_DEPLOYMENT = re.compile(r"^deploy/aim-[a-z-]+$")  # kubectl's `deploy/<name>`, not a path
+PLACEHOLDER = re.compile(r"[<>*{}]")
+EXAMPLES = Path(__file__).resolve()  # this file: its own tests hold broken references on purpose
+
+
+@dataclass(frozen=True)
+class Stale:
+    where: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.what}"
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: markup and punctuation dropped, lower case, spaces as
+    hyphens (so ``How costs grow — `aimctl bench scale``` is ``how-costs-grow--aimctl-bench-scale``)."""
+    text = re.sub(r"<[^>]+>", "", heading).strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors a markdown page has: one per heading outside code blocks (a repeated heading
+    gets ``-1``, ``-2``... as on GitHub), and every explicit ``<a id=...>``."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in page.read_text().splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        heading = HEADING.match(line)
+        if heading:
+            base = slug(heading.group(1))
+            count = seen.get(base, 0)
+            seen[base] = count + 1
+            found.add(base if count == 0 else f"{base}-{count}")
+        found.update(EXPLICIT_ANCHOR.findall(line))
+    return found
+
+
+class Repository:
+    """The files of a checkout and what they refer to."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._anchors: dict[Path, set[str]] = {}
+        self.packages = {
+            package.name: package
+            for package in sorted(root.glob("libs/*/src/*")) + sorted(root.glob("services/*/src/*"))
+            if (package / "__init__.py").exists()
+        }
+
+    def scanned(self) -> Iterator[Path]:
+        """The code and documents: every source, script, configuration and page."""
+        for path in sorted(self.root.rglob("*")):
+            parts = path.relative_to(self.root).parts
+            if any(part in SKIPPED_DIRS for part in parts) or not path.is_file() or path == EXAMPLES:
+                continue
+            if path.suffix in SCANNED_SUFFIXES or path.name in SCANNED_NAMES:
+                yield path
+
+    def pages(self) -> list[Path]:
+        """The README and every page under ``docs/``."""
+        readme = self.root / "README.md"
+        return [*([readme] if readme.exists() else []), *sorted((self.root / "docs").rglob("*.md"))]
+
+    def lines(self, path: Path) -> Iterator[tuple[str, str]]:
+        relative = path.relative_to(self.root)
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            yield f"{relative}:{number}", line
+
+    # -- checks ---------------------------------------------------------------------------------
+
+    def original_contract(self) -> list[Stale]:
+        return [
+            Stale(where, f"cites the original design contract ({match.group(0)}): cite docs/design.md")
+            for path in self.scanned()
+            for where, line in self.lines(path)
+            for match in ORIGINAL_CONTRACT.finditer(line)
+        ]
+
+    def document_references(self) -> list[Stale]:
+        stale = []
+        for path in self.scanned():
+            for where, line in self.lines(path):
+                for match in DOC_REFERENCE.finditer(line):
+                    problem = self._target(self.root / "docs" / match.group(1), match.group(2))
+                    if problem:
+                        stale.append(Stale(where, f"docs/{match.group(1)}: {problem}"))
+        return stale
+
+    def links(self) -> list[Stale]:
+        stale = []
+        for page in self.pages():
+            for where, line in self.lines(page):
+                for match in MARKDOWN_LINK.finditer(line):
+                    target = match.group(1)
+                    if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+                        continue
+                    path, _, anchor = target.partition("#")
+                    problem = self._target((page.parent / path) if path else page, anchor or None)
+                    if problem:
+                        stale.append(Stale(where, f"link ({target}): {problem}"))
+        return stale
+
+    def source_paths(self) -> list[Stale]:
+        package_path = re.compile(
+            r"(?<![\w/.$~-])((?:" + "|".join(map(re.escape, self.packages)) + r")/[\w./<>*{}-]*)"
+        )
+        stale = []
+        for page in self.pages():
+            for where, line in self.lines(page):
+                for match in ROOT_PATH.finditer(line):
+                    named = match.group(1).rstrip(".,")
+                    if PLACEHOLDER.search(named) or KUBECTL_DEPLOYMENT.match(named):
+                        continue
+                    if not (self.root / named).exists():
+                        stale.append(Stale(where, f"{named} does not exist"))
+                for match in package_path.finditer(line):
+                    named = match.group(1).rstrip(".,")
+                    package, _, rest = named.partition("/")
+                    if not PLACEHOLDER.search(named) and not (self.packages[package] / rest).exists():
+                        stale.append(Stale(where, f"{named} does not exist (in {package})"))
+        return stale
+
+    def modules(self) -> list[Stale]:
+        dotted = re.compile(
+            r"(?<![\w.])((?:" + "|".join(map(re.escape, self.packages)) + r")(?:\.[A-Za-z_]\w*)+)"
+        )
+        stale = []
+        for page in self.pages():
+            for where, line in self.lines(page):
+                for match in dotted.finditer(line):
+                    problem = self._module(match.group(1))
+                    if problem:
+                        stale.append(Stale(where, f"{match.group(1)}: {problem}"))
+        return stale
+
+    # -- resolving ------------------------------------------------------------------------------
+
+    def _target(self, path: Path, anchor: str | None) -> str | None:
+        if not path.exists():
+            return "no such file"
+        if anchor and path.suffix == ".md":
+            known = self._anchors.setdefault(path, anchors(path))
+            if anchor not in known:
+                return f"no heading #{anchor}"
+        return None
+
+    def _module(self, name: str) -> str | None:
+        """Whether ``name`` is a module, or a name defined in the longest module it starts with."""
+        package, *parts = name.split(".")
+        location = self.packages[package]
+        while parts and ((location / parts[0]).is_dir() or (location / f"{parts[0]}.py").exists()):
+            location = location / parts[0] if (location / parts[0]).is_dir() else location / f"{parts[0]}.py"
+            parts.pop(0)
+        if not parts:
+            return None
+        source = location / "__init__.py" if location.is_dir() else location
+        if not re.search(rf"\b{re.escape(parts[0])}\b", source.read_text()):
+            return f"no module or name {parts[0]!r} in {source.relative_to(self.root)}"
+        return None
+
+
+REPOSITORY = Repository(ROOT)
+
+
+def report(stale: list[Stale]) -> str:
+    return "\n".join(map(str, stale))
+
+
+def test_nothing_cites_the_original_design_contract() -> None:
+    stale = REPOSITORY.original_contract()
+    assert not stale, report(stale)
+
+
+def test_every_reference_to_a_document_resolves() -> None:
+    stale = REPOSITORY.document_references()
+    assert not stale, report(stale)
+
+
+def test_every_link_in_the_docs_resolves() -> None:
+    stale = REPOSITORY.links()
+    assert not stale, report(stale)
+
+
+def test_every_source_path_the_docs_name_exists() -> None:
+    stale = REPOSITORY.source_paths()
+    assert not stale, report(stale)
+
+
+def test_every_module_the_docs_name_exists() -> None:
+    stale = REPOSITORY.modules()
+    assert not stale, report(stale)
+
+
+def test_the_readme_lists_the_design() -> None:
+    assert "(docs/design.md)" in (ROOT / "README.md").read_text()
+
+
+# -- the checker itself, on a repository made for it ---------------------------------------------
+
+
+@pytest.fixture
+def made(tmp_path: Path) -> Repository:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "design.md").write_text(
+        "# Design\n\n## Leases\n\n## How costs grow — `aimctl bench scale`\n\n```sh\n# not a heading\n```\n"
+        '## Leases\n\n<a id="kept"></a>\n'
+    )
+    package = tmp_path / "libs" / "lib" / "src" / "aimlib"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "lease.py").write_text("class Lease:\n    pass\n")
+    return Repository(tmp_path)
+
+
+def test_the_anchors_are_githubs(made: Repository) -> None:
+    assert anchors(made.root / "docs" / "design.md") == {
+        "design",
+        "leases",
+        "how-costs-grow--aimctl-bench-scale",
+        "leases-1",
+        "kept",
+    }
+
+
+def test_a_reference_to_a_missing_heading_or_page_is_found(made: Repository) -> None:
+    (made.root / "code.py").write_text(
+        '"""One at a time (docs/design.md#leases), ordered (docs/design.md#ordering)."""\n'
+        "# see docs/gone.md and docs/design.md#kept\n"
+    )
+    assert [str(s) for s in made.document_references()] == [
+        "code.py:1: docs/design.md: no heading #ordering",
+        "code.py:2: docs/gone.md: no such file",
+    ]
+
+
+def test_a_broken_link_is_found(made: Repository) -> None:
+    (made.root / "README.md").write_text(
+        "[design](docs/design.md#leases), [gone](docs/gone.md), [anchor](docs/design.md#nope), "
+        "[here](#top), [web](https://example.com/x.md#y)\n\n# Top\n"
+    )
+    assert [str(s) for s in made.links()] == [
+        "README.md:1: link (docs/gone.md): no such file",
+        "README.md:1: link (docs/design.md#nope): no heading #nope",
+    ]
+
+
+def test_a_stale_source_path_or_module_is_found(made: Repository) -> None:
+    (made.root / "docs" / "page.md").write_text(
+        "`libs/lib/src/aimlib/lease.py`, `libs/lib/src/aimlib/gone.py`, `aimlib/lease.py`, "
+        "`aimlib/gone.py`, `services/<name>/app.py`, `kubectl scale deploy/aim-x`.\n"
+        "`aimlib.lease`, `aimlib.lease.Lease`, `aimlib.lease.Gone`, `aimlib.gone`, aim_metric_total.\n"
+    )
+    assert [str(s) for s in made.source_paths()] == [
+        "docs/page.md:1: libs/lib/src/aimlib/gone.py does not exist",
+        "docs/page.md:1: aimlib/gone.py does not exist (in aimlib)",
+    ]
+    assert [str(s) for s in made.modules()] == [
+        "docs/page.md:2: aimlib.lease.Gone: no module or name 'Gone' in libs/lib/src/aimlib/lease.py",
+        "docs/page.md:2: aimlib.gone: no module or name 'gone' in libs/lib/src/aimlib/__init__.py",
+    ]
+
+
+def test_a_citation_of_the_original_contract_is_found(made: Repository) -> None:
+    (made.root / "notes.md").write_text("As " + "DESIGN" + " §2.5 says; see ../shared/" + "DESIGN" + ".md\n")
+    assert [s.where for s in made.original_contract()] == ["notes.md:1", "notes.md:1"]
