@@ -1,7 +1,9 @@
-"""AIMClusterModelSource filters: parsing, matching, ordering, maxModels planning, durations."""
+"""AIMClusterModelSource filters: parsing, matching, ordering, maxModels planning, durations, and what
+a sync reports."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ from aim_registry_sync.filters import (
     parse_filters,
     plan,
 )
-from aim_registry_sync.sync import sync_interval
+from aim_registry_sync.sync import Created, FilterError, Listing, sync_interval, sync_report
 from aimcore.api.crds.aim import AIMClusterModelSourceSpec
 
 TAGS = ["0.7.0", "0.8.0", "v0.8.5", "0.8.1-rc1", "0.9.0", "1.0.0-rc1", "1.0.0", "latest", "dev"]
@@ -194,3 +196,75 @@ def test_sync_interval_is_clamped_and_says_so(text: str, seconds: float, clamped
         assert condition.message == f"syncInterval {text} is below the minimum of 30s; syncing every 30s"
     else:
         assert (condition.reason, condition.message) == ("ConfigurationValid", "")
+
+
+def _image(tag: str) -> Image:
+    return Image("docker.io", "amdenterpriseai/aim-qwen", tag)
+
+
+def test_a_sync_over_maxmodels_is_ready_and_names_the_images_left_without_a_model() -> None:
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    the_plan = plan([_image("1.0.0"), _image("1.1.0"), _image("1.2.0")], {_image("1.0.0").uri}, 1, 2)
+    outcome = Created(created=[_image("1.1.0")])
+
+    synced = sync_report(
+        Listing(matched=list(the_plan.create)),
+        the_plan,
+        outcome,
+        1,
+        every=sync_interval("1h"),
+        max_models=2,
+        at=at,
+    )
+
+    assert [(c.type, c.status, c.reason) for c in synced.conditions] == [
+        ("ConfigValid", "True", "ConfigurationValid"),
+        ("RegistryReachable", "True", "Reachable"),
+        ("MaxModelsLimitReached", "True", "LimitReached"),
+        ("Ready", "True", "Synced"),
+    ]
+    assert synced.conditions[2].message == (
+        "maxModels 2 reached: 1 matching image(s) have no model (amdenterpriseai/aim-qwen:1.2.0)"
+    )
+    assert synced.summary == (
+        "3 matching image(s); created 1, 1 already present, 1 over maxModels, 0 owned by another source"
+    )
+    assert synced.conditions[3].message == synced.summary
+    assert synced.fields == {
+        "status": "Ready",
+        "lastSyncTime": "2026-01-02T03:04:05Z",
+        "discoveredModels": 2,
+        "availableModels": 3,
+        "modelsLimitReached": True,
+    }
+    assert synced.problems == []
+
+
+def test_a_sync_with_a_failed_filter_or_create_is_degraded_and_says_every_problem() -> None:
+    failed = one("amdenterpriseai/aim-*")
+    listing = Listing(errors=[FilterError(failed, "AuthFailed", "401 from docker.io", transient=True)])
+    the_plan = plan([], set(), 0, 10)
+    outcome = Created(errors=["amdenterpriseai/aim-qwen:1.0.0: refused"])
+
+    synced = sync_report(
+        listing,
+        the_plan,
+        outcome,
+        0,
+        every=sync_interval("10s"),
+        max_models=10,
+        at=datetime(2026, 1, 2, tzinfo=UTC),
+    )
+
+    problems = [
+        "filters[0] (amdenterpriseai/aim-*): 401 from docker.io",
+        "create amdenterpriseai/aim-qwen:1.0.0: refused",
+    ]
+    assert synced.problems == problems
+    assert [(c.type, c.status, c.reason, c.message) for c in synced.conditions[1:]] == [
+        ("RegistryReachable", "False", "AuthFailed", "; ".join(problems)),
+        ("MaxModelsLimitReached", "False", "WithinLimit", "0 of at most 10 models"),
+        ("Ready", "False", "SomeFiltersFailed", "; ".join(problems)),
+    ]
+    assert synced.conditions[0].reason == "SyncIntervalClamped"
+    assert (synced.fields["status"], synced.fields["modelsLimitReached"]) == ("Degraded", False)
