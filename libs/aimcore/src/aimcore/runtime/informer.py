@@ -42,6 +42,7 @@ from aimcore.api.bus import mirror, subjects
 from aimcore.api.errors import TransientError
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
+from aimcore.runtime.natsinternals import bucket_stream
 from aimcore.runtime.probes import READINESS
 from aimcore.runtime.resourceversion import rv_int
 
@@ -117,10 +118,10 @@ async def snapshot_raw(kv: KeyValue, pattern: str) -> dict[Key, tuple[int, bytes
     substring-matches each filter on the client (a wildcard never matches), and a KV watch may
     signal "initial values done" before values it already received are processed. So this reads
     the bucket's stream with :func:`last_per_subject`."""
-    prefix: str = kv._pre
+    bucket = bucket_stream(kv)
     out: dict[Key, tuple[int, bytes]] = {}
-    async for msg in last_per_subject(kv._js, kv._stream, prefix + pattern):
-        key = msg.subject[len(prefix) :]
+    async for msg in last_per_subject(bucket.js, bucket.stream, bucket.subject(pattern)):
+        key = bucket.key(msg.subject)
         if removal(msg):
             out.pop(key, None)
         else:
@@ -132,11 +133,11 @@ async def snapshot_identities(kv: KeyValue, pattern: str) -> dict[Key, tuple[int
     """Each current entry's revision and its object's identity, from the entries' headers alone
     (:func:`aimcore.api.bus.mirror.identity_headers`): no object is transferred or parsed. An entry
     written without them (by a watcher before these headers) is read whole, once."""
-    prefix: str = kv._pre
+    bucket = bucket_stream(kv)
     out: dict[Key, tuple[int, mirror.Identity]] = {}
     bare: dict[Key, int] = {}
-    async for msg in last_per_subject(kv._js, kv._stream, prefix + pattern, headers_only=True):
-        key = msg.subject[len(prefix) :]
+    async for msg in last_per_subject(bucket.js, bucket.stream, bucket.subject(pattern), headers_only=True):
+        key = bucket.key(msg.subject)
         headers = msg.headers or {}
         out.pop(key, None)
         bare.pop(key, None)
@@ -231,7 +232,8 @@ class Informer:
         holding each key's last value. A KV watch of current values sent every object again, which
         the snapshot had read: 200 MB at 50,000 services, pushed at a deployer still parsing its
         snapshot, which NATS cut off as a slow consumer (docs/benchmarks.md)."""
-        after = (await self.kv._js.stream_info(self.kv._stream)).state.last_seq or 0
+        bucket = bucket_stream(self.kv)
+        after = (await bucket.js.stream_info(bucket.stream)).state.last_seq or 0
         for ref in self.kinds:
             for key, (_, raw) in (await snapshot_raw(self.kv, kind_pattern(ref))).items():
                 self._store_raw(key, raw)
@@ -255,13 +257,13 @@ class Informer:
         in order: an ordered consumer, which NATS clients re-create from the last sequence they
         handled after a gap or a lost connection, so nothing is sent twice or skipped. Creating it
         while NATS is unavailable is retried from the last sequence handled."""
-        prefix: str = self.kv._pre
+        bucket = bucket_stream(self.kv)
         last = after
 
         async def handle(msg: Msg) -> None:
             nonlocal last
             last = max(last, msg.metadata.sequence.stream)
-            key = msg.subject[len(prefix) :]
+            key = bucket.key(msg.subject)
             if removal(msg):
                 self._remove(key)
                 return
@@ -272,9 +274,9 @@ class Informer:
 
         while True:
             try:
-                sub = await self.kv._js.subscribe(
-                    prefix + pattern,
-                    stream=self.kv._stream,
+                sub = await bucket.js.subscribe(
+                    bucket.subject(pattern),
+                    stream=bucket.stream,
                     cb=handle,
                     ordered_consumer=True,
                     config=ConsumerConfig(

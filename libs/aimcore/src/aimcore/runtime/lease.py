@@ -56,6 +56,7 @@ from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 from aimcore.api.bus import topology
 from aimcore.api.errors import TransientError
 from aimcore.runtime import metrics
+from aimcore.runtime.natsinternals import bucket_stream
 from aimcore.runtime.resourceversion import rv_int
 
 log = logging.getLogger(__name__)
@@ -195,7 +196,8 @@ class _Gone:
 async def _read(kv: KeyValue, key: str) -> _Entry | _Gone:
     """A KV get that keeps the server's timestamp (``KeyValue.get`` drops it)."""
     try:
-        msg = await kv._js.get_msg(kv._stream, subject=f"{kv._pre}{key}", direct=kv._direct)
+        bucket = bucket_stream(kv)
+        msg = await bucket.js.get_msg(bucket.stream, subject=bucket.subject(key), direct=bucket.direct)
     except NotFoundError:
         return _Gone()
     if (msg.headers or {}).get("KV-Operation") in (KV_DEL, KV_PURGE):
