@@ -15,7 +15,8 @@ from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFound
 from nats.js.kv import KeyValue
 
 from aimcore.api.errors import TransientError
-from aimcore.runtime.lease import DIRTY, KvLease, ObjectLeases
+from aimcore.runtime.kvlease import KvLease
+from aimcore.runtime.lease import DIRTY, ObjectLeases
 from aimcore.runtime.natsinternals import client_of
 from tests.helpers import eventually
 

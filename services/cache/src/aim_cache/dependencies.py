@@ -25,7 +25,8 @@ from aimcore.domain.families.caches import AnyModelCache, AnyTemplateCache, Mode
 from aimcore.domain.families.llmkube import LLMKubeModel
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import config_name
-from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
+from aimcore.runtime.indexers import ResourceIndexer, resource_indexer
+from aimcore.runtime.informer import Informer
 from aimcore.runtime.mappers import Target, changed
 
 TEMPLATE_INDEX = "template-name"

@@ -63,7 +63,7 @@ from aimcore.runtime.children import owner_reference
 from aimcore.runtime.conditions import condition as cond
 from aimcore.runtime.conditions import refused_condition
 from aimcore.runtime.finalizers import add_finalizer, has_finalizer
-from aimcore.runtime.informer import ResourceIndexer, resource_indexer
+from aimcore.runtime.indexers import ResourceIndexer, resource_indexer
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.refusals import Refusal

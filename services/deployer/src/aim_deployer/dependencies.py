@@ -37,7 +37,8 @@ from aimcore.domain.families.caches import ModelCache, TemplateCache
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import Template
 from aimcore.domain.views import model_kinds
-from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
+from aimcore.runtime.indexers import ResourceIndexer, resource_indexer
+from aimcore.runtime.informer import Informer
 from aimcore.runtime.mappers import Target, changed, group_of, indexed, scope, to_owners
 
 BY_MODEL = "service-model"  # model name or image a service refers to (spec), or resolved (status)

@@ -30,7 +30,8 @@ from aimcore.domain.families.models import AnyModel, Model
 from aimcore.domain.families.templates import AnyTemplate, Template
 from aimcore.domain.runtimeconfig import DEFAULT_NAME
 from aimcore.domain.views import TemplateView, model_kinds
-from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
+from aimcore.runtime.indexers import ResourceIndexer, resource_indexer
+from aimcore.runtime.informer import Informer
 from aimcore.runtime.mappers import Mapper, Target, changed
 
 MODEL_NAME_INDEX = "model-name"

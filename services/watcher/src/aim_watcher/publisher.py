@@ -30,7 +30,7 @@ from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.runtime import tracing
 from aimcore.runtime.consumer import BUS_RETRY
-from aimcore.runtime.lease import WRONG_LAST_SEQUENCE
+from aimcore.runtime.kvlease import WRONG_LAST_SEQUENCE
 from aimcore.runtime.natsinternals import bucket_stream, client_of
 from aimcore.runtime.resourceversion import rv_int
 

@@ -14,7 +14,7 @@ from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.topology import ConsumerSpec
 from aimcore.api.kinds import KindRef
 from aimcore.runtime.composer import Composer
-from aimcore.runtime.informer import Indexer
+from aimcore.runtime.indexers import Indexer
 from aimcore.runtime.mappers import Mapper
 from aimcore.runtime.request import Reconcile, Request, Result
 

@@ -66,7 +66,8 @@ from aimcore.domain.families.llmkube import LLMKubeModel
 from aimcore.runtime.children import owned_by
 from aimcore.runtime.composer import rfc3339
 from aimcore.runtime.conditions import refused_message, refused_reason
-from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
+from aimcore.runtime.indexers import ResourceIndexer, resource_indexer
+from aimcore.runtime.informer import Informer
 from aimcore.runtime.kube import ApiException, Kube, describe_error
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.refusals import Refusal
