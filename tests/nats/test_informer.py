@@ -12,7 +12,10 @@ from nats.js import JetStreamContext
 from aimcore.api.bus import mirror, subjects
 from aimcore.api.errors import TransientError
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.informer import Informer, field_indexer, kind_pattern, snapshot, snapshot_identities
+from aimcore.runtime.indexers import field_indexer
+from aimcore.runtime.informer import Informer
+from aimcore.runtime.mirrorscan import kind_pattern, snapshot, snapshot_identities
+from aimcore.runtime.natsinternals import bucket_stream
 from tests.helpers import eventually
 
 TEMPLATE = by_kind("aim.eai.amd.com", "AIMServiceTemplate")
@@ -154,7 +157,7 @@ async def test_identities_are_read_from_the_entries_headers_without_their_object
     and its object's uid, resourceVersion and generation, deleted keys left out; an entry written
     without the headers (by an older watcher) is read whole."""
     kv = await js.create_key_value(bucket=f"mirror-{secrets.token_hex(4)}")
-    prefix = kv._pre
+    prefix = bucket_stream(kv).prefix
     with_headers = {
         **template("t-1", "m", 7),
         "metadata": {**template("t-1", "m", 7)["metadata"], "generation": 3},

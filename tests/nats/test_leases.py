@@ -15,7 +15,9 @@ from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFound
 from nats.js.kv import KeyValue
 
 from aimcore.api.errors import TransientError
-from aimcore.runtime.lease import DIRTY, KvLease, ObjectLeases
+from aimcore.runtime.kvlease import KvLease
+from aimcore.runtime.lease import DIRTY, ObjectLeases
+from aimcore.runtime.natsinternals import client_of
 from tests.helpers import eventually
 
 
@@ -166,13 +168,13 @@ async def test_a_waiting_trigger_is_handed_back_when_the_replica_stops(js: JetSt
 async def test_an_uncontended_run_costs_two_round_trips(js: JetStreamContext) -> None:
     leases = await _bucket(js)
     a = ObjectLeases(leases, "svc", holder="a")
-    sent_before = js._nc.stats["out_msgs"]  # type: ignore[attr-defined]
+    sent_before = client_of(js).stats["out_msgs"]
 
     async def work(_: str | None) -> None:
         pass
 
     assert await a.run_exclusive("fresh", work) is True
-    assert js._nc.stats["out_msgs"] - sent_before == 2  # type: ignore[attr-defined]  # take, give back
+    assert client_of(js).stats["out_msgs"] - sent_before == 2  # take, give back
     assert a.stats.runs == 1 and a.stats.reruns == 0
 
 

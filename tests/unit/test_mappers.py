@@ -23,7 +23,8 @@ from aimcore.api.kinds import (
     by_kind,
 )
 from aimcore.api.types import Obj
-from aimcore.runtime.informer import Indexer, Informer, field_indexer
+from aimcore.runtime.indexers import Indexer, field_indexer
+from aimcore.runtime.informer import Informer
 from aimcore.runtime.mappers import (
     Mapper,
     Target,

@@ -98,13 +98,6 @@ IGNORED_PARTS = {".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_
 IGNORED_SUFFIXES = (".pyc", ".pyo", ".pyd")
 
 
-def cache_dir() -> Path:
-    if env := os.environ.get("AIM_IMAGE_CACHE"):
-        return Path(env)
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "aim-engine" / "images"
-
-
 def repo_root() -> Path:
     """The checkout whose Dockerfile builds the operator image (this package lives in it)."""
     here = Path(__file__).resolve()
@@ -394,7 +387,7 @@ class Builder:
     def __init__(
         self, cache: Path | None = None, repo: Path | None = None, log: Callable[[str], None] | None = None
     ):
-        self.cache = cache or cache_dir()
+        self.cache = cache or binaries.image_cache()
         self.repo = repo or repo_root()
         self.log = log or (lambda msg: print(f"[images] {msg}", file=sys.stderr, flush=True))
         self.containers = self.cache / "containers"

@@ -39,6 +39,8 @@ from pathlib import Path
 import gguf
 import numpy as np
 
+from aim_dev.local import binaries
+
 ARCH = "llama"
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -287,9 +289,7 @@ def ensure(root: Path, models: tuple[TinyModel, ...] = tuple(MODELS.values())) -
 
 def default_dir() -> Path:
     """Where the bootstrap's image build and the node stack keep the generated files."""
-    from aim_dev import images  # noqa: PLC0415 - images imports the runtime package, which imports us
-
-    return images.cache_dir() / "tinyllm"
+    return binaries.image_cache() / "tinyllm"
 
 
 def model_card(model: TinyModel) -> bytes:

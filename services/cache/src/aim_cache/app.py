@@ -36,10 +36,21 @@ from aimcore.api.kinds import (
 )
 from aimcore.api.types import Obj
 from aimcore.domain.status.compose import AIM_STATUS
-from aimcore.runtime.mappers import any_of, by_index, every, through_job_to_owner, to_owners
-from aimcore.runtime.reconciler import Controller, Watch, dispatch, publish_requeue, run_controller
-from aimcore.runtime.report import publish_report
-from aimcore.runtime.service import ServiceContext, run_service
+from aimcore.runtime import (
+    Controller,
+    ServiceContext,
+    Watch,
+    any_of,
+    by_index,
+    dispatch,
+    every,
+    publish_report,
+    publish_requeue,
+    run_controller,
+    run_service,
+    through_job_to_owner,
+    to_owners,
+)
 
 OWNERS = (*MODEL_CACHE_KINDS, LLMKUBE_MODEL)  # of PVCs and Jobs (an LLMKube Model's verify Jobs)
 model_cache_users = any_of(

@@ -25,8 +25,7 @@ from aimcore.domain.families.caches import AnyModelCache, AnyTemplateCache, Mode
 from aimcore.domain.families.llmkube import LLMKubeModel
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import config_name
-from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
-from aimcore.runtime.mappers import Target, changed
+from aimcore.runtime import Informer, ResourceIndexer, Target, changed, resource_indexer
 
 TEMPLATE_INDEX = "template-name"
 MODEL_CACHE_INDEX = "model-cache"

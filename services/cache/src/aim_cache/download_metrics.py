@@ -14,7 +14,7 @@ from typing import Any
 
 from prometheus_client import Counter
 
-from aimcore.runtime.metrics import REGISTRY
+from aimcore.runtime import REGISTRY
 
 DOWNLOAD_BYTES = Counter(
     "aim_download_bytes_total",

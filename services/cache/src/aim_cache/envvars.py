@@ -13,7 +13,7 @@ from typing import Any
 
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import SECRET, KindRef
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 
 CONFIG_MAP = KindRef("", "v1", "ConfigMap", "configmaps", True)
 SECRET_NOT_FOUND = "SecretNotFound"

@@ -15,7 +15,7 @@ from typing import Any
 
 from aim_cache.memo import remember
 from aimcore.domain import jobs
-from aimcore.runtime.kube import ApiException, Kube, describe_error
+from aimcore.runtime import ApiException, Kube, describe_error
 
 log = logging.getLogger(__name__)
 

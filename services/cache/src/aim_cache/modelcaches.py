@@ -57,13 +57,8 @@ from aimcore.domain.families.caches import AnyModelCache, ModelCache
 from aimcore.domain.gpu import parse_quantity
 from aimcore.domain.runtimeconfig import ConfigNotFound, resolution_conditions, resolve_live
 from aimcore.domain.units import format_bytes, format_duration
-from aimcore.runtime.children import owned_by
-from aimcore.runtime.conditions import condition as cond
-from aimcore.runtime.conditions import refused_condition
-from aimcore.runtime.kube import Kube
-from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.refusals import Refusal
-from aimcore.runtime.writes import Children, How
+from aimcore.runtime import Children, How, Kube, Refusal, Request, Result, owned_by, refused_condition
+from aimcore.runtime import condition as cond
 
 log = logging.getLogger(__name__)
 

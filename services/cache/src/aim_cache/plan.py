@@ -33,7 +33,7 @@ from aimcore.domain.families.base import written
 from aimcore.domain.families.caches import ModelCache
 from aimcore.domain.naming import derived_name, go_json, label_value
 from aimcore.domain.outbound import POLICY_ENV
-from aimcore.runtime.children import owner_reference
+from aimcore.runtime import owner_reference
 
 CACHE_ROOT = "/workspace/model-cache"
 DEFAULT_HEADROOM_PERCENT = 10

@@ -16,8 +16,7 @@ from aim_cache.download_metrics import DownloadMeter
 from aimcore.api.bus import progress
 from aimcore.api.bus.auth import PROGRESS_PREFIX
 from aimcore.api.errors import PermanentError
-from aimcore.runtime import tracing
-from aimcore.runtime.report import publish_report
+from aimcore.runtime import publish_report, tracing
 
 log = logging.getLogger(__name__)
 

@@ -59,15 +59,20 @@ from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import merge_env, resolution_conditions
 from aimcore.domain.status.rules import dependency_message
 from aimcore.domain.views import is_ready, state_of
-from aimcore.runtime.children import owner_reference
-from aimcore.runtime.conditions import condition as cond
-from aimcore.runtime.conditions import refused_condition
-from aimcore.runtime.finalizers import add_finalizer, has_finalizer
-from aimcore.runtime.informer import ResourceIndexer, resource_indexer
-from aimcore.runtime.kube import Kube
-from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.refusals import Refusal
-from aimcore.runtime.writes import Children
+from aimcore.runtime import (
+    Children,
+    Kube,
+    Refusal,
+    Request,
+    ResourceIndexer,
+    Result,
+    add_finalizer,
+    has_finalizer,
+    owner_reference,
+    refused_condition,
+    resource_indexer,
+)
+from aimcore.runtime import condition as cond
 
 FINALIZER = "aim.eai.amd.com/artifactcleanup"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"

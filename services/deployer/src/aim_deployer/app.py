@@ -24,9 +24,18 @@ from aimcore.api.kinds import (
     TEMPLATE_KINDS,
 )
 from aimcore.domain.status.compose import AIM_STATUS
-from aimcore.runtime.mappers import any_of, by_index, filed, through, to_owners
-from aimcore.runtime.reconciler import Controller, Watch, run_controller
-from aimcore.runtime.service import ServiceContext, run_service
+from aimcore.runtime import (
+    Controller,
+    ServiceContext,
+    Watch,
+    any_of,
+    by_index,
+    filed,
+    run_controller,
+    run_service,
+    through,
+    to_owners,
+)
 
 owners = to_owners(*SERVICE_KINDS)
 co_owners = to_owners(*SERVICE_KINDS, same_group=True)

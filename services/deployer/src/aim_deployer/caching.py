@@ -45,8 +45,7 @@ from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
 from aimcore.domain.views import AIM
-from aimcore.runtime.conditions import condition
-from aimcore.runtime.informer import Informer
+from aimcore.runtime import Informer, condition
 
 CACHE_READY = "CacheReady"
 AUTO, ALWAYS, NEVER = "Auto", "Always", "Never"

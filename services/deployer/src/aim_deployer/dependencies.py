@@ -37,8 +37,17 @@ from aimcore.domain.families.caches import ModelCache, TemplateCache
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import Template
 from aimcore.domain.views import model_kinds
-from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
-from aimcore.runtime.mappers import Target, changed, group_of, indexed, scope, to_owners
+from aimcore.runtime import (
+    Informer,
+    ResourceIndexer,
+    Target,
+    changed,
+    group_of,
+    indexed,
+    resource_indexer,
+    scope,
+    to_owners,
+)
 
 BY_MODEL = "service-model"  # model name or image a service refers to (spec), or resolved (status)
 BY_TEMPLATE = "service-template"  # template a service names or resolved

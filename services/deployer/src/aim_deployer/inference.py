@@ -70,7 +70,7 @@ from aimcore.domain.families.templates import Template
 from aimcore.domain.gpu import GPU_RESOURCE, parse_quantity
 from aimcore.domain.naming import derived_name, label_value, sanitize_part
 from aimcore.domain.runtimeconfig import AIM_LABEL_PREFIX, merge_env
-from aimcore.runtime.children import child_labels, owner_reference
+from aimcore.runtime import child_labels, owner_reference
 
 __all__ = [
     "AUTOSCALER_CLASS_ANNOTATION",

@@ -51,9 +51,7 @@ from aimcore.domain.views import (
     ORIGIN_LABEL,
     model_kinds,
 )
-from aimcore.runtime.children import owner_reference
-from aimcore.runtime.conditions import condition
-from aimcore.runtime.informer import Informer
+from aimcore.runtime import Informer, condition, owner_reference
 
 MODEL_READY = "ModelReady"
 SERVICE_LABEL = "aim.eai.amd.com/service"

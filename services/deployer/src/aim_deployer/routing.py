@@ -37,8 +37,7 @@ from aimcore.domain.pathtemplate import (
     quote_template,
     render_path,
 )
-from aimcore.runtime.children import owner_reference
-from aimcore.runtime.conditions import condition
+from aimcore.runtime import condition, owner_reference
 
 __all__ = [
     "DEFAULT_PATH_TEMPLATE",

@@ -47,13 +47,19 @@ from aimcore.domain.families.runtimeconfigs import RuntimeConfig
 from aimcore.domain.families.templates import Template
 from aimcore.domain.runtimeconfig import propagated_labels, resolution_conditions
 from aimcore.domain.views import AIM, READY_STATES, state_of
-from aimcore.runtime.children import differs
-from aimcore.runtime.conditions import condition, refused_condition
-from aimcore.runtime.finalizers import add_finalizer, has_finalizer
-from aimcore.runtime.kube import Kube
-from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.refusals import Refusal
-from aimcore.runtime.writes import Children, How
+from aimcore.runtime import (
+    Children,
+    How,
+    Kube,
+    Refusal,
+    Request,
+    Result,
+    add_finalizer,
+    condition,
+    differs,
+    has_finalizer,
+    refused_condition,
+)
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,7 @@ from aimcore.api.kinds import by_kind
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import Object
 from aimcore.domain.families.models import Model
-from aimcore.runtime.children import owner_reference
-from aimcore.runtime.kube import ApiException, Kube
-from aimcore.runtime.reconciler import Request
+from aimcore.runtime import ApiException, Kube, Request, owner_reference
 
 __all__ = ["co_own", "release_custom_models"]
 

@@ -41,9 +41,7 @@ from aimcore.domain.families.templates import Template, template_kinds
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.status.rules import dependency_message
 from aimcore.domain.views import AIM, ORIGIN_LABEL
-from aimcore.runtime.children import owner_reference
-from aimcore.runtime.conditions import condition
-from aimcore.runtime.informer import Informer
+from aimcore.runtime import Informer, condition, owner_reference
 
 TEMPLATE_READY = "TemplateReady"
 RESOLVED = "Resolved"

@@ -28,9 +28,19 @@ from aimcore.api.kinds import (
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.domain.status.compose import AIM_STATUS
-from aimcore.runtime.mappers import any_of, by_index, every, through, to_owners
-from aimcore.runtime.reconciler import Controller, Watch, dispatch, run_controller
-from aimcore.runtime.service import ServiceContext, run_service
+from aimcore.runtime import (
+    Controller,
+    ServiceContext,
+    Watch,
+    any_of,
+    by_index,
+    dispatch,
+    every,
+    run_controller,
+    run_service,
+    through,
+    to_owners,
+)
 
 template_models = any_of(
     to_owners(*MODEL_KINDS, same_group=True),

@@ -22,7 +22,7 @@ from aimcore.domain.families.models import Model
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
 from aimcore.domain.views import AIM, AUTO_GENERATED, MODEL_LABEL, ORIGIN_LABEL
-from aimcore.runtime.children import child_labels, owner_reference
+from aimcore.runtime import child_labels, owner_reference
 
 ALIAS_LABEL = "aim.eai.amd.com/template.alias"
 MODEL_CONTROLLER = "aim-model-controller"

@@ -30,8 +30,7 @@ from aimcore.domain.families.models import AnyModel, Model
 from aimcore.domain.families.templates import AnyTemplate, Template
 from aimcore.domain.runtimeconfig import DEFAULT_NAME
 from aimcore.domain.views import TemplateView, model_kinds
-from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
-from aimcore.runtime.mappers import Mapper, Target, changed
+from aimcore.runtime import Informer, Mapper, ResourceIndexer, Target, changed, resource_indexer
 
 MODEL_NAME_INDEX = "model-name"
 RUNTIME_CONFIG_INDEX = "runtime-config"

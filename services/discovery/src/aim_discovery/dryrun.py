@@ -39,7 +39,7 @@ from aimcore.api.crds.aim import MODEL_ID_PATTERN, SOURCE_URI_PATTERN, AIMModelS
 from aimcore.api.errors import AimError
 from aimcore.domain import jobs
 from aimcore.domain.naming import DNS_LABEL_MAX, go_json, label_value, sanitize_part
-from aimcore.runtime.children import child_labels
+from aimcore.runtime import child_labels
 
 __all__ = [
     "ACTIVE_DEADLINE_SECONDS",

@@ -81,13 +81,18 @@ from aimcore.domain.runtimeconfig import (
     resolve,
 )
 from aimcore.domain.views import MODEL_LABEL
-from aimcore.runtime.children import differs, owned_by
+from aimcore.runtime import (
+    ApiException,
+    Children,
+    Informer,
+    Kube,
+    Refusal,
+    Request,
+    Result,
+    differs,
+    owned_by,
+)
 from aimcore.runtime.composer import has_status_field
-from aimcore.runtime.informer import Informer
-from aimcore.runtime.kube import ApiException, Kube
-from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.refusals import Refusal
-from aimcore.runtime.writes import Children
 
 log = logging.getLogger(__name__)
 

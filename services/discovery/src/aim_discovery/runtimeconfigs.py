@@ -19,7 +19,7 @@ from typing import Any
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.domain.pathtemplate import check_template, quote_template
 from aimcore.domain.runtimeconfig import ENGINE_ARGS, config_kinds, glob_error, migrate_deprecated
-from aimcore.runtime.reconciler import Request, Result
+from aimcore.runtime import Request, Result
 
 READY = "Ready"
 CONFIG_VALID = "ConfigValid"

@@ -13,10 +13,7 @@ from aimcore.domain.families.base import written
 from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import label_value
 from aimcore.domain.views import AIM
-from aimcore.runtime.children import child_labels, contains, owner_reference
-from aimcore.runtime.reconciler import Request
-from aimcore.runtime.refusals import Refusal
-from aimcore.runtime.writes import Children
+from aimcore.runtime import Children, Refusal, Request, child_labels, contains, owner_reference
 
 
 class TemplateCache:

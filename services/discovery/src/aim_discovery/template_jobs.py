@@ -44,11 +44,17 @@ from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import Resolved, merge_env
 from aimcore.domain.views import secret_names
-from aimcore.runtime.children import child_labels, owner_reference
-from aimcore.runtime.kube import ApiException, Kube
-from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.refusals import Refusal
-from aimcore.runtime.writes import Children, How
+from aimcore.runtime import (
+    ApiException,
+    Children,
+    How,
+    Kube,
+    Refusal,
+    Request,
+    Result,
+    child_labels,
+    owner_reference,
+)
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from typing import Any
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.domain import gpu as gpus
 from aimcore.domain.families.templates import Template
+from aimcore.runtime import Request
 from aimcore.runtime.composer import has_status_field
-from aimcore.runtime.reconciler import Request
 
 CONFIG_VALID = "ConfigValid"
 GPU_READY = "GPUReady"

@@ -55,9 +55,7 @@ from aimcore.domain.runtimeconfig import (
     resolve,
 )
 from aimcore.domain.views import AIM, GPURequirement, model_kinds
-from aimcore.runtime.kube import Kube
-from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.writes import Children
+from aimcore.runtime import Children, Kube, Request, Result
 
 
 class TemplateReconciler:

@@ -16,9 +16,7 @@ from aimcore.api.kinds import MODEL_SOURCE_KINDS
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.domain.status.compose import AIM_STATUS
-from aimcore.runtime.mappers import keep_cached
-from aimcore.runtime.reconciler import Controller, Watch, run_controller
-from aimcore.runtime.service import ServiceContext, run_service
+from aimcore.runtime import Controller, ServiceContext, Watch, keep_cached, run_controller, run_service
 
 
 def controller(ctx: ServiceContext) -> Controller:

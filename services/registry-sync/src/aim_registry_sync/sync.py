@@ -54,11 +54,8 @@ from aimcore.domain.oci import (
     RegistryUnreachable,
     credentials_from_secrets,
 )
+from aimcore.runtime import Children, How, Kube, Refusal, Request, Result
 from aimcore.runtime.composer import rfc3339
-from aimcore.runtime.kube import Kube
-from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.refusals import Refusal
-from aimcore.runtime.writes import Children, How
 
 log = logging.getLogger(__name__)
 

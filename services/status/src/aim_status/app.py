@@ -15,8 +15,7 @@ from aim_status import reports
 from aim_status.reports import CONSUMER
 from aim_status.settings import SETTINGS, StatusSettings
 from aimcore.domain.status.compose import AIM_STATUS
-from aimcore.runtime.consumer import run_consumer
-from aimcore.runtime.service import ServiceContext, run_service
+from aimcore.runtime import ServiceContext, run_consumer, run_service
 
 
 async def main(ctx: ServiceContext) -> None:

@@ -22,7 +22,7 @@ from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import StatusReport
 from aimcore.api.errors import PermanentError
 from aimcore.api.kinds import status_owner
-from aimcore.runtime.metrics import REGISTRY
+from aimcore.runtime import REGISTRY
 
 REFUSED = Counter(
     "aim_status_refused_reports_total",

@@ -46,8 +46,8 @@ from pydantic import ValidationError
 
 from aim_status.ordering import Sequenced
 from aimcore.api.bus.messages import StatusReport
+from aimcore.runtime import describe_error
 from aimcore.runtime.keyedlock import KeyedLock
-from aimcore.runtime.kube import describe_error
 
 log = logging.getLogger(__name__)
 

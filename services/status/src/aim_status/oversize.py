@@ -27,8 +27,8 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 
 from aimcore.api.types import Obj
+from aimcore.runtime import ApiException, describe_error
 from aimcore.runtime.composer import rfc3339
-from aimcore.runtime.kube import ApiException, describe_error
 
 CONDITION = "StatusComplete"
 REASON = "StatusTooLarge"

@@ -41,8 +41,7 @@ from aim_status.events import (
 )
 from aim_status.writer import Written
 from aimcore.api.kinds import EVENT
-from aimcore.runtime.kube import ApiException, Kube, describe_error
-from aimcore.runtime.metrics import REGISTRY
+from aimcore.runtime import REGISTRY, ApiException, Kube, describe_error
 
 log = logging.getLogger(__name__)
 

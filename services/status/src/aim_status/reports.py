@@ -32,9 +32,8 @@ from aimcore.api.bus import topology
 from aimcore.api.bus.messages import StatusReport
 from aimcore.api.bus.topology import ConsumerSpec
 from aimcore.api.errors import PermanentError
+from aimcore.runtime import Consuming, ServiceContext
 from aimcore.runtime.composer import Composer
-from aimcore.runtime.consumer import Consuming
-from aimcore.runtime.service import ServiceContext
 
 log = logging.getLogger(__name__)
 

@@ -38,10 +38,8 @@ from aimcore.api.errors import PermanentError, TransientError
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain.status.compose import AIM_STATUS
-from aimcore.runtime import logs
+from aimcore.runtime import REGISTRY, ApiException, Kube, describe_error, logs
 from aimcore.runtime.composer import Composer, from_the_future, is_paused, patch_for
-from aimcore.runtime.kube import ApiException, Kube, describe_error
-from aimcore.runtime.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aim.status")

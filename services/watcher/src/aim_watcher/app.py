@@ -11,7 +11,7 @@ from aim_watcher import watching
 from aim_watcher.settings import SETTINGS
 from aim_watcher.watching import WatchedKind
 from aimcore.api.kinds import CHILD_KINDS, CHILD_SELECTOR, NODE, crd_kinds
-from aimcore.runtime.service import ServiceContext, run_service
+from aimcore.runtime import ServiceContext, run_service
 from aimcore.runtime.settings.history import HistorySettings
 
 

@@ -12,7 +12,7 @@ history it lists, so the versions of objects written in between would never beco
 (the audit history would miss them). Where two replicas do lead for a moment
 (one cut off from the bus while the other took the key), the mirror's compare-and-set keeps the old
 leader from regressing state and the events' ``Nats-Msg-Id`` dedupes what both publish. The key is a
-:class:`aimcore.runtime.lease.KvLease`, the same lease the services take per object.
+:class:`aimcore.runtime.kvlease.KvLease`, the same lease the services take per object.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from nats.errors import Error as NatsError
 from nats.js.errors import KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
-from aimcore.runtime.lease import KvLease
+from aimcore.runtime.kvlease import KvLease
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from aimcore.api.backoff import Backoff
 from aimcore.api.bus.messages import ChangeType
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
-from aimcore.runtime.kube import ApiException, Gone, Kube, describe_error
-from aimcore.runtime.metrics import REGISTRY
+from aimcore.runtime import REGISTRY, ApiException, Kube, describe_error
+from aimcore.runtime.kube import Gone
 from aimcore.runtime.settings.process import RESYNC_SECONDS
 
 log = logging.getLogger(__name__)

@@ -31,7 +31,8 @@ from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.runtime import tracing
 from aimcore.runtime.consumer import BUS_RETRY
-from aimcore.runtime.lease import WRONG_LAST_SEQUENCE
+from aimcore.runtime.kvlease import WRONG_LAST_SEQUENCE
+from aimcore.runtime.natsinternals import bucket_stream, client_of
 from aimcore.runtime.resourceversion import rv_int
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ class Publisher:
         self.js = js
         self.kv = kv
         # the limit of the server connected to now (from its INFO; it may change on reconnect)
-        self.max_payload = max_payload or (lambda: int(js._nc.max_payload))
+        self.max_payload = max_payload or (lambda: int(client_of(js).max_payload))
         self.published = 0
         self.stale_skipped = 0
         self.too_large = 0
@@ -172,7 +173,7 @@ class Publisher:
         the entry's headers (:func:`aimcore.api.bus.mirror.identity_headers`); the new revision."""
         conditional = {**headers, Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(last)}
         try:
-            ack = await self.js.publish(f"{self.kv._pre}{key}", value, headers=conditional)
+            ack = await self.js.publish(bucket_stream(self.kv).subject(key), value, headers=conditional)
         except APIError as exc:
             if exc.err_code in WRONG_LAST_SEQUENCE:
                 raise KeyWrongLastSequenceError(description=exc.description) from exc

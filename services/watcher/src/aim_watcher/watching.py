@@ -29,11 +29,10 @@ from aim_watcher.resume import ResumePoints
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.topology import Retention
 from aimcore.api.kinds import KindRef
-from aimcore.runtime.informer import kind_pattern, last_per_subject, snapshot_identities
-from aimcore.runtime.lease import holder_id
-from aimcore.runtime.metrics import REGISTRY
+from aimcore.runtime import REGISTRY, ServiceContext
+from aimcore.runtime.kvlease import holder_id
+from aimcore.runtime.mirrorscan import kind_pattern, last_per_subject, snapshot_identities
 from aimcore.runtime.probes import READINESS
-from aimcore.runtime.service import ServiceContext
 
 log = logging.getLogger(__name__)
 

@@ -10,11 +10,21 @@ import sys
 from pathlib import Path
 
 
-def bin_cache() -> Path:
-    if env := os.environ.get("AIM_BIN_CACHE"):
+def _cache(variable: str, leaf: str) -> Path:
+    if env := os.environ.get(variable):
         return Path(env)
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "aim-engine" / "bin"
+    return base / "aim-engine" / leaf
+
+
+def bin_cache() -> Path:
+    """The built Kubernetes binaries (``AIM_BIN_CACHE``)."""
+    return _cache("AIM_BIN_CACHE", "bin")
+
+
+def image_cache() -> Path:
+    """The node's images and the files they are built from (``AIM_IMAGE_CACHE``)."""
+    return _cache("AIM_IMAGE_CACHE", "images")
 
 
 class MissingBinary(FileNotFoundError):

@@ -13,7 +13,7 @@ from aimcore.api.types import Obj
 from aimcore.domain.naming import label_value
 from aimcore.runtime.finalizers import has_finalizer, namespace_terminating, remove_finalizer
 from aimcore.runtime.kube import Kube
-from aimcore.runtime.reconciler import Request
+from aimcore.runtime.request import Request
 
 CLEANUP_NOT_READY = "CleanupNotReady"
 

@@ -28,167 +28,31 @@ import contextlib
 import json
 import logging
 from collections import OrderedDict, defaultdict
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from nats.aio.msg import Msg
-from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import KeyDeletedError, KeyNotFoundError
-from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
+from nats.js.kv import KeyValue
 
-from aimcore.api.bus import mirror, subjects
+from aimcore.api.bus import subjects
 from aimcore.api.errors import TransientError
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.api.types import Obj
+from aimcore.runtime.indexers import Indexer, ResourceIndexer, owner_uids
+from aimcore.runtime.mirrorscan import Key, kind_pattern, removal, snapshot_raw
+from aimcore.runtime.natsinternals import bucket_stream
 from aimcore.runtime.probes import READINESS
 from aimcore.runtime.resourceversion import rv_int
 
 if TYPE_CHECKING:  # the watcher uses this module and loads no CRD model
-    from aimcore.api.crds.base import Resource
     from aimcore.api.crds.validation import Decoded
 
 log = logging.getLogger(__name__)
 GRAVEYARD_SIZE = 4096
 DECODED_SIZE = 2048  # objects kept read into their models (least recently read forgotten first)
 PARSED_SIZE = 4096  # objects kept parsed (least recently stored or read forgotten first)
-MARKER = "Nats-Marker-Reason"  # a server-placed marker (a key's TTL or the bucket's age): a removal
-
-Key = str  # the mirror key: subjects.object_key(ref, namespace, name)
-
-
-@dataclass(frozen=True)
-class ResourceIndexer:
-    """An index over the parsed model of objects of ``kinds`` (:func:`resource_indexer`); objects
-    of other kinds, or that do not read as their kind (a placeholder for one too large for the
-    bus), are not indexed."""
-
-    index: Callable[[KindRef, Obj, Resource], Iterable[str]]
-    kinds: frozenset[KindRef]
-
-
-Indexer = Callable[[Obj], Iterable[str]] | ResourceIndexer
-
-
-def resource_indexer(
-    index: Callable[[KindRef, Obj, Resource], Iterable[str]], kinds: Iterable[KindRef]
-) -> ResourceIndexer:
-    """Index objects of ``kinds`` (of our own) by what ``index(kind, obj, resource)`` says of them
-    read into their model (through a family adapter: ``Template(kind, obj, resource)``)."""
-    return ResourceIndexer(index, frozenset(kinds))
-
-
-def owner_uids(obj: Obj) -> Iterable[str]:
-    return [o["uid"] for o in (obj.get("metadata") or {}).get("ownerReferences") or [] if "uid" in o]
-
-
-def field_indexer(*path: str) -> Indexer:
-    """Index by the string value at ``path`` (for example ``field_indexer("spec", "modelName")``)."""
-
-    def index(obj: Obj) -> Iterable[str]:
-        node: Any = obj
-        for part in path:
-            if not isinstance(node, dict):
-                return []
-            node = node.get(part)
-        return [node] if isinstance(node, str) and node else []
-
-    return index
-
-
-def removal(msg: Msg) -> bool:
-    """Whether a message of the bucket's stream removes its key: a delete or purge, a server-placed
-    marker (a key's TTL or the bucket's age), or no value."""
-    headers = msg.headers or {}
-    return headers.get("KV-Operation") in (KV_DEL, KV_PURGE) or MARKER in headers or not msg.data
-
-
-async def snapshot(kv: KeyValue, pattern: str) -> dict[Key, Obj]:
-    """Current objects under a key pattern (``aim.AIMService.>``), read deterministically
-    (:func:`snapshot_raw`)."""
-    return {key: json.loads(raw) for key, (_, raw) in (await snapshot_raw(kv, pattern)).items()}
-
-
-async def snapshot_raw(kv: KeyValue, pattern: str) -> dict[Key, tuple[int, bytes]]:
-    """Current entries under a key pattern: each key's revision and value as stored.
-
-    Two nats-py shortcuts are unreliable here: ``KeyValue.keys(filters=...)`` also
-    substring-matches each filter on the client (a wildcard never matches), and a KV watch may
-    signal "initial values done" before values it already received are processed. So this reads
-    the bucket's stream with :func:`last_per_subject`."""
-    prefix: str = kv._pre
-    out: dict[Key, tuple[int, bytes]] = {}
-    async for msg in last_per_subject(kv._js, kv._stream, prefix + pattern):
-        key = msg.subject[len(prefix) :]
-        if removal(msg):
-            out.pop(key, None)
-        else:
-            out[key] = (msg.metadata.sequence.stream, msg.data)
-    return out
-
-
-async def snapshot_identities(kv: KeyValue, pattern: str) -> dict[Key, tuple[int, mirror.Identity]]:
-    """Each current entry's revision and its object's identity, from the entries' headers alone
-    (:func:`aimcore.api.bus.mirror.identity_headers`): no object is transferred or parsed. An entry
-    written without them (by a watcher before these headers) is read whole, once."""
-    prefix: str = kv._pre
-    out: dict[Key, tuple[int, mirror.Identity]] = {}
-    bare: dict[Key, int] = {}
-    async for msg in last_per_subject(kv._js, kv._stream, prefix + pattern, headers_only=True):
-        key = msg.subject[len(prefix) :]
-        headers = msg.headers or {}
-        out.pop(key, None)
-        bare.pop(key, None)
-        if headers.get("KV-Operation") in (KV_DEL, KV_PURGE):
-            continue
-        known = mirror.identity(headers)
-        if known is not None:
-            out[key] = (msg.metadata.sequence.stream, known)
-        else:
-            bare[key] = msg.metadata.sequence.stream
-    for key in bare:
-        with contextlib.suppress(KeyNotFoundError, KeyDeletedError):
-            entry = await kv.get(key)
-            if entry.value:
-                read = mirror.identity(mirror.identity_headers(json.loads(entry.value)))
-                assert read is not None
-                out[key] = (entry.revision or 0, read)
-    return out
-
-
-async def last_per_subject(
-    js: JetStreamContext, stream: str, subject_filter: str, *, headers_only: bool = False
-) -> AsyncIterator[Msg]:
-    """The last message of each subject under ``subject_filter`` in ``stream`` (only their
-    headers if ``headers_only``), oldest first: an ephemeral pull consumer read until exactly the
-    number of messages it reported pending when it was created."""
-    psub = await js.pull_subscribe(
-        subject_filter,
-        stream=stream,
-        config=ConsumerConfig(
-            deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
-            ack_policy=AckPolicy.NONE,
-            inactive_threshold=60.0,
-            mem_storage=True,
-            headers_only=headers_only or None,
-        ),
-    )
-    try:
-        remaining = (await psub.consumer_info()).num_pending or 0
-        while remaining > 0:
-            for msg in await psub.fetch(min(remaining, 512), timeout=10):
-                remaining = msg.metadata.num_pending or 0
-                yield msg
-    finally:
-        with contextlib.suppress(Exception):
-            await psub.unsubscribe()
-
-
-def kind_pattern(ref: KindRef, namespace: str | None = None) -> str:
-    """The KV key pattern of every object of a kind (in one namespace, if given)."""
-    ns = f"{subjects.ns_token(namespace)}." if namespace is not None and ref.namespaced else ""
-    return f"{subjects.group_token(ref.group)}.{ref.kind}.{ns}>"
 
 
 class Informer:
@@ -231,7 +95,8 @@ class Informer:
         holding each key's last value. A KV watch of current values sent every object again, which
         the snapshot had read: 200 MB at 50,000 services, pushed at a deployer still parsing its
         snapshot, which NATS cut off as a slow consumer (docs/benchmarks.md)."""
-        after = (await self.kv._js.stream_info(self.kv._stream)).state.last_seq or 0
+        bucket = bucket_stream(self.kv)
+        after = (await bucket.js.stream_info(bucket.stream)).state.last_seq or 0
         for ref in self.kinds:
             for key, (_, raw) in (await snapshot_raw(self.kv, kind_pattern(ref))).items():
                 self._store_raw(key, raw)
@@ -255,13 +120,13 @@ class Informer:
         in order: an ordered consumer, which NATS clients re-create from the last sequence they
         handled after a gap or a lost connection, so nothing is sent twice or skipped. Creating it
         while NATS is unavailable is retried from the last sequence handled."""
-        prefix: str = self.kv._pre
+        bucket = bucket_stream(self.kv)
         last = after
 
         async def handle(msg: Msg) -> None:
             nonlocal last
             last = max(last, msg.metadata.sequence.stream)
-            key = msg.subject[len(prefix) :]
+            key = bucket.key(msg.subject)
             if removal(msg):
                 self._remove(key)
                 return
@@ -272,9 +137,9 @@ class Informer:
 
         while True:
             try:
-                sub = await self.kv._js.subscribe(
-                    prefix + pattern,
-                    stream=self.kv._stream,
+                sub = await bucket.js.subscribe(
+                    bucket.subject(pattern),
+                    stream=bucket.stream,
                     cb=handle,
                     ordered_consumer=True,
                     config=ConsumerConfig(

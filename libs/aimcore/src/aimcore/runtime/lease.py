@@ -34,9 +34,10 @@ looking for a mark (with a separate mark key that took a third round trip per re
 second try of the lease by the loser to close the race). A loser that finds the key gone takes the
 lease itself.
 
-The lease itself (:class:`KvLease`: a key taken with compare-and-set, renewed and given back
-conditioned on its revision, expiring with the bucket's TTL) is also the watcher replicas' leader
-election (``aim_watcher.election``): one key, held for as long as a replica leads.
+The lease itself (:class:`~aimcore.runtime.kvlease.KvLease`: a key taken with compare-and-set,
+renewed and given back conditioned on its revision, expiring with the bucket's TTL) is also the
+watcher replicas' leader election (``aim_watcher.election``): one key, held for as long as a
+replica leads.
 """
 
 from __future__ import annotations
@@ -44,8 +45,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -56,20 +55,14 @@ from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 from aimcore.api.bus import topology
 from aimcore.api.errors import TransientError
 from aimcore.runtime import metrics
+from aimcore.runtime.kvlease import WRONG_LAST_SEQUENCE, KvLease, holder_id
+from aimcore.runtime.natsinternals import bucket_stream
 from aimcore.runtime.resourceversion import rv_int
 
 log = logging.getLogger(__name__)
 
 Work = Callable[[str | None], Awaitable[None]]
 """A reconcile; its argument is the resourceVersion it must see the object at, at least."""
-
-# JetStream's error codes for a write whose expected last sequence did not match
-WRONG_LAST_SEQUENCE = (10071, 10164)
-
-
-def holder_id() -> str:
-    """Identifies this replica in lease values (host and pid), for debugging."""
-    return f"{socket.gethostname()}/{os.getpid()}"
 
 
 @dataclass
@@ -79,47 +72,6 @@ class LeaseStats:
     contended: int = 0
     takeovers: int = 0
     abandoned: int = 0  # leases taken over from a holder whose run failed with a trigger owed
-
-
-class KvLease:
-    """One key of a KV bucket held by one holder at a time.
-
-    Taken with ``create`` (only one create of a key succeeds), renewed with an ``update``
-    conditioned on the revision this holder last wrote, given back with a ``delete`` conditioned
-    the same way, so a holder never renews or deletes a lease that expired and was taken by
-    another. The bucket's TTL expires the key of a holder that died."""
-
-    def __init__(self, kv: KeyValue, key: str, holder: bytes) -> None:
-        self.kv = kv
-        self.key = key
-        self.holder = holder
-        self.revision: int | None = None  # of this holder's last write, while it holds the key
-
-    async def take(self) -> bool:
-        """Take the key; False if someone holds it."""
-        try:
-            self.revision = await self.kv.create(self.key, self.holder)
-        except KeyWrongLastSequenceError:
-            return False
-        return True
-
-    async def renew(self) -> None:
-        """Write the key again (restarting its TTL). Raises ``KeyWrongLastSequenceError`` if the
-        lease was lost meanwhile (expired, and perhaps taken by another holder)."""
-        self.revision = await self.kv.update(self.key, self.holder, last=self.revision)
-
-    async def release(self) -> None:
-        """Give the key back, unless it is no longer this holder's (then there is nothing to do)."""
-        if self.revision is None:
-            return
-        revision, self.revision = self.revision, None
-        try:
-            await self.kv.delete(self.key, last=revision)
-        except APIError as exc:
-            # nats-py's delete does not translate a failed condition into KeyWrongLastSequenceError
-            # as update does: the server's "wrong last sequence" arrives as a plain API error
-            if exc.err_code not in WRONG_LAST_SEQUENCE:
-                raise
 
 
 DIRTY = b"\x00dirty"
@@ -195,7 +147,8 @@ class _Gone:
 async def _read(kv: KeyValue, key: str) -> _Entry | _Gone:
     """A KV get that keeps the server's timestamp (``KeyValue.get`` drops it)."""
     try:
-        msg = await kv._js.get_msg(kv._stream, subject=f"{kv._pre}{key}", direct=kv._direct)
+        bucket = bucket_stream(kv)
+        msg = await bucket.js.get_msg(bucket.stream, subject=bucket.subject(key), direct=bucket.direct)
     except NotFoundError:
         return _Gone()
     if (msg.headers or {}).get("KV-Operation") in (KV_DEL, KV_PURGE):

@@ -1,7 +1,7 @@
 """Which primaries a dependency's change wakes, said with a few verbs instead of a function per
 service and dependency (controller-runtime's ``EnqueueRequestForOwner`` and friends).
 
-A :class:`~aimcore.runtime.reconciler.Watch` pairs a dependency kind with a :data:`Mapper`
+A :class:`~aimcore.runtime.controller.Watch` pairs a dependency kind with a :data:`Mapper`
 ``(event, obj, informer) -> targets``: ``obj`` is the changed object as the informer has it (its
 last state if it was deleted), and each target a primary ``(kind, namespace, name)`` to reconcile.
 The mappings every service needs:

@@ -17,8 +17,9 @@ import contextlib
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from nats.js import JetStreamContext
 from nats.js.api import ConsumerInfo
 from prometheus_client import (
     CollectorRegistry,
@@ -33,8 +34,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-if TYPE_CHECKING:
-    from aimcore.runtime.consumer import Consumer
+from aimcore.api.bus.topology import ConsumerSpec
 
 REGISTRY = CollectorRegistry()
 ProcessCollector(registry=REGISTRY)
@@ -128,6 +128,24 @@ class ConsumerSample:
             replicas=1 + len(followers),
             current=leader + sum(1 for p in followers if p.current and not p.offline),
         )
+
+
+class Consumer(Protocol):
+    """What the collector reads of a consumer (:class:`aimcore.runtime.consumer.Consumer`, which
+    registers itself): a protocol, so the metrics import nothing of the runtime above them."""
+
+    @property
+    def js(self) -> JetStreamContext: ...
+
+    @property
+    def spec(self) -> ConsumerSpec: ...
+
+    @property
+    def stats(self) -> object:  # its counters, read by name (:data:`CONSUMER_COUNTERS`)
+        ...
+
+    @property
+    def bound(self) -> bool: ...
 
 
 class ConsumerCollector(Collector):

@@ -9,7 +9,7 @@ model's templates; a template's discovery Job) through :meth:`Children.write`, w
    permissions) as a value, remembered, instead of raising it; anything else (a conflict, a
    server or network error) raises, to be retried with backoff as before;
 4. records a child this object controls at the version written
-   (:class:`~aimcore.runtime.reconciler.OwnWrites`), so its change event does not repeat the
+   (:class:`~aimcore.runtime.ownwrites.OwnWrites`), so its change event does not repeat the
    reconcile that wrote it; a caller that reads the child back from its cache rather than going
    on with what was written passes ``record=False`` (the event is what shows it the child);
 
@@ -27,8 +27,8 @@ from typing import Any
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.runtime.kube import ApiException, Kube
-from aimcore.runtime.reconciler import Request
 from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
+from aimcore.runtime.request import Request
 
 __all__ = ["Children", "How", "Written"]
 

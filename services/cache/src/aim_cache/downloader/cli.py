@@ -148,7 +148,7 @@ class Publisher:
     @classmethod
     async def connect(cls, job: DownloadJobSettings, obj: ObjectRef, uid: str | None) -> Publisher | None:
         from aimcore.api.bus import progress  # noqa: PLC0415 - only when publishing
-        from aimcore.runtime.bus import connect_bus  # noqa: PLC0415
+        from aimcore.runtime import connect_bus  # noqa: PLC0415
 
         token = job.progress_token or ""
         try:
@@ -201,7 +201,7 @@ class Publisher:
             await asyncio.sleep(PUBLISH_INTERVAL)
 
     async def _publish(self) -> None:
-        from aimcore.runtime.report import offer_progress  # noqa: PLC0415 - only when publishing
+        from aimcore.runtime import offer_progress  # noqa: PLC0415 - only when publishing
 
         report = self.latest
         if report is None or report is self.sent:

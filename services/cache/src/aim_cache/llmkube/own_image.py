@@ -13,7 +13,7 @@ from typing import Any
 
 from aim_cache.llmkube.settings import ModelSettings
 from aimcore.api.kinds import POD
-from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime import ApiException, Kube
 
 log = logging.getLogger(__name__)
 

@@ -63,14 +63,23 @@ from aimcore.api.kinds import GROUP_LLMKUBE, JOB, NODE, POD, PVC, KindRef, by_ki
 from aimcore.api.types import Obj
 from aimcore.domain import jobs
 from aimcore.domain.families.llmkube import LLMKubeModel
-from aimcore.runtime.children import owned_by
+from aimcore.runtime import (
+    ApiException,
+    Children,
+    How,
+    Informer,
+    Kube,
+    Refusal,
+    Request,
+    ResourceIndexer,
+    Result,
+    describe_error,
+    owned_by,
+    refused_message,
+    refused_reason,
+    resource_indexer,
+)
 from aimcore.runtime.composer import rfc3339
-from aimcore.runtime.conditions import refused_message, refused_reason
-from aimcore.runtime.informer import Informer, ResourceIndexer, resource_indexer
-from aimcore.runtime.kube import ApiException, Kube, describe_error
-from aimcore.runtime.reconciler import Request, Result
-from aimcore.runtime.refusals import Refusal
-from aimcore.runtime.writes import Children, How
 
 log = logging.getLogger(__name__)
 

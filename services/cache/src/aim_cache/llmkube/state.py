@@ -19,7 +19,7 @@ from typing import Any, Literal
 from aim_cache.llmkube import drift
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.domain.units import format_bytes, format_duration
-from aimcore.runtime.conditions import condition as cond
+from aimcore.runtime import condition as cond
 
 PENDING = "Pending"
 DOWNLOADING = "Downloading"

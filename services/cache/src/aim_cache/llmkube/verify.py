@@ -24,7 +24,7 @@ from aim_cache.llmkube.inspect import SHA256, Known
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.naming import derived_name, label_value
-from aimcore.runtime.children import owned_by, owner_reference
+from aimcore.runtime import owned_by, owner_reference
 
 CONTAINER = "verify"
 COMMAND = "aim-model-inspect"

@@ -10,7 +10,7 @@ watcher) and its readers (every service's informer, the status service).
   (name, namespace, uid, resourceVersion, generation, owners, finalizers, deletion, the pause
   annotation) and a :data:`TOO_LARGE` record of its size and the limit. Readers thus never wait for
   a version that cannot arrive, the object's own controller reports ``ObjectTooLarge``
-  (:mod:`aimcore.runtime.reconciler`), and no object ever holds back another.
+  (:mod:`aimcore.runtime.engine`), and no object ever holds back another.
 - **Identity in headers.** Each entry carries the object's uid, resourceVersion and generation as
   message headers (:func:`identity_headers`), so a reader that needs only those (a new watcher
   leader seeding what it knows: 100,000 objects at 50,000 AIMServices) reads the bucket's headers

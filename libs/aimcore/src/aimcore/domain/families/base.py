@@ -26,7 +26,7 @@ from aimcore.api.crds.validation import decode
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.runtime.informer import Informer
-from aimcore.runtime.reconciler import Request
+from aimcore.runtime.request import Request
 
 __all__ = ["READY_STATES", "Deployable", "Object", "Reference", "StatusCondition", "written"]
 
