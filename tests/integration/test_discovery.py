@@ -385,7 +385,8 @@ async def test_templates_of_custom_models_carry_their_hardware_the_released_way(
     hardware in ``spec.hardware``, as the released original writes them (the CPU in
     ``spec.resources`` too), not in ``spec.gpu``; every quantity is copied as the user wrote it
     (``"2"`` stays ``"2"``, an integer stays one), up to ``status.resolvedHardware``. The legacy
-    group's templates have no ``spec.hardware`` (seed 001): the GPU stays ``gpuSelector``."""
+    group's templates have no ``spec.hardware`` (docs/specification.md#the-legacy-api-reference):
+    the GPU stays ``gpuSelector``."""
     sources = [{"modelId": "acme/hw-1b", "sourceUri": "s3://models/acme/hw-1b", "size": "2Gi"}]
     default = {"cpu": {"requests": "2", "limits": 4}}
     base = {"image": "example.invalid/aim-base:1.0", "modelSources": sources, "custom": {"hardware": default}}

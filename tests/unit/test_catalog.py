@@ -1,5 +1,6 @@
-"""Models and templates as discovery sees them (``aim_discovery.catalog``): template names (reference
-§1.4), specs, labels and owner references (§1.5), both API groups and both scopes."""
+"""Models and templates as discovery sees them (``aim_discovery.catalog``): template names
+(docs/original.md#derived-names), specs, labels and owner references
+(docs/original.md#labels-and-annotations-children-inherit), both API groups and both scopes."""
 
 from __future__ import annotations
 
@@ -315,7 +316,7 @@ def test_template_view_accessors() -> None:
     assert template({}).model_name == ""
 
 
-# -- recommended-deployment templates (reference §1.4) --------------------------------------------
+# -- recommended-deployment templates (docs/original.md#derived-names) ----------------------------
 
 
 def test_recommended_template_name_literal() -> None:

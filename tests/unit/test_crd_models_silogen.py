@@ -1,7 +1,8 @@
 """The legacy ``aim.silogen.ai/v1alpha1`` models against the manifests users of both legacy
 generations hold.
 
-Every YAML example in the concept guides (seeds 002 and 003) is extracted at test time: whole
+Every YAML example in the concept guides (docs/specification.md#the-images-and-templates-guide,
+docs/specification.md#the-models-guide) is extracted at test time: whole
 objects must parse with the model of their kind, and partial specs with the sub-model they show.
 The counts are asserted, so the tests cannot pass by finding nothing.
 """
@@ -74,7 +75,8 @@ def test_every_legacy_example_object_parses() -> None:
     parsed = [BY_KIND[o["kind"]].model_validate(o) for o in objects]
     assert len(parsed) > 0
     assert len(parsed) == len(objects)
-    # Seed 002 shows 4 objects of this group, seed 003 shows 10; a regex that finds fewer is broken.
+    # The images and templates guide shows 4 objects of this group, the models guide 10; a regex
+    # that finds fewer is broken.
     assert len(parsed) >= 14
     kinds = {p.crd.kind for p in parsed}
     assert {"AIMClusterImage", "AIMImage", "AIMClusterServiceTemplate", "AIMServiceTemplate"} <= kinds
@@ -88,13 +90,13 @@ def test_every_legacy_example_object_parses() -> None:
 def _validate_spec_fragment(spec: dict[str, Any]) -> None:
     """A partial spec from the guides, checked key by key with the sub-model it illustrates."""
     for key, value in spec.items():
-        if key == "routing":  # AIMService.spec.routing (seed 002, "Service routing templates")
+        if key == "routing":  # AIMService.spec.routing (docs/specification.md#service-routing-templates)
             AIMServiceRouting.model_validate(value)
-        elif key == "model":  # runtime config spec.model (seed 003, "Creation Scope")
+        elif key == "model":  # runtime config spec.model (docs/specification.md#creation-scope)
             AIMModelConfig.model_validate(value)
-        elif key == "modelSources":  # AIMModel.spec.modelSources (seed 003, custom models)
+        elif key == "modelSources":  # AIMModel.spec.modelSources (docs/specification.md#custom-models)
             TypeAdapter(list[AIMModelSource]).validate_python(value)
-        elif key == "custom":  # AIMModel.spec.custom (seed 003, hardware / template generation)
+        elif key == "custom":  # AIMModel.spec.custom (docs/specification.md#custom-models)
             AIMCustomModelSpec.model_validate(value)
         else:
             raise AssertionError(f"no sub-model for spec fragment key {key!r}")
@@ -115,7 +117,8 @@ def test_every_example_fragment_parses_as_its_sub_model() -> None:
         checked += 1
     assert checked > 0
     assert checked == len(fragments)
-    # Seed 002 shows one partial spec, seed 003 seven (five specs and one status among them).
+    # The images and templates guide shows one partial spec, the models guide seven (five specs and
+    # one status among them).
     assert checked >= 8
 
 

@@ -1,4 +1,5 @@
-"""Derived names (reference §1.4) and the labels/annotations of models created from a source."""
+"""Derived names (docs/original.md#derived-names) and the labels/annotations of models created from
+a source."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from aimcore.domain.naming import derived_name, go_json, label_value, name_hash,
 
 
 def test_reference_example_aimmodel_from_image() -> None:
-    # reference §1.4: AIMModel from `amdenterpriseai/aim-qwen-qwen3-32b:0.8.5`
+    # docs/original.md#derived-names: AIMModel from `amdenterpriseai/aim-qwen-qwen3-32b:0.8.5`
     image = "amdenterpriseai/aim-qwen-qwen3-32b:0.8.5"
     assert derived_name(["aim-qwen-qwen3-32b", "0.8.5"], [image]) == "aim-qwen-qwen3-32b-0-8-5-cdc1fb22"
 

@@ -1,4 +1,5 @@
-"""Runtime-config resolution and merge (``aimcore.domain.runtimeconfig``, reference §2.3)."""
+"""Runtime-config resolution and merge (``aimcore.domain.runtimeconfig``,
+docs/original.md#runtime-config-resolution)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The model's templates condition (``aim_discovery.model_reconciler.templates_state``, reference
-§2.8) and the template a discovery Job belongs to (``aim_discovery.template_jobs.job_template``)."""
+"""The model's templates condition (``aim_discovery.model_reconciler.templates_state``,
+docs/original.md#template-state-aggregation) and the template a discovery Job belongs to
+(``aim_discovery.template_jobs.job_template``)."""
 
 from __future__ import annotations
 

@@ -32,8 +32,9 @@ DEMO_SERVICE: dict[str, Any] = {
 }
 
 
-# A CPU-only custom model (seed 003): discovery gives it one unoptimized template, the deployer
-# selects it (allowUnoptimized) and creates the KServe InferenceService (nothing serves it here).
+# A CPU-only custom model (docs/specification.md#custom-models): discovery gives it one
+# unoptimized template, the deployer selects it (allowUnoptimized) and creates the KServe
+# InferenceService (nothing serves it here).
 DEMO_CUSTOM_SERVICE: dict[str, Any] = {
     "apiVersion": "aim.eai.amd.com/v1alpha1",
     "kind": "AIMService",

@@ -2,7 +2,7 @@
 download-Job names, labels, the PVC's size and storage class, the download Job's body, and where a
 model lives in the cache. Kept free of I/O so the controllers stay thin loops around it.
 
-Names follow the original (reference §1.4): a model cache created for a template cache is named from
+Names follow docs/original.md#derived-names: a model cache created for a template cache is named from
 its source URI (dots → dashes) with a 10-character hash of the URI, the merged env and the storage
 class (plus ``dedicated`` and the template cache's name in Dedicated mode), so Shared caches dedupe
 per namespace; the PVC is ``<cache>-cache-<hash of the cache uid>``. The download Job carries the

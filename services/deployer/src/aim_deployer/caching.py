@@ -1,5 +1,6 @@
-"""Whether and how an AIMService uses a template cache (seed 000 ``caching``/``cacheModel`` and
-``status.cache``), decided from the informer cache; the controller applies the plan.
+"""Whether and how an AIMService uses a template cache (``caching``/``cacheModel`` and
+``status.cache``: docs/specification.md#service-caching), decided from the informer cache; the
+controller applies the plan.
 
 Modes: ``caching.mode`` when set, else the deprecated ``cacheModel`` tri-state (unset → Auto,
 true → Always, false → Never); the legacy group's boolean ``cacheModel`` means Always when true and

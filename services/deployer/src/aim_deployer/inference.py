@@ -2,10 +2,11 @@
 resolved (service, model, template, runtime config, caches), so the controller can build it, compare
 it with the live object and apply it without any of that logic touching I/O.
 
-Why one module: the original (``internal/aimservice/kserve.go``, reference §2.4-2.6) spreads the
-env merge, resource resolution, replica/autoscaling mode, labels and pod extras over several files;
-each is a rule users depend on, so each is a small named function here (:func:`container_env`,
-:func:`container_resources`, :func:`autoscaling`, :func:`build`).
+Why one module: the original (``internal/aimservice/kserve.go``,
+docs/original.md#the-inferenceservice) spreads the env merge, resource resolution,
+replica/autoscaling mode, labels and pod extras over several files; each is a rule users depend on,
+so each is a small named function here (:func:`container_env`, :func:`container_resources`,
+:func:`autoscaling`, :func:`build`).
 
 Rules and where they differ from the original:
 
@@ -17,7 +18,7 @@ Rules and where they differ from the original:
   custom models (first ``modelSources`` entry of the template spec, else the model spec) < service
   ``spec.env``; sorted by name. The original *appended* the profile variables and ``AIM_MODEL_ID``,
   producing duplicate names; here every name appears once.
-* **Resources** (seed "Resource Resolution"): the GPU count is the template's
+* **Resources** (docs/specification.md#resource-resolution): the GPU count is the template's
   ``status.resolvedHardware.gpu.requests`` (discovery's answer, even 0), else
   ``status.profile.metadata.gpuCount`` (``gpu_count`` accepted), else the spec (``gpu.requests``,
   the released spelling ``hardware.gpu.requests``, legacy ``gpuSelector.count``), else 0. Defaults
@@ -144,7 +145,8 @@ class NameTooLong(AimError, ValueError):
 
 
 def isvc_name(service: str, namespace: str) -> str:
-    """The InferenceService name for AIMService ``service`` in ``namespace`` (reference §1.4):
+    """The InferenceService name for AIMService ``service`` in ``namespace``
+    (docs/original.md#derived-names):
     ``<service>-<hash8 of namespace>``, shortened so KServe's ``<isvc>-predictor-<ns>`` host label
     stays within 63 characters. Raises :class:`NameTooLong` when that leaves fewer than 10."""
     max_length = 63 - len(_PREDICTOR_SUFFIX) - len(namespace)

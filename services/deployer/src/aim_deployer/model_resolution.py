@@ -1,6 +1,7 @@
-"""Which model an AIMService deploys (reference §2.1, seed 003 "Model Lookup", "Auto-Creation from
-Services", "Custom Models"), decided from the informer cache without writing anything: the
-controller applies what :class:`ModelPlan` asks for.
+"""Which model an AIMService deploys (docs/original.md#model-resolution; the specification's
+docs/specification.md#model-lookup, docs/specification.md#auto-creation-from-services and
+docs/specification.md#custom-models), decided from the informer cache without writing anything:
+the controller applies what :class:`ModelPlan` asks for.
 
 - ``model.name`` (legacy also ``model.ref`` and generation 1's ``aimImageName``): the namespace's
   model first, then the cluster's. Not found → ``ModelNotFound`` and ``ConfigValid=False``.
@@ -178,7 +179,7 @@ def by_image(informer: Informer, service: ServiceView, image: str, config: Runti
         if model.image == image and not model.deleting
     ]
     sticky = service.previous_model
-    if sticky is not None:  # the model resolved before, while it stays Ready (reference §2.1)
+    if sticky is not None:  # resolved before, kept while Ready (docs/original.md#model-resolution)
         for model in matches:
             if model.uid == sticky.uid and model.state == "Ready":
                 return judge(model, f"using (image {image})")

@@ -1,5 +1,5 @@
 """How the InferenceService and its predictor pods are doing, as the two AIMService conditions
-``InferenceServiceReady`` and ``InferenceServicePodsReady`` (reference §2.13).
+``InferenceServiceReady`` and ``InferenceServicePodsReady`` (docs/original.md#inferenceservice-readiness).
 
 Why it exists: KServe's own status says little about *why* a model server is not up (an image
 that cannot be pulled, a crash loop, no node with a free GPU), and users read the AIMService, not

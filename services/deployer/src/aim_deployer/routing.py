@@ -1,4 +1,4 @@
-"""The Gateway API HTTPRoute of an AIMService (reference §2.7).
+"""The Gateway API HTTPRoute of an AIMService (docs/original.md#routing).
 
 :func:`plan_route` decides what the service's routing asks for, its own ``routing`` merged field by
 field with the runtime config's: no route (routing off), a condition only (no gateway, a path

@@ -1,4 +1,5 @@
-"""Automatic template selection for an AIMService (reference §2.2), with every outcome surfaced.
+"""Automatic template selection for an AIMService (docs/original.md#template-selection), with every
+outcome surfaced.
 
 The original operator computes the right answer and then throws most of it away: when every Ready
 template was filtered for being unoptimized, or when several templates tie for the best rank, it
@@ -307,7 +308,7 @@ def select_template(
 ) -> Selection:
     """Pick the template for a service among ``candidates`` (the caller restricted them to the
     resolved model's templates). ``cluster_gpus`` are the GPU models present on at least one node.
-    See the module docstring and reference §2.2 for the stages."""
+    See the module docstring and docs/original.md#template-selection for the stages."""
     cs = list(candidates)
     verdicts: dict[int, Verdict] = {}
     traits = [template_traits(c) for c in cs]

@@ -463,8 +463,9 @@ class ServiceReconciler:
 
     @staticmethod
     def _affinity(template: Template, inventory: gpus.Inventory) -> Obj | None:
-        """Node affinity pinning the predictor to nodes with the template's GPU (reference §2.9),
-        from the inventory template selection read."""
+        """Node affinity pinning the predictor to nodes with the template's GPU
+        (docs/original.md#gpu-detection-and-node-affinity), from the inventory template selection
+        read."""
         need = template.gpu
         if not need.model and need.min_vram is None:
             return None

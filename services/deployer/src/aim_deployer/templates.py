@@ -1,6 +1,6 @@
-"""Which template an AIMService runs (reference §2.2, seed 002 "Auto-Creation from Service
-Overrides"), decided from the informer cache; the controller applies what :class:`TemplatePlan`
-asks for.
+"""Which template an AIMService runs (docs/original.md#template-selection,
+docs/specification.md#auto-creation-from-service-overrides), decided from the informer cache; the
+controller applies what :class:`TemplatePlan` asks for.
 
 Order: an explicit ``template.name`` (legacy ``templateRef``; the namespace's template first, then
 the cluster's), else the model's ``defaultServiceTemplate`` (the original ignores it; one that does
@@ -113,8 +113,9 @@ def _use(template: Template, why: str, **extra: Any) -> TemplatePlan:
 
 
 def derived_template_name(base: str, overrides: Overrides) -> str:
-    """The original's name for an override template (reference §1.4); ``gpu.requests: 0``, which
-    the original ignored, adds a ``0gpu`` part (its hash inputs are those of no count)."""
+    """The original's name for an override template (docs/original.md#derived-names);
+    ``gpu.requests: 0``, which the original ignored, adds a ``0gpu`` part (its hash inputs are
+    those of no count)."""
     model, count = overrides.gpu_model or "", overrides.gpu_count
     precision, metric = overrides.precision or "", overrides.metric or ""
     parts = [base, "ovr"]

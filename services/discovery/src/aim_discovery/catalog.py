@@ -3,8 +3,9 @@ template objects. Pure: a model read through its family in, wire-form dicts out.
 both groups are read is :class:`aimcore.domain.families.models.Model`'s; the fragments a template
 copies (hardware, env, model sources) are taken as the model wrote them.
 
-Template names, labels and owner references follow reference §1.4/§1.5 so ``kubectl get aimtpl``
-shows what the Go operator would; the labels and owner references every child carries, and how a
+Template names, labels and owner references follow the original (docs/original.md#derived-names,
+docs/original.md#labels-and-annotations-children-inherit) so ``kubectl get aimtpl`` shows what the
+Go operator would; the labels and owner references every child carries, and how a
 child is compared with the cluster's copy, are :mod:`aimcore.runtime.children`'s.
 """
 
@@ -55,7 +56,7 @@ class PlannedTemplate:
 
 
 def recommended_template(model: Model, deployment: Mapping[str, Any]) -> PlannedTemplate:
-    """The template for one recommended deployment of an image's labels (reference §1.4):
+    """The template for one recommended deployment of an image's labels (docs/original.md#derived-names):
     ``<image URI>-<n>x-<gpu>-<lat|thr>-<precision>-<4 hex>``."""
     gpu = str(deployment.get("gpuModel") or "")
     count = int(deployment.get("gpuCount") or 0)

@@ -117,7 +117,7 @@ METADATA_RETRY = Backoff(base=30.0, cap=600.0)
 """A transient metadata failure (registry, credentials, a forbidden template write): 30 s doubling to
 10 min, counted per model while its image stays the same."""
 
-# Template-state aggregation reasons (reference §2.8).
+# Template-state aggregation reasons (docs/original.md#template-state-aggregation).
 ALL_TEMPLATES_READY = "AllTemplatesReady"
 SOME_TEMPLATES_READY = "SomeTemplatesReady"
 NO_TEMPLATES_EXPECTED = "NoTemplatesExpected"

@@ -1,7 +1,8 @@
 """Pure filter logic of AIMClusterModelSource: parsing filters, matching repositories and tags,
 ordering candidates, planning creations under ``maxModels``, and Go duration strings.
 
-Semantics (seed ``ModelSourceFilter`` / ``AIMClusterModelSourceSpec``, reference §2.12):
+Semantics (``ModelSourceFilter`` / ``AIMClusterModelSourceSpec``, docs/specification.md#modelsourcefilter;
+docs/original.md#model-source-filters):
 
 - A filter's ``image`` is ``[registry/]repository[:tag]``. The first path component is a registry
   when it contains ``.`` or ``:`` or is ``localhost``; an explicit registry overrides
@@ -210,7 +211,8 @@ class Image:
 
     @property
     def model_name(self) -> str:
-        """Reference §1.4: parts [repository, tag], hash of registry, repository, tag (6 hex)."""
+        """The original's name (docs/original.md#derived-names): parts [repository, tag], hash of
+        registry, repository, tag (6 hex)."""
         return derived_name(
             [self.repository, self.tag],
             [self.registry, self.repository, self.tag],

@@ -4,9 +4,10 @@ aggregation keys and the spam filter are testable without servers.
 
 Users and their tools look at Events first (``kubectl describe``, ``kubectl get events``); the audit
 stream (``aimctl events``/``describe``) stays the complete record. Like the original's controllers
-(reference §1.2 step 8) there is **one Event per condition transition**: a condition that appears,
-or whose ``status`` or ``reason`` changes, in a status write; ``Ready`` included. A change of the
-message, ``lastTransitionTime`` or ``observedGeneration`` alone is no transition.
+(docs/original.md#events-per-condition-transition) there is **one Event per condition
+transition**: a condition that appears, or whose ``status`` or ``reason`` changes, in a status
+write; ``Ready`` included. A change of the message, ``lastTransitionTime`` or
+``observedGeneration`` alone is no transition.
 
 - ``reason`` = the condition's reason (so the original's reasons: ``AllComponentsReady``,
   ``ReferenceNotFound``, ``TemplateNotReady``, ...), ``message`` = the condition's message, else the

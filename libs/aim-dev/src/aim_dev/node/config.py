@@ -1,6 +1,6 @@
 """The real node's configuration files, rendered from its layout with no I/O (docs/node.md).
 
-Every value here is one of the fixes ``shared/reference/real-node.md`` found on this machine kind:
+Every value here is one of the fixes this machine kind needs (docs/node.md#layout):
 cgroup v1 with the ``cgroupfs`` driver, ``restrict_oom_score_adj`` (root lacks CAP_SYS_RESOURCE),
 a bridge CNI whose pods reach only the node's namespace, the kubelet's kernel tunables faked inside
 the node's mount namespace, and nothing written outside the node's own directory: containerd's and

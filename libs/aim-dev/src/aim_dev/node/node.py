@@ -2,7 +2,7 @@
 
 :class:`Node` starts containerd, a kubelet and kube-scheduler for a control plane that runs on the
 host's loopback (:class:`aim_dev.local.cluster.ControlPlane`, as the tests and ``aimctl up`` start
-it), following ``shared/reference/real-node.md``:
+it), as docs/node.md#layout describes:
 
 - a network namespace of the node's own (``aim-node-<hex>``) with no link to anything: the node's
   address on a bridge device, the pods' bridge, and the iptables rules the kubelet and CNI write;

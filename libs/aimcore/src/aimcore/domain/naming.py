@@ -1,5 +1,5 @@
-"""Derived names of the objects the operator creates (reference §1.4, the original's
-``internal/utils/naming.go``), reproduced bit for bit so names match the Go operator's.
+"""Derived names of the objects the operator creates (docs/original.md#derived-names, the
+original's ``internal/utils/naming.go``), reproduced bit for bit so names match the Go operator's.
 
 1. Each name part is made RFC-1123-ish: lower case, every character outside ``[a-z0-9-]`` becomes
    ``-``, ``-`` trimmed at both ends, cut to 63, trailing ``-`` trimmed again; an empty part

@@ -1,9 +1,10 @@
 """Runtime-config resolution and merge, shared by every service whose objects name a runtime config
 (models, templates, caches, services): one definition of "which config applies, and what it says".
 
-Resolution (reference §2.3): the name is ``spec.runtimeConfigName``, empty → ``default``. The
-namespace config (``AIMRuntimeConfig`` in the object's namespace; skipped for cluster-scoped
-objects) and the cluster config (``AIMClusterRuntimeConfig``) of that name are looked up:
+Resolution (docs/original.md#runtime-config-resolution): the name is ``spec.runtimeConfigName``,
+empty → ``default``. The namespace config (``AIMRuntimeConfig`` in the object's namespace; skipped
+for cluster-scoped objects) and the cluster config (``AIMClusterRuntimeConfig``) of that name are
+looked up:
 
 - neither exists: the name ``default`` means "no config" (not an error); any other name is
   :class:`ConfigNotFound`, which the caller reports and which clears by itself when the config
@@ -191,9 +192,9 @@ def users_of(name: str) -> Callable[[Mapping[str, Any]], bool]:
 
 
 def propagated_labels(parent_labels: Mapping[str, str] | None, resolved: Resolved | None) -> dict[str, str]:
-    """The parent labels its children inherit (reference §1.5): every ``aim.eai.amd.com/`` label,
-    plus, when the runtime config's ``labelPropagation.enabled``, the keys matching one of its
-    ``match`` shell globs. Callers let the child's own labels win."""
+    """The parent labels its children inherit (docs/original.md#labels-and-annotations-children-inherit):
+    every ``aim.eai.amd.com/`` label, plus, when the runtime config's ``labelPropagation.enabled``,
+    the keys matching one of its ``match`` shell globs. Callers let the child's own labels win."""
     labels = dict(parent_labels or {})
     out = {k: v for k, v in labels.items() if k.startswith(AIM_LABEL_PREFIX)}
     propagation = resolved.get("labelPropagation") if resolved is not None else None

@@ -1,5 +1,5 @@
 """Per-kind aggregation: the top-level ``status.status`` and the ``Ready`` condition, derived from
-the component conditions (docs/design.md#status-ownership, reference §1.2 "root status derivation").
+the component conditions (docs/design.md#status-ownership, docs/original.md#root-status-derivation).
 
 Vocabulary
 ----------
@@ -145,7 +145,7 @@ UPSTREAM_COMPONENTS = frozenset(
 )
 
 # Reasons whose state is not what their suffix (or the component's direction) suggests, from the
-# original's controllers (reference §2.1-2.13).
+# original's controllers (docs/original.md#conditions-and-reasons).
 REASON_STATES: Mapping[str, State] = {
     # framework categories and hard failures
     "InvalidSpec": State.FAILED,
@@ -384,8 +384,8 @@ RESOURCE = Rule()
 # ``fails-if-*``; reported as ReferenceNotFound with ConfigValid=False), where a service waits for
 # templates that may still be derived.
 TEMPLATE_CACHE = Rule()
-# A service whose cache failed its one retry runs without it: degraded, not failed (seed 000,
-# ``status.cache.retryAttempts``).
+# A service whose cache failed its one retry runs without it: degraded, not failed
+# (``status.cache.retryAttempts``, docs/specification.md#service-caching).
 # The steps after a blocked one report ``Awaiting<step>``: as far along as the blocker at most, so
 # the blocker (first in the list) explains ``Ready``.
 SERVICE = Rule(

@@ -7,17 +7,19 @@ and the source its CRD YAML is generated from (:mod:`aim_dev.crdgen`).
 
 The legacy group went through two generations, and one CRD has to accept manifests of both:
 
-- Generation 1 (seed 001, seed 002): images as the catalog (``AIMImage`` / ``AIMClusterImage``),
-  templates keyed by ``aimImageName`` with a ``gpuSelector``, ``AIMService`` with
-  ``aimImageName`` / ``templateRef`` / ``cacheModel``, runtime configs with ``routeTemplate``.
-- Generation 2 (seed 003): the catalog renamed to ``AIMModel`` / ``AIMClusterModel`` (same spec
-  plus ``imagePullSecrets``, ``serviceAccountName``, ``modelSources`` and ``custom`` models),
-  ``AIMService.spec.model.{ref|name|image|custom}`` and ``spec.template``, runtime configs with
-  ``model.{creationScope,autoDiscovery}``.
+- Generation 1 (the legacy API reference and the images and templates guide,
+  docs/specification.md#the-legacy-api-reference): images as the catalog (``AIMImage`` /
+  ``AIMClusterImage``), templates keyed by ``aimImageName`` with a ``gpuSelector``, ``AIMService``
+  with ``aimImageName`` / ``templateRef`` / ``cacheModel``, runtime configs with ``routeTemplate``.
+- Generation 2 (the models guide, docs/specification.md#the-models-guide): the catalog renamed to
+  ``AIMModel`` / ``AIMClusterModel`` (same spec plus ``imagePullSecrets``, ``serviceAccountName``,
+  ``modelSources`` and ``custom`` models), ``AIMService.spec.model.{ref|name|image|custom}`` and
+  ``spec.template``, runtime configs with ``model.{creationScope,autoDiscovery}``.
 
-So every kind here is the *union* of what either generation accepts (11 kinds: seed 001's nine plus
-the two model kinds). Where a generation-2 field is used but not described by the legacy seeds,
-its type follows the current group's reference (seed 000) unless the legacy examples contradict it:
+So every kind here is the *union* of what either generation accepts (11 kinds: the legacy API
+reference's nine plus the two model kinds). Where a generation-2 field is used but not described by
+the legacy seeds, its type follows the current group's reference
+(docs/specification.md#the-current-api-reference) unless the legacy examples contradict it:
 legacy hardware lists GPU ``models`` (a list, and it may be combined with ``minVram``) where the
 current API has a single ``model``, and custom templates live under ``custom.templates``, not
 ``customTemplates``.
