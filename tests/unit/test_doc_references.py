@@ -11,7 +11,11 @@ and the heading it names. Checked here:
   ``aim_status.ordering.Ordering``): the file, directory or module exists, and a name after the
   module is defined in it;
 - nothing cites the original design contract, a file outside the repository (its sections are
-  ``docs/design.md`` now).
+  ``docs/design.md`` now);
+- nothing cites the other documents kept outside the repository either: the write-ups of how the
+  original operator behaves, by section number, file name or directory (their topics are
+  ``docs/original.md`` now), and the specification's documents by number or by a quoted section
+  or type name (their sections are ``docs/specification.md`` now).
 
 Renaming a heading, a page or a module therefore means updating what cites it; this test lists
 each stale reference with the file and line that holds it."""
@@ -33,6 +37,15 @@ SKIPPED_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".mypy_cache", "
 
 # The original contract lived outside the repository; no reference to it can resolve.
 ORIGINAL_CONTRACT = re.compile(r"DESIGN[ ]§|DESIGN[.]md")
+# Nor can a citation of the other documents kept beside the checkout: a section number ("§1.4"),
+# the directory itself, the write-ups by file name, a seed by number or by a quoted section or type.
+OUTSIDE_CITATION = re.compile(
+    r"(?:\breference\s+)?§\s*\d[\d.-]*"
+    r"|(?:\.\./)?\bshared/(?:reference|seeds)\b|\.\./shared\b"
+    r"|\b(?:aim-engine|released-original|real-node|real-inference|landscape|libraries-and-style)\.md\b"
+    r"|\bseeds?\s+0\d\d\b|\bseeds?\s+``[^`]*``|\bseeds?(?:'s)?\s+\"[^\"]*\"",
+    re.IGNORECASE,
+)
 DOC_REFERENCE = re.compile(r"(?<![\w/.-])docs/([\w./-]+?\.md)(?:#([\w-]+))?")
 MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
@@ -117,11 +130,20 @@ class Repository:
     # -- checks ---------------------------------------------------------------------------------
 
     def original_contract(self) -> list[Stale]:
+        return self._citations(ORIGINAL_CONTRACT, "the original design contract", "docs/design.md")
+
+    def outside_citations(self) -> list[Stale]:
+        return self._citations(
+            OUTSIDE_CITATION, "a document outside the repository", "docs/original.md or docs/specification.md"
+        )
+
+    def _citations(self, pattern: re.Pattern[str], cited: str, instead: str) -> list[Stale]:
+        """Every match of ``pattern`` in the code and the documents: a citation nothing resolves."""
         return [
-            Stale(where, f"cites the original design contract ({match.group(0)}): cite docs/design.md")
+            Stale(where, f"cites {cited} ({match.group(0)}): cite {instead}")
             for path in self.scanned()
             for where, line in self.lines(path)
-            for match in ORIGINAL_CONTRACT.finditer(line)
+            for match in pattern.finditer(line)
         ]
 
     def document_references(self) -> list[Stale]:
@@ -219,6 +241,11 @@ def test_nothing_cites_the_original_design_contract() -> None:
     assert not stale, report(stale)
 
 
+def test_nothing_cites_a_document_outside_the_repository() -> None:
+    stale = REPOSITORY.outside_citations()
+    assert not stale, report(stale)
+
+
 def test_every_reference_to_a_document_resolves() -> None:
     stale = REPOSITORY.document_references()
     assert not stale, report(stale)
@@ -311,3 +338,43 @@ def test_a_stale_source_path_or_module_is_found(made: Repository) -> None:
 def test_a_citation_of_the_original_contract_is_found(made: Repository) -> None:
     (made.root / "notes.md").write_text("As " + "DESIGN" + " §2.5 says; see ../shared/" + "DESIGN" + ".md\n")
     assert [s.where for s in made.original_contract()] == ["notes.md:1", "notes.md:1"]
+
+
+def test_a_citation_outside_the_repository_is_found(made: Repository) -> None:
+    # Spelled in pieces ({s} is the section sign), so that searching the repository for such
+    # citations finds none here.
+    pieces = {"s": "\u00a7", "shared": "shared", "seeds": "seeds", "seed": "seed", "node": "real-node"}
+    (made.root / "code.py").write_text(
+        (
+            '"""Names follow the original (reference {s}1.4), labels {s}1.5, checks ({s}2.1-2.13)."""\n'
+            "# as in ../{shared}/{seeds}/README.md and {shared}/reference/{node}.md\n"
+            '# {seed} 003 "Model Lookup", {seed} ``ModelSourceFilter``, the {seed}\'s "Custom Models"\n'
+            "# (Seeds 002 and 003); see landscape.md\n"
+            "# an NKey seed file, the seed's ``^(hf|s3)://`` pattern, docs/original.md#derived-names\n"
+        ).format(**pieces)
+    )
+    cited = [(s.where, s.what.partition("(")[2].partition("): ")[0]) for s in made.outside_citations()]
+    assert cited == [
+        (where, text.format(**pieces))
+        for where, text in [
+            ("code.py:1", "reference {s}1.4"),
+            ("code.py:1", "{s}1.5"),
+            ("code.py:1", "{s}2.1-2.13"),
+            ("code.py:2", "../{shared}/{seeds}"),
+            ("code.py:2", "{shared}/reference"),
+            ("code.py:2", "{node}.md"),
+            ("code.py:3", "{seed} 003"),
+            ("code.py:3", "{seed} ``ModelSourceFilter``"),
+            ("code.py:3", '{seed}\'s "Custom Models"'),
+            ("code.py:4", "Seeds 002"),
+            ("code.py:4", "landscape.md"),
+        ]
+    ]
+
+
+def test_a_reference_to_a_missing_topic_of_the_original_is_found(made: Repository) -> None:
+    (made.root / "docs" / "original.md").write_text("# How the original behaves\n\n## Derived names\n")
+    (made.root / "code.py").write_text("# docs/original.md#derived-names, docs/original.md#derived-name\n")
+    assert [str(s) for s in made.document_references()] == [
+        "code.py:1: docs/original.md: no heading #derived-name",
+    ]
