@@ -47,7 +47,6 @@ from aimcore.api.kinds import (
     PART_OF_VALUE,
     TEMPLATE_CACHE_KINDS,
     KindRef,
-    by_kind,
 )
 from aimcore.api.types import Obj
 from aimcore.domain.cleanup import NotReadyCleanup
@@ -103,7 +102,7 @@ def template_kinds(group: str, scope: str | None) -> list[KindRef]:
 # on delete: the model caches this template cache created that never became ready go with it
 CLEANUP = NotReadyCleanup(
     FINALIZER,
-    "AIMModelCache",
+    ModelCache.kind,
     plan.LABEL_TEMPLATE_CACHE,
     ready=is_ready,
     state=state_of,
@@ -272,7 +271,7 @@ class TemplateCacheReconciler:
         """The model cache for ``source``: the best compatible one, or ``None`` when one was just
         created, or the condition saying the API server refused to create it (for its content:
         not sent again until the template cache or its template changes)."""
-        kind = by_kind(request.ref.group, "AIMModelCache")
+        kind = ModelCache.kind(request.ref.group)
         dedicated = tc.dedicated
         uri = source.uri
         env = merge_env(tc.env, list(source.env))

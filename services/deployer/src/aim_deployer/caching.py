@@ -37,7 +37,7 @@ from aim_deployer.inference import CacheMount
 from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL
 from aim_deployer.service_view import ServiceView
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import READY_STATES, written
 from aimcore.domain.families.caches import ModelCache, TemplateCache
@@ -92,7 +92,7 @@ def find_cache(
     scope = "Namespace" if template.ref.namespaced else "Cluster"
     found = [
         tc
-        for tc in TemplateCache.each(informer, by_kind(group, "AIMTemplateCache"), namespace)
+        for tc in TemplateCache.each(informer, TemplateCache.kind(group), namespace)
         if tc.template_name == template.name
         and tc.template_scope in (None, scope)
         and not tc.dedicated
@@ -105,7 +105,7 @@ def find_cache(
 def cache_body(service: ServiceView, template: Template) -> tuple[KindRef, Obj]:
     """The template cache a service makes (env and pull secrets copied as written)."""
     ref = service.ref
-    kind = by_kind(ref.group, "AIMTemplateCache")
+    kind = TemplateCache.kind(ref.group)
     namespace = service.namespace or ""
     env = merge_env(
         merge_env([written(e) for e in template.env], [written(e) for e in template.caching_env]),
@@ -158,7 +158,7 @@ def mounts_of(informer: Informer, group: str, tc: TemplateCache) -> tuple[CacheM
                 path = entry.mount_point or mount_path(entry.model or name)
                 out.append(CacheMount(name, claim, path))
         return tuple(out)
-    kind = by_kind(group, "AIMModelCache")
+    kind = ModelCache.kind(group)
     label = label_value(tc.name)
     for mc in sorted(ModelCache.each(informer, kind, tc.namespace), key=lambda m: m.name):
         if mc.labels.get(TEMPLATE_CACHE_LABEL) != label or mc.state not in READY_STATES:
@@ -174,7 +174,7 @@ def failed_model_caches(
 ) -> list[str]:
     """The failed (or degraded) model caches of a template cache, by name; ``skip_uids``: ones
     already deleted, whose deletion the informer has not seen yet."""
-    kind = by_kind(group, "AIMModelCache")
+    kind = ModelCache.kind(group)
     label = label_value(tc.name)
     listed = {e.name for e in tc.model_caches.values() if e.name}
     out = []
@@ -190,7 +190,7 @@ def lost_claims(
 ) -> list[str]:
     """The claims the InferenceService mounts whose model cache is gone (deleted, or being deleted):
     the volume stays mounted (Kubernetes keeps a claim in use), the cache that made it does not."""
-    kind = by_kind(group, "AIMModelCache")
+    kind = ModelCache.kind(group)
     claimed = {str(mc.claim) for mc in ModelCache.each(informer, kind, namespace) if not mc.deleting}
     return sorted({m.claim for m in mounts if m.claim not in claimed})
 

@@ -36,12 +36,12 @@ from aim_deployer.service_view import AnyService, ServiceView
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import DEPLOYMENT, HPA, HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, by_kind
+from aimcore.api.kinds import DEPLOYMENT, HPA, HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.cleanup import NotReadyCleanup
 from aimcore.domain.families.base import written
-from aimcore.domain.families.caches import ModelCache
+from aimcore.domain.families.caches import ModelCache, TemplateCache
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.runtimeconfigs import RuntimeConfig
 from aimcore.domain.families.templates import Template
@@ -325,7 +325,7 @@ class ServiceReconciler:
         retry is recorded on the template cache itself, so no stale read of this service's status
         can grant a second one."""
         assert plan.retry_of is not None
-        kind = by_kind(request.ref.group, "AIMModelCache")
+        kind = ModelCache.kind(request.ref.group)
         found = (ModelCache.get(request.informer, kind, request.namespace, name) for name in plan.retry)
         uids = sorted(mc.uid or "" if mc is not None else "" for mc in found)
         retried = {
@@ -333,7 +333,7 @@ class ServiceReconciler:
             caching.RETRIED_UIDS_ANNOTATION: ",".join(u for u in uids if u),
         }
         await self.kube.patch(
-            by_kind(request.ref.group, "AIMTemplateCache"),
+            TemplateCache.kind(request.ref.group),
             request.namespace,
             plan.retry_of,
             {"metadata": {"annotations": retried}},
@@ -482,7 +482,7 @@ class ServiceReconciler:
     async def _finalize(self, request: Req) -> None:
         cleanup = NotReadyCleanup(
             FINALIZER,
-            "AIMTemplateCache",
+            TemplateCache.kind,
             routing.SERVICE_LABEL,
             ready=lambda tc: state_of(tc) in READY_STATES,
             state=state_of,

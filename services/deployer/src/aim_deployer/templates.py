@@ -182,7 +182,7 @@ class Ask:
 def plan_derived(ask: Ask, base: Template, overrides: Overrides) -> TemplatePlan:
     informer, service, model_name = ask.informer, ask.service, ask.model_name
     ref, namespace = service.ref, service.namespace
-    kind = by_kind(ref.group, "AIMServiceTemplate")
+    kind = Template.kind(ref.group)
     name = derived_template_name(base.name, overrides)
     why = f"derived from {base.label} with overrides {overrides.describe()}:"
     existing = Template.get(informer, kind, namespace, name)

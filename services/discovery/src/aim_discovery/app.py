@@ -23,7 +23,6 @@ from aimcore.api.kinds import (
     RUNTIME_CONFIG_KINDS,
     TEMPLATE_CACHE_KINDS,
     TEMPLATE_KINDS,
-    twins,
 )
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
@@ -64,7 +63,9 @@ def controller(ctx: ServiceContext, slots: Slots) -> Controller:
             Watch(NODE, deps.GpuChanges(every(*TEMPLATE_KINDS, where=deps.needs_gpu))),
             Watch(JOB, deps.job_template_of),
             Watch(POD, through(to_owners(JOB), deps.job_template_of)),
-            *Watch.each(TEMPLATE_CACHE_KINDS, to_owners(*twins("AIMServiceTemplate"), same_group=True)),
+            *Watch.each(
+                TEMPLATE_CACHE_KINDS, to_owners(*(k for k in TEMPLATE_KINDS if k.namespaced), same_group=True)
+            ),
         ],
         indexers={
             deps.MODEL_NAME_INDEX: deps.model_name,

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aimcore.api.crds.aim import AIMCustomTemplate
-from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import written
 from aimcore.domain.families.models import Model
+from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
 from aimcore.domain.views import AIM, AUTO_GENERATED, MODEL_LABEL, ORIGIN_LABEL
@@ -34,7 +35,7 @@ _METRIC_SHORT = {"latency": "lat", "throughput": "thr"}
 
 def template_kind(model: KindRef) -> KindRef:
     """The template kind a model creates (same group, same scope)."""
-    return by_kind(model.group, "AIMServiceTemplate" if model.namespaced else "AIMClusterServiceTemplate")
+    return Template.kind(model.group, cluster=not model.namespaced)
 
 
 def templates_condition(model: KindRef) -> str:

@@ -23,10 +23,11 @@ from typing import cast
 from aim_discovery.template_jobs import job_template
 from aimcore.api.bus.messages import ChangeEvent, ChangeType
 from aimcore.api.crds.base import Resource
-from aimcore.api.kinds import MODEL_KINDS, TEMPLATE_KINDS, KindRef, by_kind
+from aimcore.api.kinds import MODEL_KINDS, TEMPLATE_KINDS, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.families.models import AnyModel, Model
+from aimcore.domain.families.runtimeconfigs import RuntimeConfig
 from aimcore.domain.families.templates import AnyTemplate, Template
 from aimcore.domain.runtimeconfig import DEFAULT_NAME
 from aimcore.domain.views import TemplateView, model_kinds
@@ -99,7 +100,7 @@ def namespace_configs_named_alike(
     ref = changed(event)
     if ref.namespaced:
         return []
-    namespaced = by_kind(ref.group, "AIMRuntimeConfig")
+    namespaced = RuntimeConfig.kind(ref.group)
     return [
         (namespaced, config["metadata"].get("namespace"), event.object.name)
         for config in informer.list(namespaced)

@@ -228,9 +228,9 @@ def default_template_missing(informer: Informer, ref: KindRef, model: Model) -> 
     if found is not None and not found.deleting:
         return None
     where = (
-        f"AIMServiceTemplate in namespace {model.namespace} or AIMClusterServiceTemplate"
+        f"{namespaced.kind} in namespace {model.namespace} or {cluster.kind}"
         if model.namespace
-        else "AIMClusterServiceTemplate"
+        else cluster.kind
     )
     return (
         f"spec.defaultServiceTemplate {default!r} names no {where}: services using this model "

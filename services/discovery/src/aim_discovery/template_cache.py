@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aim_discovery.catalog import TEMPLATE_CONTROLLER
-from aimcore.api.kinds import by_kind
+from aimcore.domain.families import caches
 from aimcore.domain.families.base import written
 from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import label_value
@@ -35,7 +35,7 @@ class TemplateCache:
         """``caching.enabled`` on a namespaced template: its AIMTemplateCache, named like it."""
         if not (request.ref.namespaced and template.caching_enabled):
             return
-        kind = by_kind(request.ref.group, "AIMTemplateCache")
+        kind = caches.TemplateCache.kind(request.ref.group)
         spec: dict[str, Any]
         if request.ref.group == AIM:
             spec = {"templateName": template.name, "templateScope": "Namespace", "mode": "Shared"}

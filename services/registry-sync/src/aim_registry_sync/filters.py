@@ -31,6 +31,8 @@ from aim_registry_sync.versions import InvalidRange, Range, parse_version
 from aimcore.api.crds.aim import AIMClusterModelSourceSpec, ModelSourceFilter
 from aimcore.api.errors import AimError
 from aimcore.api.imageref import DOCKER_HUB, InvalidReference, check_repository, normalize_registry
+from aimcore.api.kinds import GROUP_AIM
+from aimcore.domain.families.models import Model
 from aimcore.domain.naming import derived_name
 
 DEFAULT_SYNC_INTERVAL = 3600.0
@@ -220,12 +222,13 @@ class Image:
 
 def model_body(image: Image, source_label: str, pull_secrets: Sequence[str]) -> dict[str, object]:
     """The AIMClusterModel a source creates for ``image``."""
+    kind = Model.kind(GROUP_AIM, cluster=True)
     spec: dict[str, object] = {"image": image.uri}
     if pull_secrets:
         spec["imagePullSecrets"] = [{"name": n} for n in pull_secrets]
     return {
-        "apiVersion": "aim.eai.amd.com/v1alpha1",
-        "kind": "AIMClusterModel",
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
         "metadata": {
             "name": image.model_name,
             "labels": {

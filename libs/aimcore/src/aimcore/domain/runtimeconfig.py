@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.errors import AimError
-from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.kinds import RUNTIME_CONFIG_PAIRS, KindPair, KindRef
 from aimcore.api.types import Obj
 
 if TYPE_CHECKING:
@@ -61,16 +61,9 @@ _DEPRECATED_STORAGE = ("defaultStorageClassName", "pvcHeadroomPercent")
 AIM_LABEL_PREFIX = "aim.eai.amd.com/"
 
 
-@dataclass(frozen=True)
-class ConfigKinds:
+def config_kinds(group: str) -> KindPair:
     """The namespace and cluster runtime-config kinds of one API group."""
-
-    namespaced: KindRef
-    cluster: KindRef
-
-
-def config_kinds(group: str) -> ConfigKinds:
-    return ConfigKinds(by_kind(group, "AIMRuntimeConfig"), by_kind(group, "AIMClusterRuntimeConfig"))
+    return RUNTIME_CONFIG_PAIRS[group]
 
 
 class ConfigNotFound(AimError):

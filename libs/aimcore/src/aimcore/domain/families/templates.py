@@ -13,7 +13,7 @@ from typing import Any
 from aimcore.api.crds import aim, silogen
 from aimcore.api.crds.aim import AIMCpuRequirements, AIMModelSource
 from aimcore.api.crds.base import EnvVar, ResourceRequirements
-from aimcore.api.kinds import TEMPLATE_KINDS, KindRef, by_kind
+from aimcore.api.kinds import TEMPLATE_KINDS, TEMPLATE_PAIRS, KindPair, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import Deployable, written
 from aimcore.domain.families.caches import CacheSource
@@ -30,9 +30,9 @@ AnyTemplate = (
 _SIDES = ("requests", "limits")
 
 
-def template_kinds(group: str) -> tuple[KindRef, KindRef]:
+def template_kinds(group: str) -> KindPair:
     """The namespaced and the cluster template kind of a group (the order a service looks in)."""
-    return by_kind(group, "AIMServiceTemplate"), by_kind(group, "AIMClusterServiceTemplate")
+    return TEMPLATE_PAIRS[group]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,12 @@ class Template(Deployable[AnyTemplate]):
     """A template, whatever its group and scope."""
 
     kinds = TEMPLATE_KINDS
+
+    @classmethod
+    def kind(cls, group: str, *, cluster: bool = False) -> KindRef:
+        """The template kind of ``group``: ``AIMServiceTemplate``, or with ``cluster``
+        ``AIMClusterServiceTemplate``."""
+        return TEMPLATE_PAIRS[group].scoped(cluster=cluster)
 
     @property
     def model_name(self) -> str:
