@@ -50,6 +50,7 @@ from aimcore.api.kinds import (
 )
 from aimcore.api.types import Obj
 from aimcore.domain.cleanup import NotReadyCleanup
+from aimcore.domain.families.base import is_ready, state_of
 from aimcore.domain.families.caches import AnyTemplateCache, CacheSource, ModelCache, TemplateCache
 from aimcore.domain.families.templates import Template
 from aimcore.domain.families.templates import template_kinds as kinds_of
@@ -57,7 +58,6 @@ from aimcore.domain.jobs import JOB_RETRY
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import merge_env, resolution_conditions
 from aimcore.domain.status.rules import dependency_message
-from aimcore.domain.views import is_ready, state_of
 from aimcore.runtime.children import owner_reference
 from aimcore.runtime.conditions import condition as cond
 from aimcore.runtime.conditions import refused_condition

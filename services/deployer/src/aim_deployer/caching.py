@@ -37,14 +37,13 @@ from aim_deployer.inference import CacheMount
 from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL
 from aim_deployer.service_view import ServiceView
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
+from aimcore.api.kinds import GROUP_AIM, PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import READY_STATES, written
 from aimcore.domain.families.caches import ModelCache, TemplateCache
 from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
-from aimcore.domain.views import AIM
 from aimcore.runtime.conditions import condition
 from aimcore.runtime.informer import Informer
 
@@ -82,7 +81,7 @@ def shared_cache_name(template: str, namespace: str) -> str:
 
 
 def _template_field(group: str) -> str:
-    return "templateName" if group == AIM else "templateRef"
+    return "templateName" if group == GROUP_AIM else "templateRef"
 
 
 def find_cache(
@@ -112,7 +111,7 @@ def cache_body(service: ServiceView, template: Template) -> tuple[KindRef, Obj]:
         [written(e) for e in service.env],
     )
     body_spec: Obj = {_template_field(ref.group): template.name}
-    if ref.group == AIM:
+    if ref.group == GROUP_AIM:
         body_spec["templateScope"] = "Namespace" if template.ref.namespaced else "Cluster"
         body_spec["mode"] = "Shared"
     if service.storage_class:
@@ -147,7 +146,7 @@ def _reference(tc: TemplateCache) -> Obj:
 
 def mounts_of(informer: Informer, group: str, tc: TemplateCache) -> tuple[CacheMount, ...]:
     out: list[CacheMount] = []
-    if group == AIM:
+    if group == GROUP_AIM:
         entries = tc.model_caches
         for key in sorted(entries):
             entry = entries[key]
@@ -234,7 +233,7 @@ def plan_cache(
             wait=not live_mounts,
             create=(kind, body),
         )
-    reference = _reference(tc) if ref.group == AIM else None
+    reference = _reference(tc) if ref.group == GROUP_AIM else None
     name = tc.name
     attempts = 1 if tc.annotations.get(RETRIED_ANNOTATION) else 0
     state = tc.state
@@ -245,7 +244,7 @@ def plan_cache(
             condition(CACHE_READY, True, "CacheReady", message),
             mounts,
             reference=reference,
-            retry_attempts=attempts if ref.group == AIM and attempts else None,
+            retry_attempts=attempts if ref.group == GROUP_AIM and attempts else None,
         )
     if state == "Failed":
         failed = failed_model_caches(informer, ref.group, tc, skip_uids=retried_uids(tc))

@@ -38,19 +38,15 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.crds.aim import AIMServiceModelCustom
 from aimcore.api.crds.registry import resource_class
 from aimcore.api.imageref import InvalidReference, parse_reference
-from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
+from aimcore.api.kinds import GROUP_AIM, PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import written
 from aimcore.domain.families.models import Model, without_empty
 from aimcore.domain.families.runtimeconfigs import RuntimeConfig
 from aimcore.domain.families.templates import Template
+from aimcore.domain.labels import AUTO_GENERATED, ORIGIN_LABEL
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.status.rules import dependency_message
-from aimcore.domain.views import (
-    AIM,
-    AUTO_GENERATED,
-    ORIGIN_LABEL,
-)
 from aimcore.runtime.children import owner_reference
 from aimcore.runtime.conditions import condition
 from aimcore.runtime.informer import Informer
@@ -69,7 +65,7 @@ CREATING_MODEL = "CreatingModel"
 MULTIPLE_MODELS = "MultipleModelsFound"
 INVALID_IMAGE = "InvalidImageReference"
 MODEL_NAME_CONFLICT = "ModelNameConflict"  # the name to create is held by another model
-NAMESPACED_MODEL = Model.kind(AIM)  # custom models are namespaced (either group's kind)
+NAMESPACED_MODEL = Model.kind(GROUP_AIM)  # custom models are namespaced (either group's kind)
 
 _USABLE = ("Ready", "Degraded")
 
@@ -144,7 +140,7 @@ def _discovery(group: str, config: RuntimeConfig | None) -> Obj | None:
     auto = config.auto_discovery if config is not None else None
     if auto is None:
         return None
-    if group == AIM:
+    if group == GROUP_AIM:
         return {"extractMetadata": bool(auto), "createServiceTemplates": bool(auto)}
     return {"enabled": bool(auto), "autoCreateTemplates": bool(auto)}
 

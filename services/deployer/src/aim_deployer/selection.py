@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from aim_deployer.overrides import Overrides
+from aimcore.api.kinds import GROUP_LEGACY
 from aimcore.api.types import Obj
 from aimcore.domain.families.templates import Template
 from aimcore.domain.gpu import GPU_RESOURCE, normalize_model
-from aimcore.domain.views import LEGACY
 
 __all__ = [
     "AMBIGUOUS",
@@ -279,7 +279,7 @@ def _lost_on(loser: Traits, best: Traits) -> str:
 def _ready(c: Candidate) -> tuple[bool, str]:
     """(ready, the template's status as written, ``Pending`` when unset)."""
     state = c.state
-    ready = "Available" if c.ref.group == LEGACY else "Ready"
+    ready = "Available" if c.ref.group == GROUP_LEGACY else "Ready"
     return state == ready, state
 
 

@@ -27,7 +27,7 @@ from aimcore.api.kinds import (
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.domain.status.compose import AIM_STATUS
-from aimcore.runtime.mappers import any_of, by_index, every, through, to_owners
+from aimcore.runtime.mappers import any_of, by_index, filed, through, to_owners
 from aimcore.runtime.reconciler import Controller, Watch, dispatch, run_controller
 from aimcore.runtime.service import ServiceContext, run_service
 
@@ -60,7 +60,7 @@ def controller(ctx: ServiceContext, slots: Slots) -> Controller:
             *Watch.each(TEMPLATE_KINDS, template_models),
             *Watch.each(MODEL_KINDS, by_index(deps.MODEL_NAME_INDEX)),
             *Watch.each(RUNTIME_CONFIG_KINDS, config_users),
-            Watch(NODE, deps.GpuChanges(every(*TEMPLATE_KINDS, where=deps.needs_gpu))),
+            Watch(NODE, deps.GpuChanges(filed(deps.GPU_INDEX, deps.NEEDS_GPU, *TEMPLATE_KINDS))),
             Watch(JOB, deps.job_template_of),
             Watch(POD, through(to_owners(JOB), deps.job_template_of)),
             *Watch.each(
@@ -71,6 +71,7 @@ def controller(ctx: ServiceContext, slots: Slots) -> Controller:
             deps.MODEL_NAME_INDEX: deps.model_name,
             deps.RUNTIME_CONFIG_INDEX: deps.runtime_config,
             deps.DEFAULT_TEMPLATE_INDEX: deps.default_template,
+            deps.GPU_INDEX: deps.needs_gpu,
         },
         composer=AIM_STATUS,
     )

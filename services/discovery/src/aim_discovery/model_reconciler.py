@@ -56,6 +56,7 @@ from aimcore.api.kinds import SECRET, KindRef
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.runtimeconfigs import RuntimeConfig
 from aimcore.domain.families.templates import Template, template_kinds
+from aimcore.domain.labels import MODEL_LABEL
 from aimcore.domain.oci import (
     OCI_ERRORS,
     AddressNotAllowed,
@@ -80,7 +81,6 @@ from aimcore.domain.runtimeconfig import (
     propagated_labels,
     resolve,
 )
-from aimcore.domain.views import MODEL_LABEL
 from aimcore.runtime.children import differs, owned_by
 from aimcore.runtime.composer import has_status_field
 from aimcore.runtime.informer import Informer

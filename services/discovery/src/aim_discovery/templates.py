@@ -43,10 +43,10 @@ from aim_discovery.template_status import (
     resolved_hardware,
 )
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import NODE, KindRef
+from aimcore.api.kinds import GROUP_AIM, NODE, KindRef
 from aimcore.domain import gpu as gpus
 from aimcore.domain.families.models import Model
-from aimcore.domain.families.templates import Template
+from aimcore.domain.families.templates import GPURequirement, Template
 from aimcore.domain.outbound import ADDRESS_NOT_ALLOWED, OutboundPolicy, literal_env, source_refusal
 from aimcore.domain.runtimeconfig import (
     CONFIG_NOT_FOUND,
@@ -54,7 +54,6 @@ from aimcore.domain.runtimeconfig import (
     ConfigNotFound,
     resolve,
 )
-from aimcore.domain.views import AIM, GPURequirement, model_kinds
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.reconciler import Request, Result
 from aimcore.runtime.writes import Children
@@ -123,7 +122,7 @@ class TemplateReconciler:
         if found is None:
             where = " or ".join(
                 f"{k.kind}" + (f" in namespace {template.namespace}" if k.namespaced else "")
-                for k in model_kinds(request.ref)
+                for k in Model.kinds_for(request.ref)
             )
             message = f"Model {template.model_name!r} not found (looked for {where})"
             # the original: a missing upstream object is ReferenceNotFound with ConfigValid=False (the
@@ -178,7 +177,9 @@ class TemplateReconciler:
             await report(request, conditions, fields, "gpu", check.reason, check.message)
             return None
 
-        sources = template.written_sources or (model.written_sources if request.ref.group != AIM else [])
+        sources = template.written_sources or (
+            model.written_sources if request.ref.group != GROUP_AIM else []
+        )
         if sources:
             fields["modelSources"] = sources
             fields["profile"] = _spec_profile(template, requirement)
@@ -208,7 +209,7 @@ class TemplateReconciler:
     # -- model lookup ---------------------------------------------------------------------------
 
     def find_model(self, template: Template, request: Request) -> Model | None:
-        for kind in model_kinds(request.ref):
+        for kind in Model.kinds_for(request.ref):
             found = Model.get(request.informer, kind, template.namespace, template.model_name)
             if found is not None:
                 return found
@@ -219,7 +220,7 @@ class TemplateReconciler:
 
 
 def _model_field(ref: KindRef) -> str:
-    return "resolvedModel" if ref.group == AIM else "resolvedImage"
+    return "resolvedModel" if ref.group == GROUP_AIM else "resolvedImage"
 
 
 def _spec_profile(template: Template, requirement: GPURequirement) -> dict[str, Any]:

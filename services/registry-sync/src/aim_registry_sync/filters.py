@@ -33,6 +33,7 @@ from aimcore.api.errors import AimError
 from aimcore.api.imageref import DOCKER_HUB, InvalidReference, check_repository, normalize_registry
 from aimcore.api.kinds import GROUP_AIM
 from aimcore.domain.families.models import Model
+from aimcore.domain.labels import AUTO_GENERATED, ORIGIN_LABEL
 from aimcore.domain.naming import derived_name
 
 DEFAULT_SYNC_INTERVAL = 3600.0
@@ -188,8 +189,6 @@ def order_tags(tags: Iterable[str]) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 SOURCE_LABEL = "aim.eai.amd.com/model-source"
-ORIGIN_LABEL = "aim.eai.amd.com/origin"
-ORIGIN_AUTO = "auto-generated"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "aim-registry-sync"
 REGISTRY_ANNOTATION = "aim.eai.amd.com/source-registry"
@@ -233,7 +232,7 @@ def model_body(image: Image, source_label: str, pull_secrets: Sequence[str]) -> 
             "name": image.model_name,
             "labels": {
                 SOURCE_LABEL: source_label,
-                ORIGIN_LABEL: ORIGIN_AUTO,
+                ORIGIN_LABEL: AUTO_GENERATED,
                 MANAGED_BY_LABEL: MANAGED_BY,
             },
             "annotations": {

@@ -137,6 +137,12 @@ class Resolved:
         return CONFIG_FOUND, f"Using runtime config {self.name!r} ({scope.lower()} scope)"
 
 
+def secret_names(refs: Any) -> list[str]:
+    """The names of an ``imagePullSecrets`` list as written (a merged config's: entries without
+    a name skipped)."""
+    return [str(r["name"]) for r in refs or [] if isinstance(r, Mapping) and r.get("name")]
+
+
 def config_name(spec: Mapping[str, Any] | None) -> str:
     name = (spec or {}).get("runtimeConfigName")
     return str(name) if name else DEFAULT_NAME
