@@ -22,6 +22,7 @@ from aim_discovery.catalog import (
     templates_condition,
 )
 from aimcore.api.kinds import RUNTIME_CONFIG_KINDS, by_kind
+from aimcore.api.types import Obj
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import GPURequirement, Template
 from aimcore.domain.labels import MODEL_LABEL, ORIGIN_LABEL
@@ -33,8 +34,6 @@ AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
 IMAGE = "ghcr.io/silogen/aim-dummy:0.1.10"
 SOURCES = [{"sourceUri": "hf://org/model", "modelId": "org/model"}]
-
-Obj = dict[str, Any]
 
 
 def model_obj(

@@ -21,11 +21,11 @@ from aim_discovery.template_status import hardware_summary, resolved_hardware
 from aimcore.api import hardware
 from aimcore.api.crds import aim
 from aimcore.api.kinds import by_kind
+from aimcore.api.types import Obj
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import GPURequirement, Template
 from tests.helpers import as_overrides
 
-Obj = dict[str, Any]
 AIM = "aim.eai.amd.com"
 TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
 CLUSTER_TEMPLATE = by_kind(AIM, "AIMClusterServiceTemplate")
