@@ -15,7 +15,6 @@ import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -24,6 +23,7 @@ from aim_dev.local import binaries
 from aim_dev.local.cluster import ControlPlane
 from aimcore.api.bus import auth
 from aimcore.api.kinds import NAMESPACE
+from aimcore.api.types import Obj
 from aimcore.runtime.kube import ApiException, Kube
 from aimctl import bus as cli_bus
 from aimctl import bus_tls
@@ -42,8 +42,6 @@ SYSTEM_NS = "aim-system"
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
 AIM_GROUPS = ("aim.eai.amd.com", "aim.silogen.ai", "inference.llmkube.dev")
 MAX_MEMORY = 256 * 2**20
-
-Obj = dict[str, Any]
 
 
 def run_kubectl(*args: str, kubeconfig: Path | None = None, check: bool = True) -> str:

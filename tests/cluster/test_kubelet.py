@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from typing import Any
 
 import pytest
 
@@ -22,10 +21,9 @@ from aim_dev.testing.kubelet import (
     wait_for_service_account,
 )
 from aimcore.api.kinds import JOB, NODE, POD
+from aimcore.api.types import Obj
 from aimcore.runtime.kube import ApiException, Kube
 from tests import helpers
-
-Obj = dict[str, Any]
 
 LOG = 'line one\n{"json": "line", "n": 2}\nline three\n42\nlast line\n'
 

@@ -15,12 +15,11 @@ import yaml
 
 from aimcore.api.crds.registry import ALL_KINDS
 from aimcore.api.kinds import by_kind
+from aimcore.api.types import Obj
 from aimcore.runtime.kube import Kube
 
 SAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "samples"
 MODELS = {(k.crd.group, k.crd.kind): k for k in ALL_KINDS}
-
-Obj = dict[str, Any]
 
 
 def samples() -> list[tuple[str, Obj]]:

@@ -10,7 +10,6 @@ a condition type no service reports.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from nats.js import JetStreamContext
@@ -18,6 +17,7 @@ from nats.js import JetStreamContext
 from aim_dev.local.cluster import ControlPlane
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import KindRef, by_kind, status_owner
+from aimcore.api.types import Obj
 from aimcore.runtime.kube import Kube
 from aimcore.runtime.report import Reporter
 from tests.helpers import eventually, kubectl, manifest
@@ -26,7 +26,6 @@ from tests.integration.conftest import Services, health_get
 TEMPLATE_CACHE = by_kind("aim.eai.amd.com", "AIMTemplateCache")
 CLUSTER_RUNTIME_CONFIG = by_kind("aim.eai.amd.com", "AIMClusterRuntimeConfig")
 
-Obj = dict[str, Any]
 Cond = tuple[str, str, str, str]
 
 SECRET = "hf_SuperSecretTokenValue1234567890"

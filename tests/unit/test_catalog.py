@@ -22,20 +22,12 @@ from aim_discovery.catalog import (
     template_kind,
     templates_condition,
 )
-from aimcore.api.kinds import by_kind
+from aimcore.api.kinds import RUNTIME_CONFIG_KINDS, by_kind
+from aimcore.api.types import Obj
 from aimcore.domain.families.models import Model
+from aimcore.domain.families.templates import GPURequirement, Template
+from aimcore.domain.labels import MODEL_LABEL, ORIGIN_LABEL
 from aimcore.domain.naming import derived_name
-from aimcore.domain.views import (
-    MODEL_LABEL,
-    ORIGIN_LABEL,
-    GPURequirement,
-    ModelView,
-    TemplateView,
-    is_model,
-    is_runtime_config,
-    is_template,
-    model_kinds,
-)
 from aimcore.runtime.children import MANAGED_BY, contains, differs, owner_reference
 from aimcore.runtime.children import PART_OF_LABEL as PART_OF
 
@@ -43,8 +35,6 @@ AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
 IMAGE = "ghcr.io/silogen/aim-dummy:0.1.10"
 SOURCES = [{"sourceUri": "hf://org/model", "modelId": "org/model"}]
-
-Obj = dict[str, Any]
 
 
 def model_obj(
@@ -75,13 +65,6 @@ def model(spec: Obj | None = None, *, group: str = AIM, kind: str = "AIMModel", 
     return Model(by_kind(group, kind), model_obj(spec, group=group, kind=kind, **meta))
 
 
-def model_view(
-    spec: Obj | None = None, *, group: str = AIM, kind: str = "AIMModel", **meta: Any
-) -> ModelView:
-    """The model through the dict view (which also reads objects the CRD would refuse)."""
-    return ModelView(by_kind(group, kind), model_obj(spec, group=group, kind=kind, **meta))
-
-
 def deployment(gpu: str = "MI300X", count: int = 1, metric: str = "latency", precision: str = "fp8") -> Obj:
     return {"gpuModel": gpu, "gpuCount": count, "metric": metric, "precision": precision}
 
@@ -108,32 +91,17 @@ def test_template_kind_same_group_same_scope(group: str, kind: str, want: str) -
     assert template_kind(by_kind(group, kind)) == by_kind(group, want)
 
 
-@pytest.mark.parametrize(
-    ("group", "template", "want"),
-    [
-        (AIM, "AIMServiceTemplate", ["AIMModel", "AIMClusterModel"]),
-        (AIM, "AIMClusterServiceTemplate", ["AIMClusterModel"]),
-        (LEGACY, "AIMServiceTemplate", ["AIMModel", "AIMImage", "AIMClusterModel", "AIMClusterImage"]),
-        (LEGACY, "AIMClusterServiceTemplate", ["AIMClusterModel", "AIMClusterImage"]),
-    ],
-)
-def test_model_kinds_lookup_order(group: str, template: str, want: list[str]) -> None:
-    kinds = model_kinds(by_kind(group, template))
-    assert [k.kind for k in kinds] == want
-    assert all(k.group == group for k in kinds)
-
-
-def test_kind_predicates() -> None:
+def test_kind_families() -> None:
     for group, kind in [(AIM, "AIMModel"), (AIM, "AIMClusterModel"), (LEGACY, "AIMImage")]:
         ref = by_kind(group, kind)
-        assert is_model(ref)
-        assert not is_template(ref)
+        assert ref in Model.kinds
+        assert ref not in Template.kinds
     for group, kind in [(AIM, "AIMServiceTemplate"), (LEGACY, "AIMClusterServiceTemplate")]:
-        assert is_template(by_kind(group, kind))
-        assert not is_model(by_kind(group, kind))
-    assert is_runtime_config(by_kind(LEGACY, "AIMClusterRuntimeConfig"))
-    assert not is_runtime_config(by_kind(AIM, "AIMService"))
-    assert not is_model(by_kind(AIM, "AIMService"))
+        assert by_kind(group, kind) in Template.kinds
+        assert by_kind(group, kind) not in Model.kinds
+    assert by_kind(LEGACY, "AIMClusterRuntimeConfig") in RUNTIME_CONFIG_KINDS
+    assert by_kind(AIM, "AIMService") not in RUNTIME_CONFIG_KINDS
+    assert by_kind(AIM, "AIMService") not in Model.kinds
 
 
 def test_condition_names_by_scope() -> None:
@@ -143,7 +111,10 @@ def test_condition_names_by_scope() -> None:
     assert model_condition(by_kind(AIM, "AIMClusterServiceTemplate")) == "ClusterModelReady"
 
 
-# -- ModelView ------------------------------------------------------------------------------------
+# -- models, as discovery reads them (the family) ---------------------------------------------------
+
+# ``None``: the model refuses the spec (the other group's spelling, a null): it never reaches a
+# reader (the runtime reports InvalidSpec), so that spelling means nothing either.
 
 
 @pytest.mark.parametrize(
@@ -155,19 +126,23 @@ def test_condition_names_by_scope() -> None:
         (AIM, {}, False, False),
         (AIM, {"extractMetadata": False}, True, False),
         (AIM, {"extractMetadata": True}, False, True),
-        (AIM, {"extractMetadata": None}, False, False),
-        (AIM, {"enabled": False}, None, True),  # the legacy key means nothing in the current group
+        (AIM, {"extractMetadata": None}, False, None),
+        (AIM, {"enabled": False}, None, None),  # the legacy key is not the current group's
         (LEGACY, {"enabled": False}, True, False),
         (LEGACY, {"enabled": True}, False, True),
-        (LEGACY, {"extractMetadata": False}, None, True),  # the current key means nothing in legacy
+        (LEGACY, {"extractMetadata": False}, None, None),  # nor the current key the legacy group's
         (LEGACY, None, False, False),
     ],
 )
 def test_extract_metadata_precedence(
-    group: str, discovery: Obj | None, auto: bool | None, want: bool
+    group: str, discovery: Obj | None, auto: bool | None, want: bool | None
 ) -> None:
     spec = {"discovery": discovery} if discovery is not None else {}
-    assert model_view(spec, group=group).extract_metadata(auto) is want
+    if want is None:
+        with pytest.raises(ValueError, match="does not read as its kind"):
+            model(spec, group=group)
+        return
+    assert model(spec, group=group).extract_metadata(auto) is want
 
 
 @pytest.mark.parametrize(
@@ -177,18 +152,22 @@ def test_extract_metadata_precedence(
         (AIM, None, False, False),
         (AIM, {"createServiceTemplates": False}, True, False),
         (AIM, {"createServiceTemplates": True}, False, True),
-        (AIM, {"autoCreateTemplates": False}, None, True),
+        (AIM, {"autoCreateTemplates": False}, None, None),
         (LEGACY, {"autoCreateTemplates": False}, True, False),
         (LEGACY, {"autoCreateTemplates": True}, False, True),
-        (LEGACY, {"createServiceTemplates": False}, None, True),
+        (LEGACY, {"createServiceTemplates": False}, None, None),
         (LEGACY, None, True, True),
     ],
 )
 def test_create_templates_precedence(
-    group: str, discovery: Obj | None, auto: bool | None, want: bool
+    group: str, discovery: Obj | None, auto: bool | None, want: bool | None
 ) -> None:
     spec = {"discovery": discovery} if discovery is not None else {}
-    assert model_view(spec, group=group).create_templates(auto) is want
+    if want is None:
+        with pytest.raises(ValueError, match="does not read as its kind"):
+            model(spec, group=group)
+        return
+    assert model(spec, group=group).create_templates(auto) is want
 
 
 @pytest.mark.parametrize(
@@ -210,49 +189,63 @@ def test_model_family_discovery_precedence(
     assert found.create_templates(auto) is create
 
 
-def test_model_view_accessors() -> None:
-    view = model_view(
+def test_model_accessors() -> None:
+    found = model(
         {
-            "imagePullSecrets": [{"name": "a"}, {"name": ""}, {}, "junk", {"name": "b"}],
+            "imagePullSecrets": [{"name": "a"}, {"name": ""}, {}, {"name": "b"}],
             "serviceAccountName": "sa",
-            "env": [{"name": "A", "value": "1"}, "junk"],
+            "env": [{"name": "A", "value": "1"}],
             "modelSources": SOURCES,
             "imageMetadata": {"model": {"canonicalName": "x"}},
         }
     )
-    assert view.name == "demo"
-    assert view.namespace == "ns"
-    assert view.image == IMAGE
-    assert view.pull_secrets == ["a", "b"]
-    assert view.service_account == "sa"
-    assert view.env == [{"name": "A", "value": "1"}]
-    assert view.model_sources == SOURCES
-    assert view.is_custom
-    assert view.spec_metadata == {"model": {"canonicalName": "x"}}
-    bare = model_view(kind="AIMClusterModel")
+    assert found.name == "demo"
+    assert found.namespace == "ns"
+    assert found.image == IMAGE
+    assert found.pull_secrets == ["a", "b"]
+    assert found.service_account == "sa"
+    assert found.written_env == [{"name": "A", "value": "1"}]
+    assert found.written_sources == SOURCES
+    assert found.is_custom
+    assert found.spec_metadata == {"model": {"canonicalName": "x"}}
+    bare = model(kind="AIMClusterModel")
     assert bare.namespace is None
     assert not bare.is_custom
     assert bare.service_account is None
     assert bare.spec_metadata is None
 
 
+@pytest.mark.parametrize("field", ["imagePullSecrets", "env"])
+def test_a_model_with_junk_in_a_list_is_not_read(field: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"spec.{field}.1")):
+        model({field: [{"name": "a"}, "junk"]})
+
+
 def test_custom_templates_field_per_group() -> None:
     entry = {"name": "a"}
-    assert model_view({"customTemplates": [entry]}).custom_templates == [entry]
-    assert model_view({"custom": {"templates": [entry]}}).custom_templates == []
-    assert model_view({"custom": {"templates": [entry]}}, group=LEGACY).custom_templates == [entry]
-    assert model_view({"customTemplates": [entry]}, group=LEGACY).custom_templates == []
+    assert [t.name for t in model({"customTemplates": [entry]}).custom_templates] == ["a"]
+    assert [t.name for t in model({"custom": {"templates": [entry]}}, group=LEGACY).custom_templates] == ["a"]
+    # the other group's field is not the model's: refused, never read as templates
+    with pytest.raises(ValueError, match=r"spec\.custom\.templates"):
+        model({"custom": {"templates": [entry]}})
+    with pytest.raises(ValueError, match=r"spec\.customTemplates"):
+        model({"customTemplates": [entry]}, group=LEGACY)
 
 
-# -- TemplateView ---------------------------------------------------------------------------------
+# -- templates, as discovery reads them (the family) ------------------------------------------------
 
 
-def template(spec: Obj, group: str = AIM, kind: str = "AIMServiceTemplate") -> TemplateView:
+def template(
+    spec: Obj, group: str = AIM, kind: str = "AIMServiceTemplate", *, named: bool = True
+) -> Template:
+    """A template of ``group`` with ``spec``; ``named``: its model's name in the group's field."""
     ref = by_kind(group, kind)
     meta: Obj = {"name": "t"}
     if ref.namespaced:
         meta["namespace"] = "ns"
-    return TemplateView(ref, {"apiVersion": ref.api_version, "kind": kind, "metadata": meta, "spec": spec})
+    model_name = ({"modelName": "demo"} if group == AIM else {"aimImageName": "demo"}) if named else {}
+    body = {"apiVersion": ref.api_version, "kind": kind, "metadata": meta, "spec": {**model_name, **spec}}
+    return Template(ref, body)
 
 
 @pytest.mark.parametrize(
@@ -270,7 +263,7 @@ def template(spec: Obj, group: str = AIM, kind: str = "AIMServiceTemplate") -> T
         (AIM, {"gpu": {"requests": 0}}, GPURequirement(requests=0), False),
         (AIM, {"gpu": {"model": ""}}, GPURequirement(), False),
         (AIM, {"gpu": {"minVram": "64Gi"}}, GPURequirement(min_vram="64Gi"), True),
-        (AIM, {"gpuSelector": {"count": 1, "model": "MI300X"}}, GPURequirement(), False),
+        (AIM, {"gpuSelector": {"count": 1, "model": "MI300X"}}, None, False),  # the legacy spelling
         (
             LEGACY,
             {"gpuSelector": {"count": 4, "model": "MI325X"}},
@@ -278,23 +271,25 @@ def template(spec: Obj, group: str = AIM, kind: str = "AIMServiceTemplate") -> T
             True,
         ),
         (LEGACY, {"gpuSelector": {"model": "MI300X"}}, GPURequirement(model="MI300X"), True),
-        (LEGACY, {"gpuSelector": {"count": 0, "model": ""}}, GPURequirement(requests=0), False),
-        (LEGACY, {"gpu": {"requests": 1, "model": "MI300X"}}, GPURequirement(), False),
+        (LEGACY, {"gpuSelector": {"count": 0, "model": ""}}, None, False),  # the CRD wants count >= 1
+        (LEGACY, {"gpu": {"requests": 1, "model": "MI300X"}}, None, False),  # the current spelling
         (LEGACY, {}, GPURequirement(), False),
     ],
 )
-def test_template_gpu(group: str, spec: Obj, want: GPURequirement, required: bool) -> None:
+def test_template_gpu(group: str, spec: Obj, want: GPURequirement | None, required: bool) -> None:
+    if want is None:  # the template refuses the spec: no reader sees a GPU in it
+        with pytest.raises(ValueError, match=r"spec\.gpu"):
+            template(spec, group)
+        return
     gpu = template(spec, group).gpu
     assert gpu == want
     assert gpu.required is required
     assert gpu.resource_name == want.resource_name
 
 
-def test_template_view_accessors() -> None:
+def test_template_accessors() -> None:
     current = template(
         {
-            "modelName": "demo",
-            "aimImageName": "ignored",
             "modelSources": SOURCES,
             "imagePullSecrets": [{"name": "s"}],
             "serviceAccountName": "sa",
@@ -304,16 +299,23 @@ def test_template_view_accessors() -> None:
     assert current.model_name == "demo"
     assert current.name == "t"
     assert current.namespace == "ns"
-    assert current.inline_sources == SOURCES
+    assert current.written_sources == SOURCES
     assert current.pull_secrets == ["s"]
     assert current.service_account == "sa"
     assert current.caching_enabled
-    legacy = template({"aimImageName": "img", "modelName": "ignored"}, LEGACY, "AIMClusterServiceTemplate")
-    assert legacy.model_name == "img"
+    legacy = template({}, LEGACY, "AIMClusterServiceTemplate")
+    assert legacy.model_name == "demo"
     assert legacy.namespace is None
     assert not legacy.caching_enabled
     assert not template({"caching": {"enabled": False}}).caching_enabled
-    assert template({}).model_name == ""
+
+
+@pytest.mark.parametrize(("group", "other"), [(AIM, "aimImageName"), (LEGACY, "modelName")])
+def test_a_template_names_its_model_in_its_groups_field_only(group: str, other: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"spec.{other}")):
+        template({other: "ignored"}, group)
+    with pytest.raises(ValueError, match="Field required"):
+        template({}, group, named=False)
 
 
 # -- recommended-deployment templates (docs/original.md#derived-names) ----------------------------

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from aimcore.api.kinds import CHILD_SELECTOR, JOB, by_kind
+from aimcore.api.types import Obj
 from aimcore.runtime.children import (
     MANAGED_BY,
     PART_OF_LABEL,
@@ -21,8 +22,6 @@ from aimcore.runtime.children import (
     owner_reference,
     without_owner,
 )
-
-Obj = dict[str, Any]
 
 SERVICE = by_kind("aim.eai.amd.com", "AIMService")
 CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")

@@ -13,11 +13,10 @@ from aim_deployer import inference
 from aim_deployer.inference import CacheMount, Inputs, NameTooLong
 from aim_deployer.service_view import ServiceView
 from aimcore.api.kinds import by_kind
+from aimcore.api.types import Obj
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import Template
 from aimcore.domain.gpu import Inventory, check_gpu
-
-Obj = dict[str, Any]
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"

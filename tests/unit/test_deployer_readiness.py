@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import pytest
 
 from aim_deployer import readiness
 from aim_deployer.readiness import Health, inference_service_health, pods_health
+from aimcore.api.types import Obj
 from aimcore.domain.status.rules import SERVICE, State
-
-Obj = dict[str, Any]
 
 
 def component_state(type_: str, status: str, reason: str) -> State:

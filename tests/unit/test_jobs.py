@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from aimcore.api.types import Obj
 from aimcore.domain import jobs
 from aimcore.domain.jobs import (
     JOB_RETRY,
@@ -35,8 +36,6 @@ from aimcore.domain.jobs import (
     redact,
 )
 from aimcore.domain.status.rules import REASON_STATES
-
-Obj = dict[str, Any]
 
 WHAT = "download"
 CONTAINER = "downloader"

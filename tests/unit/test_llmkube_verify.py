@@ -49,9 +49,8 @@ from aim_cache.llmkube.verify import (
     verify_jobs,
 )
 from aimcore.api.kinds import by_kind
+from aimcore.api.types import Obj
 from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
-
-Obj = dict[str, Any]
 
 MODEL_REF = by_kind("inference.llmkube.dev", "Model")
 UID = "0b5c6f1e-0000-4000-8000-000000000001"

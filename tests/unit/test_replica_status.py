@@ -11,8 +11,7 @@ from aim_deployer.replica_status import Replicas, hpa_name, runtime_status
 from aim_deployer.services import pod_isvc
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.api.kinds import DEPLOYMENT, HPA, INFERENCE_SERVICE, KindRef
-
-Obj = dict[str, Any]
+from aimcore.api.types import Obj
 
 
 def deployment(replicas: int, ready: int | None) -> Obj:

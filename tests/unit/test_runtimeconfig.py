@@ -11,6 +11,7 @@ import pytest
 
 from aim_discovery.runtimeconfigs import problems
 from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.types import Obj
 from aimcore.domain.runtimeconfig import (
     CONFIG_FOUND,
     DEFAULT_CONFIG_NOT_FOUND,
@@ -33,8 +34,6 @@ from aimcore.domain.runtimeconfig import (
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
 GROUPS = [AIM, LEGACY]
-
-Obj = dict[str, Any]
 
 
 def config(

@@ -22,8 +22,7 @@ from aim_status.recorder import EventRecorder
 from aim_status.writer import Written
 from aimcore.api.bus.messages import ObjectRef
 from aimcore.api.kinds import by_kind
-
-Obj = dict[str, Any]
+from aimcore.api.types import Obj
 
 SERVICE = by_kind("aim.eai.amd.com", "AIMService")
 TEMPLATE_CACHE = by_kind("aim.eai.amd.com", "AIMTemplateCache")

@@ -1,7 +1,7 @@
 """A template's hardware in the released original's spelling (``spec.hardware {gpu, cpu}``) means what the
 seed's spelling (``spec.gpu``, CPU in ``spec.resources``) means, for every reader: the template model's
-validation, the views discovery and the deployer read through, the InferenceService resources, derived
-templates and the status discovery writes (issue 18 item 6)."""
+validation, the template family discovery and the deployer read through, the InferenceService resources,
+derived templates and the status discovery writes (issue 18 item 6)."""
 
 from __future__ import annotations
 
@@ -21,12 +21,11 @@ from aim_discovery.template_status import hardware_summary, resolved_hardware
 from aimcore.api import hardware
 from aimcore.api.crds import aim
 from aimcore.api.kinds import by_kind
+from aimcore.api.types import Obj
 from aimcore.domain.families.models import Model
-from aimcore.domain.families.templates import Template
-from aimcore.domain.views import GPURequirement, TemplateView
+from aimcore.domain.families.templates import GPURequirement, Template
 from tests.helpers import as_overrides
 
-Obj = dict[str, Any]
 AIM = "aim.eai.amd.com"
 TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
 CLUSTER_TEMPLATE = by_kind(AIM, "AIMClusterServiceTemplate")
@@ -70,32 +69,32 @@ def template(spec: Obj, status: Obj | None = None, *, kind: str = "AIMServiceTem
         ),
     ],
 )
-def test_both_spellings_give_the_same_view(released: Obj, seed: Obj) -> None:
+def test_both_spellings_read_the_same(released: Obj, seed: Obj) -> None:
     for kind in ("AIMServiceTemplate", "AIMClusterServiceTemplate"):
         ref = by_kind(AIM, kind)
         new, old = (
-            TemplateView(ref, template(released, kind=kind)),
-            TemplateView(ref, template(seed, kind=kind)),
+            Template(ref, template(released, kind=kind)),
+            Template(ref, template(seed, kind=kind)),
         )
         assert new.gpu == old.gpu
         assert new.cpu == old.cpu
         assert new.resources == old.resources
-        assert hardware.seed_shape(new.spec) == old.spec
+        assert hardware.seed_shape(new.obj["spec"]) == old.obj["spec"]
 
 
 def test_released_gpu_is_a_gpu_requirement() -> None:
-    view = TemplateView(TEMPLATE, template({"hardware": {"gpu": {"model": "MI300X", "requests": 1}}}))
-    assert view.gpu == GPURequirement(model="MI300X", requests=1)
-    assert view.gpu.required
-    assert view.gpu_field == "spec.hardware.gpu"
-    assert TemplateView(TEMPLATE, template({"gpu": GPU})).gpu_field == "spec.gpu"
+    read = Template(TEMPLATE, template({"hardware": {"gpu": {"model": "MI300X", "requests": 1}}}))
+    assert read.gpu == GPURequirement(model="MI300X", requests=1)
+    assert read.gpu.required
+    assert read.gpu_field == "spec.hardware.gpu"
+    assert Template(TEMPLATE, template({"gpu": GPU})).gpu_field == "spec.gpu"
 
 
 def test_cpu_only_released_template_needs_no_gpu() -> None:
-    view = TemplateView(TEMPLATE, template({"hardware": {"cpu": CPU}}))
-    assert not view.gpu.required
-    assert view.cpu == CPU
-    assert view.resources == {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}}
+    read = Template(TEMPLATE, template({"hardware": {"cpu": CPU}}))
+    assert not read.gpu.required
+    assert read.cpu == CPU
+    assert read.resources == {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}}
 
 
 def test_resources_cpu_wins_where_both_agree_and_fills_gaps() -> None:
@@ -103,19 +102,24 @@ def test_resources_cpu_wins_where_both_agree_and_fills_gaps() -> None:
         "hardware": {"cpu": {"requests": "1", "limits": "2"}},
         "resources": {"requests": {"cpu": "1000m"}},
     }
-    view = TemplateView(TEMPLATE, template(spec))
-    assert view.cpu == {"requests": "1000m", "limits": "2"}
-    assert view.resources == {"requests": {"cpu": "1000m"}, "limits": {"cpu": "2"}}
+    read = Template(TEMPLATE, template(spec))
+    assert read.cpu == {"requests": "1000m", "limits": "2"}
+    assert read.resources == {"requests": {"cpu": "1000m"}, "limits": {"cpu": "2"}}
 
 
-def test_views_do_not_share_the_spec() -> None:
+def test_what_a_template_reads_does_not_share_its_spec() -> None:
     tpl = template({"hardware": {"gpu": GPU, "cpu": CPU}, "resources": {"requests": {"memory": "1Gi"}}})
     before = copy.deepcopy(tpl)
-    view = TemplateView(TEMPLATE, tpl)
-    assert view.resources is not None
-    view.resources["requests"]["cpu"] = "99"
-    hardware.seed_shape(view.spec)["gpu"]["requests"] = 9
+    read = Template(TEMPLATE, tpl)
+    resources = read.resources
+    assert resources is not None
+    resources["requests"]["cpu"] = "99"
+    cpu = read.cpu
+    assert cpu is not None
+    cpu["limits"] = "99"
+    hardware.seed_shape(read.obj["spec"])["gpu"]["requests"] = 9
     assert tpl == before
+    assert read.resources == {"requests": {"memory": "1Gi", "cpu": "2"}, "limits": {"cpu": "4"}}
 
 
 # -- both spellings set: they must agree -----------------------------------------------------------------
@@ -271,9 +275,9 @@ def test_derived_template_of_a_released_base_is_written_the_seed_way() -> None:
 def test_resolved_hardware_and_summary(
     spec: Obj, discovered: tuple[str | None, int] | None, resolved: Obj, summary: str
 ) -> None:
-    view = TemplateView(TEMPLATE, template(spec))
-    model, requests = discovered if discovered is not None else (view.gpu.model, view.gpu.requests)
-    out = resolved_hardware(view, model, requests)
+    read = Template(TEMPLATE, template(spec))
+    model, requests = discovered if discovered is not None else (read.gpu.model, read.gpu.requests)
+    out = resolved_hardware(read, model, requests)
     assert out == resolved
     assert hardware_summary(out) == summary
     # a valid AIMHardwareRequirements (at least one of gpu or cpu, a CPU request)

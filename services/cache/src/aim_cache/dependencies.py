@@ -19,7 +19,7 @@ from typing import cast
 from aim_cache import plan
 from aimcore.api.bus.messages import ChangeEvent
 from aimcore.api.crds.base import Resource
-from aimcore.api.kinds import MODEL_CACHE_KINDS, TEMPLATE_CACHE_KINDS, KindRef, by_kind
+from aimcore.api.kinds import MODEL_CACHE_KINDS, TEMPLATE_CACHE_KINDS, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.caches import AnyModelCache, AnyTemplateCache, ModelCache, TemplateCache
 from aimcore.domain.families.llmkube import LLMKubeModel
@@ -54,7 +54,7 @@ def creating_template_caches(event: ChangeEvent, obj: Obj | None, informer: Info
     creator = cache.labels.get(plan.LABEL_TEMPLATE_CACHE) if cache is not None else None
     if not creator:
         return []
-    kind = by_kind(event.object.group, "AIMTemplateCache")
+    kind = TemplateCache.kind(event.object.group)
     ns = event.object.namespace
     return [
         (kind, ns, tc.name)

@@ -47,10 +47,10 @@ from aimcore.api.kinds import (
     PART_OF_VALUE,
     TEMPLATE_CACHE_KINDS,
     KindRef,
-    by_kind,
 )
 from aimcore.api.types import Obj
 from aimcore.domain.cleanup import NotReadyCleanup
+from aimcore.domain.families.base import is_ready, state_of
 from aimcore.domain.families.caches import AnyTemplateCache, CacheSource, ModelCache, TemplateCache
 from aimcore.domain.families.templates import Template
 from aimcore.domain.families.templates import template_kinds as kinds_of
@@ -58,7 +58,6 @@ from aimcore.domain.jobs import JOB_RETRY
 from aimcore.domain.naming import label_value
 from aimcore.domain.runtimeconfig import merge_env, resolution_conditions
 from aimcore.domain.status.rules import dependency_message
-from aimcore.domain.views import is_ready, state_of
 from aimcore.runtime import (
     Children,
     Kube,
@@ -108,7 +107,7 @@ def template_kinds(group: str, scope: str | None) -> list[KindRef]:
 # on delete: the model caches this template cache created that never became ready go with it
 CLEANUP = NotReadyCleanup(
     FINALIZER,
-    "AIMModelCache",
+    ModelCache.kind,
     plan.LABEL_TEMPLATE_CACHE,
     ready=is_ready,
     state=state_of,
@@ -277,7 +276,7 @@ class TemplateCacheReconciler:
         """The model cache for ``source``: the best compatible one, or ``None`` when one was just
         created, or the condition saying the API server refused to create it (for its content:
         not sent again until the template cache or its template changes)."""
-        kind = by_kind(request.ref.group, "AIMModelCache")
+        kind = ModelCache.kind(request.ref.group)
         dedicated = tc.dedicated
         uri = source.uri
         env = merge_env(tc.env, list(source.env))

@@ -33,19 +33,19 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aim_deployer.inference import CacheMount
 from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL
 from aim_deployer.service_view import ServiceView
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.api.kinds import GROUP_AIM, PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import READY_STATES, written
 from aimcore.domain.families.caches import ModelCache, TemplateCache
 from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
-from aimcore.domain.views import AIM
 from aimcore.runtime import Informer, condition
 
 CACHE_READY = "CacheReady"
@@ -82,7 +82,7 @@ def shared_cache_name(template: str, namespace: str) -> str:
 
 
 def _template_field(group: str) -> str:
-    return "templateName" if group == AIM else "templateRef"
+    return "templateName" if group == GROUP_AIM else "templateRef"
 
 
 def find_cache(
@@ -92,7 +92,7 @@ def find_cache(
     scope = "Namespace" if template.ref.namespaced else "Cluster"
     found = [
         tc
-        for tc in TemplateCache.each(informer, by_kind(group, "AIMTemplateCache"), namespace)
+        for tc in TemplateCache.each(informer, TemplateCache.kind(group), namespace)
         if tc.template_name == template.name
         and tc.template_scope in (None, scope)
         and not tc.dedicated
@@ -105,14 +105,14 @@ def find_cache(
 def cache_body(service: ServiceView, template: Template) -> tuple[KindRef, Obj]:
     """The template cache a service makes (env and pull secrets copied as written)."""
     ref = service.ref
-    kind = by_kind(ref.group, "AIMTemplateCache")
+    kind = TemplateCache.kind(ref.group)
     namespace = service.namespace or ""
     env = merge_env(
         merge_env([written(e) for e in template.env], [written(e) for e in template.caching_env]),
         [written(e) for e in service.env],
     )
     body_spec: Obj = {_template_field(ref.group): template.name}
-    if ref.group == AIM:
+    if ref.group == GROUP_AIM:
         body_spec["templateScope"] = "Namespace" if template.ref.namespaced else "Cluster"
         body_spec["mode"] = "Shared"
     if service.storage_class:
@@ -147,7 +147,7 @@ def _reference(tc: TemplateCache) -> Obj:
 
 def mounts_of(informer: Informer, group: str, tc: TemplateCache) -> tuple[CacheMount, ...]:
     out: list[CacheMount] = []
-    if group == AIM:
+    if group == GROUP_AIM:
         entries = tc.model_caches
         for key in sorted(entries):
             entry = entries[key]
@@ -158,7 +158,7 @@ def mounts_of(informer: Informer, group: str, tc: TemplateCache) -> tuple[CacheM
                 path = entry.mount_point or mount_path(entry.model or name)
                 out.append(CacheMount(name, claim, path))
         return tuple(out)
-    kind = by_kind(group, "AIMModelCache")
+    kind = ModelCache.kind(group)
     label = label_value(tc.name)
     for mc in sorted(ModelCache.each(informer, kind, tc.namespace), key=lambda m: m.name):
         if mc.labels.get(TEMPLATE_CACHE_LABEL) != label or mc.state not in READY_STATES:
@@ -174,7 +174,7 @@ def failed_model_caches(
 ) -> list[str]:
     """The failed (or degraded) model caches of a template cache, by name; ``skip_uids``: ones
     already deleted, whose deletion the informer has not seen yet."""
-    kind = by_kind(group, "AIMModelCache")
+    kind = ModelCache.kind(group)
     label = label_value(tc.name)
     listed = {e.name for e in tc.model_caches.values() if e.name}
     out = []
@@ -190,7 +190,7 @@ def lost_claims(
 ) -> list[str]:
     """The claims the InferenceService mounts whose model cache is gone (deleted, or being deleted):
     the volume stays mounted (Kubernetes keeps a claim in use), the cache that made it does not."""
-    kind = by_kind(group, "AIMModelCache")
+    kind = ModelCache.kind(group)
     claimed = {str(mc.claim) for mc in ModelCache.each(informer, kind, namespace) if not mc.deleting}
     return sorted({m.claim for m in mounts if m.claim not in claimed})
 
@@ -210,93 +210,114 @@ def plan_cache(
     template: Template,
     live_mounts: Sequence[CacheMount],
 ) -> CachePlan:
-    ref, namespace = service.ref, service.namespace
+    """The plan for the service's cache: none (``Never``), the template cache to use or to create
+    (:func:`_without_cache`), and what the cache's state means (:class:`_Found`)."""
     mode = service.caching_mode
     if mode == NEVER:
         return CachePlan(
             condition(CACHE_READY, True, "CachingDisabled", "caching.mode is Never: no cache is used")
         )
-    tc = find_cache(informer, ref.group, namespace, template)
-    tname = template.name
+    live = tuple(live_mounts)
+    tc = find_cache(informer, service.ref.group, service.namespace, template)
     if tc is None:
-        if mode == AUTO:
-            if live_mounts:
-                message = f"the template cache of {tname} is gone; keeping the mounted volumes"
-                return CachePlan(condition(CACHE_READY, False, "CacheLost", message), tuple(live_mounts))
-            message = f"no template cache for {tname} (caching.mode Auto does not create one)"
-            return CachePlan(condition(CACHE_READY, True, "NoCache", message))
-        kind, body = cache_body(service, template)
-        reason = "CacheLost" if live_mounts else "CacheCreating"
-        message = f"creating template cache {body['metadata']['name']} for {tname}"
+        return _without_cache(service, template, mode, live)
+    found = _Found(informer, service.ref.group, service.namespace, tc, live)
+    if tc.state in READY_STATES:
+        return found.ready()
+    if tc.state == "Failed":
+        return found.failed()
+    return found.not_ready()
+
+
+def _without_cache(
+    service: ServiceView, template: Template, mode: str, live: tuple[CacheMount, ...]
+) -> CachePlan:
+    """No template cache of the template: ``Auto`` goes on without one (keeping the volumes a lost
+    one left mounted), ``Always`` creates it."""
+    tname = template.name
+    if mode == AUTO:
+        if live:
+            message = f"the template cache of {tname} is gone; keeping the mounted volumes"
+            return CachePlan(condition(CACHE_READY, False, "CacheLost", message), live)
+        message = f"no template cache for {tname} (caching.mode Auto does not create one)"
+        return CachePlan(condition(CACHE_READY, True, "NoCache", message))
+    kind, body = cache_body(service, template)
+    reason = "CacheLost" if live else "CacheCreating"
+    message = f"creating template cache {body['metadata']['name']} for {tname}"
+    return CachePlan(condition(CACHE_READY, False, reason, message), live, wait=not live, create=(kind, body))
+
+
+@dataclass(frozen=True)
+class _Found:
+    """The template cache a service uses, and what its state means for the service: while it is
+    not ready, the volumes mounted now (``live``) stay, and the service waits only without them."""
+
+    informer: Informer
+    group: str
+    namespace: str | None
+    tc: TemplateCache
+    live: tuple[CacheMount, ...]
+
+    @property
+    def reference(self) -> Obj | None:
+        """``status.cache.templateCacheRef`` (the legacy status has none)."""
+        return _reference(self.tc) if self.group == GROUP_AIM else None
+
+    @property
+    def attempts(self) -> int:
+        """Its retries so far (0 or 1), as recorded on the template cache."""
+        return 1 if self.tc.annotations.get(RETRIED_ANNOTATION) else 0
+
+    def _unready(self, reason: str, message: str, *, wait: bool, **extra: Any) -> CachePlan:
+        """Not ready (``reason``): the live volumes kept; ``wait``: do not deploy without them."""
+        extra.setdefault("retry_attempts", self.attempts or None)
         return CachePlan(
             condition(CACHE_READY, False, reason, message),
-            tuple(live_mounts),
-            wait=not live_mounts,
-            create=(kind, body),
+            self.live,
+            wait=wait and not self.live,
+            reference=self.reference,
+            **extra,
         )
-    reference = _reference(tc) if ref.group == AIM else None
-    name = tc.name
-    attempts = 1 if tc.annotations.get(RETRIED_ANNOTATION) else 0
-    state = tc.state
-    if state in READY_STATES:
-        mounts = mounts_of(informer, ref.group, tc)
-        message = f"template cache {name} is ready ({len(mounts)} model cache(s) mounted)"
+
+    def ready(self) -> CachePlan:
+        mounts = mounts_of(self.informer, self.group, self.tc)
+        message = f"template cache {self.tc.name} is ready ({len(mounts)} model cache(s) mounted)"
+        attempts = self.attempts
         return CachePlan(
             condition(CACHE_READY, True, "CacheReady", message),
             mounts,
-            reference=reference,
-            retry_attempts=attempts if ref.group == AIM and attempts else None,
+            reference=self.reference,
+            retry_attempts=attempts if self.group == GROUP_AIM and attempts else None,
         )
-    if state == "Failed":
-        failed = failed_model_caches(informer, ref.group, tc, skip_uids=retried_uids(tc))
-        listed = bool(tc.model_caches)
+
+    def failed(self) -> CachePlan:
+        """The one retry (its failed model caches deleted), then waiting for it; failing again (or
+        with nothing to retry), the service runs without the cache."""
+        tc, name, attempts = self.tc, self.tc.name, self.attempts
+        failed = failed_model_caches(self.informer, self.group, tc, skip_uids=retried_uids(tc))
         if attempts == 0 and failed:
             message = f"template cache {name} failed; retrying once (deleting {', '.join(failed)})"
-            return CachePlan(
-                condition(CACHE_READY, False, "CacheRetrying", message),
-                tuple(live_mounts),
-                wait=not live_mounts,
-                retry=tuple(failed),
-                retry_of=name,
-                reference=reference,
-                retry_attempts=1,
+            return self._unready(
+                "CacheRetrying", message, wait=True, retry=tuple(failed), retry_of=name, retry_attempts=1
             )
-        if not failed and (attempts == 1 or listed):
+        if not failed and (attempts == 1 or bool(tc.model_caches)):
             # retried and not re-created yet, or its failed model caches not seen yet: wait
             why = "is being retried" if attempts else "failed"
             message = f"template cache {name} {why}: {_ready_message(tc)}"
-            return CachePlan(
-                condition(CACHE_READY, False, "CacheRetrying" if attempts else "CacheNotReady", message),
-                tuple(live_mounts),
-                wait=not live_mounts,
-                reference=reference,
-                retry_attempts=attempts or None,
-            )
+            return self._unready("CacheRetrying" if attempts else "CacheNotReady", message, wait=True)
         retried = " after its retry" if attempts else ""
         message = f"template cache {name} failed{retried}: {_ready_message(tc)}; running without it"
-        return CachePlan(
-            condition(CACHE_READY, False, "CacheFailed", message),
-            tuple(live_mounts),
-            reference=reference,
-            retry_attempts=attempts or None,
-        )
-    message = f"template cache {name} is {state.lower()}: {_ready_message(tc)}"
-    lost = lost_claims(informer, ref.group, namespace, live_mounts)
-    if lost:  # a mounted model cache was deleted: the server keeps its volume until a new one is Ready
-        message = (
-            f"the model cache of the mounted volume {', '.join(lost)} was deleted; serving from it "
-            f"until the new one is ready ({message})"
-        )
-        return CachePlan(
-            condition(CACHE_READY, False, "CacheLost", message),
-            tuple(live_mounts),
-            reference=reference,
-            retry_attempts=attempts or None,
-        )
-    return CachePlan(
-        condition(CACHE_READY, False, "CacheNotReady", message),
-        tuple(live_mounts),
-        wait=not live_mounts,
-        reference=reference,
-        retry_attempts=attempts or None,
-    )
+        return self._unready("CacheFailed", message, wait=False)
+
+    def not_ready(self) -> CachePlan:
+        """Filling (or degraded): waited for, unless a mounted model cache was deleted meanwhile
+        (the server keeps its volume until a new one is Ready)."""
+        message = f"template cache {self.tc.name} is {self.tc.state.lower()}: {_ready_message(self.tc)}"
+        lost = lost_claims(self.informer, self.group, self.namespace, self.live)
+        if lost:
+            message = (
+                f"the model cache of the mounted volume {', '.join(lost)} was deleted; serving from it "
+                f"until the new one is ready ({message})"
+            )
+            return self._unready("CacheLost", message, wait=False)
+        return self._unready("CacheNotReady", message, wait=True)

@@ -36,7 +36,6 @@ from aimcore.domain.families.base import Object, StatusCondition
 from aimcore.domain.families.caches import ModelCache, TemplateCache
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import Template
-from aimcore.domain.views import model_kinds
 from aimcore.runtime import (
     Informer,
     ResourceIndexer,
@@ -127,7 +126,7 @@ def template_model_users(event: ChangeEvent, obj: Obj | None, informer: Informer
     ref, model = template.ref, template.model_name
     ns = scope(event)
     targets = indexed(informer, BY_MODEL, model, group=ref.group, namespace=ns, kinds=SERVICE_KINDS)
-    for kind in model_kinds(by_kind(ref.group, "AIMServiceTemplate")):
+    for kind in Model.kinds_for(Template.kind(ref.group)):
         found = Model.get(informer, kind, event.object.namespace, model)
         if found is None:
             continue
@@ -144,11 +143,7 @@ def creating_template_cache(event: ChangeEvent, obj: Obj | None, informer: Infor
     """The template cache that created a model cache (its label names it)."""
     cache = ModelCache.read(informer, changed(event), obj)
     creator = cache.labels.get(TEMPLATE_CACHE_LABEL) if cache is not None else None
-    return (
-        [(by_kind(event.object.group, "AIMTemplateCache"), event.object.namespace, creator)]
-        if creator
-        else []
-    )
+    return [(TemplateCache.kind(event.object.group), event.object.namespace, creator)] if creator else []
 
 
 def predictor_isvc(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iterable[Target]:

@@ -39,19 +39,15 @@ from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.crds.aim import AIMServiceModelCustom
 from aimcore.api.crds.registry import resource_class
 from aimcore.api.imageref import InvalidReference, parse_reference
-from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.api.kinds import GROUP_AIM, PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import written
 from aimcore.domain.families.models import Model, without_empty
 from aimcore.domain.families.runtimeconfigs import RuntimeConfig
+from aimcore.domain.families.templates import Template
+from aimcore.domain.labels import AUTO_GENERATED, ORIGIN_LABEL
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.status.rules import dependency_message
-from aimcore.domain.views import (
-    AIM,
-    AUTO_GENERATED,
-    ORIGIN_LABEL,
-    model_kinds,
-)
 from aimcore.runtime import Informer, condition, owner_reference
 
 MODEL_READY = "ModelReady"
@@ -68,7 +64,7 @@ CREATING_MODEL = "CreatingModel"
 MULTIPLE_MODELS = "MultipleModelsFound"
 INVALID_IMAGE = "InvalidImageReference"
 MODEL_NAME_CONFLICT = "ModelNameConflict"  # the name to create is held by another model
-NAMESPACED_MODEL = by_kind(AIM, "AIMModel")  # custom models are namespaced (either group's kind)
+NAMESPACED_MODEL = Model.kind(GROUP_AIM)  # custom models are namespaced (either group's kind)
 
 _USABLE = ("Ready", "Degraded")
 
@@ -87,7 +83,7 @@ class ModelPlan:
 
 def _lookup_kinds(group: str) -> list[KindRef]:
     """Where a service in a namespace looks models up, namespace first."""
-    return model_kinds(by_kind(group, "AIMServiceTemplate"))
+    return Model.kinds_for(Template.kind(group))
 
 
 def judge(model: Model, how: str) -> ModelPlan:
@@ -136,14 +132,14 @@ def auto_model_name(image: str) -> str:
 
 def _creation_kind(group: str, config: RuntimeConfig | None) -> KindRef:
     scope = config.creation_scope if config is not None else None
-    return by_kind(group, "AIMClusterModel" if scope == "Cluster" else "AIMModel")
+    return Model.kind(group, cluster=scope == "Cluster")
 
 
 def _discovery(group: str, config: RuntimeConfig | None) -> Obj | None:
     auto = config.auto_discovery if config is not None else None
     if auto is None:
         return None
-    if group == AIM:
+    if group == GROUP_AIM:
         return {"extractMetadata": bool(auto), "createServiceTemplates": bool(auto)}
     return {"enabled": bool(auto), "autoCreateTemplates": bool(auto)}
 
@@ -287,7 +283,7 @@ def custom_model_name(kind: KindRef, spec: Mapping[str, Any]) -> str:
 
 def custom_model_of(service: ServiceView, custom: AIMServiceModelCustom) -> tuple[KindRef, Obj]:
     """The kind and spec of the custom model ``service`` asks for (the index names it too)."""
-    return by_kind(service.ref.group, "AIMModel"), custom_model_spec(service, custom)
+    return Model.kind(service.ref.group), custom_model_spec(service, custom)
 
 
 def name_taken(

@@ -15,10 +15,10 @@ from typing import Any
 
 from aimcore.api import hardware
 from aimcore.api.crds import aim, silogen
+from aimcore.api.kinds import GROUP_AIM
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import written
 from aimcore.domain.gpu import GPU_RESOURCE
-from aimcore.domain.views import AIM
 
 __all__ = ["AnyOverrides", "Overrides", "describe_overrides", "overrides_of"]
 
@@ -98,7 +98,7 @@ class Overrides:
         """:meth:`of` a ``spec.overrides`` given as written (in ``group``'s spelling)."""
         if not raw:
             return None
-        model = aim.AIMServiceOverrides if group == AIM else silogen.AIMServiceOverrides
+        model = aim.AIMServiceOverrides if group == GROUP_AIM else silogen.AIMServiceOverrides
         return cls.of(model.model_validate(raw))
 
     @property

@@ -16,15 +16,16 @@ legacy ``Available``). Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+import functools
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from aim_deployer.overrides import Overrides
+from aimcore.api.kinds import GROUP_LEGACY
 from aimcore.api.types import Obj
 from aimcore.domain.families.templates import Template
 from aimcore.domain.gpu import GPU_RESOURCE, normalize_model
-from aimcore.domain.views import LEGACY
 
 __all__ = [
     "AMBIGUOUS",
@@ -280,7 +281,7 @@ def _lost_on(loser: Traits, best: Traits) -> str:
 def _ready(c: Candidate) -> tuple[bool, str]:
     """(ready, the template's status as written, ``Pending`` when unset)."""
     state = c.state
-    ready = "Available" if c.ref.group == LEGACY else "Ready"
+    ready = "Available" if c.ref.group == GROUP_LEGACY else "Ready"
     return state == ready, state
 
 
@@ -308,145 +309,178 @@ def select_template(
 ) -> Selection:
     """Pick the template for a service among ``candidates`` (the caller restricted them to the
     resolved model's templates). ``cluster_gpus`` are the GPU models present on at least one node.
-    See the module docstring and docs/original.md#template-selection for the stages."""
-    cs = list(candidates)
-    verdicts: dict[int, Verdict] = {}
-    traits = [template_traits(c) for c in cs]
+    See the module docstring and docs/original.md#template-selection for the stages: each keeps the
+    candidates it lets through (a verdict for each one it rejects), or ends the selection with the
+    service's outcome."""
+    if not candidates:
+        return Selection(None, OUTCOME_NOT_FOUND, "no templates exist for this model", ())
+    run = _Run(list(candidates))
+    stages: tuple[Callable[[list[int]], list[int] | Selection], ...] = (
+        run.available,
+        functools.partial(run.optimized, allow_unoptimized=allow_unoptimized),
+        functools.partial(run.matching, wanted=_wanted(overrides)),
+        functools.partial(run.placeable, cluster_gpus=cluster_gpus),
+        run.in_scope,
+    )
+    survivors = list(range(len(run.cs)))
+    for stage in stages:
+        outcome = stage(survivors)
+        if isinstance(outcome, Selection):
+            return outcome
+        survivors = outcome
+    return run.ranked(survivors)
 
-    def reject(i: int, reason: str, message: str) -> None:
-        c = cs[i]
-        verdicts[i] = Verdict(c.name, c.ref.kind, c.namespace, reason, message)
 
-    def done(chosen: Candidate | None, reason: str, message: str) -> Selection:
-        return Selection(chosen, reason, message, tuple(verdicts[i] for i in range(len(cs))))
+@dataclass
+class _Run:
+    """One selection under way: the candidates (by index), their traits, the verdicts given so far,
+    and why unoptimized templates were filtered (said again in later outcomes' messages)."""
 
-    def ordered(indices: Sequence[int]) -> list[int]:
+    cs: list[Candidate]
+    traits: list[Traits] = field(init=False)
+    verdicts: dict[int, Verdict] = field(default_factory=dict)
+    hint: str = ""
+
+    def __post_init__(self) -> None:
+        self.traits = [template_traits(c) for c in self.cs]
+
+    def reject(self, i: int, reason: str, message: str) -> None:
+        c = self.cs[i]
+        self.verdicts[i] = Verdict(c.name, c.ref.kind, c.namespace, reason, message)
+
+    def done(self, chosen: Candidate | None, reason: str, message: str) -> Selection:
+        return Selection(chosen, reason, message, tuple(self.verdicts[i] for i in range(len(self.cs))))
+
+    def ordered(self, indices: Iterable[int]) -> list[int]:
         """Indices in a stable order for messages, independent of the caller's order."""
+        cs = self.cs
         return sorted(
             indices, key=lambda i: (cs[i].name, cs[i].namespace or "", cs[i].ref.kind, cs[i].ref.group, i)
         )
 
-    if not cs:
-        return Selection(None, OUTCOME_NOT_FOUND, "no templates exist for this model", ())
+    def with_hint(self, message: str) -> str:
+        return f"{message} ({self.hint})" if self.hint else message
 
-    # 1. availability
-    ready: list[int] = []
-    states: list[str] = []
-    for i, c in enumerate(cs):
-        ok, state = _ready(c)
-        states.append(state)
-        if ok:
-            ready.append(i)
-        else:
-            reject(i, _not_ready_reason(state), f"template status is {state}, not ready")
-    if not ready:
-        listed = [f"{cs[i].name} ({states[i]})" for i in ordered(range(len(cs)))]
-        if all(state == "Failed" for state in states):
-            # the original: not ready, and the service waits (a template may still recover)
-            every = _plural(len(cs), "template", "templates")
-            message = f"no template for this model is ready: all {every} failed: {_listing(listed)}"
-            return done(None, OUTCOME_NOT_READY, message)
-        message = f"no template for this model is ready yet: {_listing(listed)}"
-        return done(None, OUTCOME_NOT_READY, message)
+    # -- the stages, in order -------------------------------------------------------------------
 
-    # 2. optimization
-    unoptimized = 0
-    survivors: list[int] = []
-    for i in ready:
-        kind = traits[i].profile_type
-        if kind == OPTIMIZED or allow_unoptimized:
-            survivors.append(i)
-        else:
-            unoptimized += 1
-            reject(
-                i,
-                UNOPTIMIZED_TEMPLATE_FILTERED,
-                f"profile type is {kind}; set spec.template.allowUnoptimized: true to allow it",
-            )
-    hint = ""
-    if unoptimized:
-        n = unoptimized
-        hint = (
-            f"{_plural(n, 'ready template is', 'ready templates are')} unoptimized or preview and "
-            f"{'was' if n == 1 else 'were'} filtered; set spec.template.allowUnoptimized: true to use "
-            f"{'it' if n == 1 else 'them'}"
-        )
-    if not survivors:
-        return done(None, OUTCOME_UNOPTIMIZED_FILTERED, hint)
-
-    def with_hint(message: str) -> str:
-        return f"{message} ({hint})" if hint else message
-
-    # 3. overrides
-    wanted = _wanted(overrides)
-    if not wanted.empty:
-        matching = []
+    def available(self, survivors: list[int]) -> list[int] | Selection:
+        """1. Only ready templates; none ready: the service waits (a template may still recover)."""
+        ready: list[int] = []
+        states: dict[int, str] = {}
         for i in survivors:
-            problems = _mismatches(traits[i], wanted)
-            if problems:
-                reject(i, SERVICE_OVERRIDES_NOT_MATCHED, "; ".join(problems))
+            ok, state = _ready(self.cs[i])
+            states[i] = state
+            if ok:
+                ready.append(i)
             else:
-                matching.append(i)
-        if not matching:
-            offered = [f"{cs[i].name} ({traits[i].describe()})" for i in ordered(survivors)]
-            message = (
-                f"no ready template matches the overrides ({wanted.describe()}); "
-                f"available: {_listing(offered)}"
-            )
-            return done(None, OUTCOME_OVERRIDES_NOT_MATCHED, with_hint(message))
-        survivors = matching
+                self.reject(i, _not_ready_reason(state), f"template status is {state}, not ready")
+        if ready:
+            return ready
+        listed = [f"{self.cs[i].name} ({states[i]})" for i in self.ordered(survivors)]
+        if all(state == "Failed" for state in states.values()):
+            every = _plural(len(self.cs), "template", "templates")
+            message = f"no template for this model is ready: all {every} failed: {_listing(listed)}"
+            return self.done(None, OUTCOME_NOT_READY, message)
+        message = f"no template for this model is ready yet: {_listing(listed)}"
+        return self.done(None, OUTCOME_NOT_READY, message)
 
-    # 4. GPU presence
-    present = sorted({normalize_model(g) for g in cluster_gpus if g and g.strip()})
-    have = ", ".join(present) if present else "none"
-    placeable = []
-    for i in survivors:
-        gpu = traits[i].gpu_model
-        if gpu is None or gpu in present:
-            placeable.append(i)
-        else:
-            reject(i, REQUIRED_GPU_NOT_IN_CLUSTER, f"needs GPU {gpu}; GPUs in the cluster: {have}")
-    if not placeable:
-        needed = sorted({g for i in survivors if (g := traits[i].gpu_model)})
+    def optimized(self, survivors: list[int], *, allow_unoptimized: bool) -> list[int] | Selection:
+        """2. Only optimized templates, unless the service allows the others."""
+        kept: list[int] = []
+        for i in survivors:
+            kind = self.traits[i].profile_type
+            if kind == OPTIMIZED or allow_unoptimized:
+                kept.append(i)
+            else:
+                message = f"profile type is {kind}; set spec.template.allowUnoptimized: true to allow it"
+                self.reject(i, UNOPTIMIZED_TEMPLATE_FILTERED, message)
+        n = len(survivors) - len(kept)
+        if n:
+            self.hint = (
+                f"{_plural(n, 'ready template is', 'ready templates are')} unoptimized or preview and "
+                f"{'was' if n == 1 else 'were'} filtered; set spec.template.allowUnoptimized: true to use "
+                f"{'it' if n == 1 else 'them'}"
+            )
+        return kept or self.done(None, OUTCOME_UNOPTIMIZED_FILTERED, self.hint)
+
+    def matching(self, survivors: list[int], *, wanted: _Wanted) -> list[int] | Selection:
+        """3. Only templates matching ``spec.overrides`` (all of them when it asks for nothing)."""
+        if wanted.empty:
+            return survivors
+        kept: list[int] = []
+        for i in survivors:
+            problems = _mismatches(self.traits[i], wanted)
+            if problems:
+                self.reject(i, SERVICE_OVERRIDES_NOT_MATCHED, "; ".join(problems))
+            else:
+                kept.append(i)
+        if kept:
+            return kept
+        offered = [f"{self.cs[i].name} ({self.traits[i].describe()})" for i in self.ordered(survivors)]
+        message = (
+            f"no ready template matches the overrides ({wanted.describe()}); available: {_listing(offered)}"
+        )
+        return self.done(None, OUTCOME_OVERRIDES_NOT_MATCHED, self.with_hint(message))
+
+    def placeable(self, survivors: list[int], *, cluster_gpus: Collection[str]) -> list[int] | Selection:
+        """4. Only templates whose GPU model some node has (or that name none)."""
+        present = sorted({normalize_model(g) for g in cluster_gpus if g and g.strip()})
+        have = ", ".join(present) if present else "none"
+        kept: list[int] = []
+        for i in survivors:
+            gpu = self.traits[i].gpu_model
+            if gpu is None or gpu in present:
+                kept.append(i)
+            else:
+                self.reject(i, REQUIRED_GPU_NOT_IN_CLUSTER, f"needs GPU {gpu}; GPUs in the cluster: {have}")
+        if kept:
+            return kept
+        needed = sorted({g for i in survivors if (g := self.traits[i].gpu_model)})
         has = f"the cluster has {have}" if present else "there are no AMD GPUs in the cluster"
         message = f"the eligible templates need GPU {' or '.join(needed)} but {has}"
-        return done(None, OUTCOME_GPU_NOT_IN_CLUSTER, with_hint(message))
-    survivors = placeable
+        return self.done(None, OUTCOME_GPU_NOT_IN_CLUSTER, self.with_hint(message))
 
-    # 5. scope
-    namespaced = [i for i in survivors if cs[i].ref.namespaced]
-    if namespaced:
-        shadowing = _listing([cs[i].name for i in ordered(namespaced)])
+    def in_scope(self, survivors: list[int]) -> list[int]:
+        """5. Namespace-scoped templates shadow the cluster's."""
+        namespaced = [i for i in survivors if self.cs[i].ref.namespaced]
+        if not namespaced:
+            return survivors
+        shadowing = _listing([self.cs[i].name for i in self.ordered(namespaced)])
         for i in survivors:
-            if not cs[i].ref.namespaced:
-                reject(i, CLUSTER_SCOPE_SHADOWED, f"namespace-scoped templates take precedence: {shadowing}")
-        survivors = namespaced
+            if not self.cs[i].ref.namespaced:
+                self.reject(
+                    i, CLUSTER_SCOPE_SHADOWED, f"namespace-scoped templates take precedence: {shadowing}"
+                )
+        return namespaced
 
-    # 6. ranking
-    best_key = min(rank_key(traits[i]) for i in survivors)
-    best = ordered([i for i in survivors if rank_key(traits[i]) == best_key])
-    best_traits = traits[best[0]]
-    tied = len(best) > 1
-    best_names = _listing([cs[i].name for i in best])
-    for i in survivors:
-        if rank_key(traits[i]) != best_key:
-            reject(i, LOWER_PREFERENCE_RANK, f"{_lost_on(traits[i], best_traits)} (best: {best_names})")
-        elif tied:
-            others = _listing([cs[o].name for o in best if o != i])
-            reject(i, AMBIGUOUS, f"ranks the same as {others} ({best_traits.describe()})")
-        else:
-            reject(i, BEST_MATCH, f"best match ({best_traits.describe()})")
-    if tied:
+    def ranked(self, survivors: list[int]) -> Selection:
+        """6. The best ranked template; several ranking the same are ambiguous, not a silent pick."""
+        traits, cs = self.traits, self.cs
+        best_key = min(rank_key(traits[i]) for i in survivors)
+        best = self.ordered([i for i in survivors if rank_key(traits[i]) == best_key])
+        best_traits = traits[best[0]]
+        tied = len(best) > 1
+        best_names = _listing([cs[i].name for i in best])
+        for i in survivors:
+            if rank_key(traits[i]) != best_key:
+                self.reject(
+                    i, LOWER_PREFERENCE_RANK, f"{_lost_on(traits[i], best_traits)} (best: {best_names})"
+                )
+            elif tied:
+                others = _listing([cs[o].name for o in best if o != i])
+                self.reject(i, AMBIGUOUS, f"ranks the same as {others} ({best_traits.describe()})")
+            else:
+                self.reject(i, BEST_MATCH, f"best match ({best_traits.describe()})")
+        if tied:
+            message = (
+                f"{len(best)} templates rank equally ({best_traits.describe()}): "
+                f"{_listing([cs[i].label for i in best])}; set spec.template.name to choose one"
+            )
+            return self.done(None, OUTCOME_AMBIGUOUS, message)
+        chosen = cs[best[0]]
+        why = "the only eligible one" if len(survivors) == 1 else f"ranked best of {len(survivors)} eligible"
         message = (
-            f"{len(best)} templates rank equally ({best_traits.describe()}): "
-            f"{_listing([cs[i].label for i in best])}; set spec.template.name to choose one"
+            f"selected {chosen.label} ({best_traits.describe()}) from "
+            f"{_plural(len(cs), 'candidate', 'candidates')}: {why}"
         )
-        return done(None, OUTCOME_AMBIGUOUS, message)
-
-    chosen = cs[best[0]]
-    why = "the only eligible one" if len(survivors) == 1 else f"ranked best of {len(survivors)} eligible"
-    message = (
-        f"selected {chosen.label} ({best_traits.describe()}) from "
-        f"{_plural(len(cs), 'candidate', 'candidates')}: {why}"
-    )
-    return done(chosen, OUTCOME_SELECTED, message)
+        return self.done(chosen, OUTCOME_SELECTED, message)

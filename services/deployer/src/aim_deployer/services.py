@@ -36,17 +36,16 @@ from aim_deployer.service_view import AnyService, ServiceView
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import DEPLOYMENT, HPA, HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, by_kind
+from aimcore.api.kinds import DEPLOYMENT, GROUP_AIM, HPA, HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.cleanup import NotReadyCleanup
-from aimcore.domain.families.base import written
-from aimcore.domain.families.caches import ModelCache
+from aimcore.domain.families.base import is_ready, state_of, written
+from aimcore.domain.families.caches import ModelCache, TemplateCache
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.runtimeconfigs import RuntimeConfig
 from aimcore.domain.families.templates import Template
 from aimcore.domain.runtimeconfig import propagated_labels, resolution_conditions
-from aimcore.domain.views import AIM, READY_STATES, state_of
 from aimcore.runtime import (
     Children,
     How,
@@ -184,7 +183,7 @@ class ServiceReconciler:
             {"runtimeConfigName": service.runtime_config_name},
         )
         state = Pass(conditions, {})
-        if ref.group == AIM:  # the legacy group's API has no status.runtime
+        if ref.group == GROUP_AIM:  # the legacy group's API has no status.runtime
             state.fields["runtime"] = self._runtime(request, service)
         if resolved is None:
             state.conditions += [
@@ -193,7 +192,7 @@ class ServiceReconciler:
             state.conditions += waiting_for("RuntimeConfig", "")
             return await self._report(request, state)
         config = RuntimeConfig.of(ref.group, resolved)
-        if ref.group == AIM:
+        if ref.group == GROUP_AIM:
             state.fields["resolvedRuntimeConfig"] = config.reference()
 
         model = await self._model(request, service, state, config)
@@ -244,7 +243,7 @@ class ServiceReconciler:
                 await request.decide("create-model", plan.condition.reason, plan.condition.message)
         if plan.join is not None:
             await sharing.co_own(self.kube, request, plan.join)
-        field = "resolvedModel" if request.ref.group == AIM else "resolvedImage"
+        field = "resolvedModel" if request.ref.group == GROUP_AIM else "resolvedImage"
         if plan.model is not None and plan.usable:
             state.fields[field] = plan.model.reference()
             return plan.model
@@ -317,7 +316,7 @@ class ServiceReconciler:
             await request.decide("create-template-cache", plan.condition.reason, plan.condition.message)
         if plan.retry:
             await self._retry_cache(request, plan)
-        if request.ref.group == AIM:
+        if request.ref.group == GROUP_AIM:
             cache: dict[str, Any] = {}
             if plan.reference is not None:
                 cache["templateCacheRef"] = plan.reference
@@ -331,7 +330,7 @@ class ServiceReconciler:
         retry is recorded on the template cache itself, so no stale read of this service's status
         can grant a second one."""
         assert plan.retry_of is not None
-        kind = by_kind(request.ref.group, "AIMModelCache")
+        kind = ModelCache.kind(request.ref.group)
         found = (ModelCache.get(request.informer, kind, request.namespace, name) for name in plan.retry)
         uids = sorted(mc.uid or "" if mc is not None else "" for mc in found)
         retried = {
@@ -339,7 +338,7 @@ class ServiceReconciler:
             caching.RETRIED_UIDS_ANNOTATION: ",".join(u for u in uids if u),
         }
         await self.kube.patch(
-            by_kind(request.ref.group, "AIMTemplateCache"),
+            TemplateCache.kind(request.ref.group),
             request.namespace,
             plan.retry_of,
             {"metadata": {"annotations": retried}},
@@ -479,7 +478,7 @@ class ServiceReconciler:
 
     async def _report(self, request: Req, state: Pass) -> Result | None:
         fields = dict(state.fields)
-        if request.ref.group != AIM:
+        if request.ref.group != GROUP_AIM:
             fields = {
                 k: v for k, v in fields.items() if k in ("resolvedImage", "resolvedTemplate", "routing")
             }
@@ -489,9 +488,9 @@ class ServiceReconciler:
     async def _finalize(self, request: Req) -> None:
         cleanup = NotReadyCleanup(
             FINALIZER,
-            "AIMTemplateCache",
+            TemplateCache.kind,
             routing.SERVICE_LABEL,
-            ready=lambda tc: state_of(tc) in READY_STATES,
+            ready=is_ready,
             state=state_of,
             noun="template cache",
             along="the service",

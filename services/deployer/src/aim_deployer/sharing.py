@@ -11,7 +11,6 @@ from typing import Any
 
 from aim_deployer.model_resolution import CUSTOM_LABEL
 from aim_deployer.service_view import AnyService
-from aimcore.api.kinds import by_kind
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import Object
 from aimcore.domain.families.models import Model
@@ -46,7 +45,7 @@ async def release_custom_models(kube: Kube, request: Request[AnyService], keep: 
     model left without owners is deleted (with its templates), one still used by others only
     loses this owner reference."""
     uid = request.resource.metadata.uid
-    kind = by_kind(request.ref.group, "AIMModel")
+    kind = Model.kind(request.ref.group)
     for model in Model.each(request.informer, kind, request.namespace):
         owners = model.resource.metadata.owner_references or []
         index = next((i for i, o in enumerate(owners) if o.uid == uid), None)

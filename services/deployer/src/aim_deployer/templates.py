@@ -33,14 +33,14 @@ from aim_deployer.selection import (
 from aim_deployer.service_view import ServiceView
 from aimcore.api import hardware
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
+from aimcore.api.kinds import GROUP_AIM, PART_OF_LABEL, PART_OF_VALUE, KindRef, by_kind
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import written
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import Template, template_kinds
+from aimcore.domain.labels import ORIGIN_LABEL
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.status.rules import dependency_message
-from aimcore.domain.views import AIM, ORIGIN_LABEL
 from aimcore.runtime import Informer, condition, owner_reference
 
 TEMPLATE_READY = "TemplateReady"
@@ -145,7 +145,7 @@ def derived_spec(group: str, base: Template, overrides: Overrides, model_name: s
     if overrides.precision:
         spec["precision"] = overrides.precision
     model, count = overrides.gpu_model, overrides.gpu_count
-    if group == AIM:
+    if group == GROUP_AIM:
         spec["modelName"] = model_name
         gpu = dict(spec.get("gpu") or {})
         if model:
@@ -181,7 +181,7 @@ class Ask:
 def plan_derived(ask: Ask, base: Template, overrides: Overrides) -> TemplatePlan:
     informer, service, model_name = ask.informer, ask.service, ask.model_name
     ref, namespace = service.ref, service.namespace
-    kind = by_kind(ref.group, "AIMServiceTemplate")
+    kind = Template.kind(ref.group)
     name = derived_template_name(base.name, overrides)
     why = f"derived from {base.label} with overrides {overrides.describe()}:"
     existing = Template.get(informer, kind, namespace, name)

@@ -23,7 +23,6 @@ from aimcore.api.kinds import (
     RUNTIME_CONFIG_KINDS,
     TEMPLATE_CACHE_KINDS,
     TEMPLATE_KINDS,
-    twins,
 )
 from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
@@ -35,7 +34,7 @@ from aimcore.runtime import (
     any_of,
     by_index,
     dispatch,
-    every,
+    filed,
     run_controller,
     run_service,
     through,
@@ -71,15 +70,18 @@ def controller(ctx: ServiceContext, slots: Slots) -> Controller:
             *Watch.each(TEMPLATE_KINDS, template_models),
             *Watch.each(MODEL_KINDS, by_index(deps.MODEL_NAME_INDEX)),
             *Watch.each(RUNTIME_CONFIG_KINDS, config_users),
-            Watch(NODE, deps.GpuChanges(every(*TEMPLATE_KINDS, where=deps.needs_gpu))),
+            Watch(NODE, deps.GpuChanges(filed(deps.GPU_INDEX, deps.NEEDS_GPU, *TEMPLATE_KINDS))),
             Watch(JOB, deps.job_template_of),
             Watch(POD, through(to_owners(JOB), deps.job_template_of)),
-            *Watch.each(TEMPLATE_CACHE_KINDS, to_owners(*twins("AIMServiceTemplate"), same_group=True)),
+            *Watch.each(
+                TEMPLATE_CACHE_KINDS, to_owners(*(k for k in TEMPLATE_KINDS if k.namespaced), same_group=True)
+            ),
         ],
         indexers={
             deps.MODEL_NAME_INDEX: deps.model_name,
             deps.RUNTIME_CONFIG_INDEX: deps.runtime_config,
             deps.DEFAULT_TEMPLATE_INDEX: deps.default_template,
+            deps.GPU_INDEX: deps.needs_gpu,
         },
         composer=AIM_STATUS,
     )

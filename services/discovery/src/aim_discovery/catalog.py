@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aimcore.api.crds.aim import AIMCustomTemplate
-from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.kinds import GROUP_AIM, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import written
 from aimcore.domain.families.models import Model
+from aimcore.domain.families.templates import Template
+from aimcore.domain.labels import AUTO_GENERATED, MODEL_LABEL, ORIGIN_LABEL
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
-from aimcore.domain.views import AIM, AUTO_GENERATED, MODEL_LABEL, ORIGIN_LABEL
 from aimcore.runtime import child_labels, owner_reference
 
 ALIAS_LABEL = "aim.eai.amd.com/template.alias"
@@ -35,7 +36,7 @@ _METRIC_SHORT = {"latency": "lat", "throughput": "thr"}
 
 def template_kind(model: KindRef) -> KindRef:
     """The template kind a model creates (same group, same scope)."""
-    return by_kind(model.group, "AIMServiceTemplate" if model.namespaced else "AIMClusterServiceTemplate")
+    return Template.kind(model.group, cluster=not model.namespaced)
 
 
 def templates_condition(model: KindRef) -> str:
@@ -153,7 +154,7 @@ def _template_spec(
     gpu = hardware.get("gpu") if isinstance(hardware.get("gpu"), Mapping) else None
     cpu = hardware.get("cpu") if isinstance(hardware.get("cpu"), Mapping) else None
     runtime_config = model.runtime_config_name
-    if model.ref.group == AIM:
+    if model.ref.group == GROUP_AIM:
         out["modelName"] = model.name
         if released and (gpu or cpu):
             out["hardware"] = {
@@ -185,9 +186,9 @@ def _template_spec(
         out["resources"] = resources
     if runtime_config:
         out["runtimeConfigName"] = runtime_config
-    if (model.ref.group == AIM or model.ref.namespaced) and model.pull_secrets:
+    if (model.ref.group == GROUP_AIM or model.ref.namespaced) and model.pull_secrets:
         out["imagePullSecrets"] = [{"name": s} for s in model.pull_secrets]
-    if model.ref.group == AIM and model.service_account:
+    if model.ref.group == GROUP_AIM and model.service_account:
         out["serviceAccountName"] = model.service_account
     return out
 

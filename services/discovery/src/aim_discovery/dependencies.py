@@ -10,7 +10,7 @@ of its dependency mapping that are discovery's own (the general ones are the run
   its namespace), and a cluster config the namespace configs of its name
   (:func:`namespace_configs_named_alike`: their status says what they merge over);
 - a Node change that touches ``amd.com/`` labels or resources (:class:`GpuChanges`) wakes every
-  template needing a GPU (:func:`needs_gpu`);
+  template needing a GPU (filed under :data:`NEEDS_GPU` by :data:`needs_gpu`);
 - a discovery Job, or its Pod, wakes the template that runs it (:func:`job_template_of`);
 - a template's AIMTemplateCache wakes that template (``status.resolvedCache`` names its uid).
 """
@@ -23,18 +23,20 @@ from typing import cast
 from aim_discovery.template_jobs import job_template
 from aimcore.api.bus.messages import ChangeEvent, ChangeType
 from aimcore.api.crds.base import Resource
-from aimcore.api.kinds import MODEL_KINDS, TEMPLATE_KINDS, KindRef, by_kind
+from aimcore.api.kinds import MODEL_KINDS, TEMPLATE_KINDS, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.families.models import AnyModel, Model
+from aimcore.domain.families.runtimeconfigs import RuntimeConfig
 from aimcore.domain.families.templates import AnyTemplate, Template
 from aimcore.domain.runtimeconfig import DEFAULT_NAME
-from aimcore.domain.views import TemplateView, model_kinds
 from aimcore.runtime import Informer, Mapper, ResourceIndexer, Target, changed, resource_indexer
 
 MODEL_NAME_INDEX = "model-name"
 RUNTIME_CONFIG_INDEX = "runtime-config"
 DEFAULT_TEMPLATE_INDEX = "default-template"
+GPU_INDEX = "needs-gpu"
+NEEDS_GPU = "gpu"
 
 
 # -- indexes ---------------------------------------------------------------------------------------
@@ -71,6 +73,15 @@ runtime_config: ResourceIndexer = resource_indexer(_runtime_config, (*MODEL_KIND
 """Index: the runtime config a model or template resolves (``default`` when it names none)."""
 
 
+def _needs_gpu(ref: KindRef, obj: Obj, resource: Resource) -> Iterable[str]:
+    return [NEEDS_GPU] if Template(ref, obj, cast(AnyTemplate, resource)).gpu.required else []
+
+
+needs_gpu: ResourceIndexer = resource_indexer(_needs_gpu, TEMPLATE_KINDS)
+"""Index: the templates that need a GPU, under :data:`NEEDS_GPU` (a Node's GPUs change whether
+they can run), kept as templates are stored rather than read from each at every Node change."""
+
+
 # -- mappers ---------------------------------------------------------------------------------------
 
 
@@ -84,7 +95,7 @@ def named_model(event: ChangeEvent, obj: Obj | None, informer: Informer) -> Iter
         return []
     name = template.model_name
     targets: list[Target] = []
-    for kind in model_kinds(ref):
+    for kind in Model.kinds_for(ref):
         ns = event.object.namespace if kind.namespaced else None
         if kind.namespaced == ref.namespaced and informer.get(kind, ns, name) is not None:
             targets.append((kind, ns, name))
@@ -98,7 +109,7 @@ def namespace_configs_named_alike(
     ref = changed(event)
     if ref.namespaced:
         return []
-    namespaced = by_kind(ref.group, "AIMRuntimeConfig")
+    namespaced = RuntimeConfig.kind(ref.group)
     return [
         (namespaced, config["metadata"].get("namespace"), event.object.name)
         for config in informer.list(namespaced)
@@ -110,10 +121,6 @@ def job_template_of(event: ChangeEvent, obj: Obj | None, informer: Informer) -> 
     """The template a discovery Job runs for."""
     found = job_template(obj) if obj is not None else None
     return [found] if found else []
-
-
-def needs_gpu(kind: KindRef, template: Obj) -> bool:
-    return TemplateView(kind, template).gpu.required
 
 
 class GpuChanges:

@@ -56,6 +56,7 @@ from aimcore.api.kinds import SECRET, KindRef
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.runtimeconfigs import RuntimeConfig
 from aimcore.domain.families.templates import Template, template_kinds
+from aimcore.domain.labels import MODEL_LABEL
 from aimcore.domain.oci import (
     OCI_ERRORS,
     AddressNotAllowed,
@@ -80,7 +81,6 @@ from aimcore.domain.runtimeconfig import (
     propagated_labels,
     resolve,
 )
-from aimcore.domain.views import MODEL_LABEL
 from aimcore.runtime import (
     ApiException,
     Children,
@@ -233,9 +233,9 @@ def default_template_missing(informer: Informer, ref: KindRef, model: Model) -> 
     if found is not None and not found.deleting:
         return None
     where = (
-        f"AIMServiceTemplate in namespace {model.namespace} or AIMClusterServiceTemplate"
+        f"{namespaced.kind} in namespace {model.namespace} or {cluster.kind}"
         if model.namespace
-        else "AIMClusterServiceTemplate"
+        else cluster.kind
     )
     return (
         f"spec.defaultServiceTemplate {default!r} names no {where}: services using this model "

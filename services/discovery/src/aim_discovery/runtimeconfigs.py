@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from aimcore.api.bus.messages import ConditionReport
+from aimcore.domain.families.runtimeconfigs import RuntimeConfig
 from aimcore.domain.pathtemplate import check_template, quote_template
-from aimcore.domain.runtimeconfig import ENGINE_ARGS, config_kinds, glob_error, migrate_deprecated
+from aimcore.domain.runtimeconfig import ENGINE_ARGS, glob_error, migrate_deprecated
 from aimcore.runtime import Request, Result
 
 READY = "Ready"
@@ -60,7 +61,7 @@ async def reconcile(request: Request) -> Result | None:
     found = problems(spec)
     name = request.name
     if request.ref.namespaced:
-        cluster = request.informer.get(config_kinds(request.ref.group).cluster, None, name)
+        cluster = request.informer.get(RuntimeConfig.kind(request.ref.group, cluster=True), None, name)
         scope = (
             f"merged over AIMClusterRuntimeConfig {name} (namespace values win)"
             if cluster is not None

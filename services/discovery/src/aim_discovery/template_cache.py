@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aim_discovery.catalog import TEMPLATE_CONTROLLER
-from aimcore.api.kinds import by_kind
+from aimcore.api.kinds import GROUP_AIM
+from aimcore.domain.families import caches
 from aimcore.domain.families.base import written
 from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import label_value
-from aimcore.domain.views import AIM
 from aimcore.runtime import Children, Refusal, Request, child_labels, contains, owner_reference
 
 
@@ -32,9 +32,9 @@ class TemplateCache:
         """``caching.enabled`` on a namespaced template: its AIMTemplateCache, named like it."""
         if not (request.ref.namespaced and template.caching_enabled):
             return
-        kind = by_kind(request.ref.group, "AIMTemplateCache")
+        kind = caches.TemplateCache.kind(request.ref.group)
         spec: dict[str, Any]
-        if request.ref.group == AIM:
+        if request.ref.group == GROUP_AIM:
             spec = {"templateName": template.name, "templateScope": "Namespace", "mode": "Shared"}
             if sources:
                 spec["modelSources"] = [dict(s) for s in sources]

@@ -42,8 +42,7 @@ from aimcore.domain import jobs
 from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import label_value
-from aimcore.domain.runtimeconfig import Resolved, merge_env
-from aimcore.domain.views import secret_names
+from aimcore.domain.runtimeconfig import Resolved, merge_env, secret_names
 from aimcore.runtime import (
     ApiException,
     Children,

@@ -24,7 +24,8 @@ the conditions and the report :mod:`aim_discovery.template_status`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aim_discovery.catalog import model_condition
@@ -43,19 +44,20 @@ from aim_discovery.template_status import (
     resolved_hardware,
 )
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import NODE, KindRef
+from aimcore.api.kinds import GROUP_AIM, NODE, KindRef
+from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.families.models import Model
-from aimcore.domain.families.templates import Template
+from aimcore.domain.families.templates import GPURequirement, Template
 from aimcore.domain.outbound import ADDRESS_NOT_ALLOWED, OutboundPolicy, literal_env, source_refusal
 from aimcore.domain.runtimeconfig import (
     CONFIG_NOT_FOUND,
     RUNTIME_CONFIG_READY,
     ConfigNotFound,
+    Resolved,
     resolve,
 )
-from aimcore.domain.views import AIM, GPURequirement, model_kinds
-from aimcore.runtime import Children, Kube, Request, Result
+from aimcore.runtime import Children, Informer, Kube, Request, Result
 
 
 class TemplateReconciler:
@@ -77,77 +79,121 @@ class TemplateReconciler:
         self.jobs = DiscoveryJobs(kube, system_namespace, slots, children, self.cache, clock)
 
     async def reconcile(self, request: Request) -> Result | None:
+        """The steps of the module docstring in order; a step that stops the reconcile says why,
+        and that is reported (the writes are the template cache's and the discovery Jobs')."""
+        run = _Pass.of(request)
+        config = run.runtime_config()
+        if config is None or not run.sources_allowed(self.policy):
+            return await run.report()
+        model = run.model()
+        if model is None or not run.gpu_available():
+            return await run.report()
+        sources = run.inline_sources(model)
+        if sources:
+            await self.cache.ensure(request, run.template, sources, run.fields)
+            return await run.report()
+        return await self.jobs.discover(request, run.template, model, config, run.conditions, run.fields)
+
+
+@dataclass
+class _Pass:
+    """One reconcile of a template up to its model sources: each step reads what it needs (the
+    informer, the Node inventory), adds its conditions and status fields, and a step that ends
+    the reconcile says why (``stopped``: the decision's action, reason and message)."""
+
+    request: Request
+    template: Template
+    conditions: list[ConditionReport]
+    fields: dict[str, Any]
+    stopped: tuple[str, str, str] | None = None
+
+    @classmethod
+    def of(cls, request: Request) -> _Pass:
         template = Template.of_request(request)
-        requirement = template.gpu
-        conditions: list[ConditionReport] = []
+        gpu = template.gpu
         # what the spec asks for, until discovery says otherwise (every template has it, CPU-only too)
-        fields: dict[str, Any] = {
-            "resolvedHardware": resolved_hardware(template, requirement.model, requirement.requests)
-        }
+        fields: dict[str, Any] = {"resolvedHardware": resolved_hardware(template, gpu.model, gpu.requests)}
+        return cls(request, template, [], fields)
+
+    async def report(self) -> Result | None:
+        """Report where the reconcile stopped (nothing to requeue: a change of what it waits for
+        wakes it)."""
+        assert self.stopped is not None
+        await report(self.request, self.conditions, self.fields, *self.stopped)
+        return None
+
+    def _invalid(self, *reports: ConditionReport) -> None:
+        """``reports`` (a ``ConfigValid=False`` among them) in place of what was said of validity."""
+        self.conditions = [c for c in self.conditions if c.type != CONFIG_VALID] + list(reports)
+
+    def runtime_config(self) -> Resolved | None:
+        """1. The runtime config; a named one that does not exist makes the spec invalid."""
         try:
-            wanted = {"runtimeConfigName": template.runtime_config_name}
-            config = resolve(request.informer.get, request.ref.group, template.namespace, wanted)
+            wanted = {"runtimeConfigName": self.template.runtime_config_name}
+            config = resolve(
+                self.request.informer.get, self.request.ref.group, self.template.namespace, wanted
+            )
         except ConfigNotFound as exc:
             message = str(exc)
-            conditions = [
+            self.conditions = [
                 ConditionReport(
                     type=RUNTIME_CONFIG_READY, status="False", reason=CONFIG_NOT_FOUND, message=message
                 ),
-                ConditionReport(
-                    type=CONFIG_VALID, status="False", reason="ReferenceNotFound", message=message
-                ),
+                _not_valid("ReferenceNotFound", message),
             ]
-            await report(request, conditions, fields, "reject", CONFIG_NOT_FOUND, message)
+            self.stopped = ("reject", CONFIG_NOT_FOUND, message)
             return None
         reason, message = config.condition_reason()
-        conditions.append(
+        self.conditions.append(
             ConditionReport(type=RUNTIME_CONFIG_READY, status="True", reason=reason, message=message)
         )
-        fields["resolvedRuntimeConfig"] = config.reference()
-        sources = template.written_sources
-        refused = source_refusal(sources, literal_env(template.written_env), self.policy)
-        if refused is not None:  # the inference container would fetch them there (issue 24)
-            conditions.append(
-                ConditionReport(
-                    type=CONFIG_VALID, status="False", reason=ADDRESS_NOT_ALLOWED, message=refused
-                )
-            )
-            await report(request, conditions, fields, "reject", ADDRESS_NOT_ALLOWED, refused)
-            return None
-        conditions.append(ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"))
+        self.fields["resolvedRuntimeConfig"] = config.reference()
+        return config
 
-        found = self.find_model(template, request)
-        model_cond = model_condition(request.ref)
-        if found is None:
+    def sources_allowed(self, policy: OutboundPolicy) -> bool:
+        """Inline sources at an address the outbound policy refuses make the spec invalid: the
+        inference container would fetch them there (issue 24)."""
+        template = self.template
+        refused = source_refusal(template.written_sources, literal_env(template.written_env), policy)
+        if refused is not None:
+            self.conditions.append(_not_valid(ADDRESS_NOT_ALLOWED, refused))
+            self.stopped = ("reject", ADDRESS_NOT_ALLOWED, refused)
+            return False
+        self.conditions.append(ConditionReport(type=CONFIG_VALID, status="True", reason="ConfigurationValid"))
+        return True
+
+    def model(self) -> Model | None:
+        """2. The model, the namespace's first; a missing one is ``ReferenceNotFound`` with
+        ``ConfigValid=False``, as the original's missing upstream object (the template fails until
+        the model appears); the component keeps ``ModelNotFound``."""
+        ref, template = self.request.ref, self.template
+        model_cond = model_condition(ref)
+        kinds = Model.kinds_for(ref)
+        model = _find_model(self.request.informer, kinds, template)
+        if model is None:
             where = " or ".join(
-                f"{k.kind}" + (f" in namespace {template.namespace}" if k.namespaced else "")
-                for k in model_kinds(request.ref)
+                f"{k.kind}" + (f" in namespace {template.namespace}" if k.namespaced else "") for k in kinds
             )
             message = f"Model {template.model_name!r} not found (looked for {where})"
-            # the original: a missing upstream object is ReferenceNotFound with ConfigValid=False (the
-            # template fails until the model appears); the component keeps ModelNotFound
-            conditions = [c for c in conditions if c.type != CONFIG_VALID]
-            conditions += [
-                ConditionReport(type=model_cond, status="False", reason=MODEL_NOT_FOUND, message=message),
-                ConditionReport(
-                    type=CONFIG_VALID, status="False", reason="ReferenceNotFound", message=message
-                ),
-            ]
-            fields[_model_field(request.ref)] = None
-            await report(request, conditions, fields, "resolve-model", MODEL_NOT_FOUND, message)
-            return None
-        model = found
-        conditions.append(
-            ConditionReport(
-                type=model_cond,
-                status="True",
-                reason=MODEL_FOUND,
-                message=f"Using {model.ref.kind} {model.name} (image {model.image})",
+            missing = ConditionReport(
+                type=model_cond, status="False", reason=MODEL_NOT_FOUND, message=message
             )
+            self._invalid(missing, _not_valid("ReferenceNotFound", message))
+            self.fields[_model_field(ref)] = None
+            self.stopped = ("resolve-model", MODEL_NOT_FOUND, message)
+            return None
+        message = f"Using {model.ref.kind} {model.name} (image {model.image})"
+        self.conditions.append(
+            ConditionReport(type=model_cond, status="True", reason=MODEL_FOUND, message=message)
         )
-        fields[_model_field(request.ref)] = model.reference()
+        self.fields[_model_field(ref)] = model.reference()
+        return model
 
-        inventory = gpus.inventory(request.informer.list(NODE))
+    def gpu_available(self) -> bool:
+        """3. The GPU it needs on some node (``NotAvailable`` without: no Job runs); an unparsable
+        ``minVram`` is the spec's fault, not the cluster's."""
+        requirement = self.template.gpu
+        inventory = gpus.inventory(self.request.informer.list(NODE))
         try:
             check = gpus.check_gpu(
                 model=requirement.model,
@@ -155,16 +201,15 @@ class TemplateReconciler:
                 min_vram=requirement.min_vram,
                 inventory=inventory,
             )
-        except ValueError as exc:  # an unparsable minVram: the spec is wrong, not the cluster
-            message = f"{template.gpu_field}: {exc}"
-            conditions = [c for c in conditions if c.type != CONFIG_VALID]
-            conditions += [
-                ConditionReport(type=CONFIG_VALID, status="False", reason="InvalidSpec", message=message),
+        except ValueError as exc:
+            message = f"{self.template.gpu_field}: {exc}"
+            self._invalid(
+                _not_valid("InvalidSpec", message),
                 ConditionReport(type=GPU_READY, status="False", reason="InvalidSpec", message=message),
-            ]
-            await report(request, conditions, fields, "reject", "InvalidSpec", message)
-            return None
-        conditions.append(
+            )
+            self.stopped = ("reject", "InvalidSpec", message)
+            return False
+        self.conditions.append(
             ConditionReport(
                 type=GPU_READY,
                 status="True" if check.available else "False",
@@ -173,51 +218,54 @@ class TemplateReconciler:
             )
         )
         if check.required and not check.available:
-            await report(request, conditions, fields, "gpu", check.reason, check.message)
-            return None
+            self.stopped = ("gpu", check.reason, check.message)
+            return False
+        return True
 
-        sources = template.written_sources or (model.written_sources if request.ref.group != AIM else [])
-        if sources:
-            fields["modelSources"] = sources
-            fields["profile"] = _spec_profile(template, requirement)
-            conditions.append(
-                ConditionReport(
-                    type=DISCOVERED,
-                    status="True",
-                    reason=INLINE_SOURCES,
-                    # the original's message, exactly (automation matches it); how many sources and
-                    # that no Job runs are status.modelSources and the audit decision below
-                    message=INLINE_SOURCES_MESSAGE,
-                )
+    def inline_sources(self, model: Model) -> list[Obj]:
+        """4. Sources given in the spec (a legacy template of a custom model: the model's) are used
+        as they are: no discovery Job."""
+        template = self.template
+        sources = template.written_sources or (
+            model.written_sources if self.request.ref.group != GROUP_AIM else []
+        )
+        if not sources:
+            return []
+        self.fields["modelSources"] = sources
+        self.fields["profile"] = _spec_profile(template, template.gpu)
+        self.conditions.append(
+            ConditionReport(
+                type=DISCOVERED,
+                status="True",
+                reason=INLINE_SOURCES,
+                # the original's message, exactly (automation matches it); how many sources and
+                # that no Job runs are status.modelSources and the audit decision
+                message=INLINE_SOURCES_MESSAGE,
             )
-            await self.cache.ensure(request, template, sources, fields)
-            await report(
-                request,
-                conditions,
-                fields,
-                "discovery",
-                INLINE_SOURCES,
-                f"{len(sources)} model source(s) given in the spec; no discovery job",
-            )
-            return None
-
-        return await self.jobs.discover(request, template, model, config, conditions, fields)
-
-    # -- model lookup ---------------------------------------------------------------------------
-
-    def find_model(self, template: Template, request: Request) -> Model | None:
-        for kind in model_kinds(request.ref):
-            found = Model.get(request.informer, kind, template.namespace, template.model_name)
-            if found is not None:
-                return found
-        return None
+        )
+        message = f"{len(sources)} model source(s) given in the spec; no discovery job"
+        self.stopped = ("discovery", INLINE_SOURCES, message)
+        return sources
 
 
 # -- helpers ---------------------------------------------------------------------------------------
 
 
+def _not_valid(reason: str, message: str) -> ConditionReport:
+    return ConditionReport(type=CONFIG_VALID, status="False", reason=reason, message=message)
+
+
+def _find_model(informer: Informer, kinds: Sequence[KindRef], template: Template) -> Model | None:
+    """The model the template names, of the first of ``kinds`` that has it."""
+    for kind in kinds:
+        found = Model.get(informer, kind, template.namespace, template.model_name)
+        if found is not None:
+            return found
+    return None
+
+
 def _model_field(ref: KindRef) -> str:
-    return "resolvedModel" if ref.group == AIM else "resolvedImage"
+    return "resolvedModel" if ref.group == GROUP_AIM else "resolvedImage"
 
 
 def _spec_profile(template: Template, requirement: GPURequirement) -> dict[str, Any]:

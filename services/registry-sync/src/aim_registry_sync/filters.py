@@ -32,6 +32,9 @@ from aim_registry_sync.versions import InvalidRange, Range, parse_version
 from aimcore.api.crds.aim import AIMClusterModelSourceSpec, ModelSourceFilter
 from aimcore.api.errors import AimError
 from aimcore.api.imageref import DOCKER_HUB, InvalidReference, check_repository, normalize_registry
+from aimcore.api.kinds import GROUP_AIM
+from aimcore.domain.families.models import Model
+from aimcore.domain.labels import AUTO_GENERATED, ORIGIN_LABEL
 from aimcore.domain.naming import derived_name
 
 DEFAULT_SYNC_INTERVAL = 3600.0
@@ -187,8 +190,6 @@ def order_tags(tags: Iterable[str]) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 SOURCE_LABEL = "aim.eai.amd.com/model-source"
-ORIGIN_LABEL = "aim.eai.amd.com/origin"
-ORIGIN_AUTO = "auto-generated"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "aim-registry-sync"
 REGISTRY_ANNOTATION = "aim.eai.amd.com/source-registry"
@@ -222,17 +223,18 @@ class Image:
 
 def model_body(image: Image, source_label: str, pull_secrets: Sequence[str]) -> dict[str, object]:
     """The AIMClusterModel a source creates for ``image``."""
+    kind = Model.kind(GROUP_AIM, cluster=True)
     spec: dict[str, object] = {"image": image.uri}
     if pull_secrets:
         spec["imagePullSecrets"] = [{"name": n} for n in pull_secrets]
     return {
-        "apiVersion": "aim.eai.amd.com/v1alpha1",
-        "kind": "AIMClusterModel",
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
         "metadata": {
             "name": image.model_name,
             "labels": {
                 SOURCE_LABEL: source_label,
-                ORIGIN_LABEL: ORIGIN_AUTO,
+                ORIGIN_LABEL: AUTO_GENERATED,
                 MANAGED_BY_LABEL: MANAGED_BY,
             },
             "annotations": {

@@ -39,7 +39,7 @@ from aimcore.api.backoff import Backoff, Jitter, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.crds.aim import AIMClusterModelSource
 from aimcore.api.errors import AimError
-from aimcore.api.kinds import SECRET, by_kind
+from aimcore.api.kinds import GROUP_AIM, SECRET
 from aimcore.domain.families.models import Model
 from aimcore.domain.naming import label_value
 from aimcore.domain.oci import (
@@ -59,7 +59,7 @@ from aimcore.runtime.composer import rfc3339
 
 log = logging.getLogger(__name__)
 
-AIMCLUSTERMODEL = by_kind("aim.eai.amd.com", "AIMClusterModel")
+AIMCLUSTERMODEL = Model.kind(GROUP_AIM, cluster=True)
 
 MIN_INTERVAL = 30.0
 FAILURE_RETRY = Backoff(base=30.0, cap=600.0)

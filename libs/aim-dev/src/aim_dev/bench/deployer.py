@@ -91,11 +91,10 @@ from aimcore.api.bus.mirror import PAUSE_ANNOTATION
 from aimcore.api.kinds import GROUP_AIM, INFERENCE_SERVICE, by_kind
 from aimcore.runtime.kube import Kube, connect
 
-AIM = GROUP_AIM
-AIMSVC = by_kind(AIM, "AIMService")
-MODEL = by_kind(AIM, "AIMModel")
-TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
-TEMPLATE_CACHE = by_kind(AIM, "AIMTemplateCache")
+AIMSVC = by_kind(GROUP_AIM, "AIMService")
+MODEL = by_kind(GROUP_AIM, "AIMModel")
+TEMPLATE = by_kind(GROUP_AIM, "AIMServiceTemplate")
+TEMPLATE_CACHE = by_kind(GROUP_AIM, "AIMTemplateCache")
 NS = "bench-deployer"
 REPO = "bench/tiny"
 FILES = {"config.json": b'{"architectures": ["LlamaForCausalLM"]}', "model.safetensors": bytes(64 * 1024)}

@@ -29,16 +29,18 @@ from aimcore.api.kinds import GROUP_AIM, KindRef, by_kind
 from aimcore.runtime.bus import BusSettings, connect_bus
 from aimcore.runtime.kube import Kube, connect
 
-AIM = GROUP_AIM
 NS = "bench-memory"
 MIB = 2**20
 BUDGET_MIB = 200
 IDLE_BUDGET_MIB = 70  # per service, idle (the performance issue)
 TOTAL_BUDGET_MIB = 600  # the six services and nats-server, with the objects mirrored
 KINDS: tuple[tuple[KindRef, dict[str, Any]], ...] = (
-    (by_kind(AIM, "AIMService"), {"model": {"name": "bench-model"}, "template": {"name": "bench-template"}}),
-    (by_kind(AIM, "AIMModel"), {"image": "ghcr.io/bench/aim-base:1.0"}),
-    (by_kind(AIM, "AIMTemplateCache"), {"templateName": "bench-template"}),
+    (
+        by_kind(GROUP_AIM, "AIMService"),
+        {"model": {"name": "bench-model"}, "template": {"name": "bench-template"}},
+    ),
+    (by_kind(GROUP_AIM, "AIMModel"), {"image": "ghcr.io/bench/aim-base:1.0"}),
+    (by_kind(GROUP_AIM, "AIMTemplateCache"), {"templateName": "bench-template"}),
 )
 
 

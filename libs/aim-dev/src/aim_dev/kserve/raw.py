@@ -37,7 +37,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-Obj = dict[str, Any]
+from aimcore.api.types import Obj
 
 ISVC_LABEL = "serving.kserve.io/inferenceservice"
 COMPONENT_LABEL = "component"

@@ -6,6 +6,7 @@ them). ``tests/unit/test_kinds.py`` checks the table against the models."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 # The API groups, declared once.
@@ -133,6 +134,46 @@ TEMPLATE_CACHE_KINDS = twins("AIMTemplateCache")
 MODEL_CACHE_KINDS = twins("AIMModelCache")
 MODEL_SOURCE_KINDS = twins("AIMClusterModelSource")
 LLMKUBE_MODEL = _BY_KIND[(GROUP_LLMKUBE, "Model")]
+
+
+@dataclass(frozen=True)
+class KindPair:
+    """A family's namespaced kind and its cluster-scoped twin in one API group (``AIMModel`` and
+    ``AIMClusterModel`` of ``aim.eai.amd.com``). Iterated: the namespaced kind, then the cluster's
+    (the order a namespaced object looks a dependency up in)."""
+
+    namespaced: KindRef
+    cluster: KindRef
+
+    def scoped(self, *, cluster: bool) -> KindRef:
+        return self.cluster if cluster else self.namespaced
+
+    def __iter__(self) -> Iterator[KindRef]:
+        return iter((self.namespaced, self.cluster))
+
+
+def _pairs(namespaced: str, cluster: str) -> dict[str, KindPair]:
+    """The pair of these names in each AIM group that serves them."""
+    return {
+        g: KindPair(_BY_KIND[(g, namespaced)], _BY_KIND[(g, cluster)])
+        for g in (GROUP_AIM, GROUP_LEGACY)
+        if (g, namespaced) in _BY_KIND
+    }
+
+
+# The scoped families' kinds by group (the families answer for them: ``Model.kind(group, cluster=...)``).
+MODEL_PAIRS = _pairs("AIMModel", "AIMClusterModel")
+IMAGE_PAIRS = _pairs("AIMImage", "AIMClusterImage")  # generation-1 images: the legacy group's only
+TEMPLATE_PAIRS = _pairs("AIMServiceTemplate", "AIMClusterServiceTemplate")
+RUNTIME_CONFIG_PAIRS = _pairs("AIMRuntimeConfig", "AIMClusterRuntimeConfig")
+
+
+def in_group(kinds: tuple[KindRef, ...], group: str) -> KindRef:
+    """The kind of a family of one kind per group (``MODEL_CACHE_KINDS``…) that ``group`` serves."""
+    found = [ref for ref in kinds if ref.group == group]
+    if len(found) != 1:
+        raise KeyError(f"{group} serves {len(found)} of {', '.join(ref.short for ref in kinds)}, not one")
+    return found[0]
 
 
 STATUS_OWNERS: dict[str, tuple[KindRef, ...]] = {

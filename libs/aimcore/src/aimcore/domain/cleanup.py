@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aimcore.api.kinds import by_kind
+from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.naming import label_value
 from aimcore.runtime.finalizers import has_finalizer, namespace_terminating, remove_finalizer
@@ -21,12 +21,12 @@ CLEANUP_NOT_READY = "CleanupNotReady"
 @dataclass(frozen=True)
 class NotReadyCleanup:
     """What a controller does when an object carrying ``finalizer`` is deleted: delete the children
-    of ``child_kind`` (the twin in the object's API group) it created, found by ``creator_label``
+    of ``child_kind`` (its family's kind in the object's API group) it created, found by ``creator_label``
     naming it, that are not ``ready``, each with a ``CleanupNotReady`` decision; then remove the
     finalizer. In a namespace being deleted nothing is deleted (the namespace takes everything)."""
 
     finalizer: str
-    child_kind: str  # "AIMTemplateCache"
+    child_kind: Callable[[str], KindRef]  # the children's family's kind by group: TemplateCache.kind
     creator_label: str  # the children's label whose value is label_value(creator's name)
     ready: Callable[[Obj], bool]
     state: Callable[[Obj], str]  # said in the decision's message
@@ -37,7 +37,7 @@ class NotReadyCleanup:
         if not has_finalizer(request.obj, self.finalizer):
             return
         if not await namespace_terminating(kube, request.namespace):
-            kind = by_kind(request.ref.group, self.child_kind)
+            kind = self.child_kind(request.ref.group)
             label = label_value(request.name)
             for child in request.informer.list(kind, request.namespace):
                 labels = child["metadata"].get("labels") or {}

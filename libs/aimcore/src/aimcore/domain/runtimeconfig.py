@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.errors import AimError
-from aimcore.api.kinds import KindRef, by_kind
+from aimcore.api.kinds import RUNTIME_CONFIG_PAIRS, KindPair, KindRef
 from aimcore.api.types import Obj
 
 if TYPE_CHECKING:
@@ -62,16 +62,9 @@ _DEPRECATED_STORAGE = ("defaultStorageClassName", "pvcHeadroomPercent")
 AIM_LABEL_PREFIX = "aim.eai.amd.com/"
 
 
-@dataclass(frozen=True)
-class ConfigKinds:
+def config_kinds(group: str) -> KindPair:
     """The namespace and cluster runtime-config kinds of one API group."""
-
-    namespaced: KindRef
-    cluster: KindRef
-
-
-def config_kinds(group: str) -> ConfigKinds:
-    return ConfigKinds(by_kind(group, "AIMRuntimeConfig"), by_kind(group, "AIMClusterRuntimeConfig"))
+    return RUNTIME_CONFIG_PAIRS[group]
 
 
 class ConfigNotFound(AimError):
@@ -143,6 +136,12 @@ class Resolved:
             return DEFAULT_CONFIG_NOT_FOUND, "No runtime config named 'default'; using built-in defaults"
         scope = self.scope or ""
         return CONFIG_FOUND, f"Using runtime config {self.name!r} ({scope.lower()} scope)"
+
+
+def secret_names(refs: Any) -> list[str]:
+    """The names of an ``imagePullSecrets`` list as written (a merged config's: entries without
+    a name skipped)."""
+    return [str(r["name"]) for r in refs or [] if isinstance(r, Mapping) and r.get("name")]
 
 
 def config_name(spec: Mapping[str, Any] | None) -> str:

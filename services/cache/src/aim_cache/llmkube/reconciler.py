@@ -59,7 +59,7 @@ from aim_cache.memo import remember
 from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.crds.base import Resource
 from aimcore.api.crds.llmkube import Model
-from aimcore.api.kinds import GROUP_LLMKUBE, JOB, NODE, POD, PVC, KindRef, by_kind
+from aimcore.api.kinds import GROUP_LLMKUBE, JOB, NODE, POD, PVC, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain import jobs
 from aimcore.domain.families.llmkube import LLMKubeModel
@@ -84,7 +84,7 @@ from aimcore.runtime.composer import rfc3339
 log = logging.getLogger(__name__)
 
 GROUP = GROUP_LLMKUBE
-MODEL = by_kind(GROUP, "Model")
+MODEL = LLMKubeModel.kind(GROUP)
 
 PVC_NOT_FOUND = "PVCNotFound"
 PVC_NOT_BOUND = "PVCNotBound"

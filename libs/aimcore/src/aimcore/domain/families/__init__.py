@@ -15,7 +15,10 @@ mappers and reconcilers all ask it:
 - :mod:`.runtimeconfigs` — the runtime config that applies to an object, merged and read;
 - :mod:`.base` — what every AIM object says (identity, owners, status, conditions).
 
+Each family also answers its kinds, by API group and scope, from the kinds table
+(:mod:`aimcore.api.kinds`): ``Model.kind(group, cluster=True)``, ``TemplateCache.kind(group)``,
+``Model.kinds_for(template)``; no service names a kind by a string.
+
 The AIMService's adapter is the deployer's (``aim_deployer.service_view``): no other service reads
-services. The wire-form views of :mod:`aimcore.domain.views` remain for the services not converted
-yet (discovery).
+services.
 """

@@ -28,11 +28,32 @@ from aimcore.api.types import Obj
 from aimcore.runtime.informer import Informer
 from aimcore.runtime.request import Request
 
-__all__ = ["READY_STATES", "Deployable", "Object", "Reference", "StatusCondition", "written"]
+__all__ = [
+    "READY_STATES",
+    "Deployable",
+    "Object",
+    "Reference",
+    "StatusCondition",
+    "is_ready",
+    "state_of",
+    "written",
+]
 
 R = TypeVar("R", bound=Resource)
 
 READY_STATES = ("Ready", "Available")  # the legacy group's templates and caches say Available
+
+
+def state_of(obj: Mapping[str, Any]) -> str:
+    """``status.status`` of any AIM object as stored (``Pending`` until something wrote it): a
+    status read needs no parsed spec."""
+    status = obj.get("status")
+    return str((status.get("status") if isinstance(status, Mapping) else None) or "Pending")
+
+
+def is_ready(obj: Mapping[str, Any]) -> bool:
+    """Whether any AIM object as stored is ready (``Ready``, or the legacy group's ``Available``)."""
+    return state_of(obj) in READY_STATES
 
 
 def written(model: BaseModel) -> Obj:
@@ -153,7 +174,7 @@ class Object(Generic[R]):
     @property
     def state(self) -> str:
         """``status.status`` (``Pending`` until something wrote it)."""
-        return str(self.status.get("status") or "Pending")
+        return state_of(self.obj)
 
     @property
     def ready(self) -> bool:

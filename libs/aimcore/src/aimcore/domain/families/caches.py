@@ -13,7 +13,7 @@ from typing import Any
 
 from aimcore.api.crds import aim, silogen
 from aimcore.api.crds.base import EnvVar
-from aimcore.api.kinds import MODEL_CACHE_KINDS, TEMPLATE_CACHE_KINDS
+from aimcore.api.kinds import MODEL_CACHE_KINDS, TEMPLATE_CACHE_KINDS, KindRef, in_group
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import Object, written
 
@@ -27,6 +27,11 @@ class TemplateCache(Object[AnyTemplateCache]):
     """A template cache, whatever its group."""
 
     kinds = TEMPLATE_CACHE_KINDS
+
+    @classmethod
+    def kind(cls, group: str) -> KindRef:
+        """The template cache kind of ``group`` (``AIMTemplateCache``)."""
+        return in_group(cls.kinds, group)
 
     @property
     def template_name(self) -> str:
@@ -93,6 +98,11 @@ class ModelCache(Object[AnyModelCache]):
     """A model cache, whatever its group."""
 
     kinds = MODEL_CACHE_KINDS
+
+    @classmethod
+    def kind(cls, group: str) -> KindRef:
+        """The model cache kind of ``group`` (``AIMModelCache``)."""
+        return in_group(cls.kinds, group)
 
     @property
     def source_uri(self) -> str:

@@ -17,7 +17,7 @@ from aimcore.api.crds.llmkube import (
     ModelSpec,
     PodResourceClaim,
 )
-from aimcore.api.kinds import LLMKUBE_MODEL
+from aimcore.api.kinds import LLMKUBE_MODEL, KindRef, in_group
 from aimcore.domain.families.base import Object
 
 __all__ = ["NO_GPU_ACCELERATORS", "LLMKubeModel"]
@@ -30,6 +30,11 @@ class LLMKubeModel(Object[Model]):
     """One LLMKube ``Model``."""
 
     kinds = (LLMKUBE_MODEL,)
+
+    @classmethod
+    def kind(cls, group: str) -> KindRef:
+        """The Model kind of ``group`` (LLMKube's group serves the one)."""
+        return in_group(cls.kinds, group)
 
     @property
     def spec(self) -> ModelSpec:

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from aimcore.api.crds import aim, silogen
 from aimcore.api.crds.aim import AIMCustomTemplate, AIMModelSource
 from aimcore.api.crds.base import EnvVar, ResourceRequirements
-from aimcore.api.kinds import MODEL_KINDS
+from aimcore.api.kinds import IMAGE_PAIRS, MODEL_KINDS, MODEL_PAIRS, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import Deployable, written
 
@@ -33,6 +33,22 @@ class Model(Deployable[AnyModel]):
     """A model (or legacy image), whatever its group."""
 
     kinds = MODEL_KINDS
+
+    @classmethod
+    def kind(cls, group: str, *, cluster: bool = False) -> KindRef:
+        """The model kind of ``group`` a service makes and names: ``AIMModel``, or with ``cluster``
+        ``AIMClusterModel`` (the legacy group's generation-1 images are read, never made)."""
+        return MODEL_PAIRS[group].scoped(cluster=cluster)
+
+    @classmethod
+    def kinds_for(cls, template: KindRef) -> list[KindRef]:
+        """Where a template of kind ``template`` looks its model up, in order: the namespace first
+        (namespaced templates), then the cluster. Legacy templates name a generation-2 model or a
+        generation-1 image."""
+        group = template.group
+        pairs = [MODEL_PAIRS[group], *([IMAGE_PAIRS[group]] if group in IMAGE_PAIRS else [])]
+        namespaced = [pair.namespaced for pair in pairs] if template.namespaced else []
+        return [*namespaced, *(pair.cluster for pair in pairs)]
 
     @property
     def image(self) -> str:

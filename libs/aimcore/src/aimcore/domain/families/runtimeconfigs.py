@@ -16,9 +16,9 @@ from pydantic import ValidationError
 from aimcore.api.crds import aim, silogen
 from aimcore.api.crds.base import EnvVar
 from aimcore.api.decoding import DECODE
-from aimcore.api.kinds import GROUP_AIM
+from aimcore.api.kinds import GROUP_AIM, KindRef
 from aimcore.api.types import Obj
-from aimcore.domain.runtimeconfig import Resolved
+from aimcore.domain.runtimeconfig import Resolved, config_kinds
 
 __all__ = ["AnyRuntimeConfigSpec", "AnyRuntimeRouting", "RuntimeConfig", "routing_value"]
 
@@ -45,6 +45,12 @@ class RuntimeConfig:
 
     resolved: Resolved
     spec: AnyRuntimeConfigSpec
+
+    @classmethod
+    def kind(cls, group: str, *, cluster: bool = False) -> KindRef:
+        """The runtime config kind of ``group``: ``AIMRuntimeConfig``, or with ``cluster``
+        ``AIMClusterRuntimeConfig``."""
+        return config_kinds(group).scoped(cluster=cluster)
 
     @classmethod
     def of(cls, group: str, resolved: Resolved) -> RuntimeConfig:

@@ -13,13 +13,12 @@ from typing import Any
 from aimcore.api.crds import aim, silogen
 from aimcore.api.crds.aim import AIMCpuRequirements, AIMModelSource
 from aimcore.api.crds.base import EnvVar, ResourceRequirements
-from aimcore.api.kinds import TEMPLATE_KINDS, KindRef, by_kind
+from aimcore.api.kinds import TEMPLATE_KINDS, TEMPLATE_PAIRS, KindPair, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import Deployable, written
 from aimcore.domain.families.caches import CacheSource
-from aimcore.domain.views import GPURequirement
 
-__all__ = ["AnyTemplate", "Profile", "Template", "template_kinds", "with_cpu"]
+__all__ = ["AnyTemplate", "GPURequirement", "Profile", "Template", "template_kinds", "with_cpu"]
 
 AnyTemplate = (
     aim.AIMServiceTemplate
@@ -30,9 +29,25 @@ AnyTemplate = (
 _SIDES = ("requests", "limits")
 
 
-def template_kinds(group: str) -> tuple[KindRef, KindRef]:
+def template_kinds(group: str) -> KindPair:
     """The namespaced and the cluster template kind of a group (the order a service looks in)."""
-    return by_kind(group, "AIMServiceTemplate"), by_kind(group, "AIMClusterServiceTemplate")
+    return TEMPLATE_PAIRS[group]
+
+
+@dataclass(frozen=True)
+class GPURequirement:
+    """The GPU a template needs (:attr:`Template.gpu`), in both groups' terms: ``model``,
+    ``requests`` (legacy ``count``), ``minVram`` (the current group's) and the resource name."""
+
+    model: str | None = None
+    requests: int | None = None
+    min_vram: str | int | None = None
+    resource_name: str = "amd.com/gpu"
+
+    @property
+    def required(self) -> bool:
+        """Whether it needs a GPU at all (a count of 0 and nothing else is none)."""
+        return bool(self.requests) or bool(self.model) or self.min_vram is not None
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,12 @@ class Template(Deployable[AnyTemplate]):
     """A template, whatever its group and scope."""
 
     kinds = TEMPLATE_KINDS
+
+    @classmethod
+    def kind(cls, group: str, *, cluster: bool = False) -> KindRef:
+        """The template kind of ``group``: ``AIMServiceTemplate``, or with ``cluster``
+        ``AIMClusterServiceTemplate``."""
+        return TEMPLATE_PAIRS[group].scoped(cluster=cluster)
 
     @property
     def model_name(self) -> str:

@@ -397,31 +397,29 @@ SERVICE = Rule(
 )
 RUNTIME_CONFIG = Rule(status_field=None)
 
-_AIM = GROUP_AIM
-_LEGACY = GROUP_LEGACY
 
 RULES: Mapping[tuple[str, str], Rule] = {
-    (_AIM, "AIMService"): SERVICE,
-    (_AIM, "AIMModel"): RESOURCE,
-    (_AIM, "AIMClusterModel"): RESOURCE,
-    (_AIM, "AIMServiceTemplate"): RESOURCE,
-    (_AIM, "AIMClusterServiceTemplate"): RESOURCE,
-    (_AIM, "AIMTemplateCache"): TEMPLATE_CACHE,
-    (_AIM, "AIMModelCache"): RESOURCE,
-    (_AIM, "AIMClusterModelSource"): RESOURCE,
-    (_AIM, "AIMRuntimeConfig"): RUNTIME_CONFIG,
-    (_AIM, "AIMClusterRuntimeConfig"): RUNTIME_CONFIG,
-    (_LEGACY, "AIMService"): SERVICE,
-    (_LEGACY, "AIMImage"): Rule(values=LEGACY_IMAGE_VALUES),
-    (_LEGACY, "AIMClusterImage"): Rule(values=LEGACY_IMAGE_VALUES),
-    (_LEGACY, "AIMModel"): Rule(values=LEGACY_IMAGE_VALUES),
-    (_LEGACY, "AIMClusterModel"): Rule(values=LEGACY_IMAGE_VALUES),
-    (_LEGACY, "AIMServiceTemplate"): Rule(values=LEGACY_TEMPLATE_VALUES),
-    (_LEGACY, "AIMClusterServiceTemplate"): Rule(values=LEGACY_TEMPLATE_VALUES),
-    (_LEGACY, "AIMTemplateCache"): Rule(values=LEGACY_CACHE_VALUES, reasons=TEMPLATE_CACHE.reasons),
-    (_LEGACY, "AIMModelCache"): Rule(values=LEGACY_CACHE_VALUES),
-    (_LEGACY, "AIMRuntimeConfig"): RUNTIME_CONFIG,
-    (_LEGACY, "AIMClusterRuntimeConfig"): RUNTIME_CONFIG,
+    (GROUP_AIM, "AIMService"): SERVICE,
+    (GROUP_AIM, "AIMModel"): RESOURCE,
+    (GROUP_AIM, "AIMClusterModel"): RESOURCE,
+    (GROUP_AIM, "AIMServiceTemplate"): RESOURCE,
+    (GROUP_AIM, "AIMClusterServiceTemplate"): RESOURCE,
+    (GROUP_AIM, "AIMTemplateCache"): TEMPLATE_CACHE,
+    (GROUP_AIM, "AIMModelCache"): RESOURCE,
+    (GROUP_AIM, "AIMClusterModelSource"): RESOURCE,
+    (GROUP_AIM, "AIMRuntimeConfig"): RUNTIME_CONFIG,
+    (GROUP_AIM, "AIMClusterRuntimeConfig"): RUNTIME_CONFIG,
+    (GROUP_LEGACY, "AIMService"): SERVICE,
+    (GROUP_LEGACY, "AIMImage"): Rule(values=LEGACY_IMAGE_VALUES),
+    (GROUP_LEGACY, "AIMClusterImage"): Rule(values=LEGACY_IMAGE_VALUES),
+    (GROUP_LEGACY, "AIMModel"): Rule(values=LEGACY_IMAGE_VALUES),
+    (GROUP_LEGACY, "AIMClusterModel"): Rule(values=LEGACY_IMAGE_VALUES),
+    (GROUP_LEGACY, "AIMServiceTemplate"): Rule(values=LEGACY_TEMPLATE_VALUES),
+    (GROUP_LEGACY, "AIMClusterServiceTemplate"): Rule(values=LEGACY_TEMPLATE_VALUES),
+    (GROUP_LEGACY, "AIMTemplateCache"): Rule(values=LEGACY_CACHE_VALUES, reasons=TEMPLATE_CACHE.reasons),
+    (GROUP_LEGACY, "AIMModelCache"): Rule(values=LEGACY_CACHE_VALUES),
+    (GROUP_LEGACY, "AIMRuntimeConfig"): RUNTIME_CONFIG,
+    (GROUP_LEGACY, "AIMClusterRuntimeConfig"): RUNTIME_CONFIG,
     # inference.llmkube.dev Model: deliberately absent (see the module docstring).
 }
 
