@@ -393,7 +393,7 @@ def test_keda_component_scales_on_the_real_consumers_lag() -> None:
     durable consumers the services really bind (their names derived from the code)."""
     from aim_status.reports import CONSUMER as STATUS_CONSUMER  # noqa: PLC0415
     from aimcore.api.bus import topology  # noqa: PLC0415
-    from aimcore.runtime.reconciler import Controller, event_consumer  # noqa: PLC0415
+    from aimcore.runtime.controller import Controller, event_consumer  # noqa: PLC0415
 
     async def nothing(_obj: Obj) -> None:
         return None

@@ -23,6 +23,7 @@ from aimcore.api.kinds import (
     by_kind,
 )
 from aimcore.api.types import Obj
+from aimcore.runtime import Watch
 from aimcore.runtime.indexers import Indexer, field_indexer
 from aimcore.runtime.informer import Informer
 from aimcore.runtime.mappers import (
@@ -37,7 +38,6 @@ from aimcore.runtime.mappers import (
     through_job_to_owner,
     to_owners,
 )
-from aimcore.runtime.reconciler import Watch
 
 SERVICE = by_kind(GROUP_AIM, "AIMService")
 LEGACY_SERVICE = by_kind(GROUP_LEGACY, "AIMService")

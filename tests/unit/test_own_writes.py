@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.api.kinds import INFERENCE_SERVICE
-from aimcore.runtime.reconciler import OwnWrites, RunWrites
+from aimcore.runtime.ownwrites import OwnWrites, RunWrites
 
 
 def child(version: str) -> dict[str, object]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from aimcore.api.kinds import LLMKUBE_MODEL, MODEL_KINDS, TEMPLATE_KINDS, KindRef
-from aimcore.runtime.reconciler import Request, Result, dispatch
+from aimcore.runtime import Request, Result, dispatch
 
 
 def request(ref: KindRef) -> Request:

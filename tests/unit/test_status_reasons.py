@@ -46,7 +46,7 @@ SINKS: dict[str, tuple[int | None, int | None]] = {
     "ConditionReport": (None, None),  # keywords only
     "cond": (2, 1),  # the services' cond(type, ok, reason, message)
     "condition": (2, 1),  # aimcore.runtime.conditions.condition (the same)
-    "invalid_spec_conditions": (1, None),  # aimcore.runtime.reconciler
+    "invalid_spec_conditions": (1, None),  # aimcore.runtime.verdicts
     "Health": (1, 0),  # deployer readiness: one condition's worth
     "GPUCheck": (2, 1),  # aimcore.domain.gpu: GPUReady of a template
     "Selection": (1, 0),  # deployer: TemplateReady of a service (True when one is chosen)
