@@ -12,7 +12,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from nats.aio.client import Client as NatsClient
+from nats.errors import Error as NatsError
 
 from aim_deployer.overrides import Overrides
 from aim_dev.local.binaries import run_kubectl
@@ -66,6 +68,20 @@ async def refusals_settled(nc: NatsClient, errors: list[str], timeout: float = 1
         return any(marker in e.lower() for e in errors)
 
     await eventually(refused, timeout=timeout, what=f"the refusal of {marker}")
+
+
+async def refused_connection(servers: str, **options: Any) -> str:
+    """What a nats-server says when it refuses a client connecting to ``servers`` with ``options``
+    (once, no reconnecting). The refused client is closed here: nats-py's ``connect`` raises
+    without closing its socket when reconnecting is off, which leaks the socket (a
+    ``ResourceWarning``, an error in this suite)."""
+    nc = NatsClient()
+    try:
+        with pytest.raises(NatsError) as refused:
+            await nc.connect(servers, allow_reconnect=False, max_reconnect_attempts=0, **options)
+    finally:
+        await nc.close()
+    return str(refused.value)
 
 
 async def api_requests(kube: Kube, verb: str, resource: str, code: str | None = None) -> float:

@@ -79,7 +79,7 @@ def stop_after() -> Iterator[list[Served]]:
     yield started
     for s in started:
         s.proc.terminate()
-        s.proc.wait(10)
+        s.proc.communicate(timeout=10)  # waits, and closes the output pipe
 
 
 def test_dry_run_prints_discovery_output_the_operator_parses() -> None:
