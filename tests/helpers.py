@@ -50,6 +50,24 @@ async def eventually(
         ) from None
 
 
+def missing_or_changed(written: Any, read: Any, path: str = "") -> list[str]:
+    """Paths of ``written`` that ``read`` lacks or holds differently (what the API server or a model
+    pruned or changed); fields added (defaults) are fine. Empty: everything written is kept."""
+    if isinstance(written, dict):
+        if not isinstance(read, dict):
+            return [path or "<root>"]
+        return [p for k, v in written.items() for p in missing_or_changed(v, read.get(k), f"{path}.{k}")]
+    if isinstance(written, list):
+        if not isinstance(read, list) or len(read) != len(written):
+            return [path]
+        return [
+            p
+            for i, (a, b) in enumerate(zip(written, read, strict=True))
+            for p in missing_or_changed(a, b, f"{path}[{i}]")
+        ]
+    return [] if written == read else [f"{path}: wrote {written!r}, read {read!r}"]
+
+
 REFUSAL_MARKER = "aim.refusal-marker"
 """A subject no role but the admin may publish to: its refusal marks the end of a client's answers."""
 
