@@ -14,7 +14,10 @@ from typing import Any, TypeVar
 
 import pytest
 from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from aim_deployer.overrides import Overrides
 from aim_dev.local.binaries import run_kubectl
@@ -48,6 +51,21 @@ async def eventually(
         raise AssertionError(
             f"timed out after {timeout}s waiting for {what or probe}; last={last!r}"
         ) from None
+
+
+async def stored_messages(js: JetStreamContext, subject: str, stream: str | None = None) -> list[Msg]:
+    """Every message a stream holds under ``subject`` now, oldest first: an ephemeral consumer read
+    until it has none pending (``num_pending == 0``). Not until a silence: under load a silence
+    comes before the last message, and a check that something is absent proves nothing then."""
+    config = ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL)
+    sub = await js.pull_subscribe(subject, stream=stream, config=config)
+    messages: list[Msg] = []
+    try:
+        while (await sub.consumer_info()).num_pending:
+            messages += await sub.fetch(500, timeout=5)
+    finally:
+        await sub.unsubscribe()
+    return messages
 
 
 def missing_or_changed(written: Any, read: Any, path: str = "") -> list[str]:
