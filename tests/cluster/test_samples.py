@@ -1,67 +1,19 @@
-"""deploy/samples: one object of every kind of the three API groups, and each is what the CRDs
-accept as written. Every sample is created on the real API server (not a dry run) and read back:
-every field written is there with the value written (nothing pruned, nothing rewritten); each is
-also valid for the pydantic model the CRDs are generated from (unknown fields refused, and the
-rules the models check)."""
+"""deploy/samples (:mod:`tests.unit.test_sample_manifests`), each what the CRDs accept as written:
+every sample is created on the real API server (not a dry run) and read back: every field written
+is there with the value written (nothing pruned, nothing rewritten)."""
 
 from __future__ import annotations
 
 import secrets
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from aimcore.api.crds.registry import ALL_KINDS
 from aimcore.api.kinds import by_kind
 from aimcore.runtime.kube import Kube
 from tests.helpers import missing_or_changed
-
-SAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "samples"
-MODELS = {(k.crd.group, k.crd.kind): k for k in ALL_KINDS}
-
-Obj = dict[str, Any]
-
-
-def samples() -> list[tuple[str, Obj]]:
-    found = []
-    for path in sorted(SAMPLES.glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc:
-                found.append((path.name, doc))
-    return found
-
-
-SAMPLE_DOCS = samples()
-
-
-def test_a_sample_of_every_kind_in_all_three_groups() -> None:
-    kinds = {(doc["apiVersion"].split("/")[0], doc["kind"]) for _, doc in SAMPLE_DOCS}
-    assert kinds == set(MODELS)
-    assert {g for g, _ in kinds} == {"aim.eai.amd.com", "aim.silogen.ai", "inference.llmkube.dev"}
-    names = [(doc["kind"], doc["apiVersion"], doc["metadata"]["name"]) for _, doc in SAMPLE_DOCS]
-    assert len(names) == len(set(names))
-    for file, doc in SAMPLE_DOCS:
-        assert file == f"{doc['apiVersion'].split('/')[0]}.yaml", (file, doc["kind"])
-        assert "namespace" not in doc["metadata"], doc["metadata"]  # applied with -n
-
-
-def test_the_readme_lists_every_kind() -> None:
-    readme = (SAMPLES / "README.md").read_text()
-    for _, doc in SAMPLE_DOCS:
-        row = next(line for line in readme.splitlines() if f"| {doc['apiVersion'].split('/')[0]} " in line)
-        assert doc["kind"] in row, doc["kind"]
-
-
-@pytest.mark.parametrize(
-    "doc",
-    [d for _, d in SAMPLE_DOCS],
-    ids=[f"{d['apiVersion'].split('/')[0]}-{d['kind']}" for _, d in SAMPLE_DOCS],
-)
-def test_the_sample_is_valid_for_its_model(doc: Obj) -> None:
-    model = MODELS[(doc["apiVersion"].split("/")[0], doc["kind"])]
-    assert missing_or_changed(doc, model.model_validate(doc).wire()) == []  # read as written
+from tests.unit.test_sample_manifests import MODELS, SAMPLE_DOCS
 
 
 @pytest.mark.cluster

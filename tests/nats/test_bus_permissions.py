@@ -232,14 +232,3 @@ async def test_anonymous_and_unknown_clients_are_refused(
     stranger = elsewhere.client("watcher")
     refused = await refused_connection(bus.url, nkeys_seed=stranger.seed_file, connect_timeout=2)
     assert "Authorization Violation" in refused
-
-
-def test_every_durable_is_owned_by_exactly_one_role() -> None:
-    owners: dict[tuple[str, str], list[str]] = {}
-    for r in auth.ROLES:
-        for durable in r.owns:
-            owners.setdefault(durable, []).append(r.name)
-    assert owners == {
-        (topology.STATUS_STREAM, "aim-status"): ["status"],
-        **{(topology.EVENTS_STREAM, f"aim-{s}"): [s] for s in auth.SERVICES},
-    }

@@ -591,12 +591,6 @@ async def test_stdlib_listing_equals_the_huggingface_hub_listing(
         )
 
 
-async def test_unreachable_hub(tmp_path: Path) -> None:
-    with pytest.raises(DownloadError) as info:
-        await download("hf://org/model", tmp_path, env={"HF_ENDPOINT": "http://127.0.0.1:9"}, policy=LOOPBACK)
-    assert info.value.reason == "SourceUnreachable" and info.value.transient
-
-
 async def test_probe_size(hub: HubServer) -> None:
     files = model_files()
     repo_id = new_repo(hub, files)
