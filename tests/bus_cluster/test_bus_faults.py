@@ -40,7 +40,7 @@ from tests.bus_cluster.conftest import meta_leader
 from tests.helpers import Following, eventually, manifest, stored_messages
 from tests.integration.conftest import Services
 
-pytestmark = [pytest.mark.bus_cluster, pytest.mark.timeout(1500)]
+pytestmark = pytest.mark.timeout(1500)  # four faults of a wave of 250 AIMServices each
 
 SERVICE, MODEL, TEMPLATE = (by_kind(GROUP_AIM, k) for k in ("AIMService", "AIMModel", "AIMServiceTemplate"))
 NS = "bus-faults"

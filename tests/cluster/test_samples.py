@@ -7,7 +7,6 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-import pytest
 import yaml
 
 from aimcore.api.kinds import by_kind
@@ -16,7 +15,6 @@ from tests.helpers import missing_or_changed
 from tests.unit.test_sample_manifests import MODELS, SAMPLE_DOCS
 
 
-@pytest.mark.cluster
 async def test_every_sample_is_created_and_reads_back_unpruned(kube: Kube, namespace: str) -> None:
     suffix = secrets.token_hex(3)
     created: list[tuple[Any, str | None, str]] = []

@@ -23,7 +23,6 @@ from aim_dev.node import host, registered
 from tests.node.helpers import NODE_TIMEOUT
 
 pytestmark = [
-    pytest.mark.node,
     pytest.mark.timeout(NODE_TIMEOUT),
     pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root (namespaces, cgroups)"),
 ]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from aim_dev import crdgen as generate
 from aimcore.api.crds.registry import ALL_KINDS
 from tests import seeds
@@ -13,10 +15,12 @@ from tests import seeds
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.timeout(90)  # generates every CRD: 10 s on a loaded two-core machine
 def test_committed_crds_match_the_models() -> None:
     assert generate.diff(REPO / "deploy" / "crds") == []
 
 
+@pytest.mark.timeout(90)  # generates and writes every CRD, twice: 21 s on a loaded two-core machine
 def test_drift_is_detected(tmp_path: Path) -> None:
     generate.write(tmp_path)
     assert generate.diff(tmp_path) == []
