@@ -80,21 +80,6 @@ async def test_printer_columns(aim_cluster: ControlPlane, kube: Kube, namespace:
     assert "aimservice.aim.silogen.ai/old-cols" in listed
 
 
-def _subset(small: Any, big: Any, path: str = "") -> list[str]:
-    """Paths in ``small`` missing or different in ``big`` (what the server pruned or changed)."""
-    if isinstance(small, dict):
-        if not isinstance(big, dict):
-            return [path or "<root>"]
-        return [p for k, v in small.items() for p in _subset(v, big.get(k), f"{path}.{k}")]
-    if isinstance(small, list):
-        if not isinstance(big, list) or len(big) != len(small):
-            return [path]
-        return [
-            p for i, (a, b) in enumerate(zip(small, big, strict=True)) for p in _subset(a, b, f"{path}[{i}]")
-        ]
-    return [] if small == big or (isinstance(big, int | float) and str(small) == str(big)) else [path]
-
-
 def applicable_name(name: str) -> str:
     """One example names its object ``auto-<hash-of-image>`` as a placeholder; make it a name."""
     return re.sub(r"[^a-z0-9.-]+", "-", name.lower()).strip("-")
@@ -114,7 +99,7 @@ async def test_seed_example_is_accepted_unpruned(kube: Kube, namespace: str, exa
         body["metadata"]["name"] = f"{namespace}-{body['metadata']['name']}"
     created = await kube.create(ref, body)
     try:
-        assert _subset(body.get("spec") or {}, created.get("spec") or {}) == []
+        assert helpers.missing_or_changed(body.get("spec") or {}, created.get("spec") or {}) == []
     finally:
         if not ref.namespaced:
             await kube.delete(ref, None, body["metadata"]["name"])
