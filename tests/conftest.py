@@ -1,12 +1,54 @@
 """Real servers come from the ``aimcore`` pytest plugin (aim_dev.testing.plugin); helpers are in
-``tests.helpers``."""
+``tests.helpers``. Here: every test's tier (the folder it lives in) as its marker and its default
+timeout, and the outbound policy of what the tests start."""
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from aimcore.domain.outbound import ALLOW_PRIVATE_ENV, ALLOWED_HOSTS_ENV
 from tests.helpers import LOOPBACK_HOSTS
+
+TESTS = Path(__file__).resolve().parent
+
+TIER_TIMEOUTS = {
+    "unit": 30,
+    "nats": 60,
+    "oci": 30,
+    "servers": 60,
+    "cluster": 120,
+    "integration": 180,
+    "bus_cluster": 300,
+    "node": 300,
+}
+"""Each tier's default timeout per test in seconds (pytest-timeout: setup and teardown included, so
+the first test of a session also pays for its servers), about three times the slowest test
+measured on a loaded two-core machine (``--durations``, load average 5 to 9): unit 9.6 s, nats
+8.4 s, oci 2.2 s, servers 12 + 5.5 s (one test 30 s, marked), cluster 35 + 26 s, integration
+21 + 43 s. bus_cluster and node keep the 300 s every test had (not measured here: they need a
+three-node bus, and root; their long tests are marked). A test that needs longer says so with
+``@pytest.mark.timeout(N)`` and why."""
+
+
+def tier_of(item: pytest.Item) -> str:
+    """The folder under ``tests/`` that holds ``item``: its tier (pyproject declares each marker)."""
+    parts = item.path.resolve().relative_to(TESTS).parts
+    if len(parts) < 2 or parts[0] not in TIER_TIMEOUTS:
+        tiers = ", ".join(TIER_TIMEOUTS)
+        raise pytest.UsageError(f"{item.nodeid}: every test lives in a tier folder ({tiers})")
+    return parts[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its tier (``pytest -m unit`` selects exactly ``tests/unit``) and give it
+    the tier's timeout unless it names its own."""
+    for item in items:
+        tier = tier_of(item)
+        item.add_marker(getattr(pytest.mark, tier))
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIER_TIMEOUTS[tier]))
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from aim_deployer.overrides import Overrides
 from aim_dev.local.binaries import run_kubectl
@@ -48,6 +53,39 @@ async def eventually(
         ) from None
 
 
+async def stored_messages(js: JetStreamContext, subject: str, stream: str | None = None) -> list[Msg]:
+    """Every message a stream holds under ``subject`` now, oldest first: an ephemeral consumer read
+    until it has none pending (``num_pending == 0``). Not until a silence: under load a silence
+    comes before the last message, and a check that something is absent proves nothing then."""
+    config = ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL)
+    sub = await js.pull_subscribe(subject, stream=stream, config=config)
+    messages: list[Msg] = []
+    try:
+        while (await sub.consumer_info()).num_pending:
+            messages += await sub.fetch(500, timeout=5)
+    finally:
+        await sub.unsubscribe()
+    return messages
+
+
+def missing_or_changed(written: Any, read: Any, path: str = "") -> list[str]:
+    """Paths of ``written`` that ``read`` lacks or holds differently (what the API server or a model
+    pruned or changed); fields added (defaults) are fine. Empty: everything written is kept."""
+    if isinstance(written, dict):
+        if not isinstance(read, dict):
+            return [path or "<root>"]
+        return [p for k, v in written.items() for p in missing_or_changed(v, read.get(k), f"{path}.{k}")]
+    if isinstance(written, list):
+        if not isinstance(read, list) or len(read) != len(written):
+            return [path]
+        return [
+            p
+            for i, (a, b) in enumerate(zip(written, read, strict=True))
+            for p in missing_or_changed(a, b, f"{path}[{i}]")
+        ]
+    return [] if written == read else [f"{path}: wrote {written!r}, read {read!r}"]
+
+
 REFUSAL_MARKER = "aim.refusal-marker"
 """A subject no role but the admin may publish to: its refusal marks the end of a client's answers."""
 
@@ -66,6 +104,20 @@ async def refusals_settled(nc: NatsClient, errors: list[str], timeout: float = 1
         return any(marker in e.lower() for e in errors)
 
     await eventually(refused, timeout=timeout, what=f"the refusal of {marker}")
+
+
+async def refused_connection(servers: str, **options: Any) -> str:
+    """What a nats-server says when it refuses a client connecting to ``servers`` with ``options``
+    (once, no reconnecting). The refused client is closed here: nats-py's ``connect`` raises
+    without closing its socket when reconnecting is off, which leaks the socket (a
+    ``ResourceWarning``, an error in this suite)."""
+    nc = NatsClient()
+    try:
+        with pytest.raises(NatsError) as refused:
+            await nc.connect(servers, allow_reconnect=False, max_reconnect_attempts=0, **options)
+    finally:
+        await nc.close()
+    return str(refused.value)
 
 
 async def api_requests(kube: Kube, verb: str, resource: str, code: str | None = None) -> float:

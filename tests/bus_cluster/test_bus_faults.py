@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from aim_dev.local.cluster import ControlPlane
 from aim_dev.local.natscluster import NatsCluster
@@ -38,10 +37,10 @@ from aimcore.api.kinds import GROUP_AIM, INFERENCE_SERVICE, NAMESPACE, by_kind
 from aimcore.runtime.bus import connect_bus
 from aimcore.runtime.kube import Kube, connect
 from tests.bus_cluster.conftest import meta_leader
-from tests.helpers import Following, eventually, manifest
+from tests.helpers import Following, eventually, manifest, stored_messages
 from tests.integration.conftest import Services
 
-pytestmark = [pytest.mark.bus_cluster, pytest.mark.timeout(1500)]
+pytestmark = pytest.mark.timeout(1500)  # four faults of a wave of 250 AIMServices each
 
 SERVICE, MODEL, TEMPLATE = (by_kind(GROUP_AIM, k) for k in ("AIMService", "AIMModel", "AIMServiceTemplate"))
 NS = "bus-faults"
@@ -190,18 +189,10 @@ class Changes(Following):
 
 
 async def _history(js: JetStreamContext, stream: str, subject: str) -> Counter[str]:
-    """How many times each ``Nats-Msg-Id`` is stored under ``subject`` (an ephemeral consumer
-    reading it all)."""
-    config = ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL)
-    sub = await js.pull_subscribe(subject, stream=stream, config=config)
-    ids: Counter[str] = Counter()
-    try:
-        while (await sub.consumer_info()).num_pending:
-            for msg in await sub.fetch(500, timeout=5):
-                ids[(msg.headers or {}).get("Nats-Msg-Id", "")] += 1
-    finally:
-        await sub.unsubscribe()
-    return ids
+    """How many times each ``Nats-Msg-Id`` is stored under ``subject``."""
+    return Counter(
+        (msg.headers or {}).get("Nats-Msg-Id", "") for msg in await stored_messages(js, subject, stream)
+    )
 
 
 async def _audit(js: JetStreamContext, changes: Changes) -> list[str]:

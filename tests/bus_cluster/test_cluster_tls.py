@@ -21,8 +21,6 @@ from aimcore.runtime.bus import connect_bus
 from aimctl.bus_tls import BusTls
 from tests.bus_cluster.conftest import meta_leader
 
-pytestmark = pytest.mark.bus_cluster
-
 
 @pytest.fixture
 def pki(tmp_path: Path) -> auth.Tls:

@@ -6,15 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import pytest
-
 from aim_dev.local.natscluster import NatsCluster
 from aimcore.api.bus import topology
 from aimcore.runtime.bus import connect_bus
 from tests.bus_cluster.conftest import meta_leader
 from tests.helpers import eventually
-
-pytestmark = pytest.mark.bus_cluster
 
 NAMES: list[str] = [
     *(str(c.name) for c in topology.stream_configs()),

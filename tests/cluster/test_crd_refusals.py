@@ -122,4 +122,8 @@ async def test_go_durations_are_accepted(kube: Kube, interval: str) -> None:
     await kube.create(
         ref, manifest(ref, name, None, {"filters": [{"image": "a/b"}], "syncInterval": interval})
     )
-    await kube.delete(ref, None, name)
+    try:
+        stored = await kube.get(ref, None, name)
+        assert stored is not None and stored["spec"]["syncInterval"] == interval  # kept as written
+    finally:
+        await kube.delete(ref, None, name)

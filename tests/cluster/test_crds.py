@@ -1,52 +1,25 @@
-"""The CRDs against a real kube-apiserver: the committed YAML is what the models generate, all 22
-kinds are served with their short names, categories and printer columns, and every seed example is
-accepted without the server pruning any of its fields."""
+"""The CRDs against a real kube-apiserver: all 22 kinds are served with their short names,
+categories and printer columns, and every seed example is accepted without the server pruning any
+of its fields. The committed YAML is what the models generate: ``tests/unit/test_crd_files.py``."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from aim_dev import crdgen as generate
 from aim_dev.crdinstall import CRD
 from aim_dev.local.cluster import ControlPlane
 from aimcore.api.crds.registry import ALL_KINDS
 from aimcore.api.kinds import by_kind
 from aimcore.runtime.kube import Kube
-from tests import helpers, seeds
-
-REPO = Path(__file__).resolve().parents[2]
+from tests import helpers
+from tests.unit.test_crd_files import EXAMPLES
 
 
 def kubectl(cp: ControlPlane, *args: str) -> str:
     return helpers.kubectl(*args, kubeconfig=cp.kubeconfig_path)
-
-
-def test_committed_crds_match_the_models() -> None:
-    assert generate.diff(REPO / "deploy" / "crds") == []
-
-
-def test_drift_is_detected(tmp_path: Path) -> None:
-    generate.write(tmp_path)
-    assert generate.diff(tmp_path) == []
-    victim = tmp_path / "aim.eai.amd.com_aimservices.yaml"
-    victim.write_text(victim.read_text().replace("aimsvc", "aimsvx"))
-    (tmp_path / "stale.yaml").write_text("kind: Nothing\n")
-    assert generate.diff(tmp_path) == ["aim.eai.amd.com_aimservices.yaml", "stale.yaml"]
-
-
-def test_twenty_two_kinds_in_three_groups() -> None:
-    groups = {}
-    for k in ALL_KINDS:
-        groups.setdefault(k.crd.group, []).append(k.crd.kind)
-    assert {g: len(v) for g, v in groups.items()} == {
-        "aim.eai.amd.com": 10,
-        "aim.silogen.ai": 11,
-        "inference.llmkube.dev": 1,
-    }
 
 
 async def test_every_kind_is_established(aim_cluster: ControlPlane, kube: Kube) -> None:
@@ -107,25 +80,6 @@ async def test_printer_columns(aim_cluster: ControlPlane, kube: Kube, namespace:
     assert "aimservice.aim.silogen.ai/old-cols" in listed
 
 
-def _subset(small: Any, big: Any, path: str = "") -> list[str]:
-    """Paths in ``small`` missing or different in ``big`` (what the server pruned or changed)."""
-    if isinstance(small, dict):
-        if not isinstance(big, dict):
-            return [path or "<root>"]
-        return [p for k, v in small.items() for p in _subset(v, big.get(k), f"{path}.{k}")]
-    if isinstance(small, list):
-        if not isinstance(big, list) or len(big) != len(small):
-            return [path]
-        return [
-            p for i, (a, b) in enumerate(zip(small, big, strict=True)) for p in _subset(a, b, f"{path}[{i}]")
-        ]
-    return [] if small == big or (isinstance(big, int | float) and str(small) == str(big)) else [path]
-
-
-OUR_GROUPS = {k.crd.group for k in ALL_KINDS}
-EXAMPLES = [d for d in seeds.whole_objects() if d["apiVersion"].split("/")[0] in OUR_GROUPS]
-
-
 def applicable_name(name: str) -> str:
     """One example names its object ``auto-<hash-of-image>`` as a placeholder; make it a name."""
     return re.sub(r"[^a-z0-9.-]+", "-", name.lower()).strip("-")
@@ -145,11 +99,7 @@ async def test_seed_example_is_accepted_unpruned(kube: Kube, namespace: str, exa
         body["metadata"]["name"] = f"{namespace}-{body['metadata']['name']}"
     created = await kube.create(ref, body)
     try:
-        assert _subset(body.get("spec") or {}, created.get("spec") or {}) == []
+        assert helpers.missing_or_changed(body.get("spec") or {}, created.get("spec") or {}) == []
     finally:
         if not ref.namespaced:
             await kube.delete(ref, None, body["metadata"]["name"])
-
-
-def test_there_are_seed_examples() -> None:
-    assert len(EXAMPLES) >= 14

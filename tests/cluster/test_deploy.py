@@ -639,7 +639,6 @@ async def ensure_namespace(kube: Kube, name: str) -> None:
             raise
 
 
-@pytest.mark.cluster
 async def test_server_dry_run_accepts_the_install(
     aim_cluster: ControlPlane, kube: Kube, base: list[Obj]
 ) -> None:
@@ -677,7 +676,6 @@ def can_i(cp: ControlPlane, svc: str, verb: str, resource: str, *extra: str) -> 
     return out.strip() == "yes"
 
 
-@pytest.mark.cluster
 async def test_rbac_on_the_server(aim_cluster: ControlPlane, kube: Kube) -> None:
     """Apply the RBAC for real and ask the authorizer what each service account may do."""
     await ensure_namespace(kube, SYSTEM_NS)
@@ -777,7 +775,6 @@ def can_user(cp: ControlPlane, user: str, verb: str, resource: str, namespace: s
     return out.strip() == "yes"
 
 
-@pytest.mark.cluster
 async def test_user_roles_aggregate_into_view_edit_and_admin(
     aim_cluster: ControlPlane, kube: Kube, namespace: str
 ) -> None:

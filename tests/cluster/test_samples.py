@@ -1,86 +1,20 @@
-"""deploy/samples: one object of every kind of the three API groups, and each is what the CRDs
-accept as written. Every sample is created on the real API server (not a dry run) and read back:
-every field written is there with the value written (nothing pruned, nothing rewritten); each is
-also valid for the pydantic model the CRDs are generated from (unknown fields refused, and the
-rules the models check)."""
+"""deploy/samples (:mod:`tests.unit.test_sample_manifests`), each what the CRDs accept as written:
+every sample is created on the real API server (not a dry run) and read back: every field written
+is there with the value written (nothing pruned, nothing rewritten)."""
 
 from __future__ import annotations
 
 import secrets
-from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-from aimcore.api.crds.registry import ALL_KINDS
 from aimcore.api.kinds import by_kind
-from aimcore.api.types import Obj
 from aimcore.runtime.kube import Kube
-
-SAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "samples"
-MODELS = {(k.crd.group, k.crd.kind): k for k in ALL_KINDS}
-
-
-def samples() -> list[tuple[str, Obj]]:
-    found = []
-    for path in sorted(SAMPLES.glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc:
-                found.append((path.name, doc))
-    return found
+from tests.helpers import missing_or_changed
+from tests.unit.test_sample_manifests import MODELS, SAMPLE_DOCS
 
 
-SAMPLE_DOCS = samples()
-
-
-def missing_or_changed(written: Any, read: Any, path: str = "") -> list[str]:
-    """Paths of ``written`` that ``read`` lacks or holds differently (what the server pruned or
-    changed); fields the server added (defaults) are fine."""
-    if isinstance(written, dict):
-        if not isinstance(read, dict):
-            return [path or "<root>"]
-        return [p for k, v in written.items() for p in missing_or_changed(v, read.get(k), f"{path}.{k}")]
-    if isinstance(written, list):
-        if not isinstance(read, list) or len(read) != len(written):
-            return [path]
-        return [
-            p
-            for i, (a, b) in enumerate(zip(written, read, strict=True))
-            for p in missing_or_changed(a, b, f"{path}[{i}]")
-        ]
-    return [] if written == read else [f"{path}: wrote {written!r}, read {read!r}"]
-
-
-def test_a_sample_of_every_kind_in_all_three_groups() -> None:
-    kinds = {(doc["apiVersion"].split("/")[0], doc["kind"]) for _, doc in SAMPLE_DOCS}
-    assert kinds == set(MODELS)
-    assert {g for g, _ in kinds} == {"aim.eai.amd.com", "aim.silogen.ai", "inference.llmkube.dev"}
-    names = [(doc["kind"], doc["apiVersion"], doc["metadata"]["name"]) for _, doc in SAMPLE_DOCS]
-    assert len(names) == len(set(names))
-    for file, doc in SAMPLE_DOCS:
-        assert file == f"{doc['apiVersion'].split('/')[0]}.yaml", (file, doc["kind"])
-        assert "namespace" not in doc["metadata"], doc["metadata"]  # applied with -n
-
-
-def test_the_readme_lists_every_kind() -> None:
-    readme = (SAMPLES / "README.md").read_text()
-    for _, doc in SAMPLE_DOCS:
-        row = next(line for line in readme.splitlines() if f"| {doc['apiVersion'].split('/')[0]} " in line)
-        assert doc["kind"] in row, doc["kind"]
-
-
-@pytest.mark.parametrize(
-    "doc",
-    [d for _, d in SAMPLE_DOCS],
-    ids=[f"{d['apiVersion'].split('/')[0]}-{d['kind']}" for _, d in SAMPLE_DOCS],
-)
-def test_the_sample_is_valid_for_its_model(doc: Obj) -> None:
-    model = MODELS[(doc["apiVersion"].split("/")[0], doc["kind"])]
-    model.model_validate(doc)
-
-
-@pytest.mark.cluster
 async def test_every_sample_is_created_and_reads_back_unpruned(kube: Kube, namespace: str) -> None:
     suffix = secrets.token_hex(3)
     created: list[tuple[Any, str | None, str]] = []

@@ -11,7 +11,6 @@ import json
 import secrets
 from typing import Any
 
-import nats.errors
 import pytest
 from nats.js import JetStreamContext
 
@@ -23,7 +22,7 @@ from aimcore.api.kinds import JOB, NAMESPACE, NODE, POD, SECRET, KindRef, by_kin
 from aimcore.domain.naming import derived_name
 from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
-from tests.helpers import condition, eventually, has, manifest, status_of
+from tests.helpers import condition, eventually, has, manifest, status_of, stored_messages
 from tests.integration.conftest import ensure_service
 from tests.oci_servers import PASSWORD, Servers, registry_servers
 
@@ -319,16 +318,8 @@ async def test_custom_model_template_ready_from_inline_sources_and_caching(  # t
     subject = subjects.decision_subject("discovery", TEMPLATE, namespace, template["metadata"]["name"])
 
     async def decision() -> dict[str, Any] | None:
-        sub = await js.subscribe(subject, ordered_consumer=True)
-        try:
-            while True:
-                found = json.loads((await sub.next_msg(timeout=0.5)).data)
-                if found["reason"] == "InlineModelSources":
-                    return dict(found)
-        except nats.errors.TimeoutError:
-            return None
-        finally:
-            await sub.unsubscribe()
+        decisions = [json.loads(msg.data) for msg in await stored_messages(js, subject)]
+        return next((dict(d) for d in decisions if d["reason"] == "InlineModelSources"), None)
 
     said = await eventually(decision, timeout=10, what="the inline-sources decision")
     assert said["message"] == "1 model source(s) given in the spec; no discovery job", said
@@ -736,9 +727,9 @@ async def test_discovery_job_output_becomes_sources_and_bad_output_fails(  # typ
         kube, TEMPLATE, namespace, "garbage", lambda s: s.get("status") == "Failed", "garbage Failed"
     )
     assert condition(bad["status"], "Discovered")["reason"] == "InvalidDiscoveryOutput"
-    assert (
-        "no JSON array" in condition(bad["status"], "Discovered")["message"]
-        or "JSON" in condition(bad["status"], "Discovered")["message"]
+    assert condition(bad["status"], "Discovered")["message"] == (
+        f"Discovery Job {job['metadata']['name']} output is unusable: discovery output holds no JSON "
+        "array (last line: 'Traceback: profile not found')"
     )
     assert not bad["status"].get("modelSources")
 

@@ -11,7 +11,6 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
-import nats.errors
 import pytest
 from nats.js import JetStreamContext
 
@@ -22,7 +21,7 @@ from aimcore.api.bus import subjects
 from aimcore.api.kinds import NAMESPACE, SECRET, by_kind
 from aimcore.runtime.kube import ApiException, Kube
 from tests.file_server import FileServer
-from tests.helpers import api_requests, eventually
+from tests.helpers import api_requests, eventually, stored_messages
 from tests.integration.conftest import ensure_service
 
 SOURCE = by_kind("aim.eai.amd.com", "AIMClusterModelSource")
@@ -78,18 +77,10 @@ async def models_of(kube: Kube, source: str) -> dict[str, dict[str, Any]]:
 
 
 async def sync_decisions(js: JetStreamContext, source: str) -> list[dict[str, Any]]:
+    """The source's sync decisions the stream holds (read to ``num_pending == 0``), oldest first."""
     subject = subjects.decision_subject("registry-sync", SOURCE, None, source)
-    sub = await js.subscribe(subject, ordered_consumer=True)
-    out: list[dict[str, Any]] = []
-    try:
-        while True:
-            msg = await sub.next_msg(timeout=0.5)
-            out.append(json.loads(msg.data))
-    except nats.errors.TimeoutError:
-        pass
-    finally:
-        await sub.unsubscribe()
-    return [d for d in out if d["action"] == "sync"]
+    decisions = [json.loads(msg.data) for msg in await stored_messages(js, subject)]
+    return [d for d in decisions if d["action"] == "sync"]
 
 
 async def test_wildcard_exclude_and_range_create_exactly_the_matching_models(  # type: ignore[no-untyped-def]

@@ -8,8 +8,8 @@ import asyncio
 import json
 from typing import Any
 
-import nats
 import pytest
+from nats.js import JetStreamContext
 
 from aim_dev.crdinstall import CRD
 from aim_watcher.kind_watch import KindWatcher
@@ -21,7 +21,7 @@ from aimcore.api.kinds import by_kind
 from aimcore.runtime.kube import Gone, Kube
 from aimcore.runtime.metrics import REGISTRY
 from aimcore.runtime.mirrorscan import kind_pattern, snapshot_identities
-from tests.helpers import eventually, manifest
+from tests.helpers import eventually, manifest, stored_messages
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")
 # A kind no other test uses: this test changes its CRD.
@@ -84,20 +84,10 @@ async def listed_once(watcher: KindWatcher) -> None:
         await task
 
 
-async def events_for(js, namespace: str) -> list[ChangeEvent]:  # type: ignore[no-untyped-def]
-    sub = await js.subscribe(
-        f"{subjects.EVENTS_PREFIX}.silogen.AIMRuntimeConfig.{subjects.escape(namespace)}.>",
-        ordered_consumer=True,
-    )
-    out = []
-    try:
-        while True:
-            msg = await sub.next_msg(timeout=1.0)
-            out.append(ChangeEvent.model_validate_json(msg.data))
-    except (TimeoutError, nats.errors.TimeoutError):
-        return out
-    finally:
-        await sub.unsubscribe()
+async def events_for(js: JetStreamContext, namespace: str) -> list[ChangeEvent]:
+    """Every change event of the kind in ``namespace`` the stream holds (read to ``num_pending == 0``)."""
+    subject = f"{subjects.EVENTS_PREFIX}.silogen.AIMRuntimeConfig.{subjects.escape(namespace)}.>"
+    return [ChangeEvent.model_validate_json(msg.data) for msg in await stored_messages(js, subject)]
 
 
 async def test_expired_watch_relists_and_misses_nothing(kube: Kube, namespace: str, bus) -> None:  # type: ignore[no-untyped-def]

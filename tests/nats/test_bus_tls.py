@@ -93,18 +93,3 @@ async def test_client_certificates_when_the_server_asks_for_them(ca: trustme.CA,
         )
     finally:
         server.stop()
-
-
-def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AIM_NATS_URL", "tls://aim-nats.aim-system:4222")
-    monkeypatch.setenv("AIM_NATS_SEED_FILE", "/var/run/secrets/aim/bus/seed")
-    monkeypatch.setenv("AIM_NATS_TLS_CA_FILE", "/var/run/secrets/aim/bus-tls/ca.crt")
-    monkeypatch.delenv("AIM_NATS_ROLE", raising=False)
-    settings = BusSettings().as_role("deployer")
-    assert settings.role == "deployer" and settings.url.startswith("tls://")
-    assert settings.env() == {
-        "AIM_NATS_URL": "tls://aim-nats.aim-system:4222",
-        "AIM_NATS_ROLE": "deployer",
-        "AIM_NATS_SEED_FILE": "/var/run/secrets/aim/bus/seed",
-        "AIM_NATS_TLS_CA_FILE": "/var/run/secrets/aim/bus-tls/ca.crt",
-    }

@@ -127,30 +127,38 @@ async def test_a_mark_does_not_extend_a_dead_holders_lease(js: JetStreamContext)
 
 
 async def test_a_live_holder_is_never_taken_over(js: JetStreamContext) -> None:
+    """A trigger handed to a live holder (one renewing its lease) is taken up at its next renewal
+    and never run by the other replica, however long the holder's run: here it lasts until the
+    trigger has been handed over (an event, not a sleep). The TTL is 30 renewal periods: only a
+    stall of the loop of nearly the TTL (2.9 s) could pass for a dead holder (with a TTL of five
+    periods, a stall of 0.8 s failed the test)."""
     leases = await _bucket(js)
-    a = ObjectLeases(leases, "svc", holder="a", renew_every=0.2, ttl=1.0)
-    b = ObjectLeases(leases, "svc", holder="b", renew_every=0.2, ttl=1.0)
+    a = ObjectLeases(leases, "svc", holder="a", renew_every=0.1, ttl=3.0)
+    b = ObjectLeases(leases, "svc", holder="b", renew_every=0.1, ttl=3.0)
+    handed = asyncio.Event()
     running = 0
     overlaps = 0
     runs: list[str] = []
 
-    def worker(name: str, seconds: float) -> Callable[[str | None], Awaitable[None]]:
+    def worker(name: str) -> Callable[[str | None], Awaitable[None]]:
         async def work(_: str | None) -> None:
             nonlocal running, overlaps
             running += 1
             overlaps += running > 1
             runs.append(name)
-            await asyncio.sleep(seconds)  # a reconcile longer than the TTL, renewing its lease
+            if name == "a":
+                await handed.wait()  # a reconcile still running when b's trigger comes
             running -= 1
 
         return work
 
-    task = asyncio.create_task(a.run_exclusive("obj", worker("a", 2.5)))
+    task = asyncio.create_task(a.run_exclusive("obj", worker("a")))
     await eventually(lambda: _value_is(leases, "svc.obj", b"a"), timeout=10, interval=0.01, what="a's run")
-    assert await b.run_exclusive("obj", worker("b", 0)) is False  # taken up at a's next renewal
+    assert await b.run_exclusive("obj", worker("b")) is False  # taken up at a's next renewal
+    handed.set()
     assert await task is True
     assert overlaps == 0 and b.stats.takeovers == 0
-    assert runs == ["a", "a"]
+    assert runs == ["a", "a"]  # a ran once more, for b's trigger
 
 
 async def test_a_waiting_trigger_is_handed_back_when_the_replica_stops(js: JetStreamContext) -> None:

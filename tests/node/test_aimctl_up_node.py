@@ -14,15 +14,15 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from aim_dev import tinyllm
+from aim_dev import llamacpp, tinyllm
 from aim_dev.node import host, registered
 from tests.node.helpers import NODE_TIMEOUT
 
 pytestmark = [
-    pytest.mark.node,
     pytest.mark.timeout(NODE_TIMEOUT),
     pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root (namespaces, cgroups)"),
 ]
@@ -46,6 +46,17 @@ def alive(pid: int) -> bool:
         return False
 
 
+def dry_run_output(out: str) -> list[dict[str, Any]]:
+    """The discovery output the demo printed from the discovery pod's log (``kubectl logs``, after
+    the line that says so): the JSON array the image's dry-run wrote."""
+    _, said, log = out.partition("(the image's dry-run --format=json)\n")
+    assert said, f"no discovery pod log in the demo's output:\n{out}"
+    line = next((line for line in log.splitlines() if line.startswith("[")), None)
+    assert line is not None, f"no JSON array in the discovery pod's log:\n{log}"
+    output: list[dict[str, Any]] = json.loads(line)
+    return output
+
+
 @pytest.fixture
 def home() -> Iterator[Path]:
     """A short AIM home: the kubelet's unix sockets live under it (at most 107 characters)."""
@@ -64,7 +75,10 @@ def test_up_node_demo_detached_then_down_leaves_nothing(home: Path) -> None:
         node = json.loads(Path(state["node_state"]).read_text())["node_name"]
         # a discovery Job that really ran on the node, with the image's dry-run output
         assert f"ran on node {node}: Succeeded, exit code 0 (Completed)" in out, out
-        assert '"engine": "llama.cpp", "precision": "fp16"' in out or "Job completed" in out, out
+        [profile] = dry_run_output(out)
+        assert profile["profile"]["model"] == tinyllm.MODEL_A.repo, profile
+        assert profile["profile"]["metadata"]["engine"] == "llama.cpp", profile
+        assert profile["profile"]["metadata"]["precision"] == llamacpp.precision(tinyllm.MODEL_A), profile
         # a predictor pod Running on the node, and the service Running
         pods = out.split("-l serving.kserve.io/inferenceservice\n", 1)[1].splitlines()
         assert any("Running" in line and f" {node} " in line for line in pods[1:3]), out

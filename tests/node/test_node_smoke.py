@@ -34,10 +34,7 @@ from aimcore.api.kinds import JOB, NAMESPACE, POD, KindRef
 from aimcore.runtime.kube import Kube, connect
 from tests.helpers import eventually, kubectl
 
-pytestmark = [
-    pytest.mark.node,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root (namespaces, cgroups)"),
-]
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root (namespaces, cgroups)")
 
 CONFIG_MAP = KindRef("", "v1", "ConfigMap", "configmaps", True)
 NODE_IMAGES = ["pause", "test-model"]

@@ -27,7 +27,7 @@ from aimcore.runtime.kube import Kube
 from tests.helpers import eventually, kubectl
 from tests.node.helpers import NODE_TIMEOUT, aim, events
 
-pytestmark = [pytest.mark.node, pytest.mark.timeout(NODE_TIMEOUT)]
+pytestmark = pytest.mark.timeout(NODE_TIMEOUT)
 
 SERVICE = aim("AIMService")
 PART_OF = "app.kubernetes.io/part-of=aim-engine"

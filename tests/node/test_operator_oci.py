@@ -37,7 +37,7 @@ from tests.node.test_operator_inference import (
     service,
 )
 
-pytestmark = [pytest.mark.node, pytest.mark.timeout(NODE_TIMEOUT)]
+pytestmark = pytest.mark.timeout(NODE_TIMEOUT)
 
 LICENSE = "The tiny model's license: generated weights, no rights reserved."
 

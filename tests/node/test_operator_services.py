@@ -22,7 +22,7 @@ from aimcore.runtime.kube import Kube
 from tests.helpers import eventually, kubectl
 from tests.node.helpers import NODE_TIMEOUT, aim, conditions, events, state, summary, wait_for
 
-pytestmark = [pytest.mark.node, pytest.mark.timeout(NODE_TIMEOUT)]
+pytestmark = pytest.mark.timeout(NODE_TIMEOUT)
 
 SERVICE = aim("AIMService")
 MODEL = aim("AIMModel")

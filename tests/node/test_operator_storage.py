@@ -22,7 +22,7 @@ from aimcore.runtime.kube import Kube
 from tests.helpers import eventually
 from tests.node.helpers import NODE_TIMEOUT, aim, conditions, ran_on_the_node, state, summary, wait_for
 
-pytestmark = [pytest.mark.node, pytest.mark.timeout(NODE_TIMEOUT)]
+pytestmark = pytest.mark.timeout(NODE_TIMEOUT)
 
 MODEL = aim("AIMModel")
 TEMPLATE = aim("AIMServiceTemplate")

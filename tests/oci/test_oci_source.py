@@ -15,7 +15,6 @@ import pytest
 
 from aim_cache.downloader import DownloadError, download, list_source, read_manifest
 from aim_cache.downloader.ocisource import CONFIG_FILE, select_blobs
-from aim_dev.local.processes import free_port
 from aim_dev.local.registry import Registry
 from aimcore.domain.outbound import OutboundPolicy
 from tests.helpers import LOOPBACK
@@ -160,18 +159,6 @@ async def test_a_container_image_is_not_a_model(oci_registry: Registry, tmp_path
     with pytest.raises(DownloadError) as err:
         select_blobs(docker_without_gguf, "", pushed.uri)
     assert err.value.reason == "UnsupportedMediaType" and "GGUF" in err.value.message
-
-
-async def test_an_unreachable_registry_is_named() -> None:
-    with pytest.raises(DownloadError) as err:
-        await list_source(f"oci://127.0.0.1:{free_port()}/models/x:v1", {}, policy=LOOPBACK)
-    assert err.value.reason == "SourceUnreachable" and err.value.transient is True
-
-
-async def test_a_registry_at_the_metadata_address_is_refused() -> None:
-    with pytest.raises(DownloadError) as err:
-        await list_source("oci://169.254.169.254/models/x:v1", {}, policy=OutboundPolicy(allow_private=True))
-    assert err.value.reason == "AddressNotAllowed"
 
 
 async def test_a_blob_redirect_or_token_realm_at_the_metadata_service_is_refused(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from aim_dev.local.processes import free_port
 from aim_dev.local.registry import Registry
 from aim_dev.testing.oci import Format, delete_tag_manifest, push_image
 from aimcore.domain.oci import (
@@ -20,7 +19,6 @@ from aimcore.domain.oci import (
     DockerConfig,
     ImageNotFound,
     RegistryClient,
-    RegistryUnreachable,
     credentials_from_secret,
     parse_reference,
 )
@@ -240,17 +238,6 @@ async def test_anonymous_access_to_the_auth_registry_is_auth_failed(oci_registry
     async with RegistryClient(other, policy=LOOPBACK) as client:
         with pytest.raises(AuthFailed):
             await client.labels(f"{oci_registry_auth.host}/{repo}:1.0")
-
-
-async def test_unreachable_registry() -> None:
-    port = free_port()  # nothing listens there
-    async with RegistryClient(timeout=5, policy=LOOPBACK) as client:
-        with pytest.raises(RegistryUnreachable) as info:
-            await client.labels(f"127.0.0.1:{port}/aim/x:1.0")
-        with pytest.raises(RegistryUnreachable):
-            await client.catalog(f"localhost:{port}")
-    assert info.value.transient
-    assert f"127.0.0.1:{port}" in str(info.value)
 
 
 async def test_the_outbound_policy_decides_which_names_reach_the_registry(

@@ -152,6 +152,7 @@ def test_discovery_reads_the_precision_from_the_gguf_header(
     assert "not allowed" in refused.stderr.lower(), refused.stderr
 
 
+@pytest.mark.timeout(120)  # downloads and loads two models with llama.cpp: 30 s on a loaded machine
 async def test_without_a_cache_the_weights_are_downloaded_then_each_model_answers_its_sentence(
     hub: HubServer, serve: Any, tmp_path: Path
 ) -> None:

@@ -18,7 +18,6 @@ import pytest
 from aim_dev import testmodel
 from aim_dev.local.processes import free_port
 from aim_discovery.dryrun import parse_output
-from aimcore.domain.oci.labels import image_metadata
 from tests.helpers import eventually
 
 SERVER = str(testmodel.SERVER)
@@ -79,7 +78,7 @@ def stop_after() -> Iterator[list[Served]]:
     yield started
     for s in started:
         s.proc.terminate()
-        s.proc.wait(10)
+        s.proc.communicate(timeout=10)  # waits, and closes the output pipe
 
 
 def test_dry_run_prints_discovery_output_the_operator_parses() -> None:
@@ -177,13 +176,3 @@ def test_without_its_model_files_the_server_exits_1(tmp_path: Any) -> None:
     done = run(AIM_TEST_MODEL_REQUIRE=str(tmp_path / "missing"), AIM_PORT=str(free_port()))
     assert done.returncode == 1
     assert "model files not found" in done.stderr
-
-
-def test_labels_are_aim_model_labels() -> None:
-    meta = image_metadata(testmodel.LABELS)
-    assert meta.model is not None
-    assert meta.model.canonical_name == testmodel.CANONICAL_NAME
-    assert meta.model.hf_token_required is False
-    [deployment] = meta.model.recommended_deployments or []
-    assert deployment.gpu_count == 0
-    assert meta.oci is not None and meta.oci.title == "aim-test-model"

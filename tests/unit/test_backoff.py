@@ -49,7 +49,9 @@ def test_a_seeded_draw_is_reproducible() -> None:
 
 def test_a_key_gives_the_same_delay_for_the_same_attempt_and_spreads_objects() -> None:
     schedule = Backoff(base=60.0, cap=3600.0)
-    assert schedule.delay(3, jitter="uid-a") == schedule.delay(3, jitter="uid-a")
+    # golden values: every process (a restarted controller, another replica) waits the same
+    assert schedule.delay(3, jitter="uid-a") == 233.12252064225794
+    assert schedule.delay(4, jitter="uid-a") == 331.24250084773587
     assert (
         schedule.delay(3, jitter="uid-a") != schedule.delay(4, jitter="uid-a") / 2
     )  # a new draw per attempt

@@ -302,7 +302,7 @@ def test_source_forms_accepted() -> None:
         "hf://org/repo",
         "org/repo",
     ):
-        ModelSpec.model_validate({"source": source})
+        assert ModelSpec.model_validate({"source": source}).source == source
 
 
 def test_spec_source_required() -> None:

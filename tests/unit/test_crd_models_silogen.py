@@ -41,6 +41,7 @@ from aimcore.api.crds.silogen import (
     AIMServiceTemplateStatus,
 )
 from tests import seeds
+from tests.helpers import missing_or_changed
 
 API_VERSION = "aim.silogen.ai/v1alpha1"
 BY_KIND: dict[str, type[Resource]] = {k.crd.kind: k for k in KINDS}
@@ -364,19 +365,22 @@ def test_spec_model_sources_need_a_model_id(model: type[K8sModel]) -> None:
         model.model_validate(payload)
 
 
-def test_valid_counterparts_of_the_rules_pass() -> None:
-    AIMImageSpec.model_validate({"image": "i", "resources": _IMAGE_RESOURCES})
-    AIMModelSpec.model_validate(
-        {"image": "i", "modelSources": [_SRC], "custom": {"templates": [{"name": "a", "hardware": _HW}]}}
-    )
-    AIMServiceSpec.model_validate({"model": {"name": "m"}, "template": {"name": "t"}})
-    AIMServiceSpec.model_validate(
-        {"aimImageName": "a", "templateRef": "t", "template": {"allowUnoptimized": True}}
-    )
-    # Generation 2 GPU requirements list several models and may combine them with minVram.
-    AIMHardwareRequirements.model_validate(
-        {"gpu": {"requests": 2, "models": ["MI300X", "MI250"], "minVram": "64Gi"}}
-    )
+@pytest.mark.parametrize(
+    ("model", "data"),
+    [
+        (AIMImageSpec, {"image": "i", "resources": _IMAGE_RESOURCES}),
+        (
+            AIMModelSpec,
+            {"image": "i", "modelSources": [_SRC], "custom": {"templates": [{"name": "a", "hardware": _HW}]}},
+        ),
+        (AIMServiceSpec, {"model": {"name": "m"}, "template": {"name": "t"}}),
+        (AIMServiceSpec, {"aimImageName": "a", "templateRef": "t", "template": {"allowUnoptimized": True}}),
+        # Generation 2 GPU requirements list several models and may combine them with minVram.
+        (AIMHardwareRequirements, {"gpu": {"requests": 2, "models": ["MI300X", "MI250"], "minVram": "64Gi"}}),
+    ],
+)
+def test_valid_counterparts_of_the_rules_pass(model: type[K8sModel], data: dict[str, Any]) -> None:
+    assert missing_or_changed(data, model.model_validate(data).wire()) == []  # kept as written
 
 
 # --- CRD metadata -----------------------------------------------------------------------------

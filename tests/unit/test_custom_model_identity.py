@@ -61,8 +61,9 @@ def test_the_spec_carries_the_request() -> None:
 
 
 def test_the_same_request_gives_the_same_name() -> None:
-    assert custom_model_name(MODEL, spec_of()) == custom_model_name(MODEL, spec_of(copy.deepcopy(CUSTOM)))
-    assert custom_model_name(MODEL, spec_of()).startswith("acme-tiny-")
+    """The name is a golden value: every process (a restarted deployer, another replica) makes it."""
+    assert custom_model_name(MODEL, spec_of()) == "acme-tiny-50c1ee83"
+    assert custom_model_name(MODEL, spec_of(copy.deepcopy(CUSTOM))) == "acme-tiny-50c1ee83"
 
 
 def with_hardware(hardware: dict[str, Any]) -> dict[str, Any]:
@@ -101,10 +102,12 @@ def test_a_stored_model_with_the_api_servers_defaults_is_the_same_model() -> Non
 
 
 def test_legacy_models_are_read_with_their_own_schema() -> None:
-    assert custom_model_name(LEGACY_MODEL, spec_of()) == custom_model_name(LEGACY_MODEL, spec_of())
-    assert custom_model_name(LEGACY_MODEL, spec_of()) != custom_model_name(
-        LEGACY_MODEL, with_hardware({"gpu": {"requests": 2}})
-    )
+    """The legacy AIMModel's schema defaults ``runtimeConfigName`` (the current one does not): its
+    identity, and so its name, is its own. The names are golden values."""
+    assert model_identity(LEGACY_MODEL, spec_of())["runtimeConfigName"] == "default"
+    assert "runtimeConfigName" not in model_identity(MODEL, spec_of())
+    assert custom_model_name(LEGACY_MODEL, spec_of()) == "acme-tiny-908a02cb"
+    assert custom_model_name(LEGACY_MODEL, with_hardware({"gpu": {"requests": 2}})) == "acme-tiny-c42cc3af"
 
 
 def test_the_name_differs_from_the_originals() -> None:

@@ -502,6 +502,17 @@ def test_ambiguous_message_independent_of_order() -> None:
     assert len(messages) == 1
 
 
-def test_same_input_same_output() -> None:
-    cs = [tpl("a"), tpl("b", gpu="MI210")]
-    assert select(cs) == select(cs)
+def test_the_outcome_is_a_golden_value() -> None:
+    """The same candidates give this outcome in every process (a restarted deployer selects and
+    says the same)."""
+    sel = select([tpl("a"), tpl("b", gpu="MI210")])
+    assert (chosen_name(sel), sel.reason, sel.message) == (
+        "a",
+        "TemplateSelected",
+        "selected AIMClusterServiceTemplate a (optimized, MI300X, latency, fp8) from 2 candidates: "
+        "ranked best of 2 eligible",
+    )
+    assert [(v.name, v.reason, v.message) for v in sel.verdicts] == [
+        ("a", "BestMatch", "best match (optimized, MI300X, latency, fp8)"),
+        ("b", "LowerPreferenceRank", "GPU MI210 ranks after MI300X (best: a)"),
+    ]

@@ -490,37 +490,62 @@ def test_validate_reports(spec: dict[str, Any], expected: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    "spec",
+    ("spec", "field", "why"),
     [
-        {"resources": {"cpu": 1.5}},
-        {"resources": {"cpu": True}},
-        {"resources": "big"},
-        hw("tpu"),
-        hw("vulkan", vendor="matrox"),
-        hw("rocm", runtime="hip"),
-        hw("cuda", count=-1),
-        hw("cuda", count=9),
-        hw("cuda", count=1.5),
-        hw("cuda", resourceName="gpu"),
-        hw("cuda", resourceName="NVIDIA.com/GPU"),
-        hw("rocm", vendor="amd", resourceName="devic.es/rocm", resourceClaims=[TEMPLATE_CLAIM]),
-        hw("cuda", resourceClaims=[{"name": "gpu"}]),
-        hw(
-            "cuda",
-            resourceClaims=[
-                CLAIM,
-                {"name": "b", "resourceClaimName": "x", "resourceClaimTemplateName": "y"},
-            ],
+        ({"resources": {"cpu": 1.5}}, "spec.resources.cpu", "a valid string"),
+        ({"resources": {"cpu": True}}, "spec.resources.cpu", "a valid string"),
+        ({"resources": "big"}, "spec.resources", "a valid dictionary"),
+        (hw("tpu"), "spec.hardware.accelerator", "'cpu', 'metal', 'cuda', 'rocm', 'intel' or 'vulkan'"),
+        (hw("vulkan", vendor="matrox"), "spec.hardware.gpu.vendor", "'nvidia', 'amd' or 'intel'"),
+        (hw("rocm", runtime="hip"), "spec.hardware.gpu.runtime", "'vulkan' or 'rocm'"),
+        (hw("cuda", count=-1), "spec.hardware.gpu.count", "greater than or equal to 0"),
+        (hw("cuda", count=9), "spec.hardware.gpu.count", "less than or equal to 8"),
+        (hw("cuda", count=1.5), "spec.hardware.gpu.count", "a valid integer"),
+        (hw("cuda", resourceName="gpu"), "spec.hardware.gpu.resourceName", "should match pattern"),
+        (hw("cuda", resourceName="NVIDIA.com/GPU"), "spec.hardware.gpu.resourceName", "should match pattern"),
+        (
+            hw("rocm", vendor="amd", resourceName="devic.es/rocm", resourceClaims=[TEMPLATE_CLAIM]),
+            "spec.hardware.gpu",
+            "resourceClaims and resourceName are mutually exclusive",
         ),
-        hw("cuda", resourceClaims=[{"resourceClaimName": "x"}]),
-        hw("cuda", resourceClaims=["gpu-claim"]),
-        hw("cuda", resourceClaims={"name": "gpu"}),
-        {"hardware": "cuda"},
-        {"hardware": {"accelerator": "cuda", "gpu": True}},
+        (
+            hw("cuda", resourceClaims=[{"name": "gpu"}]),
+            "spec.hardware.gpu",
+            "exactly one of resourceClaimName or resourceClaimTemplateName",
+        ),
+        (
+            hw(
+                "cuda",
+                resourceClaims=[
+                    CLAIM,
+                    {"name": "b", "resourceClaimName": "x", "resourceClaimTemplateName": "y"},
+                ],
+            ),
+            "spec.hardware.gpu",
+            "exactly one of resourceClaimName or resourceClaimTemplateName",
+        ),
+        (
+            hw("cuda", resourceClaims=[{"resourceClaimName": "x"}]),
+            "spec.hardware.gpu.resourceClaims.0.name",
+            "required",
+        ),
+        (
+            hw("cuda", resourceClaims=["gpu-claim"]),
+            "spec.hardware.gpu.resourceClaims.0",
+            "a valid dictionary",
+        ),
+        (hw("cuda", resourceClaims={"name": "gpu"}), "spec.hardware.gpu.resourceClaims", "a valid list"),
+        ({"hardware": "cuda"}, "spec.hardware", "a valid dictionary"),
+        ({"hardware": {"accelerator": "cuda", "gpu": True}}, "spec.hardware.gpu", "a valid dictionary"),
     ],
 )
-def test_the_schema_refuses_the_rest(spec: dict[str, Any]) -> None:
+def test_the_schema_refuses_the_rest(spec: dict[str, Any], field: str, why: str) -> None:
     """An unknown accelerator, vendor or runtime, a GPU count out of 0..8, a malformed resourceName,
     a claim without exactly one of its names, resourceName next to claims, wrong shapes: the Model's
-    schema refuses them, so the runtime reports ``InvalidSpec`` and :func:`validate` never sees them."""
-    assert decode(GROUP_LLMKUBE, "Model", _obj(spec)).invalid is not None
+    schema refuses them, so the runtime reports ``InvalidSpec`` and :func:`validate` never sees them.
+    The refusal names the field (and only it) and says why."""
+    invalid = decode(GROUP_LLMKUBE, "Model", _obj(spec)).invalid
+    assert invalid is not None, "accepted"
+    where, _, message = invalid.partition(": ")
+    assert (where, "; " in message) == (field, False), invalid
+    assert why in message, invalid

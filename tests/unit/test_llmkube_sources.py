@@ -282,24 +282,24 @@ def test_invalid_file_sets(spec: dict[str, object]) -> None:
 
 
 @pytest.mark.parametrize(
-    "spec",
+    ("spec", "refusal"),
     [
-        {},
-        {"source": 7},
-        {"source": f"{HF}/org/repo", "files": [3]},
-        {"source": f"{HF}/org/repo", "files": "a.gguf"},
+        ({}, "spec.source: Field required"),
+        ({"source": 7}, "spec.source: Input should be a valid string"),
+        ({"source": f"{HF}/org/repo", "files": [3]}, "spec.files.0: Input should be a valid string"),
+        ({"source": f"{HF}/org/repo", "files": "a.gguf"}, "spec.files: Input should be a valid list"),
     ],
 )
-def test_the_model_refuses_what_is_not_a_source(spec: dict[str, object]) -> None:
+def test_the_model_refuses_what_is_not_a_source(spec: dict[str, object], refusal: str) -> None:
     """A missing or mistyped source or file list never reaches :func:`parse_source`: the Model's
-    schema refuses it, and the runtime reports ``InvalidSpec``."""
+    schema refuses it, naming the field, and the runtime reports ``InvalidSpec``."""
     obj = {
         "apiVersion": f"{GROUP_LLMKUBE}/v1alpha1",
         "kind": "Model",
         "metadata": {"name": "m"},
         "spec": spec,
     }
-    assert decode(GROUP_LLMKUBE, "Model", obj).invalid is not None
+    assert decode(GROUP_LLMKUBE, "Model", obj).invalid == refusal
 
 
 def test_empty_files_list_is_a_single_file_source() -> None:

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 from aimcore.api.errors import AimError
 from aimcore.domain.status import rules
 from tests.sources import ROOT, module_files
@@ -440,6 +442,7 @@ def test_the_collector_finds_the_reasons_of_every_kind_of_source() -> None:
     assert len(collected.reasons) > 90  # 106 when written
 
 
+@pytest.mark.timeout(60)  # reads every service's source for the reasons it reports: 10 s when loaded
 def test_every_reported_reason_is_known_to_the_status_rules() -> None:
     collected = collect()
     unknown = {reason: sorted(sites)[:3] for reason, sites in collected.reasons.items() if not known(reason)}
