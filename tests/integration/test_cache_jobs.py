@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from nats.js.errors import NotFoundError
 
-from aim_cache.downloader import Progress, RateMeter, progress_report
 from aim_cache.plan import job_name, pvc_name
+from aim_cache_jobs.downloader import Progress, RateMeter, progress_report
 from aim_dev.local.deployed import PERSISTENT_VOLUME, host_path_volume
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.registry import Registry

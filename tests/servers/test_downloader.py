@@ -23,7 +23,7 @@ from aiohttp import web
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
-from aim_cache.downloader import (
+from aim_cache_jobs.downloader import (
     AUTH_ERROR,
     CHECKSUM_MISMATCH,
     DOWNLOAD_STALLED,
@@ -41,12 +41,12 @@ from aim_cache.downloader import (
     probe_size,
     read_manifest,
 )
-from aim_cache.downloader import disk as disk_module
-from aim_cache.downloader import holding as holding_module
-from aim_cache.downloader import rangefetch as rangefetch_module
-from aim_cache.downloader import sources as sources_module
-from aim_cache.downloader import transfer as transfer_module
-from aim_cache.downloader import writepath as writepath_module
+from aim_cache_jobs.downloader import disk as disk_module
+from aim_cache_jobs.downloader import holding as holding_module
+from aim_cache_jobs.downloader import rangefetch as rangefetch_module
+from aim_cache_jobs.downloader import sources as sources_module
+from aim_cache_jobs.downloader import transfer as transfer_module
+from aim_cache_jobs.downloader import writepath as writepath_module
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.natsserver import NatsServer
 from aim_dev.local.s3 import S3Server
@@ -825,7 +825,7 @@ async def run_cli(args: list[str], env: dict[str, str], timeout: float = 60) -> 
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "aim_cache.downloader.cli",
+        "aim_cache_jobs.downloader.cli",
         *args,
         env={**_base_env(), **env},
         stdout=asyncio.subprocess.PIPE,
@@ -973,7 +973,7 @@ async def test_cli_sigterm_keeps_partial_data_for_resume(hub: HubServer, tmp_pat
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "aim_cache.downloader.cli",
+        "aim_cache_jobs.downloader.cli",
         f"hf://{repo_id}",
         str(tmp_path),
         env={**_base_env(), **hf_env(hub)},

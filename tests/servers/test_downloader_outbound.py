@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from aim_cache.downloader import DownloadError, download, list_source
-from aim_cache.downloader import sources as sources_module
+from aim_cache_jobs.downloader import DownloadError, download, list_source
+from aim_cache_jobs.downloader import sources as sources_module
 from aim_dev.local.hub import HubServer
 from aim_dev.local.s3 import S3Server
 from aimcore.domain.outbound import OutboundPolicy

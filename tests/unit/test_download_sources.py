@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from huggingface_hub import hf_hub_url
 
-from aim_cache.downloader import fetch, partial
-from aim_cache.downloader.errors import (
+from aim_cache_jobs.downloader import fetch, partial
+from aim_cache_jobs.downloader.errors import (
     AUTH_ERROR,
     DOWNLOAD_STALLED,
     INVALID_SOURCE,
@@ -20,11 +20,11 @@ from aim_cache.downloader.errors import (
     DownloadError,
     redact_url,
 )
-from aim_cache.downloader.filejob import new_hasher
-from aim_cache.downloader.manifest import Manifest, ManifestFile, build, matches
-from aim_cache.downloader.rangefetch import RANGE_RETRY
-from aim_cache.downloader.ranges import RangeSet, split
-from aim_cache.downloader.sources import (
+from aim_cache_jobs.downloader.filejob import new_hasher
+from aim_cache_jobs.downloader.manifest import Manifest, ManifestFile, build, matches
+from aim_cache_jobs.downloader.rangefetch import RANGE_RETRY
+from aim_cache_jobs.downloader.ranges import RangeSet, split
+from aim_cache_jobs.downloader.sources import (
     Digest,
     Listing,
     RemoteFile,

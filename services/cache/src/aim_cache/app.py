@@ -1,7 +1,7 @@
 """The cache service. It owns template caches and model caches of both AIM API groups and
 LLMKube ``Model``s: one reconciler per family (:mod:`aim_cache.templatecaches`,
 :mod:`aim_cache.modelcaches`, :mod:`aim_cache.llmkube.reconciler`) behind one consumer, and the
-downloader (:mod:`aim_cache.downloader`) that runs in download Jobs or, with no kubelet, in this
+downloader (:mod:`aim_cache_jobs.downloader`) that runs in download Jobs or, with no kubelet, in this
 process (:mod:`aim_cache.local`); LLMKube Models are always fetched in this process, into the
 service's model volume (:mod:`aim_cache.llmkube.runs`). What each dependency's change wakes is
 said in :mod:`aim_cache.dependencies`."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from aim_cache.download_metrics import DownloadMeter
-from aim_cache.downloader import (
+from aim_cache_jobs.downloader import (
     DOWNLOAD_FAILED,
     DownloadError,
     Manifest,

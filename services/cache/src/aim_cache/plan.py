@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aim_cache.downloader import model_id_for
+from aim_cache_jobs.downloader import model_id_for
 from aimcore.api.bus import progress
 from aimcore.api.bus.messages import ObjectRef
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE

@@ -41,11 +41,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
-from aim_cache.downloader import DownloadError, Manifest, read_manifest
-from aim_cache.downloader.errors import PERMANENT_REASONS
 from aim_cache.joblog import JobLogs
 from aim_cache.llmkube import drift, fetch, hardware, state, verify
-from aim_cache.llmkube.inspect import Known
 from aim_cache.llmkube.runs import Order, Recorded, Run, Runs, read_sidecar, write_sidecar
 from aim_cache.llmkube.settings import ModelSettings
 from aim_cache.llmkube.sources import (
@@ -56,6 +53,9 @@ from aim_cache.llmkube.sources import (
     source_of,
 )
 from aim_cache.memo import remember
+from aim_cache_jobs.downloader import DownloadError, Manifest, read_manifest
+from aim_cache_jobs.downloader.errors import PERMANENT_REASONS
+from aim_cache_jobs.inspect import Known
 from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.crds.base import Resource
 from aimcore.api.crds.llmkube import Model

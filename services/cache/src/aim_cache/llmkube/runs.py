@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from aim_cache.download_metrics import DownloadMeter
-from aim_cache.downloader import (
+from aim_cache.llmkube import drift, fetch
+from aim_cache.llmkube.sources import SOURCE_NOT_ALLOWED, Source, SourceError, SourceUnreachable
+from aim_cache_jobs.downloader import (
     ADDRESS_NOT_ALLOWED,
     DOWNLOAD_FAILED,
     SOURCE_UNREACHABLE,
@@ -37,8 +39,6 @@ from aim_cache.downloader import (
     download_listing,
     summary,
 )
-from aim_cache.llmkube import drift, fetch
-from aim_cache.llmkube.sources import SOURCE_NOT_ALLOWED, Source, SourceError, SourceUnreachable
 from aimcore.domain.outbound import STRICT, OutboundPolicy
 
 log = logging.getLogger(__name__)

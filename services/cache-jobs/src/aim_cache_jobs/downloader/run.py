@@ -19,19 +19,19 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aim_cache.downloader import manifest as manifests
-from aim_cache.downloader import writepath
-from aim_cache.downloader.errors import DOWNLOAD_FAILED, INVALID_SOURCE, DownloadError
-from aim_cache.downloader.fetch import make_ssl_context
-from aim_cache.downloader.filejob import PlannedFile
-from aim_cache.downloader.manifest import Manifest, ManifestFile
-from aim_cache.downloader.partial import partial_dir
-from aim_cache.downloader.progress import Progress
-from aim_cache.downloader.sources import DIGEST_ALGORITHMS, PARTIAL_DIR, Digest, Listing, list_source
-from aim_cache.downloader.transfer import Transfer
+from aim_cache_jobs.downloader import manifest as manifests
+from aim_cache_jobs.downloader import writepath
+from aim_cache_jobs.downloader.errors import DOWNLOAD_FAILED, INVALID_SOURCE, DownloadError
+from aim_cache_jobs.downloader.fetch import make_ssl_context
+from aim_cache_jobs.downloader.filejob import PlannedFile
+from aim_cache_jobs.downloader.manifest import Manifest, ManifestFile
+from aim_cache_jobs.downloader.partial import partial_dir
+from aim_cache_jobs.downloader.progress import Progress
+from aim_cache_jobs.downloader.sources import DIGEST_ALGORITHMS, PARTIAL_DIR, Digest, Listing, list_source
+from aim_cache_jobs.downloader.transfer import Transfer
 from aimcore.domain.outbound import STRICT, OutboundPolicy
 
-log = logging.getLogger("aim_cache.downloader")
+log = logging.getLogger("aim_cache_jobs.downloader")
 
 PROGRESS_INTERVAL = 0.5
 """Minimum seconds between two ``on_progress`` calls of the same phase."""
@@ -86,7 +86,7 @@ async def download(
     """Download ``uri`` into ``dest`` and return its manifest (see the package docstring).
     ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works, ``True`` uses
     ``O_DIRECT`` where it works, ``None`` (the default) measures which is faster on the
-    destination's filesystem (:mod:`aim_cache.downloader.writepath`). ``policy``
+    destination's filesystem (:mod:`aim_cache_jobs.downloader.writepath`). ``policy``
     is the outbound address policy every connection applies (the process's, read at start-up;
     default: the strict one; ``env`` is the model's own and never changes it).
 

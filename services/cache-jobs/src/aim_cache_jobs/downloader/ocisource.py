@@ -44,7 +44,7 @@ import oras.defaults
 import oras.provider
 import requests
 
-from aim_cache.downloader.errors import (
+from aim_cache_jobs.downloader.errors import (
     AUTH_ERROR,
     CHECKSUM_MISMATCH,
     DOWNLOAD_FAILED,
@@ -54,9 +54,9 @@ from aim_cache.downloader.errors import (
     UNSUPPORTED_MEDIA_TYPE,
     DownloadError,
 )
-from aim_cache.downloader.fetch import refused
-from aim_cache.downloader.poolguard import guarded_session
-from aim_cache.downloader.sources import (
+from aim_cache_jobs.downloader.fetch import refused
+from aim_cache_jobs.downloader.poolguard import guarded_session
+from aim_cache_jobs.downloader.sources import (
     Digest,
     Listing,
     ParsedSource,

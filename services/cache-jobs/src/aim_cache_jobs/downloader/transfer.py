@@ -35,28 +35,28 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from aim_cache.downloader import disk, fetch, partial, rangefetch, writepath
-from aim_cache.downloader.disk import Durability
-from aim_cache.downloader.errors import (
+from aim_cache_jobs.downloader import disk, fetch, partial, rangefetch, writepath
+from aim_cache_jobs.downloader.disk import Durability
+from aim_cache_jobs.downloader.errors import (
     DOWNLOAD_FAILED,
     DownloadError,
 )
-from aim_cache.downloader.filejob import FileJob, FileResult, PlannedFile, new_hasher
-from aim_cache.downloader.holding import Buffers
-from aim_cache.downloader.placement import Placement
-from aim_cache.downloader.rangefetch import RangeFetcher, Slot
-from aim_cache.downloader.ranges import RangeSet, split
-from aim_cache.downloader.sources import Digest
+from aim_cache_jobs.downloader.filejob import FileJob, FileResult, PlannedFile, new_hasher
+from aim_cache_jobs.downloader.holding import Buffers
+from aim_cache_jobs.downloader.placement import Placement
+from aim_cache_jobs.downloader.rangefetch import RangeFetcher, Slot
+from aim_cache_jobs.downloader.ranges import RangeSet, split
+from aim_cache_jobs.downloader.sources import Digest
 from aimcore.domain.outbound import STRICT, OutboundPolicy
 
-log = logging.getLogger("aim_cache.downloader")
+log = logging.getLogger("aim_cache_jobs.downloader")
 
 KiB = 1 << 10
 MiB = 1 << 20
 CHUNK_SIZE = 8 * MiB
 """Bytes per range request: small enough that ranges complete close to file order (what arrives
 ahead of the hash position is held in memory, see
-:data:`~aim_cache.downloader.holding.HOLD_BYTES`) and a retry refetches little,
+:data:`~aim_cache_jobs.downloader.holding.HOLD_BYTES`) and a retry refetches little,
 large enough that request overhead does not matter (hf_transfer uses 10 MiB)."""
 PROBE_MIN_BYTES = 256 * MiB
 """A transfer smaller than this does not run a write probe itself (``direct_io=None``): it uses

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aim_cache.downloader.errors import redact_url
-from aim_cache.downloader.ranges import RangeSet
-from aim_cache.downloader.sources import PARTIAL_DIR, RemoteFile
+from aim_cache_jobs.downloader.errors import redact_url
+from aim_cache_jobs.downloader.ranges import RangeSet
+from aim_cache_jobs.downloader.sources import PARTIAL_DIR, RemoteFile
 
 PART_SUFFIX = ".part"
 STATE_SUFFIX = ".state.json"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aim_cache.downloader.sources import MANIFEST_NAME, Digest, Listing, validate_path
+from aim_cache_jobs.downloader.sources import MANIFEST_NAME, Digest, Listing, validate_path
 
 MANIFEST = MANIFEST_NAME
 SCHEMA = 1
@@ -30,7 +30,7 @@ class ManifestFile:
     computed: tuple[Digest, ...] = ()
     """Digests of the bytes as placed, for algorithms the source gives no value for (computed while
     downloading; not a verification). May lack an algorithm that was asked for when the file was
-    adopted without being read (see :func:`aim_cache.downloader.run.download`)."""
+    adopted without being read (see :func:`aim_cache_jobs.downloader.run.download`)."""
 
     def digest(self, algorithm: str) -> str | None:
         """The file's ``algorithm`` digest: the verified one, else the computed one, else None."""

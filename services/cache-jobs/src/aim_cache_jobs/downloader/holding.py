@@ -9,7 +9,7 @@ import mmap
 import threading
 import time
 
-from aim_cache.downloader.filejob import FileJob
+from aim_cache_jobs.downloader.filejob import FileJob
 
 MiB = 1 << 20
 HOLD_BYTES = 64 * MiB

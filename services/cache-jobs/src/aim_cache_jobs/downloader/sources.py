@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from aim_cache.downloader import fetch
-from aim_cache.downloader.errors import (
+from aim_cache_jobs.downloader import fetch
+from aim_cache_jobs.downloader.errors import (
     ADDRESS_NOT_ALLOWED,
     AUTH_ERROR,
     DOWNLOAD_FAILED,
@@ -168,7 +168,7 @@ def parse_source(uri: str) -> ParsedSource:
     if lowered.startswith("s3://"):
         return _parse_s3(uri)
     if lowered.startswith("oci://"):
-        from aim_cache.downloader.ocisource import parse_oci  # noqa: PLC0415 - oras, requests
+        from aim_cache_jobs.downloader.ocisource import parse_oci  # noqa: PLC0415 - oras, requests
 
         uri = "oci://" + uri[len("oci://") :]
         parse_oci(uri)
@@ -289,7 +289,7 @@ async def list_source(
     elif parsed.scheme == "s3":
         listing = await asyncio.to_thread(_list_s3, parsed, env, policy)
     elif parsed.scheme == "oci":
-        from aim_cache.downloader.ocisource import list_oci  # noqa: PLC0415 - oras, requests
+        from aim_cache_jobs.downloader.ocisource import list_oci  # noqa: PLC0415 - oras, requests
 
         listing = await asyncio.to_thread(list_oci, parsed, env, policy)
     elif parsed.scheme in ("http", "https"):
@@ -425,7 +425,7 @@ def _list_hf(parsed: ParsedSource, env: Mapping[str, str], policy: OutboundPolic
     from huggingface_hub import HfApi  # noqa: PLC0415 - heavy import, only for hf
     from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415
 
-    from aim_cache.downloader.hubclient import guarded  # noqa: PLC0415 - imports huggingface_hub
+    from aim_cache_jobs.downloader.hubclient import guarded  # noqa: PLC0415 - imports huggingface_hub
 
     assert parsed.repo_id is not None
     endpoint = hf_endpoint(env)
@@ -594,7 +594,7 @@ def s3_client(env: Mapping[str, str], policy: OutboundPolicy = STRICT) -> Any:
         region_name=region,
     )
     client = session.client("s3", endpoint_url=endpoint, config=config, use_ssl=not no_ssl, verify=verify)
-    from aim_cache.downloader.s3connect import guard_client  # noqa: PLC0415 - imports botocore
+    from aim_cache_jobs.downloader.s3connect import guard_client  # noqa: PLC0415 - imports botocore
 
     guard_client(client, policy)
     return client

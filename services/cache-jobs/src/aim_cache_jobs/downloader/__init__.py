@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aim_cache.downloader.errors import (
+from aim_cache_jobs.downloader.errors import (
     ADDRESS_NOT_ALLOWED,
     AUTH_ERROR,
     CHECKSUM_MISMATCH,
@@ -20,10 +20,10 @@ from aim_cache.downloader.errors import (
     STORAGE_FULL,
     DownloadError,
 )
-from aim_cache.downloader.manifest import MANIFEST, Manifest, ManifestFile, read_manifest
-from aim_cache.downloader.progress import Progress, RateMeter, progress_fields, summary
-from aim_cache.downloader.run import download, download_listing, probe_size
-from aim_cache.downloader.sources import (
+from aim_cache_jobs.downloader.manifest import MANIFEST, Manifest, ManifestFile, read_manifest
+from aim_cache_jobs.downloader.progress import Progress, RateMeter, progress_fields, summary
+from aim_cache_jobs.downloader.run import download, download_listing, probe_size
+from aim_cache_jobs.downloader.sources import (
     Digest,
     Listing,
     ParsedSource,
@@ -34,7 +34,7 @@ from aim_cache.downloader.sources import (
 )
 
 if TYPE_CHECKING:
-    from aim_cache.downloader.report import progress_report
+    from aim_cache_jobs.downloader.report import progress_report
 
 __all__ = [
     "ADDRESS_NOT_ALLOWED",
@@ -73,7 +73,7 @@ def __getattr__(name: str) -> Any:
     # progress_report needs aimcore's message models (pydantic, ~0.2 s to import): loaded on first
     # use, so ``aim-download`` without progress publishing starts faster.
     if name == "progress_report":
-        from aim_cache.downloader.report import progress_report  # noqa: PLC0415
+        from aim_cache_jobs.downloader.report import progress_report  # noqa: PLC0415
 
         return progress_report
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

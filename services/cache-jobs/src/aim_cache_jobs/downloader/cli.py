@@ -6,7 +6,7 @@ exactly one JSON object the cache service reads from the pod log:
 ``{"result": "error", "reason": "<condition reason>", "message": "..."}``. Exit codes: 0 success,
 1 failure, 2 usage error, 143 stopped by SIGTERM/SIGINT (partial data kept for the next attempt).
 
-The environment is two things: the Job's settings (:mod:`aim_cache.downloader.settings`, read
+The environment is two things: the Job's settings (:mod:`aim_cache_jobs.downloader.settings`, read
 once, when the program starts), and the model cache's own env (the user's: tokens, endpoints),
 handed to the sources as it is.
 
@@ -35,11 +35,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from aim_cache.downloader import writepath
-from aim_cache.downloader.errors import DOWNLOAD_FAILED, DownloadError, redact_url
-from aim_cache.downloader.progress import Progress, RateMeter, summary
-from aim_cache.downloader.run import download
-from aim_cache.downloader.settings import DownloadJobSettings, load_job
+from aim_cache_jobs.downloader import writepath
+from aim_cache_jobs.downloader.errors import DOWNLOAD_FAILED, DownloadError, redact_url
+from aim_cache_jobs.downloader.progress import Progress, RateMeter, summary
+from aim_cache_jobs.downloader.run import download
+from aim_cache_jobs.downloader.settings import DownloadJobSettings, load_job
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.domain.units import format_bytes, format_duration, format_rate
 from aimcore.runtime.settings import SettingsError
@@ -188,7 +188,7 @@ class Publisher:
         return publisher
 
     def offer(self, p: Progress, meter: RateMeter, now: float) -> None:
-        from aim_cache.downloader.report import progress_report  # noqa: PLC0415
+        from aim_cache_jobs.downloader.report import progress_report  # noqa: PLC0415
 
         self.latest = progress_report(self.obj, self.uid, p, meter, now=now)
         self._wake.set()
@@ -344,7 +344,7 @@ def setup_logging(fmt: str = "text") -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
         logging.getLogger().handlers[:] = [handler]
     logging.getLogger().setLevel(logging.WARNING)  # third-party INFO logs may print request URLs
-    for name in ("aim-download", "aim_cache.downloader"):
+    for name in ("aim-download", "aim_cache_jobs.downloader"):
         logging.getLogger(name).setLevel(logging.INFO)
 
 

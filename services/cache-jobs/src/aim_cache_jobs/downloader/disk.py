@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from aim_cache.downloader import partial
-from aim_cache.downloader.errors import DOWNLOAD_FAILED, STORAGE_FULL, DownloadError
-from aim_cache.downloader.filejob import FileJob
-from aim_cache.downloader.ranges import RangeSet
+from aim_cache_jobs.downloader import partial
+from aim_cache_jobs.downloader.errors import DOWNLOAD_FAILED, STORAGE_FULL, DownloadError
+from aim_cache_jobs.downloader.filejob import FileJob
+from aim_cache_jobs.downloader.ranges import RangeSet
 
-log = logging.getLogger("aim_cache.downloader")
+log = logging.getLogger("aim_cache_jobs.downloader")
 
 KiB = 1 << 10
 MiB = 1 << 20

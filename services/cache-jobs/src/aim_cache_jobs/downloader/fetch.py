@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-from aim_cache.downloader.errors import (
+from aim_cache_jobs.downloader.errors import (
     ADDRESS_NOT_ALLOWED,
     AUTH_ERROR,
     DOWNLOAD_FAILED,

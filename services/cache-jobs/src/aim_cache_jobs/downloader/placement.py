@@ -13,14 +13,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from aim_cache.downloader import disk, partial
-from aim_cache.downloader.errors import CHECKSUM_MISMATCH, DOWNLOAD_FAILED, DownloadError
-from aim_cache.downloader.filejob import FileJob, FileResult
-from aim_cache.downloader.holding import Buffers
-from aim_cache.downloader.ranges import RangeSet
-from aim_cache.downloader.sources import Digest, RemoteFile
+from aim_cache_jobs.downloader import disk, partial
+from aim_cache_jobs.downloader.errors import CHECKSUM_MISMATCH, DOWNLOAD_FAILED, DownloadError
+from aim_cache_jobs.downloader.filejob import FileJob, FileResult
+from aim_cache_jobs.downloader.holding import Buffers
+from aim_cache_jobs.downloader.ranges import RangeSet
+from aim_cache_jobs.downloader.sources import Digest, RemoteFile
 
-log = logging.getLogger("aim_cache.downloader")
+log = logging.getLogger("aim_cache_jobs.downloader")
 
 MiB = 1 << 20
 HASH_BUFFER = 1 * MiB

@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from aim_cache.llmkube import gguf
+from aim_cache_jobs import gguf
 
 CHUNK = 4 * 1024 * 1024
 SHA256 = re.compile(r"[0-9a-f]{64}")

@@ -18,17 +18,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aim_cache.downloader import disk, fetch
-from aim_cache.downloader.errors import DOWNLOAD_FAILED, SOURCE_NOT_FOUND, DownloadError, host_of
-from aim_cache.downloader.fetch import idle
-from aim_cache.downloader.filejob import FileJob
-from aim_cache.downloader.holding import Buffers
-from aim_cache.downloader.ranges import RangeSet
-from aim_cache.downloader.sources import RemoteFile
+from aim_cache_jobs.downloader import disk, fetch
+from aim_cache_jobs.downloader.errors import DOWNLOAD_FAILED, SOURCE_NOT_FOUND, DownloadError, host_of
+from aim_cache_jobs.downloader.fetch import idle
+from aim_cache_jobs.downloader.filejob import FileJob
+from aim_cache_jobs.downloader.holding import Buffers
+from aim_cache_jobs.downloader.ranges import RangeSet
+from aim_cache_jobs.downloader.sources import RemoteFile
 from aimcore.api.backoff import Backoff, Jitter
 from aimcore.api.errors import AimError
 
-log = logging.getLogger("aim_cache.downloader")
+log = logging.getLogger("aim_cache_jobs.downloader")
 
 MiB = 1 << 20
 BUFFER_SIZE = 1 * MiB

@@ -23,7 +23,7 @@ from botocore.awsrequest import (
     AWSHTTPSConnectionPool,
 )
 
-from aim_cache.downloader.poolguard import guarded_new_conn as _new_conn
+from aim_cache_jobs.downloader.poolguard import guarded_new_conn as _new_conn
 from aimcore.domain.outbound import OutboundPolicy
 
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aim_cache.downloader import partial
-from aim_cache.downloader.ranges import RangeSet
-from aim_cache.downloader.sources import Digest, RemoteFile
+from aim_cache_jobs.downloader import partial
+from aim_cache_jobs.downloader.ranges import RangeSet
+from aim_cache_jobs.downloader.sources import Digest, RemoteFile
 
 
 def new_hasher(algorithm: str, size: int) -> Any:

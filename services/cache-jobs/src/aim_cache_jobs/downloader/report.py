@@ -4,7 +4,7 @@ AIMModelCache has no ``status.progress`` field, so it gets the condition only.""
 
 from __future__ import annotations
 
-from aim_cache.downloader.progress import Progress, RateMeter, progress_fields, summary
+from aim_cache_jobs.downloader.progress import Progress, RateMeter, progress_fields, summary
 from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
 from aimcore.api.kinds import GROUP_LEGACY
 

@@ -1,12 +1,14 @@
-"""Downloader throughput against ``curl`` from the same server (DESIGN §8: at least 90 % of curl's).
+"""The transfer alone: the downloader's throughput against ``curl`` from the same server (DESIGN §8: at
+least 90 % of curl's), in-process, without the Job program's start-up (``aimctl bench download``,
+:mod:`aim_dev.bench.download`, measures the whole ``aim-download`` process). Tooling: in no image.
 
-:func:`measure` runs ``curl -s -o FILE URL`` and then :func:`~aim_cache.downloader.run.download` of
+:func:`measure` runs ``curl -s -o FILE URL`` and then :func:`~aim_cache_jobs.downloader.run.download` of
 the same URL into the same directory, after an untimed warm-up curl; before each timed run the
 previous output is deleted and dirty pages are flushed, so neither pays for the other's writeback
 or page allocation, and reports both rates. The downloader's time includes everything a download
 does: listing, transfer, fsync and atomic placement.
 
-By hand: ``python -m aim_cache.downloader.bench --size 2GiB [--dir DIR] [--repeat 3]`` writes a
+By hand: ``python -m aim_dev.bench.transfer --size 2GiB [--dir DIR] [--repeat 3]`` writes a
 random file, serves it with aiohttp's ``FileResponse`` (sendfile) in a child process, and measures;
 or ``--url URL`` measures against an existing server. Human lines go to stderr; the last stdout line
 is one JSON object.
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from aim_cache.downloader.run import download
+from aim_cache_jobs.downloader.run import download
 from aimcore.domain.outbound import OutboundPolicy
 
 
@@ -136,7 +138,7 @@ def serve(root: Path, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m aim_cache.downloader.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m aim_dev.bench.transfer", description=__doc__)
     parser.add_argument("--url", help="measure this URL (otherwise a local file is served)")
     parser.add_argument("--size", default="2GiB", help="size of the served random file")
     parser.add_argument("--dir", type=Path, help="working directory (default: a temporary one)")
@@ -161,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"writing a {size}-byte random file", file=sys.stderr)
             write_random_file(served / "model.bin", size)
             server = subprocess.Popen(
-                [sys.executable, "-m", "aim_cache.downloader.bench", "--serve", str(served)],
+                [sys.executable, "-m", "aim_dev.bench.transfer", "--serve", str(served)],
                 stdout=subprocess.PIPE,
                 text=True,
             )
