@@ -20,37 +20,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
-import re
 import stat
 import sys
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from aim_cache_jobs import gguf
+from aim_cache_jobs.contract import INSPECT_COMMAND, KNOWN_OPTION, Known
 
 CHUNK = 4 * 1024 * 1024
-SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-@dataclass(frozen=True)
-class Known:
-    size: int
-    mtime: float
-    sha256: str
-
-    def render(self) -> str:
-        return f"{self.size}:{self.mtime!r}:{self.sha256}"
-
-    @classmethod
-    def parse(cls, text: str) -> Known:
-        """``SIZE:MTIME:SHA256``; ValueError for anything else."""
-        size, mtime, sha = text.split(":")
-        known = cls(int(size), float(mtime), sha.lower())
-        if known.size < 0 or not math.isfinite(known.mtime) or not SHA256.fullmatch(known.sha256):
-            raise ValueError(f"not SIZE:MTIME:SHA256: {text!r}")
-        return known
 
 
 def inspect(path: str, known: Known | None) -> dict[str, Any]:
@@ -101,9 +79,9 @@ def _error(reason: str, message: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="aim-model-inspect", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=INSPECT_COMMAND, description=__doc__.splitlines()[0])
     parser.add_argument("path", help="the model file (inside the mounted claim)")
-    parser.add_argument("--known", help="SIZE:MTIME:SHA256 of the previous round; reused if unchanged")
+    parser.add_argument(KNOWN_OPTION, help="SIZE:MTIME:SHA256 of the previous round; reused if unchanged")
     args = parser.parse_args(argv)
     try:
         known = Known.parse(args.known) if args.known else None

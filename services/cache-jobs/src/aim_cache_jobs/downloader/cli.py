@@ -35,6 +35,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from aim_cache_jobs.contract import (
+    DOWNLOAD_COMMAND,
+    OBJECT_OPTION,
+    STALL_TIMEOUT_OPTION,
+    UID_OPTION,
+    parse_object,
+)
 from aim_cache_jobs.downloader import writepath
 from aim_cache_jobs.downloader.errors import DOWNLOAD_FAILED, DownloadError, redact_url
 from aim_cache_jobs.downloader.progress import Progress, RateMeter, summary
@@ -85,13 +92,13 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="aim-download",
+        prog=DOWNLOAD_COMMAND,
         description="Download a model (hf://org/model[@rev], s3://bucket/prefix, http(s):// URL or a "
         "local path) into DEST, verified and resumable.",
     )
     parser.add_argument("source")
     parser.add_argument("dest", type=Path)
-    parser.add_argument("--stall-timeout", type=_positive_float, default=60.0, metavar="S")
+    parser.add_argument(STALL_TIMEOUT_OPTION, type=_positive_float, default=60.0, metavar="S")
     parser.add_argument("--connections", type=_positive_int, default=8, metavar="N")
     parser.add_argument("--expected-sha256", metavar="HEX")
     parser.add_argument(
@@ -108,27 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
         const="buffered",
         help="the same as --write-path buffered",
     )
-    parser.add_argument("--object", metavar="GROUP/VERSION/KIND/NAMESPACE/NAME")
-    parser.add_argument("--uid")
+    parser.add_argument(OBJECT_OPTION, metavar="GROUP/VERSION/KIND/NAMESPACE/NAME")
+    parser.add_argument(UID_OPTION)
     return parser
-
-
-def parse_object(text: str) -> ObjectRef:
-    """``GROUP/VERSION/KIND/NAMESPACE/NAME`` (empty GROUP for the core group, empty or ``_`` NAMESPACE
-    for a cluster-scoped object)."""
-    from aimcore.api.bus.messages import ObjectRef  # noqa: PLC0415 - see the imports
-
-    parts = text.split("/")
-    if len(parts) != 5 or not parts[1] or not parts[2] or not parts[4]:
-        raise ValueError("expected GROUP/VERSION/KIND/NAMESPACE/NAME")
-    group, version, kind, namespace, name = parts
-    return ObjectRef(
-        group=group,
-        version=version,
-        kind=kind,
-        namespace=None if namespace in ("", "_") else namespace,
-        name=name,
-    )
 
 
 class Publisher:

@@ -44,6 +44,7 @@ import oras.defaults
 import oras.provider
 import requests
 
+from aim_cache_jobs.contract import PULL_SECRET_ENV
 from aim_cache_jobs.downloader.errors import (
     AUTH_ERROR,
     CHECKSUM_MISMATCH,
@@ -92,7 +93,6 @@ INDEXES = frozenset(
 CONFIG_FILE = "docker-model-config.json"
 USERNAME_ENV, PASSWORD_ENV = "OCI_USERNAME", "OCI_PASSWORD"
 DOCKERCONFIG_ENV = "OCI_DOCKERCONFIGJSON"
-PULL_SECRET_ENV = "AIM_OCI_PULL_SECRET_"
 PLAIN_HTTP_ENV = "OCI_PLAIN_HTTP"
 MAX_MANIFEST = 4 << 20
 TIMEOUT = (10.0, 60.0)

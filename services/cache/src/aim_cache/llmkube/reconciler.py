@@ -53,9 +53,9 @@ from aim_cache.llmkube.sources import (
     source_of,
 )
 from aim_cache.memo import remember
+from aim_cache_jobs.contract import Known
 from aim_cache_jobs.downloader import DownloadError, Manifest, read_manifest
 from aim_cache_jobs.downloader.errors import PERMANENT_REASONS
-from aim_cache_jobs.inspect import Known
 from aimcore.api.backoff import Backoff, jitter_key
 from aimcore.api.crds.base import Resource
 from aimcore.api.crds.llmkube import Model

@@ -20,14 +20,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aim_cache_jobs.inspect import SHA256, Known
+from aim_cache_jobs.contract import INSPECT_COMMAND, KNOWN_OPTION, SHA256, Known
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.runtime.children import owned_by, owner_reference
 
 CONTAINER = "verify"
-COMMAND = "aim-model-inspect"
+COMMAND = INSPECT_COMMAND
 MOUNT = "/model-source"
 RUN_AS = 1000
 LABEL_COMPONENT = "aim.eai.amd.com/component"
@@ -92,7 +92,7 @@ def job_body(
     }
     args = [f"{MOUNT}/{path}"]
     if known is not None:
-        args.append(f"--known={known.render()}")
+        args.append(f"{KNOWN_OPTION}={known.render()}")
     annotations = {
         ANNOTATION_SPEC: spec_digest,
         ANNOTATION_CLAIM_UID: claim_uid,
