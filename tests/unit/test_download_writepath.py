@@ -12,8 +12,8 @@ import pytest
 
 from aim_cache_jobs.downloader import disk, writepath
 from aim_cache_jobs.downloader.filejob import PlannedFile, new_hasher
+from aim_cache_jobs.downloader.listing import RemoteFile
 from aim_cache_jobs.downloader.ranges import RangeSet
-from aim_cache_jobs.downloader.sources import RemoteFile
 from aim_cache_jobs.downloader.transfer import Transfer
 from aim_cache_jobs.downloader.writepath import ProbeResult, choose
 

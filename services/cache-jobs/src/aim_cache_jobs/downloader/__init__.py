@@ -20,18 +20,12 @@ from aim_cache_jobs.downloader.errors import (
     STORAGE_FULL,
     DownloadError,
 )
+from aim_cache_jobs.downloader.listing import Digest, Listing, RemoteFile
 from aim_cache_jobs.downloader.manifest import MANIFEST, Manifest, ManifestFile, read_manifest
 from aim_cache_jobs.downloader.progress import Progress, RateMeter, progress_fields, summary
 from aim_cache_jobs.downloader.run import download, download_listing, probe_size
-from aim_cache_jobs.downloader.sources import (
-    Digest,
-    Listing,
-    ParsedSource,
-    RemoteFile,
-    list_source,
-    model_id_for,
-    parse_source,
-)
+from aim_cache_jobs.downloader.sources import list_source, model_id_for, parse_source
+from aim_cache_jobs.downloader.sourceuri import ParsedSource
 
 if TYPE_CHECKING:
     from aim_cache_jobs.downloader.report import progress_report

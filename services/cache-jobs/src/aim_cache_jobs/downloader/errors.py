@@ -68,3 +68,11 @@ def host_of(url: str) -> str:
         return "<unknown host>"
     host = parts.hostname or "<unknown host>"
     return f"{host}:{parts.port}" if parts.port else host
+
+
+def is_transport_error(error: BaseException) -> bool:
+    """Whether ``error`` (of any HTTP client: httpx, requests, the stdlib) is about the connection,
+    not an answer."""
+    names = {cls.__name__ for cls in type(error).__mro__}
+    transport = {"ConnectError", "ConnectTimeout", "TimeoutException", "NetworkError", "TransportError"}
+    return bool(names & transport) or isinstance(error, ConnectionError | TimeoutError)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from aim_cache_jobs.downloader import partial
+from aim_cache_jobs.downloader.listing import Digest, RemoteFile
 from aim_cache_jobs.downloader.ranges import RangeSet
-from aim_cache_jobs.downloader.sources import Digest, RemoteFile
 
 
 def new_hasher(algorithm: str, size: int) -> Any:

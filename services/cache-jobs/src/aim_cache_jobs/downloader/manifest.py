@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aim_cache_jobs.downloader.sources import MANIFEST_NAME, Digest, Listing, validate_path
+from aim_cache_jobs.downloader.listing import MANIFEST_NAME, Digest, Listing, validate_path
 
 MANIFEST = MANIFEST_NAME
 SCHEMA = 1

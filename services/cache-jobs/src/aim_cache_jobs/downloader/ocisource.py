@@ -56,16 +56,9 @@ from aim_cache_jobs.downloader.errors import (
     DownloadError,
 )
 from aim_cache_jobs.downloader.fetch import refused
+from aim_cache_jobs.downloader.listing import Digest, Listing, RemoteFile, validate_path
 from aim_cache_jobs.downloader.poolguard import guarded_session
-from aim_cache_jobs.downloader.sources import (
-    Digest,
-    Listing,
-    ParsedSource,
-    RemoteFile,
-    tls_verify,
-    truthy,
-    validate_path,
-)
+from aim_cache_jobs.downloader.sourceuri import ParsedSource, tls_verify, truthy
 from aimcore.api.imageref import ImageReference, api_host, parse_reference
 from aimcore.api.sourcerules import source_uri_error
 from aimcore.domain.oci.auth import (

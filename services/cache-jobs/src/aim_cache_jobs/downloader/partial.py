@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from aim_cache_jobs.downloader.errors import redact_url
+from aim_cache_jobs.downloader.listing import PARTIAL_DIR, RemoteFile
 from aim_cache_jobs.downloader.ranges import RangeSet
-from aim_cache_jobs.downloader.sources import PARTIAL_DIR, RemoteFile
 
 PART_SUFFIX = ".part"
 STATE_SUFFIX = ".state.json"

@@ -17,8 +17,8 @@ from aim_cache_jobs.downloader import disk, partial
 from aim_cache_jobs.downloader.errors import CHECKSUM_MISMATCH, DOWNLOAD_FAILED, DownloadError
 from aim_cache_jobs.downloader.filejob import FileJob, FileResult
 from aim_cache_jobs.downloader.holding import Buffers
+from aim_cache_jobs.downloader.listing import Digest, RemoteFile
 from aim_cache_jobs.downloader.ranges import RangeSet
-from aim_cache_jobs.downloader.sources import Digest, RemoteFile
 
 log = logging.getLogger("aim_cache_jobs.downloader")
 

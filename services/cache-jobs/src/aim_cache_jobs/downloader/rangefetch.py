@@ -23,8 +23,8 @@ from aim_cache_jobs.downloader.errors import DOWNLOAD_FAILED, SOURCE_NOT_FOUND, 
 from aim_cache_jobs.downloader.fetch import idle
 from aim_cache_jobs.downloader.filejob import FileJob
 from aim_cache_jobs.downloader.holding import Buffers
+from aim_cache_jobs.downloader.listing import RemoteFile
 from aim_cache_jobs.downloader.ranges import RangeSet
-from aim_cache_jobs.downloader.sources import RemoteFile
 from aimcore.api.backoff import Backoff, Jitter
 from aimcore.api.errors import AimError
 

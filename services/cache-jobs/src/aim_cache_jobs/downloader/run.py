@@ -24,10 +24,11 @@ from aim_cache_jobs.downloader import writepath
 from aim_cache_jobs.downloader.errors import DOWNLOAD_FAILED, INVALID_SOURCE, DownloadError
 from aim_cache_jobs.downloader.fetch import make_ssl_context
 from aim_cache_jobs.downloader.filejob import PlannedFile
+from aim_cache_jobs.downloader.listing import DIGEST_ALGORITHMS, PARTIAL_DIR, Digest, Listing
 from aim_cache_jobs.downloader.manifest import Manifest, ManifestFile
 from aim_cache_jobs.downloader.partial import partial_dir
 from aim_cache_jobs.downloader.progress import Progress
-from aim_cache_jobs.downloader.sources import DIGEST_ALGORITHMS, PARTIAL_DIR, Digest, Listing, list_source
+from aim_cache_jobs.downloader.sources import list_source
 from aim_cache_jobs.downloader.transfer import Transfer
 from aimcore.domain.outbound import STRICT, OutboundPolicy
 

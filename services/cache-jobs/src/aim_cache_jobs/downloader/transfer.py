@@ -43,10 +43,10 @@ from aim_cache_jobs.downloader.errors import (
 )
 from aim_cache_jobs.downloader.filejob import FileJob, FileResult, PlannedFile, new_hasher
 from aim_cache_jobs.downloader.holding import Buffers
+from aim_cache_jobs.downloader.listing import Digest
 from aim_cache_jobs.downloader.placement import Placement
 from aim_cache_jobs.downloader.rangefetch import RangeFetcher, Slot
 from aim_cache_jobs.downloader.ranges import RangeSet, split
-from aim_cache_jobs.downloader.sources import Digest
 from aimcore.domain.outbound import STRICT, OutboundPolicy
 
 log = logging.getLogger("aim_cache_jobs.downloader")

@@ -35,7 +35,7 @@ from aim_cache.llmkube.sources import (
 from aim_cache_jobs import gguf
 from aim_cache_jobs.downloader import SOURCE_UNREACHABLE, DownloadError, Listing, RemoteFile, list_source
 from aim_cache_jobs.downloader.errors import ADDRESS_NOT_ALLOWED, redact_url
-from aim_cache_jobs.downloader.sources import Digest
+from aim_cache_jobs.downloader.listing import Digest
 from aim_cache_jobs.downloader.sources import parse_source as parse_uri
 from aimcore.domain.outbound import STRICT, OutboundPolicy, OutboundRefused
 from aimcore.domain.outbound.connect import http_connection
