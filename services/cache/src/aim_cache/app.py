@@ -14,7 +14,7 @@ import contextlib
 from aim_cache import dependencies as deps
 from aim_cache.llmkube.own_image import with_own_image
 from aim_cache.llmkube.reconciler import KEY_INDEX, LLMKubeModelReconciler, cache_keys
-from aim_cache.llmkube.runs import Runs
+from aim_cache.llmkube.runs import Fetches
 from aim_cache.llmkube.settings import ModelSettings
 from aim_cache.local import LocalExecutor
 from aim_cache.modelcaches import ModelCacheReconciler
@@ -51,7 +51,7 @@ def controller(
     ctx: ServiceContext,
     settings: CacheSettings,
     local: LocalExecutor | None,
-    runs: Runs,
+    runs: Fetches,
     model_settings: ModelSettings,
 ) -> Controller:
     assert ctx.kube is not None, "the cache service needs a Kubernetes client (PVCs, Jobs, secrets, logs)"
@@ -109,7 +109,7 @@ async def main(ctx: ServiceContext) -> None:
     model_settings = await with_own_image(
         ModelSettings.of(ctx.settings, settings.cache_dir), ctx.kube, ctx.settings.system_namespace
     )
-    runs = Runs(
+    runs = Fetches(
         model_settings.cache_dir, concurrency=model_settings.downloads, stall_timeout=settings.stall_timeout
     )
     relay = ProgressRelay(ctx.nc, ctx.js, settings.progress_key)

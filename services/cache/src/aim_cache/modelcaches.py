@@ -34,7 +34,7 @@ from typing import Any
 from aim_cache import plan
 from aim_cache.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
 from aim_cache.joblog import JobLogs
-from aim_cache.local import LocalExecutor, LocalRun
+from aim_cache.local import LocalExecutor
 from aim_cache.memo import remember
 from aim_cache.settings import CacheSettings
 from aim_cache_jobs.downloader import (
@@ -517,4 +517,4 @@ def _attempt(job: Mapping[str, Any]) -> int:
         return 1
 
 
-__all__ = ["DOWNLOAD_READY", "SOURCE_READY", "STORAGE_READY", "LocalRun", "ModelCacheReconciler"]
+__all__ = ["DOWNLOAD_READY", "SOURCE_READY", "STORAGE_READY", "ModelCacheReconciler"]

@@ -41,9 +41,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
+from aim_cache.inprocess import Run
 from aim_cache.joblog import JobLogs
 from aim_cache.llmkube import drift, fetch, hardware, state, verify
-from aim_cache.llmkube.runs import Order, Recorded, Run, Runs, read_sidecar, write_sidecar
+from aim_cache.llmkube.runs import Fetches, Order, Recorded, read_sidecar, write_sidecar
 from aim_cache.llmkube.settings import ModelSettings
 from aim_cache.llmkube.sources import (
     Source,
@@ -126,7 +127,7 @@ cache_keys: ResourceIndexer = resource_indexer(_cache_keys, (MODEL,))
 
 class LLMKubeModelReconciler:
     def __init__(
-        self, kube: Kube, settings: ModelSettings, runs: Runs, requeue: Requeue, *, clock: Any = time.time
+        self, kube: Kube, settings: ModelSettings, runs: Fetches, requeue: Requeue, *, clock: Any = time.time
     ) -> None:
         self.kube = kube
         self.settings = settings
