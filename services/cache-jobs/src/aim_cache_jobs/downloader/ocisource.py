@@ -1,6 +1,8 @@
 """``oci://REGISTRY/REPO:TAG`` and ``oci://REGISTRY/REPO@sha256:…`` model sources: a model pushed to
-a container registry as an OCI artifact, resolved with oras-py and listed as blobs for the one
-transfer engine (ranged, resumable, progress offered, every byte hashed).
+a container registry as an OCI artifact, its manifest resolved by the operator's registry client
+(:class:`aimcore.domain.oci.BlockingRegistryClient`: the distribution API and the token exchange
+discovery and registry-sync use too) and listed as blobs for the one transfer engine (ranged,
+resumable, progress offered, every byte hashed).
 
 What is fetched is chosen from the manifest (:func:`select_blobs`, pure):
 
@@ -15,12 +17,12 @@ What is fetched is chosen from the manifest (:func:`select_blobs`, pure):
   (``UnsupportedMediaType``), as is an image index.
 
 Every blob is verified against the sha256 digest the manifest gives for it, and a manifest pinned
-by digest against that digest. oras-py speaks the distribution API (references, manifest URLs and
-``Accept`` headers, its ``Registry`` as the client) with three replacements: a ``requests`` session
-whose every connection applies the outbound policy (redirects and the token realm included), one
-request per call instead of its retry loop (which sleeps up to minutes, even for a refused
-password: the operator's attempts have their own backoff), and credentials from the pull secrets
-only (never a ``~/.docker`` file), sent to a token realm only over HTTPS or on the registry's host.
+by digest against that digest. The client's every connection applies the outbound policy
+(redirects and the token realm included; the policy's forward proxy where it applies), one request
+per call with no retry loop (the operator's attempts have their own backoff), credentials from the
+pull secrets only (never a ``~/.docker`` file), sent to a token realm only over HTTPS or on the
+registry's host; each blob request carries the registry's current credentials (a token renewed
+when it expires).
 
 Credentials come from the model's env: ``OCI_USERNAME``/``OCI_PASSWORD``, ``OCI_DOCKERCONFIGJSON``
 (a ``.dockerconfigjson``), and ``AIM_OCI_PULL_SECRET_<n>`` (the cache's ``imagePullSecrets``, added
@@ -29,23 +31,13 @@ by the cache service), matched to the registry as the kubelet matches pull secre
 
 from __future__ import annotations
 
-import hashlib
-import json
-import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from http.cookiejar import DefaultCookiePolicy
 from typing import Any
-from urllib.parse import urlsplit
-
-import oras.container
-import oras.defaults
-import oras.provider
-import requests
 
 from aim_cache_jobs.contract import PULL_SECRET_ENV
 from aim_cache_jobs.downloader.errors import (
+    ADDRESS_NOT_ALLOWED,
     AUTH_ERROR,
     CHECKSUM_MISMATCH,
     DOWNLOAD_FAILED,
@@ -55,42 +47,45 @@ from aim_cache_jobs.downloader.errors import (
     UNSUPPORTED_MEDIA_TYPE,
     DownloadError,
 )
-from aim_cache_jobs.downloader.fetch import refused
+from aim_cache_jobs.downloader.fetch import make_ssl_context
 from aim_cache_jobs.downloader.listing import Digest, Listing, RemoteFile, validate_path
-from aim_cache_jobs.downloader.poolguard import guarded_session
 from aim_cache_jobs.downloader.sourceuri import ParsedSource, tls_verify, truthy
-from aimcore.api.imageref import ImageReference, api_host, parse_reference
+from aimcore.api.imageref import ImageReference, parse_reference
 from aimcore.api.sourcerules import source_uri_error
-from aimcore.domain.oci.auth import (
-    Challenge,
+from aimcore.domain.oci import (
+    OCI_ERRORS,
+    AddressNotAllowed,
+    AuthFailed,
+    BlockingRegistryClient,
     Credentials,
+    DigestMismatch,
     DockerConfig,
+    ImageNotFound,
+    InsecureTokenRealm,
+    InvalidDocument,
+    RegistryUnreachable,
     parse_dockerconfigjson,
-    parse_www_authenticate,
 )
 from aimcore.domain.oci.errors import CredentialsError
-from aimcore.domain.outbound import OutboundPolicy, refusal_in
+from aimcore.domain.outbound import OutboundPolicy
 
 SCHEME = "oci://"
 GGUF = "application/vnd.docker.ai.gguf.v3"
 LICENSE = "application/vnd.docker.ai.license"
 MODEL_CONFIG = "application/vnd.docker.ai.model.config.v0.1+json"
 MODEL_CONFIG_PREFIX = "application/vnd.docker.ai.model.config"
-TITLE = oras.defaults.annotation_title
-UNPACK = oras.defaults.annotation_unpack
+TITLE = "org.opencontainers.image.title"
+UNPACK = "io.deis.oras.content.unpack"  # ORAS's mark of a directory packed as one layer
+PACKED_DIRECTORY = "application/vnd.oci.image.layer.v1.tar+gzip"  # ORAS's media type for one
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 INDEXES = frozenset(
-    {"application/vnd.oci.image.index.v1+json", oras.defaults.docker_manifest_list_media_type}
+    {"application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json"}
 )
 CONFIG_FILE = "docker-model-config.json"
 USERNAME_ENV, PASSWORD_ENV = "OCI_USERNAME", "OCI_PASSWORD"
 DOCKERCONFIG_ENV = "OCI_DOCKERCONFIGJSON"
 PLAIN_HTTP_ENV = "OCI_PLAIN_HTTP"
-MAX_MANIFEST = 4 << 20
-TIMEOUT = (10.0, 60.0)
-TOKEN_MARGIN = 30.0
-"""Seconds before a bearer token expires at which the next request fetches a new one."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +167,7 @@ def select_blobs(manifest: Any, media_type: str, where: str) -> tuple[Blob, ...]
         blobs.append(Blob(CONFIG_FILE, config[0], config[1], config[2]))
     else:
         for digest, size, mt, notes in described:
-            if notes.get(UNPACK) or (TITLE in notes and mt == oras.defaults.default_blob_dir_media_type):
+            if notes.get(UNPACK) or (TITLE in notes and mt == PACKED_DIRECTORY):
                 raise _unsupported(
                     where,
                     f"layer {notes.get(TITLE)!r} is a directory packed by ORAS; push its files one by one",
@@ -216,214 +211,68 @@ def credentials(env: Mapping[str, str], ref: ImageReference) -> Credentials | No
 
 
 # ---------------------------------------------------------------------------------------------
-# I/O: the registry through oras-py
+# I/O: the registry through the operator's client
 # ---------------------------------------------------------------------------------------------
-
-
-class _Auth:
-    """oras-py's auth backend, replaced: Basic or Bearer as the registry's challenge asks, the
-    token renewed before it expires (the blob transfers ask for headers on every request)."""
-
-    def __init__(
-        self, session: requests.Session, creds: Credentials | None, ref: ImageReference, origin: str
-    ):
-        self.session, self.creds, self.ref, self.origin = session, creds, ref, origin
-        self.header: str | None = None
-        self.challenge: Challenge | None = None
-        self.expires = float("inf")
-        self.lock = threading.Lock()
-
-    def load_configs(self, *args: Any, **kwargs: Any) -> None:
-        """oras-py would read ``~/.docker/config.json``: credentials come from the env only."""
-
-    def headers(self) -> dict[str, str]:
-        with self.lock:
-            if self.challenge is not None and time.monotonic() >= self.expires:
-                self._token(self.challenge)
-            return {"Authorization": self.header} if self.header else {}
-
-    def answer(self, response: requests.Response) -> bool:
-        """Take up the challenge of a 401; whether the request is worth sending again."""
-        challenges = parse_www_authenticate(response.headers.get("WWW-Authenticate", ""))
-        with self.lock:
-            for challenge in challenges:
-                if challenge.scheme == "bearer" and challenge.params.get("realm"):
-                    self.challenge = challenge
-                    self._token(challenge)
-                    return True
-                if challenge.scheme == "basic" and self.creds is not None:
-                    basic = self.creds.basic_header()
-                    if self.header == basic:
-                        return False  # the password itself was refused
-                    self.header = basic
-                    return True
-        return False
-
-    def _token(self, challenge: Challenge) -> None:
-        realm = challenge.params["realm"]
-        parts = urlsplit(realm)
-        same_host = (parts.hostname or "").lower() == (urlsplit(self.origin).hostname or "").lower()
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise DownloadError(AUTH_ERROR, f"{self.ref.registry} names an unusable token realm")
-        if self.creds is not None and parts.scheme != "https" and not same_host:
-            raise DownloadError(
-                "InsecureTokenRealm",
-                f"{self.ref.registry} sends its pull-secret credentials to {parts.hostname} over plain "
-                "HTTP: refused",
-                transient=False,
-            )
-        params = {k: v for k, v in challenge.params.items() if k in ("service", "scope")}
-        params.setdefault("scope", f"repository:{self.ref.repository}:pull")
-        headers = {"Authorization": self.creds.basic_header()} if self.creds is not None else {}
-        response = self.session.get(realm, params=params, headers=headers, timeout=TIMEOUT)
-        if response.status_code in (401, 403):
-            raise DownloadError(
-                AUTH_ERROR, f"the token service of {self.ref.registry} refused the credentials"
-            )
-        if response.status_code != 200:
-            raise _status(response.status_code, f"the token service of {self.ref.registry}")
-        try:
-            body = response.json()
-            token = body.get("token") or body.get("access_token")
-            lifetime = float(body.get("expires_in") or 60)
-        except (ValueError, AttributeError, TypeError):
-            token = None
-        if not isinstance(token, str) or not token:
-            raise DownloadError(AUTH_ERROR, f"the token service of {self.ref.registry} gave no token")
-        self.header = f"Bearer {token}"
-        self.expires = time.monotonic() + max(lifetime - TOKEN_MARGIN, lifetime / 2)
-
-
-def _status(status: int, what: str) -> DownloadError:
-    if status >= 500 or status == 429:
-        return DownloadError(SOURCE_UNREACHABLE, f"{what} answered HTTP {status}")
-    return DownloadError(DOWNLOAD_FAILED, f"{what} answered HTTP {status}")
-
-
-class _Registry(oras.provider.Registry):  # type: ignore[misc]
-    """oras-py's client with the replacements the module docstring names."""
-
-    def __init__(self, ref: ImageReference, env: Mapping[str, str], policy: OutboundPolicy) -> None:
-        self.ref = ref
-        self.verify = tls_verify(ParsedSource(uri=SCHEME, scheme="oci"), env)
-        plain = ref.loopback or truthy(env.get(PLAIN_HTTP_ENV))
-        super().__init__(hostname=api_host(ref.registry), insecure=plain, tls_verify=self.verify)
-        self.session = guarded_session(policy)
-        self.session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
-        self.origin = f"{self.prefix}://{self.hostname}"
-        self.auth = _Auth(self.session, credentials(env, ref), ref, self.origin)
-        self.response: requests.Response | None = None
-
-    def do_request(  # noqa: PLR0917 - oras-py's signature
-        self,
-        url: str,
-        method: str = "GET",
-        data: dict[str, Any] | bytes | None = None,
-        headers: dict[str, str] | None = None,
-        json: dict[str, Any] | None = None,
-        stream: bool = False,
-    ) -> requests.Response:
-        """One request (and one more after answering an auth challenge), never retried here."""
-        for _ in range(2):
-            sent = {**(headers or {}), **self.auth.headers()}
-            self.response = self.session.request(
-                method,
-                url,
-                data=data,
-                json=json,
-                headers=sent,
-                stream=stream,
-                verify=self.verify,
-                timeout=TIMEOUT,
-            )
-            if self.response.status_code != 401 or not self.auth.answer(self.response):
-                return self.response
-        assert self.response is not None
-        return self.response
-
-    def _check_200_response(self, response: requests.Response) -> None:
-        status, where = response.status_code, f"{SCHEME}{self.ref.name}:{self.ref.reference}"
-        if status == 200:
-            return
-        if status == 404:
-            raise DownloadError(
-                SOURCE_NOT_FOUND, f"{where}: no such tag, digest or repository ({_code(response)})"
-            )
-        if status in (401, 403):
-            given = (
-                "the credentials were refused"
-                if self.auth.creds
-                else "it needs credentials and none were given"
-            )
-            raise DownloadError(AUTH_ERROR, f"{where}: {given} (HTTP {status})")
-        raise _status(status, where)
-
-    def signer(self, method: str, url: str, headers: Mapping[str, str]) -> dict[str, str]:
-        """The downloader's per-request hook: the current credentials for a blob GET."""
-        return {**headers, **self.auth.headers()}
-
-
-def _code(response: requests.Response) -> str:
-    try:
-        errors = response.json().get("errors") or []
-        return str(errors[0].get("code") or "HTTP 404")
-    except (ValueError, AttributeError, IndexError, TypeError):
-        return "HTTP 404"
-
-
-def _failure(error: Exception, ref: ImageReference) -> DownloadError:
-    refusal = refusal_in(error)
-    if refusal is not None:
-        return refused(refusal)
-    if isinstance(error, requests.TooManyRedirects):
-        return DownloadError(DOWNLOAD_FAILED, f"too many redirects from {ref.registry}")
-    if isinstance(error, requests.exceptions.SSLError):
-        return DownloadError(SOURCE_UNREACHABLE, f"TLS with {ref.registry} failed: certificate not trusted?")
-    if isinstance(error, requests.RequestException):
-        return DownloadError(
-            SOURCE_UNREACHABLE, f"cannot reach registry {ref.registry}: {type(error).__name__}"
-        )
-    return DownloadError(DOWNLOAD_FAILED, f"listing {SCHEME}{ref.name} failed: {type(error).__name__}")
 
 
 def list_oci(parsed: ParsedSource, env: Mapping[str, str], policy: OutboundPolicy) -> Listing:
     """Resolve the manifest (verified against a pinned digest), choose its files, and list them
     as blob URLs the transfer fetches with the registry's credentials (blocking: run in a thread)."""
     ref = parse_oci(parsed.uri)
-    registry = _Registry(ref, env, policy)
-    container = registry.get_container(f"{ref.repository}:{ref.tag or 'latest'}")
-    if ref.digest:
-        container.digest = ref.digest
+    creds = credentials(env, ref)
+    verify = tls_verify(ParsedSource(uri=SCHEME, scheme="oci"), env)
+    registry = BlockingRegistryClient(
+        DockerConfig.single(ref.registry, creds.username, creds.password) if creds else None,
+        plain_http=(ref.registry,) if truthy(env.get(PLAIN_HTTP_ENV)) else (),
+        context=make_ssl_context(verify),
+        policy=policy,
+    )
     try:
-        manifest = registry.get_manifest(
-            container, allowed_media_type=[OCI_MANIFEST, DOCKER_MANIFEST, *INDEXES]
-        )
-    except DownloadError:
-        raise
-    except json.JSONDecodeError:
-        raise DownloadError(INVALID_SOURCE, f"{parsed.uri}: the manifest is not JSON") from None
-    except Exception as e:
-        raise _failure(e, ref) from e
-    response = registry.response
-    assert response is not None
-    body = response.content
-    if len(body) > MAX_MANIFEST:
-        raise DownloadError(INVALID_SOURCE, f"{parsed.uri}: the manifest is larger than {MAX_MANIFEST} bytes")
-    digest = "sha256:" + hashlib.sha256(body).hexdigest()
-    if ref.digest is not None and digest != ref.digest:
-        raise DownloadError(
-            CHECKSUM_MISMATCH, f"{parsed.uri}: the registry sent a manifest whose digest is {digest}"
-        )
-    blobs = select_blobs(manifest, response.headers.get("Content-Type", ""), parsed.uri)
+        manifest = registry.manifest(ref)
+    except OCI_ERRORS as e:
+        raise _failure(e, parsed.uri, creds) from None
+    except Exception as e:  # a bug or an unexpected library error: named, never a secret
+        raise DownloadError(DOWNLOAD_FAILED, f"listing {parsed.uri} failed: {type(e).__name__}") from e
+    blobs = select_blobs(manifest.content, manifest.media_type, parsed.uri)
+
+    def signer(method: str, url: str, headers: Mapping[str, str]) -> dict[str, str]:
+        """The registry's current credentials for one blob request."""
+        try:
+            authorization = registry.authorization(ref)
+        except OCI_ERRORS as e:
+            raise _failure(e, parsed.uri, creds) from None
+        return {**headers, **({"Authorization": authorization} if authorization else {})}
+
     files = tuple(
         RemoteFile(
             blob.path,
             blob.size,
-            f"{registry.prefix}://{container.get_blob_url(blob.digest)}",
+            registry.blob_url(ref, blob.digest),
             digests=(Digest("sha256", blob.digest.removeprefix("sha256:")),),
             etag=blob.digest,
-            signer=registry.signer,
+            signer=signer,
         )
         for blob in blobs
     )
-    return Listing(source=parsed.uri, revision=digest, files=files, tls_verify=registry.verify)
+    return Listing(source=parsed.uri, revision=manifest.digest, files=files, tls_verify=verify)
+
+
+def _failure(error: Exception, uri: str, creds: Credentials | None) -> DownloadError:
+    """The download reason of what the registry client raised."""
+    if isinstance(error, AddressNotAllowed):
+        return DownloadError(ADDRESS_NOT_ALLOWED, error.message, transient=False)
+    if isinstance(error, InsecureTokenRealm):
+        return DownloadError(error.reason, error.message, transient=False)
+    if isinstance(error, ImageNotFound):
+        return DownloadError(SOURCE_NOT_FOUND, error.message)
+    if isinstance(error, AuthFailed):
+        given = "the credentials were refused" if creds else "it needs credentials and none were given"
+        detail = f"HTTP {error.status}" if error.status else error.message
+        return DownloadError(AUTH_ERROR, f"{uri}: {given} ({detail})")
+    if isinstance(error, RegistryUnreachable):
+        return DownloadError(SOURCE_UNREACHABLE, error.message)
+    if isinstance(error, DigestMismatch):
+        return DownloadError(CHECKSUM_MISMATCH, error.message)
+    if isinstance(error, InvalidDocument):
+        return DownloadError(INVALID_SOURCE, error.message)
+    return DownloadError(DOWNLOAD_FAILED, str(error))

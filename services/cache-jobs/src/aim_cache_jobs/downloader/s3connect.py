@@ -14,6 +14,7 @@ wraps what a connection raises, so callers find the refusal with
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from botocore.awsrequest import (
@@ -22,9 +23,10 @@ from botocore.awsrequest import (
     AWSHTTPSConnection,
     AWSHTTPSConnectionPool,
 )
+from urllib3.exceptions import NameResolutionError
 
-from aim_cache_jobs.downloader.poolguard import guarded_new_conn as _new_conn
 from aimcore.domain.outbound import OutboundPolicy
+from aimcore.domain.outbound.connect import resolve
 
 
 def guard_client(client: Any, policy: OutboundPolicy) -> None:
@@ -48,3 +50,26 @@ def guard_client(client: Any, policy: OutboundPolicy) -> None:
     session = client._endpoint.http_session
     session._pool_classes_by_scheme = classes  # proxy managers are made from this later
     session._manager.pool_classes_by_scheme = classes
+
+
+def _new_conn(conn: Any, policy: OutboundPolicy, connect: Callable[[], socket.socket]) -> socket.socket:
+    """``connect()`` (a urllib3 connection's own ``_new_conn``) to each judged address of the
+    connection's host in turn; the first that answers wins."""
+    host = conn._dns_host
+    try:
+        targets = resolve(host, conn.port, policy)
+    except socket.gaierror as exc:
+        raise NameResolutionError(conn.host, conn, exc) from exc
+    if targets is None:
+        return connect()
+    error: Exception | None = None
+    for target in targets:
+        conn._dns_host = target  # connect to the judged address; TLS still uses conn.host
+        try:
+            return connect()
+        except Exception as exc:  # urllib3 wraps socket errors; try the next address
+            error = exc
+        finally:
+            conn._dns_host = host
+    assert error is not None
+    raise error

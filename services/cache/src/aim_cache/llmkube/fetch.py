@@ -83,7 +83,7 @@ def primary_of(paths: Sequence[str]) -> str:
 
 
 def _oci_listing(raw: str, outbound: OutboundPolicy) -> Listing:
-    from aim_cache_jobs.downloader.ocisource import list_oci  # noqa: PLC0415 - oras, requests
+    from aim_cache_jobs.downloader.ocisource import list_oci  # noqa: PLC0415 - the registry client
 
     return list_oci(parse_uri(raw), {}, outbound)
 
