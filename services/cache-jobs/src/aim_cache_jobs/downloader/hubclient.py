@@ -2,27 +2,30 @@
 repositories whose quick listing lacks sizes) under the operator's outbound address policy.
 
 ``huggingface_hub`` talks through one process-wide ``httpx2`` client, which follows redirects
-itself. The client installed here (once per process, otherwise like the library's own: its request
-hook, redirects, no timeout) has a transport that, inside :func:`guarded`, opens every connection,
-redirects included, through :func:`aimcore.domain.outbound.connect.http_connection` (the address judged is
-the address connected to), with the policy of the listing running in the current thread (a context
-variable; ``asyncio.to_thread`` carries it into the listing's thread). Bodies are then read whole
-(listings are small JSON documents) and requested without compression. Outside :func:`guarded`
-(other users of ``huggingface_hub`` in the process) the transport is httpx's default.
+itself. The client installed here (once per process, with the library's public
+``set_client_factory``) is otherwise like the library's own: its event hooks, taken from the
+client the library made (``get_session``: offline mode, request ids), redirects, no timeout. Its
+transport, inside :func:`guarded`, opens every connection, redirects included, through
+:func:`aimcore.domain.outbound.connect.http_connection` (the address judged is the address connected
+to), with the policy of the listing running in the current thread (a context variable;
+``asyncio.to_thread`` carries it into the listing's thread). Bodies are then read whole (listings
+are small JSON documents) and requested without compression. Outside :func:`guarded` (other users
+of ``huggingface_hub`` in the process) the transport is httpx's default.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import http.client
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx2
-from huggingface_hub import set_client_factory
-from huggingface_hub.utils import _http as hf_http
+from huggingface_hub import get_session, set_client_factory
 
 from aimcore.domain.outbound import OutboundPolicy, OutboundRefused
 from aimcore.domain.outbound.connect import http_connection
@@ -76,10 +79,14 @@ class GuardedTransport(httpx2.BaseTransport):
         )
 
 
-def _client() -> httpx2.Client:
-    hook = getattr(hf_http, "hf_request_event_hook", None)  # offline mode, request ids
-    hooks = {"request": [hook]} if hook is not None else {}
+def _client(hooks: dict[str, list[Callable[..., Any]]]) -> httpx2.Client:
     return httpx2.Client(event_hooks=hooks, transport=GuardedTransport(), follow_redirects=True, timeout=None)
+
+
+def _library_hooks() -> dict[str, list[Callable[..., Any]]]:
+    """The event hooks of the client ``huggingface_hub`` made for itself (its request hook refuses
+    requests in offline mode and gives each a request id)."""
+    return {name: list(hooks) for name, hooks in get_session().event_hooks.items()}
 
 
 @contextlib.contextmanager
@@ -88,7 +95,7 @@ def guarded(policy: OutboundPolicy) -> Iterator[None]:
     global _installed  # noqa: PLW0603 - one process-wide client factory, installed once
     with _install:
         if not _installed:
-            set_client_factory(_client)
+            set_client_factory(functools.partial(_client, _library_hooks()))
             _installed = True
     token = _current.set(policy)
     try:
