@@ -8,12 +8,7 @@ from collections.abc import Callable, Mapping
 from urllib.parse import unquote, urlsplit
 
 from aim_cache_jobs.downloader import fetch
-from aim_cache_jobs.downloader.errors import (
-    DOWNLOAD_FAILED,
-    SOURCE_UNREACHABLE,
-    DownloadError,
-    redact_url,
-)
+from aim_cache_jobs.downloader.errors import DOWNLOAD_FAILED, SOURCE_UNREACHABLE, DownloadError, redact_url
 from aim_cache_jobs.downloader.listing import RESERVED_NAMES, Listing, RemoteFile
 from aim_cache_jobs.downloader.sourceuri import ParsedSource, invalid_source, tls_verify
 from aimcore.domain.outbound import OutboundPolicy

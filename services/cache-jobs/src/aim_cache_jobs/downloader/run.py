@@ -137,13 +137,7 @@ async def download_listing(
     with ``scheme://host:port/`` before any connection to a new origin (redirects included) and
     raises :class:`DownloadError` to refuse it; ``policy`` (as for :func:`download`) is then
     applied when connecting."""
-    if stall_timeout <= 0 or connections < 1:
-        raise DownloadError(INVALID_SOURCE, "stall_timeout must be positive and connections at least 1")
-    unknown = [a for a in compute if a not in DIGEST_ALGORITHMS]
-    if unknown:
-        raise DownloadError(
-            INVALID_SOURCE, f"cannot compute {', '.join(unknown)} (known: {', '.join(DIGEST_ALGORITHMS)})"
-        )
+    _check_options(stall_timeout, connections, compute)
     emit = _emit or _Emitter(on_progress)
     dest = await asyncio.to_thread(_make_dest, dest)
     total, n_files = listing.total_bytes, len(listing.files)
@@ -178,22 +172,7 @@ async def download_listing(
             # they were.
             before_place=None if existing is None else functools.partial(manifests.remove_manifest, dest),
         )
-        try:
-            await asyncio.to_thread(engine.prepare)
-            engine.start()
-            emit(_snapshot(engine, n_files, "downloading"), force=True)
-            while not engine.finished:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), POLL_INTERVAL)
-                wake.clear()
-                phase = "verifying" if engine.downloaded_bytes >= total else "downloading"
-                emit(_snapshot(engine, n_files, phase))
-        finally:
-            # On success, failure or cancellation alike: join the threads, persist partial state.
-            await _shielded(asyncio.to_thread(engine.close))
-        if engine.error is not None:
-            raise engine.error
-        emit(_snapshot(engine, n_files, "verifying"))
+        await _transfer(engine, wake, emit, total, n_files)
         done = manifests.build(
             listing,
             (ManifestFile(r.path, r.size, r.verified, r.computed) for r in engine.results.values()),
@@ -212,6 +191,38 @@ async def download_listing(
     )
     emit(Progress(total, total, n_files, n_files, "done"), force=True)
     return done
+
+
+def _check_options(stall_timeout: float, connections: int, compute: Sequence[str]) -> None:
+    if stall_timeout <= 0 or connections < 1:
+        raise DownloadError(INVALID_SOURCE, "stall_timeout must be positive and connections at least 1")
+    unknown = [a for a in compute if a not in DIGEST_ALGORITHMS]
+    if unknown:
+        raise DownloadError(
+            INVALID_SOURCE, f"cannot compute {', '.join(unknown)} (known: {', '.join(DIGEST_ALGORITHMS)})"
+        )
+
+
+async def _transfer(engine: Transfer, wake: asyncio.Event, emit: _Emitter, total: int, n_files: int) -> None:
+    """Run ``engine`` to its end, offering progress whenever it says something changed (``wake``)
+    and at least every :data:`POLL_INTERVAL`; its threads are joined and its partial state kept
+    however it ends (cancelled included); its error is raised."""
+    try:
+        await asyncio.to_thread(engine.prepare)
+        engine.start()
+        emit(_snapshot(engine, n_files, "downloading"), force=True)
+        while not engine.finished:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), POLL_INTERVAL)
+            wake.clear()
+            phase = "verifying" if engine.downloaded_bytes >= total else "downloading"
+            emit(_snapshot(engine, n_files, phase))
+    finally:
+        # On success, failure or cancellation alike: join the threads, persist partial state.
+        await _shielded(asyncio.to_thread(engine.close))
+    if engine.error is not None:
+        raise engine.error
+    emit(_snapshot(engine, n_files, "verifying"))
 
 
 async def _shielded(work: Coroutine[Any, Any, None]) -> None:

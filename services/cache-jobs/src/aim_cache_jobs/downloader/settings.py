@@ -10,14 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from aim_cache_jobs.contract import (
-    DOWNLOAD_ROLE,
-    LOG_FORMAT_ENV,
-    NATS_ROLE_ENV,
-    NATS_SEED_ENV,
-    NATS_URL_ENV,
-    PROGRESS_TOKEN_ENV,
-)
+from aim_cache_jobs import contract
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.runtime.settings import AimSettings, BusSettings
 from aimcore.runtime.settings.base import setting
@@ -33,35 +26,35 @@ class DownloadJobSettings(AimSettings):
     title = "Download Jobs"
 
     progress_token: str | None = setting(
-        env=PROGRESS_TOKEN_ENV,
+        env=contract.PROGRESS_TOKEN_ENV,
         secret=True,
         form="a token",
         description="The token that binds the Job's progress reports to its object (the cache "
         "service checks it before relaying them); without it no progress is published.",
     )
     nats_url: str | None = setting(
-        env=NATS_URL_ENV,
+        env=contract.NATS_URL_ENV,
         form="a NATS URL",
         shown_default="unset: no progress",
         description="Where progress is offered.",
     )
     nats_role: str = setting(
-        DOWNLOAD_ROLE,
-        env=NATS_ROLE_ENV,
+        contract.DOWNLOAD_ROLE,
+        env=contract.NATS_ROLE_ENV,
         description="The bus role of the Job's seed.",
     )
     nats_seed_file: str | None = setting(
         env="AIM_NATS_SEED_FILE", form="a path", description="The role's seed, a file."
     )
     nats_seed: str | None = setting(
-        env=NATS_SEED_ENV, secret=True, form="an NKey seed", description="The role's seed itself."
+        env=contract.NATS_SEED_ENV, secret=True, form="an NKey seed", description="The role's seed itself."
     )
     nats_tls_ca_file: str | None = setting(
         env="AIM_NATS_TLS_CA_FILE", form="a path", description="The CA that verifies the server."
     )
     log_format: LogFormat = setting(
         "text",
-        env=LOG_FORMAT_ENV,
+        env=contract.LOG_FORMAT_ENV,
         form="text or json (any case)",
         description="The Job's log lines on stderr: plain `text`, or the services' `json` lines "
         "(the cache service passes its own).",

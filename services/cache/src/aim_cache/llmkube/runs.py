@@ -15,6 +15,7 @@ Model with that key is woken (level-triggered: the reconcile reads the outcome).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import time
@@ -34,6 +35,7 @@ from aim_cache_jobs.downloader import (
     Progress,
     download_listing,
 )
+from aimcore.domain.families.llmkube import LLMKubeModel
 from aimcore.domain.outbound import STRICT, OutboundPolicy
 
 DOWNLOADS = DownloadMeter("llmkube")
@@ -82,6 +84,13 @@ def write_sidecar(dest: Path, recorded: Recorded) -> None:
     payload = {"etag": fp.etag, "length": fp.length, "mtime": fp.mtime, "recordedAt": recorded.recorded_at}
     tmp.write_text(json.dumps(payload))
     os.replace(tmp, dest / SIDECAR)
+
+
+def spec_hash(model: LLMKubeModel) -> str:
+    """What a fetch depends on: the source, the file set and the expected digest, as written (a run
+    or a verify round made for another spec is not this one's)."""
+    relevant = model.fetch_inputs
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
