@@ -5,7 +5,9 @@
 #   docker build --build-arg SERVICE=deployer -t aim-deployer:0.1.0 .
 #
 # SERVICE is one of watcher, status, deployer, discovery, registry-sync, cache (the cache image also
-# carries aim-download and aim-model-inspect, which its download and verify Jobs run). The base image
+# carries aim-download and aim-model-inspect, which its download and verify Jobs run: the workspace
+# package services/cache-jobs, which the cache service depends on; it is copied into every build
+# stage, and installed only where a service depends on it). The base image
 # and uv are pinned; the dependency layer is built from the lock file alone, before any source is
 # copied, so a source change rebuilds only the last layers.
 
@@ -33,9 +35,12 @@ COPY services/deployer/pyproject.toml services/deployer/
 COPY services/discovery/pyproject.toml services/discovery/
 COPY services/registry-sync/pyproject.toml services/registry-sync/
 COPY services/cache/pyproject.toml services/cache/
+COPY services/cache-jobs/pyproject.toml services/cache-jobs/
 RUN uv sync --frozen --no-dev --no-install-workspace --package "aim-${SERVICE}"
-# Then the runtime library and this service's own code, installed as wheels (no links to /src).
+# Then the runtime library and this service's own code, installed as wheels (no links to /src); the
+# cache's Job programs are installed only into the cache image (aim-cache depends on them).
 COPY libs/aimcore libs/aimcore
+COPY services/cache-jobs services/cache-jobs
 COPY services/${SERVICE} services/${SERVICE}
 RUN uv sync --frozen --no-dev --no-editable --package "aim-${SERVICE}"
 

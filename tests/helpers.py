@@ -23,7 +23,7 @@ from aim_deployer.overrides import Overrides
 from aim_dev.local.binaries import run_kubectl
 from aimcore.api.kinds import KindRef
 from aimcore.domain.outbound import OutboundPolicy
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 
 T = TypeVar("T")
 

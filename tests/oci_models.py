@@ -15,7 +15,7 @@ from pathlib import Path
 import oras.oci
 import oras.provider
 
-from aim_cache.downloader.ocisource import GGUF, LICENSE, MODEL_CONFIG, OCI_MANIFEST
+from aim_cache_jobs.downloader.ocisource import GGUF, LICENSE, MODEL_CONFIG, OCI_MANIFEST
 from aim_dev.local.registry import Registry
 from tests.unit.test_gguf_reader import write_gguf
 

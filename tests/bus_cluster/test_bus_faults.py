@@ -34,8 +34,8 @@ from aim_dev.testing.plugin import LocalServers, install_all_crds
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.mirror import PAUSE_ANNOTATION
 from aimcore.api.kinds import GROUP_AIM, INFERENCE_SERVICE, NAMESPACE, by_kind
-from aimcore.runtime.bus import connect_bus
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube, connect_bus
+from aimcore.runtime.kube import connect
 from tests.bus_cluster.conftest import meta_leader
 from tests.helpers import Following, eventually, manifest, stored_messages
 from tests.integration.conftest import Services

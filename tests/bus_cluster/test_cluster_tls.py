@@ -17,7 +17,7 @@ import trustme
 
 from aim_dev.local.natscluster import NatsCluster
 from aimcore.api.bus import auth, topology
-from aimcore.runtime.bus import connect_bus
+from aimcore.runtime import connect_bus
 from aimctl.bus_tls import BusTls
 from tests.bus_cluster.conftest import meta_leader
 

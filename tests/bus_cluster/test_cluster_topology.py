@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from aim_dev.local.natscluster import NatsCluster
 from aimcore.api.bus import topology
-from aimcore.runtime.bus import connect_bus
+from aimcore.runtime import connect_bus
 from tests.bus_cluster.conftest import meta_leader
 from tests.helpers import eventually
 

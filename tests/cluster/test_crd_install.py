@@ -10,7 +10,7 @@ from typing import Any
 
 from aim_dev import crdinstall
 from aimcore.api.kinds import KindRef
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 
 
 def _crd(group: str, kind: str) -> dict[str, Any]:

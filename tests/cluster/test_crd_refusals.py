@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from aimcore.api.kinds import KindRef, by_kind
-from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime import ApiException, Kube
 from tests.helpers import manifest
 
 AIM = "aim.eai.amd.com"

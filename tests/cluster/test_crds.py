@@ -13,7 +13,7 @@ from aim_dev.crdinstall import CRD
 from aim_dev.local.cluster import ControlPlane
 from aimcore.api.crds.registry import ALL_KINDS
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests import helpers
 from tests.unit.test_crd_files import EXAMPLES
 

@@ -24,7 +24,7 @@ from aim_dev.local.cluster import ControlPlane
 from aimcore.api.bus import auth
 from aimcore.api.kinds import NAMESPACE
 from aimcore.api.types import Obj
-from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime import ApiException, Kube
 from aimctl import bus as cli_bus
 from aimctl import bus_tls
 from tests import helpers

@@ -22,7 +22,7 @@ from aim_dev.testing.kubelet import (
 )
 from aimcore.api.kinds import JOB, NODE, POD
 from aimcore.api.types import Obj
-from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime import ApiException, Kube
 from tests import helpers
 
 LOG = 'line one\n{"json": "line", "n": 2}\nline three\n42\nlast line\n'

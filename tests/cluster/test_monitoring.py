@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from aim_dev.local import binaries
-from aimcore.runtime.metrics import REGISTRY
+from aimcore.runtime import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
 MONITORING = REPO / "deploy" / "components" / "monitoring"

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import missing_or_changed
 from tests.unit.test_sample_manifests import MODELS, SAMPLE_DOCS
 

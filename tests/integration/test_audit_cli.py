@@ -29,7 +29,7 @@ from aimcore.api.bus.messages import (
     StatusReport,
 )
 from aimcore.api.kinds import KindRef, by_kind
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import eventually
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")

@@ -24,7 +24,7 @@ from aim_dev.testing.plugin import LocalServers, connect_as
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ConditionReport, ObjectRef, StatusReport
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import (
     REFUSAL_MARKER,
     condition,

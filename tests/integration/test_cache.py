@@ -21,7 +21,7 @@ from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.registry import Registry
 from aim_dev.local.s3 import S3Server
 from aimcore.api.kinds import NAMESPACE, SECRET, by_kind
-from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime import ApiException, Kube
 from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, lift_quota, manifest, quota_of_none, status_of
 from tests.integration.conftest import ensure_service

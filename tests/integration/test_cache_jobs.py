@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from nats.js.errors import NotFoundError
 
-from aim_cache.downloader import Progress, RateMeter, progress_report
 from aim_cache.plan import job_name, pvc_name
+from aim_cache_jobs.downloader import Progress, RateMeter, progress_report
 from aim_dev.local.deployed import PERSISTENT_VOLUME, host_path_volume
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.registry import Registry
@@ -35,8 +35,9 @@ from aimcore.api.bus import progress as bus_progress
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.kinds import JOB, NAMESPACE, POD, PVC, SECRET, by_kind
-from aimcore.runtime.bus import BusSettings, connect_bus
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube, connect_bus
+from aimcore.runtime.bus import BusSettings
+from aimcore.runtime.kube import connect
 from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services, health_get

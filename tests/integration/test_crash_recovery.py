@@ -19,7 +19,8 @@ from aim_dev.local.registry import Registry
 from aim_dev.testing.oci import push_image
 from aim_dev.testing.plugin import LocalServers, connect_as
 from aimcore.api.kinds import INFERENCE_SERVICE, NAMESPACE, by_kind
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 from tests.helpers import eventually, manifest
 from tests.integration.conftest import Services, consumers_ready
 

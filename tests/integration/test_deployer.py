@@ -17,7 +17,7 @@ import pytest
 
 from aim_deployer.model_resolution import auto_model_name
 from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services
 

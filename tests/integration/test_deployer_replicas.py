@@ -16,7 +16,7 @@ import pytest
 from aim_deployer.inference import isvc_name, predictor_name
 from aim_deployer.replica_status import Replicas, hpa_name
 from aimcore.api.kinds import DEPLOYMENT, HPA, POD
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import eventually
 from tests.integration import test_deployer
 from tests.integration.test_deployer import (

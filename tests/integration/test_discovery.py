@@ -20,7 +20,7 @@ from aim_dev.testing.oci import push_image
 from aimcore.api.bus import subjects
 from aimcore.api.kinds import JOB, NAMESPACE, NODE, POD, SECRET, KindRef, by_kind
 from aimcore.domain.naming import derived_name
-from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime import ApiException, Kube
 from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, manifest, status_of, stored_messages
 from tests.integration.conftest import ensure_service

@@ -13,7 +13,7 @@ import time
 
 from aim_dev.testing.plugin import LocalServers
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import eventually, manifest
 from tests.integration.conftest import Services, health_get
 

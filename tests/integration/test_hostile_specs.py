@@ -27,7 +27,7 @@ from nats.js import JetStreamContext
 
 from aim_dev.local.registry import Registry
 from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, JOB, NODE, PVC, KindRef, by_kind
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services, ensure_service
 

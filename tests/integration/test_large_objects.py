@@ -25,7 +25,8 @@ from aim_dev.testing.plugin import LocalServers, assert_no_violations, connect_a
 from aimcore.api.bus import mirror, subjects, topology
 from aimcore.api.bus.auth import DEFAULT_MAX_PAYLOAD
 from aimcore.api.kinds import NAMESPACE, by_kind
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 from tests.helpers import api_requests, condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services, drained
 

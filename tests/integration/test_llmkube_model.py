@@ -30,7 +30,7 @@ from aim_dev.local.registry import Registry
 from aim_dev.testing.kubelet import FakeKubelet, bind_pod, finish_pod, start_pod, wait_for_service_account
 from aimcore.api.kinds import JOB, NAMESPACE, NODE, POD, PVC, KindRef, by_kind
 from aimcore.domain.units import format_bytes
-from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime import ApiException, Kube
 from tests.file_server import FileServer
 from tests.helpers import (
     condition,

@@ -17,7 +17,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from aim_dev.testing.plugin import LocalServers, connect_as
 from aimcore.api.kinds import NAMESPACE, by_kind
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 from tests.helpers import eventually
 from tests.integration.conftest import Services, consumers_ready
 

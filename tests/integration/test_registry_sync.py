@@ -19,7 +19,7 @@ from aim_dev.testing.oci import push_image
 from aim_registry_sync.filters import Image
 from aimcore.api.bus import subjects
 from aimcore.api.kinds import NAMESPACE, SECRET, by_kind
-from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime import ApiException, Kube
 from tests.file_server import FileServer
 from tests.helpers import api_requests, eventually, stored_messages
 from tests.integration.conftest import ensure_service

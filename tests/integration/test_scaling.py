@@ -20,7 +20,8 @@ from typing import Any
 from aim_dev.testing.plugin import LocalServers, connect_as
 from aimcore.api.bus import subjects, topology
 from aimcore.api.kinds import NAMESPACE, by_kind
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 from aimcore.runtime.mirrorscan import kind_pattern, snapshot
 from tests.helpers import Following, eventually, manifest
 from tests.integration.conftest import Services, consumers_ready, drained

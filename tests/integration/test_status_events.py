@@ -18,8 +18,7 @@ from aim_dev.local.cluster import ControlPlane
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import KindRef, by_kind, status_owner
 from aimcore.api.types import Obj
-from aimcore.runtime.kube import Kube
-from aimcore.runtime.report import Reporter
+from aimcore.runtime import Kube, Reporter
 from tests.helpers import eventually, kubectl, manifest
 from tests.integration.conftest import Services, health_get
 

@@ -19,7 +19,8 @@ from aim_status.writer import StatusWriter
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 from tests.helpers import condition, manifest
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")

@@ -28,7 +28,8 @@ from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
 from aimcore.api.bus.topology import ensure_consumer
 from aimcore.api.errors import TransientError
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 from tests.helpers import Following, condition, eventually, manifest, status_of
 from tests.integration.conftest import Services, health_get
 

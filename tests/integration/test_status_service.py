@@ -25,8 +25,7 @@ from aim_status.coalesce import StreamGuard
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ConditionReport, Decision, ObjectRef, StatusReport
 from aimcore.api.kinds import KindRef, by_kind
-from aimcore.runtime.kube import Kube
-from aimcore.runtime.report import Reporter
+from aimcore.runtime import Kube, Reporter
 from tests.helpers import eventually, manifest
 from tests.integration.conftest import Services
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from aim_dev.testing.plugin import LocalServers, connect_as
 from aimcore.api.kinds import NAMESPACE, by_kind
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 from tests.helpers import eventually
 from tests.integration.conftest import Services, consumers_ready
 

@@ -17,7 +17,7 @@ from aim_dev.testing.plugin import LocalServers
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests import helpers
 from tests.helpers import eventually, manifest
 

@@ -18,8 +18,8 @@ from aim_watcher.watching import seed
 from aimcore.api.bus import mirror, subjects, topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.kube import Gone, Kube
-from aimcore.runtime.metrics import REGISTRY
+from aimcore.runtime import REGISTRY, Kube
+from aimcore.runtime.kube import Gone
 from aimcore.runtime.mirrorscan import kind_pattern, snapshot_identities
 from tests.helpers import eventually, manifest, stored_messages
 

@@ -10,7 +10,8 @@ from aim_dev.testing.plugin import LocalServers, connect_as
 from aim_watcher.election import LEADER_KEY
 from aimcore.api.bus import subjects, topology
 from aimcore.api.kinds import NAMESPACE, by_kind
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 from tests.helpers import eventually, manifest
 from tests.integration.conftest import Services
 

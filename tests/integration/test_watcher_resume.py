@@ -17,7 +17,7 @@ from aim_watcher.resume import ResumePoint, ResumePoints
 from aim_watcher.watching import seed
 from aimcore.api.bus import mirror, subjects, topology
 from aimcore.api.bus.messages import ChangeType
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import eventually
 from tests.integration.test_watcher import (
     UNCACHED,

@@ -13,7 +13,8 @@ from nats.errors import Error as NatsError
 
 from aim_dev.local.natsserver import NatsServer
 from aimcore.api.bus import auth, topology
-from aimcore.runtime.bus import BusSettings, connect_bus
+from aimcore.runtime import connect_bus
+from aimcore.runtime.bus import BusSettings
 
 
 @pytest.fixture

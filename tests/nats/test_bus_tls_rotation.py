@@ -21,7 +21,8 @@ from nats.errors import Error as NatsError
 
 from aim_dev.local.natsserver import NatsServer
 from aimcore.api.bus import auth
-from aimcore.runtime.bus import BusSettings, connect_bus
+from aimcore.runtime import connect_bus
+from aimcore.runtime.bus import BusSettings
 from aimctl import bus_tls
 from aimctl.main import main as aimctl
 

@@ -12,8 +12,7 @@ from nats.js import JetStreamContext
 from aimcore.api.bus import mirror, subjects
 from aimcore.api.errors import TransientError
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.indexers import field_indexer
-from aimcore.runtime.informer import Informer
+from aimcore.runtime import Informer, field_indexer
 from aimcore.runtime.mirrorscan import kind_pattern, snapshot, snapshot_identities
 from aimcore.runtime.natsinternals import bucket_stream
 from tests.helpers import eventually

@@ -14,12 +14,18 @@ from nats.js.errors import NotFoundError
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.api.kinds import by_kind
-from aimcore.runtime import Controller, Request, Result, Watch, schedule_requeue
+from aimcore.runtime import (
+    Controller,
+    Informer,
+    Reporter,
+    Request,
+    Result,
+    Watch,
+    field_indexer,
+    schedule_requeue,
+)
 from aimcore.runtime.engine import Runtime
-from aimcore.runtime.indexers import field_indexer
-from aimcore.runtime.informer import Informer
 from aimcore.runtime.lease import ObjectLeases
-from aimcore.runtime.report import Reporter
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
 TEMPLATE = by_kind("aim.eai.amd.com", "AIMServiceTemplate")

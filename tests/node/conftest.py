@@ -24,7 +24,8 @@ from aim_dev.local import deployed
 from aim_dev.local.nodestack import NODE_IMAGES, NodeStack
 from aim_dev.testing.kubelet import wait_for_service_account
 from aimcore.api.kinds import NAMESPACE
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 from tests.helpers import kubectl
 
 MODEL_REPOSITORY = "aim/test-model"

@@ -31,7 +31,8 @@ from aim_dev.node import config as node_config
 from aim_dev.testing.kubelet import wait_for_service_account
 from aim_discovery.dryrun import job_body, parse_output
 from aimcore.api.kinds import JOB, NAMESPACE, POD, KindRef
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 from tests.helpers import eventually, kubectl
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root (namespaces, cgroups)")

@@ -12,7 +12,7 @@ import pytest
 
 from aim_dev import images, testmodel
 from aim_dev.local.nodestack import NodeStack
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import eventually
 from tests.node.helpers import NODE_TIMEOUT, aim, conditions, ran_on_the_node, state, summary, wait_for
 

@@ -32,7 +32,7 @@ from aim_dev.local.hub import add_repo
 from aim_dev.local.nodestack import NodeStack
 from aim_dev.node import config as node_config
 from aimcore.api.kinds import POD
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import eventually
 from tests.node.helpers import NODE_TIMEOUT, aim, conditions, state, summary, wait_for
 

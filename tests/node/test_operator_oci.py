@@ -3,7 +3,7 @@
 Tiny model A's GGUF (:mod:`aim_dev.tinyllm`) is pushed with oras-py to the stack's registry as
 Docker's model-spec packages it (:func:`tests.oci_models.push_docker_model`: a GGUF layer, a license
 layer, Docker's model config, no file names). An AIMService whose custom model names that
-``oci://`` reference, with caching on, is cached by a real download Job (oras-py inside the
+``oci://`` reference, with caching on, is cached by a real download Job (aim-download inside the
 aim-cache image, on the pod network, reaching the registry on the node's address) and answered by
 llama.cpp in a predictor pod that mounts the filled volume. The stack's registry is anonymous (the
 node's containerd pulls model images from it), so the pull is too; pull secrets are proven by
@@ -22,7 +22,7 @@ import pytest
 from aim_dev import llamacpp, tinyllm
 from aim_dev.local.nodestack import NodeStack
 from aimcore.api.kinds import JOB
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests import oci_models
 from tests.node.helpers import NODE_TIMEOUT, conditions, ran_on_the_node, state, summary
 from tests.node.test_operator_inference import (

@@ -11,7 +11,7 @@ import pytest
 from aim_dev.local import deployed
 from aim_dev.local.nodestack import NodeStack
 from aimcore.api.kinds import POD
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import eventually, kubectl
 from tests.node.helpers import NODE_TIMEOUT, aim, conditions, state, summary, wait_for
 

@@ -19,7 +19,7 @@ from aim_deployer.inference import isvc_name, predictor_name
 from aim_deployer.replica_status import Replicas, hpa_name
 from aim_dev.local.nodestack import NodeStack
 from aimcore.api.kinds import HPA, POD
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import eventually, kubectl
 from tests.node.helpers import NODE_TIMEOUT, aim, state, wait_for
 

@@ -18,7 +18,7 @@ from aim_dev.kserve import raw
 from aim_dev.local.nodestack import NodeStack
 from aim_dev.node import config as node_config
 from aimcore.api.kinds import INFERENCE_SERVICE, POD
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import eventually, kubectl
 from tests.node.helpers import NODE_TIMEOUT, aim, conditions, events, state, summary, wait_for
 

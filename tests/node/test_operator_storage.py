@@ -18,7 +18,7 @@ from aim_dev.local.gguf_sample import tiny_gguf
 from aim_dev.local.hub import add_repo
 from aim_dev.local.nodestack import NodeStack
 from aimcore.api.kinds import JOB, POD, PVC, by_kind
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 from tests.helpers import eventually
 from tests.node.helpers import NODE_TIMEOUT, aim, conditions, ran_on_the_node, state, summary, wait_for
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from aim_cache.downloader import DownloadError, download, list_source, read_manifest
-from aim_cache.downloader.ocisource import CONFIG_FILE, select_blobs
+from aim_cache_jobs.downloader import DownloadError, download, list_source, read_manifest
+from aim_cache_jobs.downloader.ocisource import CONFIG_FILE, select_blobs
 from aim_dev.local.registry import Registry
 from aimcore.domain.outbound import OutboundPolicy
 from tests.helpers import LOOPBACK

@@ -23,7 +23,7 @@ from aiohttp import web
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
-from aim_cache.downloader import (
+from aim_cache_jobs.downloader import (
     AUTH_ERROR,
     CHECKSUM_MISMATCH,
     DOWNLOAD_STALLED,
@@ -38,15 +38,15 @@ from aim_cache.downloader import (
     RemoteFile,
     download,
     download_listing,
+    hfsource,
     probe_size,
     read_manifest,
 )
-from aim_cache.downloader import disk as disk_module
-from aim_cache.downloader import holding as holding_module
-from aim_cache.downloader import rangefetch as rangefetch_module
-from aim_cache.downloader import sources as sources_module
-from aim_cache.downloader import transfer as transfer_module
-from aim_cache.downloader import writepath as writepath_module
+from aim_cache_jobs.downloader import disk as disk_module
+from aim_cache_jobs.downloader import holding as holding_module
+from aim_cache_jobs.downloader import rangefetch as rangefetch_module
+from aim_cache_jobs.downloader import transfer as transfer_module
+from aim_cache_jobs.downloader import writepath as writepath_module
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.natsserver import NatsServer
 from aim_dev.local.s3 import S3Server
@@ -571,22 +571,20 @@ async def test_stdlib_listing_equals_the_huggingface_hub_listing(
     repo_id = new_repo(hub, model_files(), token=token)
     env = hf_env(hub, token)
     for uri in (f"hf://{repo_id}", f"hf://{repo_id}@main"):
-        parsed = sources_module.parse_source(uri)
-        fast = sources_module._list_hf_direct(parsed, env, policy=LOOPBACK)
+        parsed = hfsource.parse_hf(uri)
+        fast = hfsource._list_hf_direct(parsed, env, policy=LOOPBACK)
         with monkeypatch.context() as m:
-            m.setattr(sources_module, "_list_hf_direct", lambda *_: None)
-            slow = sources_module._list_hf(parsed, env, policy=LOOPBACK)
+            m.setattr(hfsource, "_list_hf_direct", lambda *_: None)
+            slow = hfsource.list_hf(parsed, env, policy=LOOPBACK)
         assert fast is not None and fast == slow
         assert [f.url for f in fast.files] == [f.url for f in slow.files]
-    missing = sources_module.parse_source("hf://aim-tests/does-not-exist")
-    assert sources_module._list_hf_direct(missing, env, policy=LOOPBACK) is None
-    bad_revision = sources_module.parse_source(f"hf://{repo_id}@v9")
-    assert sources_module._list_hf_direct(bad_revision, env, policy=LOOPBACK) is None
+    missing = hfsource.parse_hf("hf://aim-tests/does-not-exist")
+    assert hfsource._list_hf_direct(missing, env, policy=LOOPBACK) is None
+    bad_revision = hfsource.parse_hf(f"hf://{repo_id}@v9")
+    assert hfsource._list_hf_direct(bad_revision, env, policy=LOOPBACK) is None
     if private:
         assert (
-            sources_module._list_hf_direct(
-                sources_module.parse_source(f"hf://{repo_id}"), hf_env(hub), policy=LOOPBACK
-            )
+            hfsource._list_hf_direct(hfsource.parse_hf(f"hf://{repo_id}"), hf_env(hub), policy=LOOPBACK)
             is None
         )
 
@@ -834,7 +832,7 @@ async def run_cli(args: list[str], env: dict[str, str], timeout: float = 60) -> 
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "aim_cache.downloader.cli",
+        "aim_cache_jobs.downloader.cli",
         *args,
         env={**_base_env(), **env},
         stdout=asyncio.subprocess.PIPE,
@@ -982,7 +980,7 @@ async def test_cli_sigterm_keeps_partial_data_for_resume(hub: HubServer, tmp_pat
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "aim_cache.downloader.cli",
+        "aim_cache_jobs.downloader.cli",
         f"hf://{repo_id}",
         str(tmp_path),
         env={**_base_env(), **hf_env(hub)},

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from aim_cache.downloader import DownloadError, download, list_source
-from aim_cache.downloader import sources as sources_module
+from aim_cache_jobs.downloader import DownloadError, download, hfsource, list_source
 from aim_dev.local.hub import HubServer
 from aim_dev.local.s3 import S3Server
 from aimcore.domain.outbound import OutboundPolicy
@@ -91,7 +90,7 @@ async def test_the_huggingface_hub_fallback_is_guarded_too(
 ) -> None:
     """The listing through ``huggingface_hub`` (error mapping, repositories without sizes) opens its
     connections through the policy as well."""
-    monkeypatch.setattr(sources_module, "_list_hf_direct", lambda *_: None)
+    monkeypatch.setattr(hfsource, "_list_hf_direct", lambda *_: None)
     with pytest.raises(DownloadError) as err:
         await list_source("hf://org/model", {"HF_ENDPOINT": other.base}, policy=LOOPBACK)
     refused(err.value)
@@ -101,7 +100,7 @@ async def test_the_huggingface_hub_fallback_is_guarded_too(
 async def test_the_fallback_follows_redirects_only_where_allowed(
     site: FileServer, other: FileServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sources_module, "_list_hf_direct", lambda *_: None)
+    monkeypatch.setattr(hfsource, "_list_hf_direct", lambda *_: None)
     site.redirects["/api/models/org/model"] = {"Location": f"{other.base}/api/models/org/model"}
     with pytest.raises(DownloadError) as err:
         await list_source("hf://org/model", {"HF_ENDPOINT": site.base}, policy=LOOPBACK)

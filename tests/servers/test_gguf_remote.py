@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from aim_cache.llmkube.gguf import GGUFError, read_local, read_remote, status_fields
+from aim_cache_jobs.gguf import GGUFError, read_local, read_remote, status_fields
 from tests.helpers import LOOPBACK
 from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
 

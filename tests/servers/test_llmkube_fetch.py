@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from aim_cache.downloader import DownloadError, Listing, RemoteFile, download_listing, read_manifest
-from aim_cache.downloader.sources import Digest
-from aim_cache.llmkube import drift, fetch, gguf, runs
+from aim_cache.llmkube import drift, fetch, runs
 from aim_cache.llmkube.sources import Policy, Source, SourceError, parse_source
+from aim_cache_jobs import gguf
+from aim_cache_jobs.downloader import DownloadError, Listing, RemoteFile, download_listing, read_manifest
+from aim_cache_jobs.downloader.listing import Digest
 from tests.file_server import FileServer
 from tests.helpers import LOOPBACK
 from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf

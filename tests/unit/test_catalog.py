@@ -28,7 +28,8 @@ from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import GPURequirement, Template
 from aimcore.domain.labels import MODEL_LABEL, ORIGIN_LABEL
 from aimcore.domain.naming import derived_name
-from aimcore.runtime.children import MANAGED_BY, contains, differs, owner_reference
+from aimcore.runtime import contains, differs, owner_reference
+from aimcore.runtime.children import MANAGED_BY
 from aimcore.runtime.children import PART_OF_LABEL as PART_OF
 
 AIM = "aim.eai.amd.com"

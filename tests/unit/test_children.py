@@ -11,17 +11,8 @@ import pytest
 
 from aimcore.api.kinds import CHILD_SELECTOR, JOB, by_kind
 from aimcore.api.types import Obj
-from aimcore.runtime.children import (
-    MANAGED_BY,
-    PART_OF_LABEL,
-    PART_OF_VALUE,
-    child_labels,
-    contains,
-    differs,
-    owned_by,
-    owner_reference,
-    without_owner,
-)
+from aimcore.runtime import child_labels, contains, differs, owned_by, owner_reference
+from aimcore.runtime.children import MANAGED_BY, PART_OF_LABEL, PART_OF_VALUE, without_owner
 
 SERVICE = by_kind("aim.eai.amd.com", "AIMService")
 CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")

@@ -19,7 +19,7 @@ from aim_deployer.inference import CacheMount
 from aimcore.api.bus import subjects
 from aimcore.api.kinds import GROUP_AIM, by_kind
 from aimcore.domain.families.caches import TemplateCache
-from aimcore.runtime.informer import Informer
+from aimcore.runtime import Informer
 
 MODEL_CACHE = by_kind(GROUP_AIM, "AIMModelCache")
 TEMPLATE_CACHE = by_kind(GROUP_AIM, "AIMTemplateCache")

@@ -13,7 +13,7 @@ from aim_deployer.templates import MODEL_HAS_NO_TEMPLATES, why_no_templates
 from aimcore.api.kinds import HTTP_ROUTE, by_kind
 from aimcore.domain.families.models import Model
 from aimcore.domain.status.rules import SERVICE, State
-from aimcore.runtime.refusals import Refusal
+from aimcore.runtime import Refusal
 
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")
 CLUSTER_MODEL = by_kind("aim.eai.amd.com", "AIMClusterModel")

@@ -21,7 +21,7 @@ from aim_deployer.routing import (
     route_condition,
 )
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.children import child_labels, owner_reference
+from aimcore.runtime import child_labels, owner_reference
 
 SERVICE: dict[str, Any] = {
     "apiVersion": "aim.eai.amd.com/v1alpha1",

@@ -11,8 +11,8 @@ from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.api.kinds import GROUP_AIM, GROUP_LEGACY, NODE, TEMPLATE_KINDS, KindRef, by_kind
 from aimcore.api.types import Obj
-from aimcore.runtime.informer import Informer
-from aimcore.runtime.mappers import filed, target_of
+from aimcore.runtime import Informer, filed
+from aimcore.runtime.mappers import target_of
 
 TEMPLATE = by_kind(GROUP_AIM, "AIMServiceTemplate")
 CLUSTER_TEMPLATE = by_kind(GROUP_AIM, "AIMClusterServiceTemplate")

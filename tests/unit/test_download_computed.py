@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from aim_cache.downloader import (
+from aim_cache_jobs.downloader import (
     CHECKSUM_MISMATCH,
     INVALID_SOURCE,
     MANIFEST,
@@ -31,9 +31,9 @@ from aim_cache.downloader import (
     list_source,
     read_manifest,
 )
-from aim_cache.downloader import rangefetch as rangefetch_module
-from aim_cache.downloader import transfer as transfer_module
-from aim_cache.downloader.manifest import SCHEMA, build, matches
+from aim_cache_jobs.downloader import rangefetch as rangefetch_module
+from aim_cache_jobs.downloader import transfer as transfer_module
+from aim_cache_jobs.downloader.manifest import SCHEMA, build, matches
 from tests.helpers import LOOPBACK
 
 KIB, MIB = 1024, 1024 * 1024

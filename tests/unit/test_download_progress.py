@@ -3,8 +3,8 @@ never says 100 before the download is verified, and the status/report shapes."""
 
 from __future__ import annotations
 
-from aim_cache.downloader.progress import Progress, RateMeter, percentage, progress_fields, summary
-from aim_cache.downloader.report import progress_report
+from aim_cache_jobs.downloader.progress import Progress, RateMeter, percentage, progress_fields, summary
+from aim_cache_jobs.downloader.report import progress_report
 from aimcore.api.bus.messages import ObjectRef
 
 MIB = 1024 * 1024

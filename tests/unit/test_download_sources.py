@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from huggingface_hub import hf_hub_url
 
-from aim_cache.downloader import fetch, partial
-from aim_cache.downloader.errors import (
+from aim_cache_jobs.downloader import fetch, partial
+from aim_cache_jobs.downloader.errors import (
     AUTH_ERROR,
     DOWNLOAD_STALLED,
     INVALID_SOURCE,
@@ -20,23 +20,14 @@ from aim_cache.downloader.errors import (
     DownloadError,
     redact_url,
 )
-from aim_cache.downloader.filejob import new_hasher
-from aim_cache.downloader.manifest import Manifest, ManifestFile, build, matches
-from aim_cache.downloader.rangefetch import RANGE_RETRY
-from aim_cache.downloader.ranges import RangeSet, split
-from aim_cache.downloader.sources import (
-    Digest,
-    Listing,
-    RemoteFile,
-    _s3_digests,
-    _with_expected,
-    hf_file_url,
-    hf_info_entries,
-    model_id_for,
-    normalize_sha256,
-    parse_source,
-    validate_path,
-)
+from aim_cache_jobs.downloader.filejob import new_hasher
+from aim_cache_jobs.downloader.hfsource import hf_file_url, hf_info_entries
+from aim_cache_jobs.downloader.listing import Digest, Listing, RemoteFile, validate_path
+from aim_cache_jobs.downloader.manifest import Manifest, ManifestFile, build, matches
+from aim_cache_jobs.downloader.rangefetch import RANGE_RETRY
+from aim_cache_jobs.downloader.ranges import RangeSet, split
+from aim_cache_jobs.downloader.s3source import s3_digests as _s3_digests
+from aim_cache_jobs.downloader.sources import _with_expected, model_id_for, normalize_sha256, parse_source
 
 SHA = "a" * 64
 

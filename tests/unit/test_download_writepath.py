@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from aim_cache.downloader import disk, writepath
-from aim_cache.downloader.filejob import PlannedFile, new_hasher
-from aim_cache.downloader.ranges import RangeSet
-from aim_cache.downloader.sources import RemoteFile
-from aim_cache.downloader.transfer import Transfer
-from aim_cache.downloader.writepath import ProbeResult, choose
+from aim_cache_jobs.downloader import disk, writepath
+from aim_cache_jobs.downloader.filejob import PlannedFile, new_hasher
+from aim_cache_jobs.downloader.listing import RemoteFile
+from aim_cache_jobs.downloader.ranges import RangeSet
+from aim_cache_jobs.downloader.transfer import Transfer
+from aim_cache_jobs.downloader.writepath import ProbeResult, choose
 
 MIB = 1 << 20
 

@@ -14,7 +14,7 @@ import gguf
 import numpy as np
 import pytest
 
-from aim_cache.llmkube.gguf import (
+from aim_cache_jobs.gguf import (
     FILE_TYPE_NAMES,
     KEEP_ARRAY_ELEMENTS,
     GGUFArray,

@@ -12,9 +12,8 @@ import pytest
 from aimcore.api.bus import subjects
 from aimcore.api.kinds import GROUP_AIM, by_kind
 from aimcore.api.types import Obj
+from aimcore.runtime import Informer, field_indexer
 from aimcore.runtime import informer as informer_module
-from aimcore.runtime.indexers import field_indexer
-from aimcore.runtime.informer import Informer
 
 TEMPLATE = by_kind(GROUP_AIM, "AIMServiceTemplate")
 KEPT = 8

@@ -9,8 +9,8 @@ import aiohttp
 import pytest
 
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.kube import ApiException
-from aimcore.runtime.refusals import MAX_MESSAGE, Refusal, RefusedBodies, refusal
+from aimcore.runtime import ApiException, Refusal
+from aimcore.runtime.refusals import MAX_MESSAGE, RefusedBodies, refusal
 
 TEMPLATE = by_kind("aim.eai.amd.com", "AIMServiceTemplate")
 

@@ -1,5 +1,5 @@
 """The verify Jobs of ``pvc://`` Models (``aim_cache.llmkube.verify``) and the ``aim-model-inspect``
-command they run (``aim_cache.llmkube.inspect``).
+command they run (``aim_cache_jobs.inspect``).
 
 A ``pvc://`` Model is never copied, so its sha256 can only be computed by a pod that mounts the
 claim. These tests pin what that pod is allowed to do (mount the claim read-only, run as non-root,
@@ -22,8 +22,6 @@ from typing import Any
 
 import pytest
 
-from aim_cache.llmkube import inspect as inspect_mod
-from aim_cache.llmkube.inspect import Known, inspect, main
 from aim_cache.llmkube.verify import (
     ANNOTATION_ATTEMPT,
     ANNOTATION_CLAIM_UID,
@@ -48,6 +46,8 @@ from aim_cache.llmkube.verify import (
     split,
     verify_jobs,
 )
+from aim_cache_jobs import inspect as inspect_mod
+from aim_cache_jobs.inspect import Known, inspect, main
 from aimcore.api.kinds import by_kind
 from aimcore.api.types import Obj
 from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
@@ -586,7 +586,7 @@ def test_main_bad_known_is_a_usage_error(
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).parent / "aim-model-inspect"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "aim_cache.llmkube.inspect"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "aim_cache_jobs.inspect"]
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=60, check=False)
 
 

@@ -23,21 +23,22 @@ from aimcore.api.kinds import (
     by_kind,
 )
 from aimcore.api.types import Obj
-from aimcore.runtime import Watch
-from aimcore.runtime.indexers import Indexer, field_indexer
-from aimcore.runtime.informer import Informer
-from aimcore.runtime.mappers import (
+from aimcore.runtime import (
+    Indexer,
+    Informer,
     Mapper,
     Target,
+    Watch,
     any_of,
     by_index,
     every,
+    field_indexer,
     keep_cached,
-    target_of,
     through,
     through_job_to_owner,
     to_owners,
 )
+from aimcore.runtime.mappers import target_of
 
 SERVICE = by_kind(GROUP_AIM, "AIMService")
 LEGACY_SERVICE = by_kind(GROUP_LEGACY, "AIMService")

@@ -11,10 +11,10 @@ from typing import Annotated
 import pytest
 from pydantic import BeforeValidator
 
-from aim_cache.downloader.settings import DownloadJobSettings
 from aim_cache.llmkube.settings import LLMKubeSettings, ModelSettings
 from aim_cache.settings import SETTINGS as CACHE_SETTINGS
 from aim_cache.settings import CacheServiceSettings, CacheSettings
+from aim_cache_jobs.downloader.settings import DownloadJobSettings
 from aim_deployer.settings import DeployerSettings
 from aim_status.settings import StatusSettings
 from aimcore.api.bus.topology import Retention

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from aim_status.oversize import CONDITION, REASON, Oversize, too_large
-from aimcore.runtime.kube import ApiException
+from aimcore.runtime import ApiException
 
 
 def refused(status: int = 500, message: str = "etcdserver: request is too large") -> ApiException:

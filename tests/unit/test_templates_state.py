@@ -28,7 +28,7 @@ from aim_discovery.model_reconciler import (
 from aim_discovery.template_jobs import job_template, template_kind_token
 from aimcore.api.kinds import by_kind
 from aimcore.domain.status.rules import RESOURCE, State
-from aimcore.runtime.refusals import Refusal
+from aimcore.runtime import Refusal
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aim_cache.llmkube.gguf import read_local, status_fields
+from aim_cache_jobs.gguf import read_local, status_fields
 from aim_dev import llamacpp, tinyllm
 
 

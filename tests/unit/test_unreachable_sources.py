@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from aim_cache.downloader import DownloadError, download, list_source
-from aim_cache.llmkube.gguf import GGUFError, read_remote
+from aim_cache_jobs.downloader import DownloadError, download, list_source
+from aim_cache_jobs.gguf import GGUFError, read_remote
 from aim_dev.local.processes import free_port
 from aimcore.domain.oci import RegistryClient, RegistryUnreachable
 from aimcore.domain.outbound import OutboundPolicy

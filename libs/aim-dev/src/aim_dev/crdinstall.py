@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aimcore.api.kinds import KindRef
-from aimcore.runtime.kube import Kube
+from aimcore.runtime import Kube
 
 CRD = KindRef("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
 

@@ -53,6 +53,10 @@ from aim_dev.local import binaries
 
 BASE_REF = "localhost/aim/debian-python:3.11-bookworm"
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
+# The workspace packages a service's image installs besides its own (the Dockerfile copies them into
+# every build, and installs them where a service depends on them): the cache's Job programs.
+ALSO_INSTALLS = {"cache": ("cache-jobs",)}
+PACKAGES = (*SERVICES, *(p for extra in ALSO_INSTALLS.values() for p in extra))
 
 
 def service_ref(service: str) -> str:
@@ -83,7 +87,8 @@ BASE_ENV = {
     "PIP_BREAK_SYSTEM_PACKAGES": "1",
 }
 # The files of the repository the Dockerfile reads for one service: the workspace's manifests, the
-# runtime library and the service's own package (its .dockerignore leaves the rest out).
+# runtime library and the service's own package, with those it also installs (its .dockerignore
+# leaves the rest out).
 WORKSPACE_MANIFESTS = (
     "Dockerfile",
     ".dockerignore",
@@ -92,7 +97,7 @@ WORKSPACE_MANIFESTS = (
     "libs/aimcore",
     "libs/aim-dev/pyproject.toml",
     "libs/aimctl/pyproject.toml",
-    *(f"services/{s}/pyproject.toml" for s in SERVICES),
+    *(f"services/{p}/pyproject.toml" for p in PACKAGES),
 )
 IGNORED_PARTS = {".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 IGNORED_SUFFIXES = (".pyc", ".pyo", ".pyd")
@@ -154,7 +159,8 @@ def _base_recipe(_: Builder) -> Iterator[bytes]:
 def _service_recipe(service: str) -> Callable[[Builder], Iterator[bytes]]:
     def recipe(b: Builder) -> Iterator[bytes]:
         yield f"service-1:{service}".encode()
-        yield from hash_files(b.repo, (*WORKSPACE_MANIFESTS, f"services/{service}"))
+        packages = (service, *ALSO_INSTALLS.get(service, ()))
+        yield from hash_files(b.repo, (*WORKSPACE_MANIFESTS, *(f"services/{p}" for p in packages)))
 
     return recipe
 

@@ -5,7 +5,7 @@ the CRD drift check does for ``deploy/crds``.
 
 Who reads what comes from the same declarations the processes validate at start-up: the concerns
 every service reads (:data:`aimcore.runtime.settings.COMMON`), each service's ``SETTINGS`` (in its
-``settings`` module) and the download Job's (:mod:`aim_cache.downloader.settings`)."""
+``settings`` module) and the download Job's (:mod:`aim_cache_jobs.downloader.settings`)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def readers() -> dict[type[AimSettings], list[str]]:
     """Each concern, in the page's order, and who reads it."""
     found: dict[type[AimSettings], list[str]] = {concern: [EVERY_SERVICE] for concern in COMMON}
     sources = [(name, f"{service_module(name)}.settings") for name in SERVICES]
-    sources.append((DOWNLOAD_JOBS, "aim_cache.downloader.settings"))
+    sources.append((DOWNLOAD_JOBS, "aim_cache_jobs.downloader.settings"))
     for reader, module in sources:
         for concern in _declared(module):
             names = found.setdefault(concern, [])

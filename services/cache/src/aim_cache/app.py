@@ -1,7 +1,7 @@
 """The cache service. It owns template caches and model caches of both AIM API groups and
 LLMKube ``Model``s: one reconciler per family (:mod:`aim_cache.templatecaches`,
 :mod:`aim_cache.modelcaches`, :mod:`aim_cache.llmkube.reconciler`) behind one consumer, and the
-downloader (:mod:`aim_cache.downloader`) that runs in download Jobs or, with no kubelet, in this
+downloader (:mod:`aim_cache_jobs.downloader`) that runs in download Jobs or, with no kubelet, in this
 process (:mod:`aim_cache.local`); LLMKube Models are always fetched in this process, into the
 service's model volume (:mod:`aim_cache.llmkube.runs`). What each dependency's change wakes is
 said in :mod:`aim_cache.dependencies`."""
@@ -14,7 +14,7 @@ import contextlib
 from aim_cache import dependencies as deps
 from aim_cache.llmkube.own_image import with_own_image
 from aim_cache.llmkube.reconciler import KEY_INDEX, LLMKubeModelReconciler, cache_keys
-from aim_cache.llmkube.runs import Runs
+from aim_cache.llmkube.runs import Fetches
 from aim_cache.llmkube.settings import ModelSettings
 from aim_cache.local import LocalExecutor
 from aim_cache.modelcaches import ModelCacheReconciler
@@ -62,7 +62,7 @@ def controller(
     ctx: ServiceContext,
     settings: CacheSettings,
     local: LocalExecutor | None,
-    runs: Runs,
+    runs: Fetches,
     model_settings: ModelSettings,
 ) -> Controller:
     assert ctx.kube is not None, "the cache service needs a Kubernetes client (PVCs, Jobs, secrets, logs)"
@@ -120,7 +120,7 @@ async def main(ctx: ServiceContext) -> None:
     model_settings = await with_own_image(
         ModelSettings.of(ctx.settings, settings.cache_dir), ctx.kube, ctx.settings.system_namespace
     )
-    runs = Runs(
+    runs = Fetches(
         model_settings.cache_dir, concurrency=model_settings.downloads, stall_timeout=settings.stall_timeout
     )
     relay = ProgressRelay(ctx.nc, ctx.js, settings.progress_key)

@@ -32,7 +32,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from aim_cache import plan
-from aim_cache.downloader import (
+from aim_cache.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
+from aim_cache.joblog import JobLogs
+from aim_cache.local import LocalExecutor
+from aim_cache.memo import remember
+from aim_cache.settings import CacheSettings
+from aim_cache_jobs.downloader import (
     INVALID_SOURCE,
     SOURCE_UNREACHABLE,
     DownloadError,
@@ -42,12 +47,7 @@ from aim_cache.downloader import (
     progress_fields,
     read_manifest,
 )
-from aim_cache.downloader.errors import PERMANENT_REASONS
-from aim_cache.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
-from aim_cache.joblog import JobLogs
-from aim_cache.local import LocalExecutor, LocalRun
-from aim_cache.memo import remember
-from aim_cache.settings import CacheSettings
+from aim_cache_jobs.downloader.errors import PERMANENT_REASONS
 from aimcore.api.backoff import Jitter, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, JOB, POD, PVC, KindRef
@@ -512,4 +512,4 @@ def _attempt(job: Mapping[str, Any]) -> int:
         return 1
 
 
-__all__ = ["DOWNLOAD_READY", "SOURCE_READY", "STORAGE_READY", "LocalRun", "ModelCacheReconciler"]
+__all__ = ["DOWNLOAD_READY", "SOURCE_READY", "STORAGE_READY", "ModelCacheReconciler"]

@@ -24,7 +24,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aim_cache.downloader import model_id_for
+from aim_cache_jobs.contract import (
+    DOWNLOAD_COMMAND,
+    DOWNLOAD_ROLE,
+    LOG_FORMAT_ENV,
+    NATS_ROLE_ENV,
+    NATS_SEED_ENV,
+    NATS_URL_ENV,
+    PROGRESS_TOKEN_ENV,
+    download_args,
+    pull_secret_env,
+)
+from aim_cache_jobs.downloader import model_id_for
 from aimcore.api.bus import progress
 from aimcore.api.bus.messages import ObjectRef
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE
@@ -184,10 +195,10 @@ class JobBus:
     def env(self, cache: ModelCache) -> list[Obj]:
         target = ObjectRef.of(cache.ref, cache.namespace, cache.name)
         values = {
-            "AIM_NATS_URL": self.url,
-            "AIM_NATS_ROLE": "download",
-            "AIM_NATS_SEED": self.seed,
-            "AIM_PROGRESS_TOKEN": progress.token(self.token_key, target, cache.uid),
+            NATS_URL_ENV: self.url,
+            NATS_ROLE_ENV: DOWNLOAD_ROLE,
+            NATS_SEED_ENV: self.seed,
+            PROGRESS_TOKEN_ENV: progress.token(self.token_key, target, cache.uid),
         }
         return [{"name": k, "value": v} for k, v in values.items() if v]
 
@@ -201,7 +212,7 @@ def download_env(cache: ModelCache) -> list[Obj]:
     if cache.source_uri.startswith("oci://"):
         env += [
             {
-                "name": f"AIM_OCI_PULL_SECRET_{i}",
+                "name": pull_secret_env(i),
                 "valueFrom": {"secretKeyRef": {"name": name, "key": ".dockerconfigjson"}},
             }
             for i, name in enumerate(cache.pull_secrets)
@@ -224,50 +235,11 @@ def job_body(
     values added last). ``log_format`` is the cache service's own ``AIM_LOG_FORMAT``: aim-download
     logs as the operator does (JSON lines on request)."""
     ref, name, uid = cache.ref, cache.name, str(cache.uid)
-    image = cache.download_image
-    dest = mount_path(model_id(cache.source_uri, cache.model_id))
-    source = cache.source_uri
-    reserved = {*POLICY_ENV, "AIM_LOG_FORMAT"}
-    env: list[Any] = [e for e in download_env(cache) if e.get("name") not in reserved]
-    if uses_kserve_initializer(image):
-        command: list[str] | None = None
-        args = [source, dest]
-    else:
-        command = ["aim-download"]
-        args = [
-            source,
-            dest,
-            f"--stall-timeout={stall_timeout:g}",
-            f"--object={ref.group}/{ref.version}/{ref.kind}/{cache.namespace}/{name}",
-            f"--uid={uid}",
-        ]
-        if bus is not None:
-            env.extend(bus.env(cache))
-        env.append({"name": "AIM_LOG_FORMAT", "value": log_format})
-    env.append({"name": "HOME", "value": "/tmp"})
-    env.extend({"name": k, "value": v} for k, v in sorted((outbound or {}).items()))
     labels = {**cache_labels(cache), LABEL_CACHE_TYPE: "artifact", LABEL_COMPONENT: "download"}
-    container: Obj = {
-        "name": CONTAINER,
-        "image": image,
-        "args": args,
-        "env": env,
-        "volumeMounts": [{"name": "cache", "mountPath": dest}, {"name": "tmp", "mountPath": "/tmp"}],
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "runAsNonRoot": True,
-            "runAsUser": RUN_AS,
-            "runAsGroup": RUN_AS,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-    }
-    if command:
-        container["command"] = command
     pod_spec: Obj = {
         "restartPolicy": "Never",
         "securityContext": {"fsGroup": RUN_AS, "runAsNonRoot": True},
-        "containers": [container],
+        "containers": [download_container(cache, bus, stall_timeout, outbound or {}, log_format)],
         "volumes": [
             {"name": "cache", "persistentVolumeClaim": {"claimName": pvc_name(name, uid)}},
             {"name": "tmp", "emptyDir": {}},
@@ -291,3 +263,49 @@ def job_body(
             "template": {"metadata": {"labels": labels}, "spec": pod_spec},
         },
     }
+
+
+def download_container(
+    cache: ModelCache,
+    bus: JobBus | None,
+    stall_timeout: float,
+    outbound: Mapping[str, str],
+    log_format: str,
+) -> Obj:
+    """The download Job's container: ``aim-download`` (:mod:`aim_cache_jobs.contract`: its arguments
+    and the variables it reads), or KServe's storage initializer called its own way."""
+    image = cache.download_image
+    dest = mount_path(model_id(cache.source_uri, cache.model_id))
+    source = cache.source_uri
+    reserved = {*POLICY_ENV, LOG_FORMAT_ENV}
+    env: list[Any] = [e for e in download_env(cache) if e.get("name") not in reserved]
+    if uses_kserve_initializer(image):
+        command: list[str] | None = None
+        args = [source, dest]
+    else:
+        command = [DOWNLOAD_COMMAND]
+        target = ObjectRef.of(cache.ref, cache.namespace, cache.name)
+        args = download_args(source, dest, stall_timeout=stall_timeout, obj=target, uid=str(cache.uid))
+        if bus is not None:
+            env.extend(bus.env(cache))
+        env.append({"name": LOG_FORMAT_ENV, "value": log_format})
+    env.append({"name": "HOME", "value": "/tmp"})
+    env.extend({"name": k, "value": v} for k, v in sorted(outbound.items()))
+    container: Obj = {
+        "name": CONTAINER,
+        "image": image,
+        "args": args,
+        "env": env,
+        "volumeMounts": [{"name": "cache", "mountPath": dest}, {"name": "tmp", "mountPath": "/tmp"}],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS,
+            "runAsGroup": RUN_AS,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+    if command:
+        container["command"] = command
+    return container

@@ -37,7 +37,8 @@ from aim_dev.local.consuming import SERVICES
 from aim_dev.local.stack import Stack
 from aimcore.api.bus.mirror import PAUSE_ANNOTATION
 from aimcore.api.kinds import CHILD_KINDS, NAMESPACE, NODE, by_kind, crd_kinds
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
 SPEC = {"model": {"name": "m"}}

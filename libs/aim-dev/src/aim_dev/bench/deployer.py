@@ -89,7 +89,8 @@ from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.stack import Stack
 from aimcore.api.bus.mirror import PAUSE_ANNOTATION
 from aimcore.api.kinds import GROUP_AIM, INFERENCE_SERVICE, by_kind
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 
 AIMSVC = by_kind(GROUP_AIM, "AIMService")
 MODEL = by_kind(GROUP_AIM, "AIMModel")

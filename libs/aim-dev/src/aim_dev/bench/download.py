@@ -45,8 +45,9 @@ from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.kinds import by_kind
 from aimcore.domain.outbound import ALLOWED_HOSTS_ENV
-from aimcore.runtime.bus import BusSettings, connect_bus
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube, connect_bus
+from aimcore.runtime.bus import BusSettings
+from aimcore.runtime.kube import connect
 
 MODEL_CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")
 REPO = "bench/model"

@@ -56,7 +56,8 @@ from aim_dev.local.processes import free_port
 from aim_dev.node import config as node_config
 from aim_dev.testing.kubelet import wait_for_service_account
 from aimcore.api.kinds import NAMESPACE, POD, by_kind
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 
 MODEL = tinyllm.MODEL_BENCH
 SERVICE = by_kind("aim.eai.amd.com", "AIMService")

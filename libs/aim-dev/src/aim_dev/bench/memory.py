@@ -26,8 +26,9 @@ from aim_dev.local.stack import Stack
 from aimcore.api.bus import topology
 from aimcore.api.bus.mirror import PAUSE_ANNOTATION
 from aimcore.api.kinds import GROUP_AIM, KindRef, by_kind
-from aimcore.runtime.bus import BusSettings, connect_bus
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube, connect_bus
+from aimcore.runtime.bus import BusSettings
+from aimcore.runtime.kube import connect
 
 NS = "bench-memory"
 MIB = 2**20

@@ -80,8 +80,8 @@ from aim_dev.local import consuming
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.stack import Stack
 from aimcore.api.kinds import GROUP_AIM, by_kind
-from aimcore.runtime.bus import connect_bus
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube, connect_bus
+from aimcore.runtime.kube import connect
 from aimcore.runtime.settings.process import RESYNC_SECONDS
 
 AIMSVC = by_kind(GROUP_AIM, "AIMService")

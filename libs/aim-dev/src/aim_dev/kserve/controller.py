@@ -22,7 +22,8 @@ from typing import Any
 
 from aim_dev.kserve import raw
 from aimcore.api.kinds import DEPLOYMENT, HPA, INFERENCE_SERVICE, POD, KindRef
-from aimcore.runtime.kube import ApiException, Kube, connect, describe_error
+from aimcore.runtime import ApiException, Kube, describe_error
+from aimcore.runtime.kube import connect
 
 log = logging.getLogger("aim_dev.kserve")
 

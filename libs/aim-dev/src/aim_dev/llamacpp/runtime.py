@@ -118,8 +118,8 @@ def discovery_output(env: Mapping[str, str]) -> list[dict[str, Any]]:
     operator's outbound policy (the downloader's and the GGUF reader's own code)."""
     import asyncio  # noqa: PLC0415 - dry-run only
 
-    from aim_cache.downloader import DownloadError, list_source  # noqa: PLC0415
-    from aim_cache.llmkube.gguf import GGUFError, quantization_name, read_remote  # noqa: PLC0415
+    from aim_cache_jobs.downloader import DownloadError, list_source  # noqa: PLC0415
+    from aim_cache_jobs.gguf import GGUFError, quantization_name, read_remote  # noqa: PLC0415
     from aimcore.domain.outbound import OutboundPolicy, OutboundRefused  # noqa: PLC0415
 
     ident, source = model_id(env), source_of(env)

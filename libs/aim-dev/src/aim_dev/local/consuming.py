@@ -11,7 +11,8 @@ from collections.abc import Callable
 from nats.js.errors import NotFoundError
 
 from aimcore.api.bus import topology
-from aimcore.runtime.bus import BusSettings, connect_bus
+from aimcore.runtime import connect_bus
+from aimcore.runtime.bus import BusSettings
 
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
 

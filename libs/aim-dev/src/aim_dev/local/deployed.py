@@ -29,8 +29,8 @@ from aim_dev.local import binaries, consuming
 from aim_dev.local.consuming import SERVICES
 from aimcore.api.bus import auth
 from aimcore.api.kinds import DEPLOYMENT, NAMESPACE, POD, KindRef
+from aimcore.runtime import Kube
 from aimcore.runtime.bus import BusSettings
-from aimcore.runtime.kube import Kube
 
 SYSTEM_NAMESPACE = "aim-system"
 OVERLAY = Path("deploy") / "overlays" / "local-node"

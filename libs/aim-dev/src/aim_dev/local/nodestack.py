@@ -52,7 +52,8 @@ from aim_dev.local.stack import SUPERVISOR, aim_home
 from aim_dev.node import Node, check_requirements
 from aim_dev.node import config as node_config
 from aim_dev.standins import stand_in_crds
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 
 REGISTRY_PORT = 5000
 REGISTRY = f"127.0.0.1:{REGISTRY_PORT}"

@@ -34,7 +34,8 @@ from aim_dev.local.processes import ManagedProcess, free_port
 from aim_dev.standins import stand_in_crds
 from aimcore.api.kinds import NAMESPACE
 from aimcore.domain.outbound import ALLOWED_HOSTS_ENV
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import connect
 
 SUPERVISOR = "aim-supervisor"
 LOCAL_HOSTS = "127.0.0.1,localhost"

@@ -52,7 +52,7 @@ from aiohttp import web
 
 from aimcore.api.kinds import NODE, POD, KindRef
 from aimcore.api.types import Obj
-from aimcore.runtime.kube import ApiException, Kube
+from aimcore.runtime import ApiException, Kube
 
 __all__ = [
     "FakeKubelet",

@@ -45,8 +45,8 @@ from aim_dev.standins import stand_in_crds
 from aim_dev.testing.kubelet import FakeKubelet
 from aimcore.api.bus import topology
 from aimcore.api.kinds import KindRef
-from aimcore.runtime.bus import connect_bus
-from aimcore.runtime.kube import Kube, connect
+from aimcore.runtime import Kube, connect_bus
+from aimcore.runtime.kube import connect
 
 NAMESPACE = KindRef("", "v1", "Namespace", "namespaces", False)
 

@@ -12,7 +12,7 @@ answered nothing useful), and ``profileId: ../../etc/passwd``, which waited for 
 anyone noticed. Each function here returns why a value is refused (a message that says what to
 write instead), or ``None``.
 
-The rules are the downloader's own (``aim_cache.downloader.sources``: it refuses the same values
+The rules are the downloader's own (``aim_cache_jobs.downloader.sources``: it refuses the same values
 when it runs), stated once for the spec. They are Python checks, not schema patterns or CEL
 rules: a regular expression over an unbounded string in a CEL rule can exceed the CEL cost budget
 of newer API servers and make the CRD uninstallable.

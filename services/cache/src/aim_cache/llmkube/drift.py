@@ -109,6 +109,11 @@ def describe(recorded: Fingerprint | None, probed: Fingerprint | None) -> str:
     return "; ".join(changes) if changes else _show(probed)
 
 
+def shown(fp: Fingerprint) -> str:
+    """``fp`` as condition messages name it."""
+    return describe(None, fp).removeprefix("recorded ")
+
+
 def _stamp(mtime: float) -> str:
     return datetime.fromtimestamp(mtime, UTC).isoformat().replace("+00:00", "Z")
 

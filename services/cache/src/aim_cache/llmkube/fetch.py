@@ -7,7 +7,7 @@ into the cluster network or the metadata service; and every connection applies t
 again at connect time (``outbound``: :mod:`aimcore.domain.outbound.connect`), so a DNS answer that changes
 after the check is refused too. Blocking calls run in threads.
 
-An ``oci://`` source is listed by the downloader (:mod:`aim_cache.downloader.ocisource`: the
+An ``oci://`` source is listed by the downloader (:mod:`aim_cache_jobs.downloader.ocisource`: the
 manifest chooses the files, every blob carries its digest); its primary file is the first ``.gguf``
 of that listing (:func:`primary_of`), and its fingerprint is the manifest's digest (a re-pushed tag
 is drift; a reference pinned ``@sha256:`` never drifts).
@@ -23,11 +23,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from aim_cache.downloader import SOURCE_UNREACHABLE, DownloadError, Listing, RemoteFile, list_source
-from aim_cache.downloader.errors import ADDRESS_NOT_ALLOWED, redact_url
-from aim_cache.downloader.sources import Digest
-from aim_cache.downloader.sources import parse_source as parse_uri
-from aim_cache.llmkube import drift, gguf
+from aim_cache.llmkube import drift
 from aim_cache.llmkube.sources import (
     SOURCE_NOT_ALLOWED,
     Policy,
@@ -36,6 +32,11 @@ from aim_cache.llmkube.sources import (
     SourceUnreachable,
     check_remote,
 )
+from aim_cache_jobs import gguf
+from aim_cache_jobs.downloader import SOURCE_UNREACHABLE, DownloadError, Listing, RemoteFile, list_source
+from aim_cache_jobs.downloader.errors import ADDRESS_NOT_ALLOWED, redact_url
+from aim_cache_jobs.downloader.listing import Digest
+from aim_cache_jobs.downloader.sources import parse_source as parse_uri
 from aimcore.domain.outbound import STRICT, OutboundPolicy, OutboundRefused
 from aimcore.domain.outbound.connect import http_connection
 
@@ -82,7 +83,7 @@ def primary_of(paths: Sequence[str]) -> str:
 
 
 def _oci_listing(raw: str, outbound: OutboundPolicy) -> Listing:
-    from aim_cache.downloader.ocisource import list_oci  # noqa: PLC0415 - oras, requests
+    from aim_cache_jobs.downloader.ocisource import list_oci  # noqa: PLC0415 - the registry client
 
     return list_oci(parse_uri(raw), {}, outbound)
 

@@ -15,33 +15,29 @@ Model with that key is woken (level-triggered: the reconcile reads the outcome).
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import hashlib
 import json
-import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from aim_cache.download_metrics import DownloadMeter
-from aim_cache.downloader import (
-    ADDRESS_NOT_ALLOWED,
-    DOWNLOAD_FAILED,
-    SOURCE_UNREACHABLE,
-    DownloadError,
-    Manifest,
-    Progress,
-    RateMeter,
-    download_listing,
-    summary,
-)
+from aim_cache.inprocess import Run, Runs
 from aim_cache.llmkube import drift, fetch
 from aim_cache.llmkube.sources import SOURCE_NOT_ALLOWED, Source, SourceError, SourceUnreachable
+from aim_cache_jobs.downloader import (
+    ADDRESS_NOT_ALLOWED,
+    SOURCE_UNREACHABLE,
+    DownloadError,
+    Progress,
+    download_listing,
+)
+from aimcore.domain.families.llmkube import LLMKubeModel
 from aimcore.domain.outbound import STRICT, OutboundPolicy
 
-log = logging.getLogger(__name__)
 DOWNLOADS = DownloadMeter("llmkube")
 
 SIDECAR = ".aim-source.json"
@@ -90,26 +86,11 @@ def write_sidecar(dest: Path, recorded: Recorded) -> None:
     os.replace(tmp, dest / SIDECAR)
 
 
-@dataclass
-class Run:
-    """One attempt at fetching one cache directory."""
-
-    key: str
-    spec_hash: str
-    kind: Literal["download", "copy"]
-    attempt: int
-    task: asyncio.Task[None] | None = None
-    waiting: bool = True
-    manifest: Manifest | None = None
-    error: DownloadError | None = None
-    finished_at: float | None = None  # wall clock
-    summary: str = ""
-    gguf: dict[str, Any] | None = None
-    meter: RateMeter = field(default_factory=RateMeter)
-
-    @property
-    def running(self) -> bool:
-        return self.finished_at is None
+def spec_hash(model: LLMKubeModel) -> str:
+    """What a fetch depends on: the source, the file set and the expected digest, as written (a run
+    or a verify round made for another spec is not this one's)."""
+    relevant = model.fetch_inputs
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -125,15 +106,17 @@ class Order:
     outbound: OutboundPolicy = STRICT  # the reconcile gives the service's (default: the strict one)
 
 
-class Runs:
+class Fetches:
+    """The fetches of LLMKube Models in this process, one per cache directory (the registry of this
+    process's runs, :mod:`aim_cache.inprocess`, keyed by cache key)."""
+
     def __init__(
         self, root: Path, wake: Wake = _no_wake, *, concurrency: int = 2, stall_timeout: float = 60.0
     ) -> None:
         self.root = root
         self.wake = wake
         self.stall_timeout = stall_timeout
-        self.slots = asyncio.Semaphore(concurrency)
-        self.runs: dict[str, Run] = {}
+        self.runs = Runs(concurrency=concurrency, what="fetch")
 
     def dest(self, key: str) -> Path:
         return self.root / key
@@ -147,70 +130,59 @@ class Runs:
         if old is not None and old.running:
             raise RuntimeError(f"a fetch into {key} is already running")
         kind: Literal["download", "copy"] = "copy" if order.source.kind == "file" else "download"
-        run = Run(key=key, spec_hash=spec_hash, kind=kind, attempt=attempt)
-        self.runs[key] = run
-        run.task = asyncio.create_task(self._run(order, run), name=f"llmkube-fetch-{key}")
-        return run
+
+        async def work(run: Run) -> None:
+            await self._fetch(order, run)
+
+        async def ended(run: Run) -> None:
+            await self.wake(run.key)
+
+        run = Run(key=key, spec_hash=spec_hash, attempt=attempt, kind=kind)
+        return self.runs.start(run, work, ended, label=f"fetch into {self.dest(key)}")
 
     async def close(self) -> None:
-        tasks = [r.task for r in self.runs.values() if r.task is not None and not r.task.done()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.runs.close()
 
-    async def _run(self, order: Order, run: Run) -> None:
-        dest = self.dest(run.key)
-
-        def on_progress(progress: Progress) -> None:
-            now = time.monotonic()
-            run.meter.add(now, progress.downloaded_bytes)
-            DOWNLOADS.observe(run.key, progress.downloaded_bytes)
-            run.summary = summary(progress, run.meter, now=now)
-
+    async def _fetch(self, order: Order, run: Run) -> None:
+        """Probe, read the header, list and download; every failure as a :class:`DownloadError`
+        (a refusal at connect time as this path's ``SourceNotAllowed``)."""
         try:
-            async with self.slots:
-                run.waiting = False
-                run.summary = "probing the source"
-                fp = await fetch.probe(order.source, order.local_paths, order.guard, outbound=order.outbound)
-                primary = order.source.files[0] if order.source.files else None  # oci: once Ready
-                if order.read_header and primary is not None and primary.url is not None:
-                    run.gguf = await fetch.remote_header(primary.url, order.guard, outbound=order.outbound)
-                listing = await fetch.listing(
-                    order.source,
-                    order.raw,
-                    order.local_paths,
-                    expected_sha256=order.expected_sha256,
-                    revision=fetch.revision_of(fp),
-                    guard=order.guard,
-                    outbound=order.outbound,
-                )
-                run.manifest = await download_listing(
-                    listing,
-                    dest,
-                    on_progress=on_progress,
-                    stall_timeout=self.stall_timeout,
-                    compute=("sha256",),
-                    guard=fetch.download_guard(order.guard),
-                    policy=order.outbound,
-                )
-                if fp is not None:
-                    await asyncio.to_thread(write_sidecar, dest, Recorded(fp, time.time()))
+            await self._fetch_into(self.dest(run.key), order, run)
         except DownloadError as exc:
             if exc.reason == ADDRESS_NOT_ALLOWED:  # refused at connect time: this path's reason
-                exc = DownloadError(SOURCE_NOT_ALLOWED, exc.message, transient=False)
-            run.error = exc
-        except SourceError as exc:  # a redirect to a refused address
-            run.error = DownloadError(exc.reason, exc.message, transient=False)
-        except SourceUnreachable as exc:
-            run.error = DownloadError(SOURCE_UNREACHABLE, str(exc))
-        except asyncio.CancelledError:
+                raise DownloadError(SOURCE_NOT_ALLOWED, exc.message, transient=False) from None
             raise
-        except Exception as exc:  # a bug or an unexpected library error: a clear failure, not a dead task
-            log.exception("fetch into %s crashed", dest)
-            run.error = DownloadError(DOWNLOAD_FAILED, f"fetch error: {type(exc).__name__}: {exc}")
-        finally:
-            run.finished_at = time.time()
-        if run.error is not None:
-            log.warning("fetch into %s failed: %s: %s", dest, run.error.reason, run.error.message)
-        with contextlib.suppress(Exception):
-            await self.wake(run.key)
+        except SourceError as exc:  # a redirect to a refused address
+            raise DownloadError(exc.reason, exc.message, transient=False) from None
+        except SourceUnreachable as exc:
+            raise DownloadError(SOURCE_UNREACHABLE, str(exc)) from None
+
+    async def _fetch_into(self, dest: Path, order: Order, run: Run) -> None:
+        def on_progress(progress: Progress) -> None:
+            run.progressed(progress, DOWNLOADS)
+
+        run.summary = "probing the source"
+        fp = await fetch.probe(order.source, order.local_paths, order.guard, outbound=order.outbound)
+        primary = order.source.files[0] if order.source.files else None  # oci: once Ready
+        if order.read_header and primary is not None and primary.url is not None:
+            run.gguf = await fetch.remote_header(primary.url, order.guard, outbound=order.outbound)
+        listing = await fetch.listing(
+            order.source,
+            order.raw,
+            order.local_paths,
+            expected_sha256=order.expected_sha256,
+            revision=fetch.revision_of(fp),
+            guard=order.guard,
+            outbound=order.outbound,
+        )
+        run.manifest = await download_listing(
+            listing,
+            dest,
+            on_progress=on_progress,
+            stall_timeout=self.stall_timeout,
+            compute=("sha256",),
+            guard=fetch.download_guard(order.guard),
+            policy=order.outbound,
+        )
+        if fp is not None:
+            await asyncio.to_thread(write_sidecar, dest, Recorded(fp, time.time()))

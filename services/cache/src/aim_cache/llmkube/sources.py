@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
 
-from aim_cache.downloader.errors import redact_url
+from aim_cache_jobs.downloader.errors import redact_url
 from aimcore.api.errors import AimError
 from aimcore.api.imageref import api_host, parse_reference
 from aimcore.api.sourcerules import source_uri_error

@@ -14,12 +14,14 @@ downloaded by the cache service before the model turns Ready, never left to a po
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from aim_cache.llmkube import drift
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.domain.units import format_bytes, format_duration
 from aimcore.runtime import condition as cond
+from aimcore.runtime.composer import rfc3339
 
 PENDING = "Pending"
 DOWNLOADING = "Downloading"
@@ -84,6 +86,11 @@ class Observed:
     last_revalidated: str | None = None
 
 
+def stamp(when: float) -> str:
+    """A wall-clock time as status writes it (RFC 3339)."""
+    return rfc3339(datetime.fromtimestamp(when, UTC))
+
+
 def _retry_text(failure: Failure) -> str:
     if failure.retry_in is None:
         return "fix the spec (or the operator's policy) to retry"
@@ -103,12 +110,13 @@ def _ready_text(cached: Cached) -> str:
 
 
 def compose(obs: Observed) -> tuple[dict[str, Any], list[ConditionReport]]:
-    """The status fields and conditions for ``obs``. Fields set to None are removed from status."""
-    ready, accel_message = obs.accelerator
+    """The status fields and conditions for ``obs``. Fields set to None are removed from status.
+    The first of these that applies decides the phase and the conditions: a failure, a fetch (or a
+    verify round), a pending reason, a complete copy; else the Model waits to be fetched."""
     fields: dict[str, Any] = {
         "cacheKey": obs.cache_key,
         "stagedFiles": list(obs.staged_files) or None,
-        "acceleratorReady": ready,
+        "acceleratorReady": obs.accelerator[0],
         "gguf": obs.gguf or None,
         "lastRevalidated": obs.last_revalidated,
         **drift.status_fields(obs.fingerprint or drift.Fingerprint()),
@@ -131,83 +139,80 @@ def compose(obs: Observed) -> tuple[dict[str, Any], list[ConditionReport]]:
         conditions.append(
             ConditionReport(type=drift.CONDITION_TYPE, status=status, reason=reason, message=message)
         )
-    available_note = f"; {accel_message}" if accel_message and not ready else ""
-
     if obs.failure is not None:
-        failure = obs.failure
-        message = f"{failure.message} ({_retry_text(failure)})"
-        progress_reason = REASON_NEEDS_FIX if failure.retry_in is None else REASON_RETRY
-        if cached is not None:  # a refresh failed: the cached copy still serves
-            fields["phase"] = READY
-            conditions += [
-                cond(AVAILABLE, True, REASON_READY, f"{_serving(cached)}{available_note}"),
-                cond(PROGRESSING, False, progress_reason, message),
-                cond(DEGRADED, True, failure.reason, message),
-            ]
-        else:
-            fields["phase"] = FAILED
-            conditions += [
-                cond(AVAILABLE, False, failure.reason, failure.message),
-                cond(PROGRESSING, False, progress_reason, message),
-                cond(DEGRADED, True, failure.reason, message),
-            ]
-        return fields, conditions
+        phase, own = _failed(obs.failure, cached, _available_note(obs))
+    elif obs.fetching is not None:
+        phase, own = _fetching(obs.fetching, cached, _available_note(obs))
+    elif obs.pending is not None:
+        phase, own = _pending(*obs.pending)
+    elif cached is not None:
+        phase, own = (
+            READY,
+            [
+                cond(AVAILABLE, True, REASON_READY, f"{_ready_text(cached)}{_available_note(obs)}"),
+                cond(PROGRESSING, False, REASON_COMPLETE),
+                cond(DEGRADED, False, REASON_HEALTHY),
+            ],
+        )
+    else:
+        phase, own = (
+            PENDING,
+            [
+                cond(AVAILABLE, False, REASON_NOT_STAGED, "not staged yet"),
+                cond(PROGRESSING, True, PENDING, "waiting to be fetched"),
+                cond(DEGRADED, False, REASON_HEALTHY),
+            ],
+        )
+    fields["phase"] = phase
+    return fields, conditions + own
 
-    if obs.fetching is not None:
-        fetching = obs.fetching
-        verb = fetching.kind
-        summary = fetching.summary or f"{verb} attempt {fetching.attempt} started"
-        if fetching.waiting:
-            reason, summary = REASON_WAITING_FOR_SLOT, f"waiting for a free {verb} slot"
-        else:
-            reason = {"download": "Downloading", "copy": "Copying", "verify": VERIFYING}[verb]
-        if verb == "verify":  # a pvc:// source: the claim is read in place, never staged
-            fields["phase"] = READY if cached is not None else PENDING
-        else:
-            fields["phase"] = DOWNLOADING if verb == "download" else COPYING
-        if cached is None:
-            available = cond(
-                AVAILABLE, False, reason, "not verified yet" if verb == "verify" else "not staged yet"
-            )
-        elif verb == "verify":
-            available = cond(AVAILABLE, True, REASON_READY, f"{_ready_text(cached)}{available_note}")
-        else:
-            available = cond(
-                AVAILABLE,
-                True,
-                REASON_READY,
-                f"serving the cached copy until the refresh completes{available_note}",
-            )
-        conditions += [
-            available,
-            cond(PROGRESSING, True, reason, summary),
-            cond(DEGRADED, False, REASON_HEALTHY),
-        ]
-        return fields, conditions
 
-    if obs.pending is not None:
-        reason, message = obs.pending
-        fields["phase"] = PENDING
-        conditions += [
-            cond(AVAILABLE, False, reason, message),
-            cond(PROGRESSING, True, reason, message),
-            cond(DEGRADED, False, REASON_HEALTHY),
-        ]
-        return fields, conditions
+def _available_note(obs: Observed) -> str:
+    """Why no node can run the Model yet, said after ``Available``'s message."""
+    ready, accel_message = obs.accelerator
+    return f"; {accel_message}" if accel_message and not ready else ""
 
-    if cached is not None:
-        fields["phase"] = READY
-        conditions += [
-            cond(AVAILABLE, True, REASON_READY, f"{_ready_text(cached)}{available_note}"),
-            cond(PROGRESSING, False, REASON_COMPLETE),
-            cond(DEGRADED, False, REASON_HEALTHY),
-        ]
-        return fields, conditions
 
-    fields["phase"] = PENDING
-    conditions += [
-        cond(AVAILABLE, False, REASON_NOT_STAGED, "not staged yet"),
-        cond(PROGRESSING, True, PENDING, "waiting to be fetched"),
+def _failed(failure: Failure, cached: Cached | None, note: str) -> tuple[str, list[ConditionReport]]:
+    message = f"{failure.message} ({_retry_text(failure)})"
+    progress_reason = REASON_NEEDS_FIX if failure.retry_in is None else REASON_RETRY
+    if cached is not None:  # a refresh failed: the cached copy still serves
+        available = cond(AVAILABLE, True, REASON_READY, f"{_serving(cached)}{note}")
+    else:
+        available = cond(AVAILABLE, False, failure.reason, failure.message)
+    return READY if cached is not None else FAILED, [
+        available,
+        cond(PROGRESSING, False, progress_reason, message),
+        cond(DEGRADED, True, failure.reason, message),
+    ]
+
+
+def _fetching(fetching: Fetching, cached: Cached | None, note: str) -> tuple[str, list[ConditionReport]]:
+    verb = fetching.kind
+    summary = fetching.summary or f"{verb} attempt {fetching.attempt} started"
+    if fetching.waiting:
+        reason, summary = REASON_WAITING_FOR_SLOT, f"waiting for a free {verb} slot"
+    else:
+        reason = {"download": "Downloading", "copy": "Copying", "verify": VERIFYING}[verb]
+    if verb == "verify":  # a pvc:// source: the claim is read in place, never staged
+        phase = READY if cached is not None else PENDING
+    else:
+        phase = DOWNLOADING if verb == "download" else COPYING
+    if cached is None:
+        not_yet = "not verified yet" if verb == "verify" else "not staged yet"
+        available = cond(AVAILABLE, False, reason, not_yet)
+    elif verb == "verify":
+        available = cond(AVAILABLE, True, REASON_READY, f"{_ready_text(cached)}{note}")
+    else:
+        available = cond(
+            AVAILABLE, True, REASON_READY, f"serving the cached copy until the refresh completes{note}"
+        )
+    return phase, [available, cond(PROGRESSING, True, reason, summary), cond(DEGRADED, False, REASON_HEALTHY)]
+
+
+def _pending(reason: str, message: str) -> tuple[str, list[ConditionReport]]:
+    return PENDING, [
+        cond(AVAILABLE, False, reason, message),
+        cond(PROGRESSING, True, reason, message),
         cond(DEGRADED, False, REASON_HEALTHY),
     ]
-    return fields, conditions

@@ -3,7 +3,7 @@
 A ``pvc://`` Model is never copied (the workload mounts the claim), yet its ``status.sha256`` must
 be computed and ``spec.sha256`` enforced like any other source's. Only a pod that mounts the claim
 can read it, so the controller runs a Job per *round*: the claim mounted read-only at
-``/model-source``, running ``aim-model-inspect`` (:mod:`aim_cache.llmkube.inspect`) on the file,
+``/model-source``, running ``aim-model-inspect`` (:mod:`aim_cache_jobs.inspect`) on the file,
 which prints its size, mtime, sha256 and GGUF header as one JSON line. Rounds repeat on the
 revalidation cadence, passing the previous result (``--known``) so an unchanged file is not read
 again, and a changed one is re-hashed (``SourceDrifted``).
@@ -20,14 +20,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aim_cache.llmkube.inspect import SHA256, Known
+from aim_cache_jobs.contract import INSPECT_COMMAND, KNOWN_OPTION, SHA256, Known
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.runtime import owned_by, owner_reference
 
 CONTAINER = "verify"
-COMMAND = "aim-model-inspect"
+COMMAND = INSPECT_COMMAND
 MOUNT = "/model-source"
 RUN_AS = 1000
 LABEL_COMPONENT = "aim.eai.amd.com/component"
@@ -92,7 +92,7 @@ def job_body(
     }
     args = [f"{MOUNT}/{path}"]
     if known is not None:
-        args.append(f"--known={known.render()}")
+        args.append(f"{KNOWN_OPTION}={known.render()}")
     annotations = {
         ANNOTATION_SPEC: spec_digest,
         ANNOTATION_CLAIM_UID: claim_uid,

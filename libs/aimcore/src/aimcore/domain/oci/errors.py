@@ -19,6 +19,13 @@ class OCIError(AimError):
 
     reason = "RegistryError"
     transient = False
+    status: int | None = None
+    """The HTTP status of the answer behind the error (the registry's or its token service's), when
+    there is one."""
+
+    def __init__(self, message: str = "", *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class CredentialsError(OCIError, ValueError):
@@ -51,6 +58,16 @@ class RegistryError(OCIError):
     digest mismatch, unsupported manifest type)."""
 
     reason = "RegistryError"
+
+
+class InvalidDocument(RegistryError):
+    """What the registry served is not a document the client can read: not JSON, not an object,
+    larger than the limit."""
+
+
+class DigestMismatch(RegistryError):
+    """What the registry served does not have the digest it was asked for (a manifest pinned by
+    digest, a blob)."""
 
 
 class LabelError(OCIError, ValueError):

@@ -1,0 +1,26 @@
+"""Download progress as a status report on NATS: the status service merges it into the cache
+object's status (coalesced, as ``progress=True`` allows). The legacy ``aim.silogen.ai``
+AIMModelCache has no ``status.progress`` field, so it gets the condition only."""
+
+from __future__ import annotations
+
+from aim_cache_jobs.downloader.progress import Progress, RateMeter, progress_fields, summary
+from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
+from aimcore.api.kinds import GROUP_LEGACY
+
+SOURCE = "cache"
+CONDITION = "DownloadReady"
+LEGACY_GROUP = GROUP_LEGACY
+
+
+def progress_report(
+    obj: ObjectRef, uid: str | None, p: Progress, meter: RateMeter | None, *, now: float
+) -> StatusReport:
+    reason = "Verifying" if p.phase in ("verifying", "done") else "Downloading"
+    condition = ConditionReport(
+        type=CONDITION, status="False", reason=reason, message=summary(p, meter, now=now)
+    )
+    fields = {} if obj.group == LEGACY_GROUP else {"progress": progress_fields(p, meter, now=now)}
+    return StatusReport(
+        object=obj, uid=uid, source=SOURCE, conditions=(condition,), fields=fields, progress=True
+    )
