@@ -17,7 +17,7 @@ import oras.provider
 
 from aim_cache_jobs.downloader.ocisource import GGUF, LICENSE, MODEL_CONFIG, OCI_MANIFEST
 from aim_dev.local.registry import Registry
-from tests.unit.test_gguf_reader import write_gguf
+from tests.unit.llmkube.test_gguf_reader import write_gguf
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def repo() -> str:
 
 
 def tiny_gguf(directory: Path, **kwargs: int) -> Path:
-    """A small real GGUF (:func:`tests.unit.test_gguf_reader.write_gguf`) in ``directory``."""
+    """A small real GGUF (:func:`tests.unit.llmkube.test_gguf_reader.write_gguf`) in ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     return write_gguf(directory / "tiny.gguf", **kwargs)
 

@@ -1,6 +1,6 @@
 """The CRDs against a real kube-apiserver: all 22 kinds are served with their short names,
 categories and printer columns, and every seed example is accepted without the server pruning any
-of its fields. The committed YAML is what the models generate: ``tests/unit/test_crd_files.py``."""
+of its fields. The committed YAML is what the models generate: ``tests/unit/crds/test_crd_files.py``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from aimcore.api.crds.registry import ALL_KINDS
 from aimcore.api.kinds import by_kind
 from aimcore.runtime import Kube
 from tests import helpers
-from tests.unit.test_crd_files import EXAMPLES
+from tests.unit.crds.test_crd_files import EXAMPLES
 
 
 def kubectl(cp: ControlPlane, *args: str) -> str:

@@ -1,4 +1,4 @@
-"""deploy/samples (:mod:`tests.unit.test_sample_manifests`), each what the CRDs accept as written:
+"""deploy/samples (:mod:`tests.unit.crds.test_sample_manifests`), each what the CRDs accept as written:
 every sample is created on the real API server (not a dry run) and read back: every field written
 is there with the value written (nothing pruned, nothing rewritten)."""
 
@@ -12,7 +12,7 @@ import yaml
 from aimcore.api.kinds import by_kind
 from aimcore.runtime import Kube
 from tests.helpers import missing_or_changed
-from tests.unit.test_sample_manifests import MODELS, SAMPLE_DOCS
+from tests.unit.crds.test_sample_manifests import MODELS, SAMPLE_DOCS
 
 
 async def test_every_sample_is_created_and_reads_back_unpruned(kube: Kube, namespace: str) -> None:

@@ -44,7 +44,7 @@ from tests.helpers import (
 )
 from tests.integration.conftest import Services, ensure_service
 from tests.oci_models import push_docker_model, repo, tiny_gguf
-from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
+from tests.unit.llmkube.test_gguf_reader import EXPECTED_STATUS, write_gguf
 
 MODEL = by_kind("inference.llmkube.dev", "Model")
 PV = KindRef("", "v1", "PersistentVolume", "persistentvolumes", False)

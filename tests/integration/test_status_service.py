@@ -5,7 +5,7 @@ write publishes one ``write-status`` decision for the audit trail.
 Objects here are AIMModelCache / AIMTemplateCache with the cache service stopped (the session may
 have started it; a later test that needs it starts it again), so the test reporter is the only
 source of reports. Counts, not durations, are asserted. The coalescer and the audit summary alone,
-in-process: ``tests/unit/test_status_coalescer.py``.
+in-process: ``tests/unit/status/test_status_coalescer.py``.
 """
 
 from __future__ import annotations

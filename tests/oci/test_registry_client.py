@@ -156,7 +156,7 @@ async def test_catalog_and_tags_with_pagination(oci_registry: Registry) -> None:
         assert await client.catalog(oci_registry.host, page_size=2, limit=3) == everything[:3]
 
         # distribution 2.8 returns every tag in one page whatever ``n`` is (Link pagination of tags
-        # is covered in tests/unit/test_oci_client_protocol.py); the client must still get them all
+        # is covered in tests/unit/oci/test_oci_client_protocol.py); the client must still get them all
         listed = await client.tags(f"{oci_registry.host}/{repos[0]}", page_size=2)
         assert sorted(listed) == sorted(["1.0", *tags])
         assert len(await client.tags(f"{oci_registry.host}/{repos[0]}", limit=3)) == 3

@@ -19,7 +19,7 @@ import pytest
 
 from aim_cache_jobs.gguf import GGUFError, read_local, read_remote, status_fields
 from tests.helpers import LOOPBACK
-from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
+from tests.unit.llmkube.test_gguf_reader import EXPECTED_STATUS, write_gguf
 
 BIG_TENSOR = 8 << 20
 CHUNK = 64 << 10

@@ -24,7 +24,7 @@ from aim_cache_jobs.downloader import DownloadError, Listing, RemoteFile, downlo
 from aim_cache_jobs.downloader.listing import Digest
 from tests.file_server import FileServer
 from tests.helpers import LOOPBACK
-from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
+from tests.unit.llmkube.test_gguf_reader import EXPECTED_STATUS, write_gguf
 
 METADATA = "169.254.169.254"
 METADATA_URL = f"http://{METADATA}/latest/meta-data/x.gguf"

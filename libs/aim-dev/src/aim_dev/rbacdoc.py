@@ -1,7 +1,7 @@
 """The permissions tables of docs/deploy.md, generated from the manifests (deploy/base/rbac.yaml for
 the services' own roles, deploy/crds/aim-user-roles.yaml for the user roles), so the page cannot
 drift from what is installed: ``aimctl rbac docs`` rewrites the tables between their markers and
-``--check`` (and tests/unit/test_rbac_docs.py) fails when they are stale."""
+``--check`` (and tests/unit/cli/test_rbac_docs.py) fails when they are stale."""
 
 from __future__ import annotations
 

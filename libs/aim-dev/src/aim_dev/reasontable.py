@@ -3,8 +3,8 @@ condition, with the state the status rules derive from it — computed from
 :mod:`aimcore.domain.status.rules`, so the page cannot drift from the rules (a test compares).
 
 The list of which kind reports which reason on which condition is kept here, by hand, next to the
-code that reports them (the services); ``tests/unit/test_status_reasons.py`` checks that the rules
-know every reason the sources can report, and ``tests/unit/test_reason_table.py`` that this table
+code that reports them (the services); ``tests/unit/status/test_status_reasons.py`` checks that the rules
+know every reason the sources can report, and ``tests/unit/status/test_reason_table.py`` that this table
 names each of them.
 """
 

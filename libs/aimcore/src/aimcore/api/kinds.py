@@ -2,7 +2,7 @@
 keys, API paths and watches are all built from one description of a kind.
 
 The ground floor: it imports no CRD model (the watcher, which never parses an object, does not load
-them). ``tests/unit/test_kinds.py`` checks the table against the models."""
+them). ``tests/unit/api/test_kinds.py`` checks the table against the models."""
 
 from __future__ import annotations
 

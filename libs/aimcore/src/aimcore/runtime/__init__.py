@@ -32,7 +32,7 @@ What only the two platform services need stays in its module: the watcher's mirr
 Names are loaded on first use (PEP 562): importing this package costs nothing, so a process that
 needs only the bus client and the Kubernetes client (the watcher) does not load the CRD models the
 controller machinery parses objects with. The face is the imports under ``TYPE_CHECKING`` below
-and ``__all__`` (``tests/unit/test_runtime_face.py`` keeps the two the same).
+and ``__all__`` (``tests/unit/runtime/test_runtime_face.py`` keeps the two the same).
 """
 
 from __future__ import annotations

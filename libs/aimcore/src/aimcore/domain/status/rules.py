@@ -254,7 +254,7 @@ REASON_STATES: Mapping[str, State] = {
 
 # Reasons the services report while waiting (for something upstream, or on work under way
 # downstream). Listed so that the rules know every reason a service reports
-# (tests/unit/test_status_reasons.py), and left to the direction default: Pending on an upstream
+# (tests/unit/status/test_status_reasons.py), and left to the direction default: Pending on an upstream
 # component, Progressing on a downstream one.
 WAITING_REASONS: frozenset[str] = frozenset(
     {

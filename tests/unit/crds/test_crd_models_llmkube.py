@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from aimcore.api.crds.llmkube import KINDS, Model, ModelPhase, ModelSpec
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 SEED_PATH = REPO_ROOT / ".." / "shared" / "seeds" / "004_8f818b7cbc5ded58.txt"
 
 # Keywords compared wherever the seed states them (besides properties/items, walked separately).

@@ -14,7 +14,7 @@ from aimcore.api.crds.registry import ALL_KINDS
 from aimcore.api.types import Obj
 from tests.helpers import missing_or_changed
 
-SAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "samples"
+SAMPLES = Path(__file__).resolve().parents[3] / "deploy" / "samples"
 MODELS = {(k.crd.group, k.crd.kind): k for k in ALL_KINDS}
 
 

@@ -18,7 +18,7 @@ from aim_discovery.model_reconciler import (
 from aimcore.api.kinds import by_kind
 from aimcore.domain.families.models import Model
 from aimcore.domain.status import rules
-from tests.unit.test_mappers import informer, obj, run
+from tests.unit.runtime.test_mappers import informer, obj, run
 
 AIM = "aim.eai.amd.com"
 MODEL = by_kind(AIM, "AIMModel")

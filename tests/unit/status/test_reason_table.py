@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from aim_dev import reasontable
-from tests.unit import test_status_reasons
+from tests.unit.status import test_status_reasons
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "status.md"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "status.md"
 # component-condition reporters of the AIM kinds (sources and LLMKube Models have no components)
 REPORTERS = (
     "services/deployer/",

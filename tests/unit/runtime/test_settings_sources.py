@@ -15,7 +15,7 @@ from pathlib import Path
 
 from aim_dev import settingsdoc
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOURCES = [ROOT / "libs" / "aimcore" / "src", *sorted((ROOT / "services").glob("*/src"))]
 
 READS_ENVIRONMENT = re.compile(r"\bos\.environ\b|\bos\.getenv\b|\bgetenv\(|\bfrom os import .*\benviron\b")

@@ -19,7 +19,7 @@ import yaml
 from aim_dev.local.stack import Stack
 from aimcore.runtime.settings import COMMON, AimSettings
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
 HEALTH_PORT = "AIM_HEALTH_PORT"
 

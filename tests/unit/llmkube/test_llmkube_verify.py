@@ -50,7 +50,7 @@ from aim_cache_jobs import inspect as inspect_mod
 from aim_cache_jobs.inspect import Known, inspect, main
 from aimcore.api.kinds import by_kind
 from aimcore.api.types import Obj
-from tests.unit.test_gguf_reader import EXPECTED_STATUS, write_gguf
+from tests.unit.llmkube.test_gguf_reader import EXPECTED_STATUS, write_gguf
 
 MODEL_REF = by_kind("inference.llmkube.dev", "Model")
 UID = "0b5c6f1e-0000-4000-8000-000000000001"

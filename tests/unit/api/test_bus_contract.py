@@ -23,7 +23,7 @@ from aimcore.api.bus.messages import (
 )
 from aimcore.api.kinds import by_kind
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DOC = REPO / "docs" / "asyncapi.yaml"
 MODEL = by_kind("aim.eai.amd.com", "AIMModel")
 

@@ -12,7 +12,7 @@ from aim_dev import crdgen as generate
 from aimcore.api.crds.registry import ALL_KINDS
 from tests import seeds
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.timeout(90)  # generates every CRD: 10 s on a loaded two-core machine

@@ -1,0 +1,1 @@
+"""The API contract (aimcore.api): kinds, subjects, the bus contract, errors, retries, image names."""

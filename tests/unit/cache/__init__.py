@@ -1,0 +1,1 @@
+"""The cache service's planning and the downloader's pure parts."""

@@ -1,0 +1,1 @@
+"""aimctl: audit queries and output, the node refusal, generated permission docs."""

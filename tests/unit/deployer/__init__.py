@@ -1,0 +1,1 @@
+"""The deployer: template selection, custom models, overrides, the InferenceService, routing, readiness."""

@@ -1,0 +1,1 @@
+"""The development tooling (aim-dev): benches, the local stack and node, the test model, packaging."""

@@ -1,0 +1,1 @@
+"""The discovery service: catalog, dry-run Jobs, templates, default templates."""

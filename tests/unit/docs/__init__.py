@@ -1,0 +1,1 @@
+"""The documentation: every reference in code and docs resolves inside the repository."""

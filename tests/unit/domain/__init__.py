@@ -1,0 +1,1 @@
+"""The AIM domain logic (aimcore.domain): GPUs, Jobs, runtime configs, path templates, display units."""

@@ -1,0 +1,1 @@
+"""LLMKube Models: sources, hardware, GGUF headers, drift, state, verify Jobs."""

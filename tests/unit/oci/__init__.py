@@ -1,0 +1,1 @@
+"""The OCI registry client: credentials, labels, protocol paths, the outbound policy."""

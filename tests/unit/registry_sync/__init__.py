@@ -1,0 +1,1 @@
+"""The registry-sync service: model source filters, version ranges, derived names."""

@@ -1,0 +1,1 @@
+"""The reconcile runtime (aimcore.runtime): clients, informer, reconciler, health, settings, logs."""

@@ -1,0 +1,1 @@
+"""The status service and the status rules: composition, coalescing, authority, events, reasons."""

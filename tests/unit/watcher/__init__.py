@@ -1,0 +1,1 @@
+"""The watcher: mirrored kinds, per-object ordering, election, resume points."""
