@@ -871,8 +871,13 @@ def test_dockerfile_and_ignore() -> None:
     final = dockerfile.index('uv sync --frozen --no-dev --no-editable --package "aim-${SERVICE}"')
     assert deps < sources < final
     copied = re.findall(r"^COPY (?!--from)(\S+)", dockerfile, re.M)
-    # sources: the runtime library and the service; of the rest of the workspace, manifests only
-    assert {c for c in copied if not c.endswith("pyproject.toml")} == {"libs/aimcore", "services/${SERVICE}"}
+    # sources: the runtime library, the cache's Job programs (installed only where a service depends on
+    # them) and the service; of the rest of the workspace, manifests only
+    assert {c for c in copied if not c.endswith("pyproject.toml")} == {
+        "libs/aimcore",
+        "services/cache-jobs",
+        "services/${SERVICE}",
+    }
     assert "USER 65532" in dockerfile
     assert re.search(r"^ENV PATH=/app/\.venv/bin:", dockerfile, re.M)
     ignored = set((REPO / ".dockerignore").read_text().split())

@@ -10,7 +10,6 @@ live in its private network namespace, which the host deliberately has no route 
 from __future__ import annotations
 
 import contextlib
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from aim_dev.local import binaries, deployed
+from aim_dev.local import deployed, predictor
 from aim_dev.local.nodestack import NodeStack
 from aimcore.api.kinds import POD
 from aimcore.runtime import Kube
@@ -48,33 +47,9 @@ def health_port(pod: dict[str, Any]) -> int:
 
 @contextlib.contextmanager
 def port_forward(kubeconfig: Path, pod: str, port: int) -> Iterator[int]:
-    """``kubectl port-forward`` to ``pod``'s ``port``; yields the local port."""
-    proc = subprocess.Popen(
-        [
-            binaries.kubectl(),
-            "--kubeconfig",
-            str(kubeconfig),
-            "port-forward",
-            "-n",
-            deployed.SYSTEM_NAMESPACE,
-            f"pod/{pod}",
-            f":{port}",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # "Forwarding from 127.0.0.1:NNNNN -> PORT"
-        found = re.search(r"127\.0\.0\.1:(\d+)", line)
-        if found is None:
-            proc.kill()
-            raise AssertionError(f"kubectl port-forward {pod}: {line!r} {proc.communicate()[1]!r}")
-        yield int(found.group(1))
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    """``kubectl port-forward`` to one of the operator's pods; yields the local port."""
+    with predictor.port_forward(kubeconfig, deployed.SYSTEM_NAMESPACE, f"pod/{pod}", port) as local:
+        yield local
 
 
 async def get(port: int, path: str) -> tuple[int, str]:

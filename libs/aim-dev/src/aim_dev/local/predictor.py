@@ -112,38 +112,45 @@ class Streamed:
 def forward(kubeconfig: Path, namespace: str, url: str, *, timeout: float = 30) -> Iterator[Endpoint]:
     """``kubectl port-forward`` to the predictor Service behind ``url``; yields the endpoint."""
     service = predictor_service(url, namespace)
-    with _port_forward(kubeconfig, namespace, f"svc/{service}", 80, timeout) as port:
+    with port_forward(kubeconfig, namespace, f"svc/{service}", 80, timeout) as port:
         yield Endpoint(f"http://127.0.0.1:{port}", urllib.parse.urlsplit(url).netloc)
 
 
 @contextlib.contextmanager
 def forward_pod(kubeconfig: Path, namespace: str, pod: str, port: int = 8000) -> Iterator[Endpoint]:
     """One predictor pod (the Service's address reaches any one of them): each replica asked."""
-    with _port_forward(kubeconfig, namespace, f"pod/{pod}", port, 30) as local:
+    with port_forward(kubeconfig, namespace, f"pod/{pod}", port, 30) as local:
         yield Endpoint(f"http://127.0.0.1:{local}", f"127.0.0.1:{local}")
 
 
 @contextlib.contextmanager
-def _port_forward(kubeconfig: Path, namespace: str, target: str, port: int, timeout: float) -> Iterator[int]:
+def port_forward(
+    kubeconfig: Path, namespace: str, target: str, port: int, timeout: float = 30
+) -> Iterator[int]:
+    """``kubectl port-forward`` to ``target``'s ``port`` (``pod/x``, ``svc/y``); yields the local port.
+
+    The process is stopped and its pipes closed on the way out (an unclosed pipe is a ResourceWarning,
+    and the tests take warnings as errors).
+    """
     argv = [binaries.kubectl(), "--kubeconfig", str(kubeconfig), "port-forward", "-n", namespace]
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [*argv, target, f":{port}", f"--pod-running-timeout={int(timeout)}s"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # "Forwarding from 127.0.0.1:NNNNN -> 8000"
-        found = re.search(r"127\.0\.0\.1:(\d+)", line)
-        if found is None:
-            proc.kill()
-            raise NotServing(f"kubectl port-forward {target}: {line!r} {proc.communicate()[1]!r}")
-        yield int(found.group(1))
-    finally:
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(10)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()  # "Forwarding from 127.0.0.1:NNNNN -> 8000"
+            found = re.search(r"127\.0\.0\.1:(\d+)", line)
+            if found is None:
+                proc.kill()
+                raise NotServing(f"kubectl port-forward {target}: {line!r} {proc.communicate()[1]!r}")
+            yield int(found.group(1))
+        finally:
+            proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(10)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
