@@ -18,7 +18,7 @@ from aim_deployer.overrides import Overrides
 from aim_dev.local.binaries import run_kubectl
 from aimcore.api.kinds import KindRef
 from aimcore.domain.outbound import OutboundPolicy
-from aimcore.runtime.kube import Kube
+from aimcore.runtime.kube import SERVER_ERRORS, ApiException, Kube, describe_error
 
 T = TypeVar("T")
 
@@ -107,17 +107,29 @@ def manifest(
 async def status_of(  # noqa: PLR0917
     kube: Kube, ref: Any, namespace: str | None, name: str, predicate: Any, what: str
 ) -> Any:
+    """The object once its status satisfies ``predicate``, read from the API server until then (45
+    s). A read the API server keeps failing (:data:`~aimcore.runtime.kube.SERVER_ERRORS`, after the
+    client's own retries) is a "not yet", as any other client would take it (issue 44), and named
+    if the wait runs out."""
     seen: dict[str, Any] = {}
 
     async def probe() -> dict[str, Any] | None:
-        obj = await kube.get(ref, namespace, name)
+        try:
+            obj = await kube.get(ref, namespace, name)
+        except ApiException as exc:
+            if exc.status not in SERVER_ERRORS:
+                raise
+            seen["error"] = describe_error(exc)
+            return None
+        seen.pop("error", None)
         status = seen["status"] = (obj or {}).get("status") or {}
         return obj if status and predicate(status) else None
 
     try:
         return await eventually(probe, timeout=45, what=what)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}; status was {json.dumps(seen.get('status'))}") from None
+        error = f"; the last read failed: {seen['error']}" if "error" in seen else ""
+        raise AssertionError(f"{exc}; status was {json.dumps(seen.get('status'))}{error}") from None
 
 
 def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:

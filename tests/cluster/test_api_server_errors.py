@@ -19,7 +19,7 @@ from aim_dev.local.cluster import ControlPlane
 from aimcore.api.kinds import by_kind
 from aimcore.runtime.kube import READ_ATTEMPTS, ApiException, Kube, connect, describe_error
 from tests.api_fault_proxy import ETCD_UNEXPECTED_EOF, FaultProxy
-from tests.helpers import manifest
+from tests.helpers import has, manifest, status_of
 
 AIMMODEL = by_kind("aim.eai.amd.com", "AIMModel")
 
@@ -107,3 +107,15 @@ async def test_an_answer_that_is_no_server_error_is_not_read_again(
     path = AIMMODEL.path(namespace, "absent")
     assert await proxied.get(AIMMODEL, namespace, "absent") is None
     assert proxy.seen("GET", path, 404) == 1 and proxy.seen("GET", path) == 1
+
+
+async def test_the_tests_wait_for_a_status_outlasts_failed_reads(
+    kube: Kube, proxied: Kube, proxy: FaultProxy, namespace: str
+) -> None:
+    """More 500s in a row than the client's own attempts (each read fails all of them, twice):
+    :func:`status_of` keeps waiting, where it used to fail the test at the first."""
+    path = await a_model(kube, namespace)
+    proxy.fail("GET", path, times=2 * READ_ATTEMPTS)
+    obj = await status_of(proxied, AIMMODEL, namespace, "m", has("Ready", "True", "Found"), "the status")
+    assert obj["status"]["status"] == "Ready"
+    assert proxy.seen("GET", path, 500) == 2 * READ_ATTEMPTS and proxy.seen("GET", path, 200) >= 1

@@ -103,6 +103,12 @@ async def mirrored(servers: LocalServers, namespace: str, name: str) -> dict[str
         await nc.close()
 
 
+def too_large(line: str) -> bool:
+    """A log line that reports the API server refusing a write for its size (as etcd or the API
+    server's etcd client word it)."""
+    return any(marker in line.lower() for marker in ("too large", "larger than max"))
+
+
 def settled(status: dict[str, Any]) -> bool:
     """The deployer has reconciled it: it names a model that does not exist."""
     return condition(status, "ModelReady").get("reason") == "ModelNotFound"
@@ -202,7 +208,10 @@ async def test_a_model_too_large_to_take_its_full_status_gets_a_condition_saying
             # one refused write for the generation (before: one per retry, 20 of them), none after
             assert await api_requests(kube, "PATCH", "aimmodels", "500") == refused + 1
             log = (shipped_servers.workdir / "logs" / "status.log").read_text()
-            assert "failed: API error" not in log, log[-3000:]  # no attempt failed, none was retried
+            # no attempt failed for the object's size, none was retried (a transient server error,
+            # retried with backoff, is not what this is about: issue 44)
+            failed = [line for line in log.splitlines() if "failed: API error" in line]
+            assert not [line for line in failed if too_large(line)], log[-3000:]
             services.assert_alive()
     finally:
         services.stop_all()
