@@ -72,7 +72,7 @@ class FaultProxy:
         served.load_cert_chain(self.cluster.pki / "apiserver.crt", self.cluster.pki / "apiserver.key")
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=served)
         await site.start()
@@ -82,11 +82,19 @@ class FaultProxy:
         await asyncio.to_thread(Path(self.kubeconfig).write_text, yaml.safe_dump(config))
         return self
 
+    async def __aenter__(self) -> FaultProxy:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+        """Upstream first: a watch passing through ends with it, instead of holding the server's
+        shutdown until its timeout."""
         if self._session is not None:
             await self._session.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         asked = (request.method, request.path)

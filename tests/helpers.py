@@ -8,7 +8,7 @@ import contextlib
 import json
 import re
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,7 +18,7 @@ from aim_deployer.overrides import Overrides
 from aim_dev.local.binaries import run_kubectl
 from aimcore.api.kinds import KindRef
 from aimcore.domain.outbound import OutboundPolicy
-from aimcore.runtime.kube import SERVER_ERRORS, ApiException, Kube, describe_error
+from aimcore.runtime.kube import SERVER_ERRORS, ApiException, Kube, connect, describe_error
 
 T = TypeVar("T")
 
@@ -102,6 +102,16 @@ def manifest(
     if namespace is not None:
         metadata["namespace"] = namespace
     return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": metadata, "spec": spec}
+
+
+@contextlib.asynccontextmanager
+async def kube_at(kubeconfig: str) -> AsyncIterator[Kube]:
+    """A client of the API server ``kubeconfig`` names, writing as the tests do (``aim-tests``)."""
+    kube = Kube(await connect(kubeconfig), field_manager="aim-tests")
+    try:
+        yield kube
+    finally:
+        await kube.close()
 
 
 async def status_of(  # noqa: PLR0917

@@ -17,30 +17,24 @@ import pytest
 
 from aim_dev.local.cluster import ControlPlane
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.kube import READ_ATTEMPTS, ApiException, Kube, connect, describe_error
+from aimcore.runtime.kube import READ_ATTEMPTS, ApiException, Kube, describe_error
 from tests.api_fault_proxy import ETCD_UNEXPECTED_EOF, FaultProxy
-from tests.helpers import has, manifest, status_of
+from tests.helpers import has, kube_at, manifest, status_of
 
 AIMMODEL = by_kind("aim.eai.amd.com", "AIMModel")
 
 
 @pytest.fixture
 async def proxy(aim_cluster: ControlPlane, tmp_path: Path) -> AsyncIterator[FaultProxy]:
-    server = await FaultProxy(aim_cluster, tmp_path / "proxy").start()
-    try:
+    async with FaultProxy(aim_cluster, tmp_path / "proxy") as server:
         yield server
-    finally:
-        await server.stop()
 
 
 @pytest.fixture
 async def proxied(proxy: FaultProxy) -> AsyncIterator[Kube]:
     """A client of the API server through the proxy."""
-    client = Kube(await connect(proxy.kubeconfig), field_manager="aim-tests")
-    try:
+    async with kube_at(proxy.kubeconfig) as client:
         yield client
-    finally:
-        await client.close()
 
 
 async def a_model(kube: Kube, namespace: str, name: str = "m") -> str:

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,8 @@ from aim_dev.testing.plugin import LocalServers, assert_no_violations, connect_a
 from aimcore.api.bus import mirror, subjects, topology
 from aimcore.api.bus.auth import DEFAULT_MAX_PAYLOAD
 from aimcore.api.kinds import NAMESPACE, by_kind
-from aimcore.runtime.kube import Kube, connect
-from tests.helpers import api_requests, condition, eventually, has, manifest, status_of
+from aimcore.runtime.kube import Kube
+from tests.helpers import api_requests, condition, eventually, has, kube_at, manifest, status_of
 from tests.integration.conftest import Services, drained
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
@@ -66,13 +66,8 @@ def shipped_servers(tmp_path: Path) -> Iterator[LocalServers]:
     yield from stack_with(tmp_path, DEFAULT_MAX_PAYLOAD)
 
 
-@contextlib.asynccontextmanager
-async def kube_of(servers: LocalServers) -> AsyncIterator[Kube]:
-    kube = Kube(await connect(servers.kubeconfig), field_manager="aim-tests")
-    try:
-        yield kube
-    finally:
-        await kube.close()
+def kube_of(servers: LocalServers) -> contextlib.AbstractAsyncContextManager[Kube]:
+    return kube_at(servers.kubeconfig)
 
 
 async def new_namespace(kube: Kube) -> str:

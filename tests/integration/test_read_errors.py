@@ -10,6 +10,7 @@ waits for the status through a proxy of its own that fails its reads too."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -17,10 +18,10 @@ from aim_dev.testing.plugin import LocalServers, connect_as
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import by_kind
-from aimcore.runtime.kube import READ_ATTEMPTS, Kube, connect
+from aimcore.runtime.kube import READ_ATTEMPTS
 from aimcore.runtime.report import Reporter
 from tests.api_fault_proxy import ETCD_UNEXPECTED_EOF, FaultProxy
-from tests.helpers import eventually, has, manifest, status_of
+from tests.helpers import eventually, has, kube_at, manifest, status_of
 from tests.integration.conftest import Services
 
 TEMPLATE_CACHE = by_kind("aim.eai.amd.com", "AIMTemplateCache")
@@ -30,13 +31,16 @@ NAMESPACE = by_kind("", "Namespace")
 async def test_the_status_service_and_the_watcher_read_through_server_errors(
     private_stack: LocalServers, tmp_path: Path
 ) -> None:
-    kube = Kube(await connect(private_stack.kubeconfig), field_manager="aim-tests")
-    nc = await connect_as(private_stack.nats)
-    for_services = await FaultProxy(private_stack.control_plane, tmp_path / "services-proxy").start()
-    for_test = await FaultProxy(private_stack.control_plane, tmp_path / "test-proxy").start()
-    through_proxy = Kube(await connect(for_test.kubeconfig), field_manager="aim-tests")
-    services = Services(private_stack, tmp_path / "logs", env={"AIM_KUBECONFIG": for_services.kubeconfig})
-    try:
+    cluster = private_stack.control_plane
+    async with contextlib.AsyncExitStack() as stack:
+        kube = await stack.enter_async_context(kube_at(private_stack.kubeconfig))
+        nc = await connect_as(private_stack.nats)
+        stack.push_async_callback(nc.close)
+        for_services = await stack.enter_async_context(FaultProxy(cluster, tmp_path / "services-proxy"))
+        for_test = await stack.enter_async_context(FaultProxy(cluster, tmp_path / "test-proxy"))
+        through_proxy = await stack.enter_async_context(kube_at(for_test.kubeconfig))
+        services = Services(private_stack, tmp_path / "logs", env={"AIM_KUBECONFIG": for_services.kubeconfig})
+        stack.callback(services.stop_all)
         js = nc.jetstream()
         # no watcher yet: the status service finds nothing in the mirror and reads the object from
         # the API server (as it does when the mirror lags, after a conflict, or to confirm a no-op)
@@ -83,10 +87,3 @@ async def test_the_status_service_and_the_watcher_read_through_server_errors(
         watcher_log = (tmp_path / "logs" / "watcher.log").read_text()
         assert "relisting in" in watcher_log, watcher_log[-3000:]
         services.assert_alive()
-    finally:
-        services.stop_all()
-        await through_proxy.close()
-        await for_test.stop()
-        await for_services.stop()
-        await nc.close()
-        await kube.close()
