@@ -8,7 +8,7 @@ import contextlib
 import json
 import re
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,7 +23,8 @@ from aim_deployer.overrides import Overrides
 from aim_dev.local.binaries import run_kubectl
 from aimcore.api.kinds import KindRef
 from aimcore.domain.outbound import OutboundPolicy
-from aimcore.runtime import Kube
+from aimcore.runtime import ApiException, Kube, describe_error
+from aimcore.runtime.kube import SERVER_ERRORS, connect
 
 T = TypeVar("T")
 
@@ -156,20 +157,42 @@ def manifest(
     return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": metadata, "spec": spec}
 
 
+@contextlib.asynccontextmanager
+async def kube_at(kubeconfig: str) -> AsyncIterator[Kube]:
+    """A client of the API server ``kubeconfig`` names, writing as the tests do (``aim-tests``)."""
+    kube = Kube(await connect(kubeconfig), field_manager="aim-tests")
+    try:
+        yield kube
+    finally:
+        await kube.close()
+
+
 async def status_of(  # noqa: PLR0917
     kube: Kube, ref: Any, namespace: str | None, name: str, predicate: Any, what: str
 ) -> Any:
+    """The object once its status satisfies ``predicate``, read from the API server until then (45
+    s). A read the API server keeps failing (:data:`~aimcore.runtime.kube.SERVER_ERRORS`, after the
+    client's own retries) is a "not yet", as any other client would take it (issue 44), and named
+    if the wait runs out."""
     seen: dict[str, Any] = {}
 
     async def probe() -> dict[str, Any] | None:
-        obj = await kube.get(ref, namespace, name)
+        try:
+            obj = await kube.get(ref, namespace, name)
+        except ApiException as exc:
+            if exc.status not in SERVER_ERRORS:
+                raise
+            seen["error"] = describe_error(exc)
+            return None
+        seen.pop("error", None)
         status = seen["status"] = (obj or {}).get("status") or {}
         return obj if status and predicate(status) else None
 
     try:
         return await eventually(probe, timeout=45, what=what)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}; status was {json.dumps(seen.get('status'))}") from None
+        error = f"; the last read failed: {seen['error']}" if "error" in seen else ""
+        raise AssertionError(f"{exc}; status was {json.dumps(seen.get('status'))}{error}") from None
 
 
 def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:

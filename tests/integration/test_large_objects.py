@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,7 @@ from aimcore.api.bus import mirror, subjects, topology
 from aimcore.api.bus.auth import DEFAULT_MAX_PAYLOAD
 from aimcore.api.kinds import NAMESPACE, by_kind
 from aimcore.runtime import Kube
-from aimcore.runtime.kube import connect
-from tests.helpers import api_requests, condition, eventually, has, manifest, status_of
+from tests.helpers import api_requests, condition, eventually, has, kube_at, manifest, status_of
 from tests.integration.conftest import Services, drained
 
 AIMSVC = by_kind("aim.eai.amd.com", "AIMService")
@@ -67,13 +66,8 @@ def shipped_servers(tmp_path: Path) -> Iterator[LocalServers]:
     yield from stack_with(tmp_path, DEFAULT_MAX_PAYLOAD)
 
 
-@contextlib.asynccontextmanager
-async def kube_of(servers: LocalServers) -> AsyncIterator[Kube]:
-    kube = Kube(await connect(servers.kubeconfig), field_manager="aim-tests")
-    try:
-        yield kube
-    finally:
-        await kube.close()
+def kube_of(servers: LocalServers) -> contextlib.AbstractAsyncContextManager[Kube]:
+    return kube_at(servers.kubeconfig)
 
 
 async def new_namespace(kube: Kube) -> str:
@@ -102,6 +96,12 @@ async def mirrored(servers: LocalServers, namespace: str, name: str) -> dict[str
         return json.loads(entry.value) if entry.value else None
     finally:
         await nc.close()
+
+
+def too_large(line: str) -> bool:
+    """A log line that reports the API server refusing a write for its size (as etcd or the API
+    server's etcd client word it)."""
+    return any(marker in line.lower() for marker in ("too large", "larger than max"))
 
 
 def settled(status: dict[str, Any]) -> bool:
@@ -203,7 +203,10 @@ async def test_a_model_too_large_to_take_its_full_status_gets_a_condition_saying
             # one refused write for the generation (before: one per retry, 20 of them), none after
             assert await api_requests(kube, "PATCH", "aimmodels", "500") == refused + 1
             log = (shipped_servers.workdir / "logs" / "status.log").read_text()
-            assert "failed: API error" not in log, log[-3000:]  # no attempt failed, none was retried
+            # no attempt failed for the object's size, none was retried (a transient server error,
+            # retried with backoff, is not what this is about: issue 44)
+            failed = [line for line in log.splitlines() if "failed: API error" in line]
+            assert not [line for line in failed if too_large(line)], log[-3000:]
             services.assert_alive()
     finally:
         services.stop_all()

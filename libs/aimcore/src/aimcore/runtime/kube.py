@@ -10,13 +10,16 @@ and inactivity are handled by the caller (the watcher), not hidden.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, cast
 
 import aiohttp
 
+from aimcore.api.backoff import Backoff
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
@@ -31,6 +34,8 @@ JSON_PATCH = "application/json-patch+json"
 
 
 __all__ = ["APPLY_PATCH", "MERGE_PATCH", "ApiException", "Gone", "Kube", "connect"]
+
+log = logging.getLogger(__name__)
 
 
 Page = list[Obj]
@@ -64,6 +69,16 @@ async def connect(kubeconfig: str | None = None, proxy: ProxySettings | None = N
 
 STALE_CONNECTION_RETRIES = 3
 
+READ_ATTEMPTS = 4
+READ_RETRY = Backoff(base=0.2, cap=2.0)
+"""A read the API server answered with a server error (:data:`SERVER_ERRORS`) is sent again after
+0.2 s doubling (with jitter), :data:`READ_ATTEMPTS` times in all, before the error is the caller's.
+The API server passes etcd's transient failures on as ``500``: kube-apiserver 1.20's etcd client
+(grpc-go 1.27) fails a large response mid-message now and then under load (``rpc error: code =
+Internal desc = unexpected EOF``, issue 44). A read is safe to repeat; a write is left to its caller
+(a reconcile that fails is retried with backoff as a whole: :func:`aimcore.api.errors.decide`)."""
+SERVER_ERRORS = frozenset({500, 502, 503, 504})
+
 
 def _without_env_lookups(api: Transport) -> None:
     """kubernetes-asyncio opens its aiohttp session with ``trust_env=True``, which makes every
@@ -94,6 +109,29 @@ class Kube:
         body: Any = None,
         content_type: str = JSON,
         timeout: float | None = None,
+    ) -> Obj:
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            try:
+                return await self._send(
+                    method, path, query=query, body=body, content_type=content_type, timeout=timeout
+                )
+            except ApiException as exc:
+                if method != "GET" or exc.status not in SERVER_ERRORS or attempt == READ_ATTEMPTS:
+                    raise
+                delay = READ_RETRY.delay(attempt)
+                log.warning("GET %s: %s; reading again in %.2fs", path, describe_error(exc), delay)
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, Any]] | None,
+        body: Any,
+        content_type: str,
+        timeout: float | None,
     ) -> Obj:
         for attempt in range(1, STALE_CONNECTION_RETRIES + 1):
             try:
