@@ -1,7 +1,8 @@
 """The operator's configuration, one settings class per concern (:mod:`.base` says how
 they read the environment). The concerns of the runtime library live here: the process and its
 bus (every service), tracing, proxies and health (every service), history retention (the watcher,
-:mod:`.history`) and the outbound address policy (:mod:`.outbound`). Each service's own
+:mod:`.history`) and the outbound address policy (:mod:`.outbound`), and which generation of the original the
+operator follows where the two differ (:mod:`.behaviour`, every service). Each service's own
 concerns are in its ``settings`` module, whose ``SETTINGS`` names every concern beyond
 :data:`COMMON` that the service reads (validated at start-up, listed in ``docs/settings.md``).
 
@@ -11,6 +12,7 @@ context holds; code is handed what it needs from there and never reads a concern
 from __future__ import annotations
 
 from aimcore.runtime.settings.base import AimSettings, SettingsError, Variable
+from aimcore.runtime.settings.behaviour import BehaviourSettings
 from aimcore.runtime.settings.bus import BusSettings
 from aimcore.runtime.settings.health import HealthSettings
 from aimcore.runtime.settings.loaded import COMMON, Settings
@@ -19,6 +21,7 @@ from aimcore.runtime.settings.process import ProcessSettings, ProxySettings, Tra
 __all__ = [
     "COMMON",
     "AimSettings",
+    "BehaviourSettings",
     "BusSettings",
     "HealthSettings",
     "ProcessSettings",

@@ -10,7 +10,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar, cast
 
+from aimcore.api.behaviour import Behaviour
 from aimcore.runtime.settings.base import AimSettings
+from aimcore.runtime.settings.behaviour import BehaviourSettings
 from aimcore.runtime.settings.bus import BusSettings
 from aimcore.runtime.settings.health import HealthSettings
 from aimcore.runtime.settings.process import ProcessSettings, ProxySettings, TracingSettings
@@ -21,6 +23,7 @@ COMMON: tuple[type[AimSettings], ...] = (
     TracingSettings,
     ProxySettings,
     HealthSettings,
+    BehaviourSettings,
 )
 """The concerns every service reads (:func:`aimcore.runtime.service.run_service` loads them)."""
 
@@ -59,6 +62,11 @@ class Settings:
             raise LookupError(
                 f"{concern.__name__} was not read at start-up: list it in the service's SETTINGS"
             ) from None
+
+    @property
+    def behaviour(self) -> Behaviour:
+        """Which generation of the original the operator follows where the two differ."""
+        return self.get(BehaviourSettings).behaviour
 
     @property
     def kubeconfig(self) -> str | None:
