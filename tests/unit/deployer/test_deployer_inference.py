@@ -4,6 +4,7 @@ resources, replicas/autoscaling, labels, annotations, volumes and affinity, in b
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from typing import Any
 
@@ -276,6 +277,15 @@ def test_env_engine_args_deep_merged_across_layers(behaviour: Behaviour, y: int)
     args = [e for e in env if e["name"] == "AIM_ENGINE_ARGS"]
     assert len(args) == 1
     assert json.loads(args[0]["value"]) == {"a": 9, "b": 2, "nested": {"x": 1, "y": y, "z": 3}}
+
+
+def test_env_of_a_cluster_template() -> None:
+    """``spec.env`` is in the common template spec: a cluster template's reaches the predictor."""
+    spec = {"modelName": "Qwen3-32B:0.8.5", "env": [{"name": "FROM_CLUSTER", "value": "1"}], "profileId": "p"}
+    tpl = Template(CLUSTER_TEMPLATE, {"metadata": {"name": "c", "uid": "u"}, "spec": spec})
+    assert [e.name for e in tpl.resource.spec.env or []] == ["FROM_CLUSTER"]
+    env = env_map(inference.container_env(dataclasses.replace(inputs(), template=tpl)))
+    assert (env["FROM_CLUSTER"], env["AIM_PROFILE_ID"]) == ("1", "p")
 
 
 def test_env_value_from_is_kept() -> None:
