@@ -220,7 +220,8 @@ async def test_service_by_name_runs_once_kserve_reports_ready(deployer, kube: Ku
     isvc = await isvc_of(kube, namespace, "chat")
     assert container(isvc)["image"] == IMAGE
     env = env_of(isvc)
-    assert env["FROM_SERVICE"] == "s" and env["FROM_CONFIG"] == "service" and env["FROM_TEMPLATE"] == "t"
+    # the seeds' order (the default behaviour): template < runtime config < service
+    assert env["FROM_SERVICE"] == "s" and env["FROM_CONFIG"] == "service" and env["FROM_TEMPLATE"] == "config"
     names = [e["name"] for e in container(isvc)["env"]]
     assert len(names) == len(set(names)), names
     assert container(isvc)["resources"]["limits"]["memory"] == "100Gi"

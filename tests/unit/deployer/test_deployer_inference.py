@@ -4,6 +4,7 @@ resources, replicas/autoscaling, labels, annotations, volumes and affinity, in b
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from aim_deployer import inference
 from aim_deployer.inference import CacheMount, Inputs, NameTooLong
 from aim_deployer.service_view import ServiceView
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.kinds import by_kind
 from aimcore.api.types import Obj
 from aimcore.domain.families.models import Model
@@ -124,12 +126,18 @@ def test_route_name() -> None:
 
 # -- env -------------------------------------------------------------------------------------------
 
-LAYERS = ("config", "profile", "template", "model_id", "service")
+LAYERS = {
+    # lowest first, above the operator defaults
+    Behaviour.RELEASED: ("config", "profile", "template", "model_id", "service"),
+    Behaviour.SEEDS: ("profile", "template", "config", "model_id", "service"),
+}
 
 
-def layered(top: str, name: str) -> Inputs:
-    """Inputs where every layer up to ``top`` sets ``name`` to the layer's name."""
-    upto = LAYERS[: LAYERS.index(top) + 1]
+def layered(top: str, name: str, behaviour: Behaviour) -> Inputs:
+    """Inputs where every layer up to ``top`` (in ``behaviour``'s order) sets ``name`` to the
+    layer's name."""
+    order = LAYERS[behaviour]
+    upto = order[: order.index(top) + 1]
     tspec: Obj = {}
     tstatus: Obj = {}
     sspec: Obj = {}
@@ -142,29 +150,70 @@ def layered(top: str, name: str) -> Inputs:
         tspec["modelSources"] = [{"modelId": "org/model", "sourceUri": "hf://org/model"}]
     if "service" in upto:
         sspec["env"] = [{"name": name, "value": "service"}]
-    return inputs(svc=service(sspec), tpl=template(tspec, tstatus), config_env=config_env)
+    return inputs(
+        svc=service(sspec), tpl=template(tspec, tstatus), config_env=config_env, behaviour=behaviour
+    )
 
 
 @pytest.mark.parametrize(
-    ("name", "top", "expected"),
+    ("behaviour", "name", "top", "expected"),
     [
-        ("AIM_CACHE_PATH", None, "/workspace/model-cache"),
-        ("AIM_CACHE_PATH", "config", "config"),
-        ("AIM_METRIC", "config", "config"),
-        ("AIM_METRIC", "profile", "latency"),
-        ("AIM_METRIC", "template", "template"),
-        ("AIM_MODEL_ID", "template", "template"),
-        ("AIM_MODEL_ID", "model_id", "org/model"),
-        ("AIM_MODEL_ID", "service", "service"),
-        ("VLLM_ENABLE_METRICS", "service", "service"),
+        *(
+            (b, "AIM_CACHE_PATH", top, want)
+            for b in Behaviour
+            for top, want in ((None, "/workspace/model-cache"), ("config", "config"))
+        ),
+        (Behaviour.RELEASED, "AIM_METRIC", "config", "config"),
+        (Behaviour.RELEASED, "AIM_METRIC", "profile", "latency"),
+        (Behaviour.RELEASED, "AIM_METRIC", "template", "template"),
+        (Behaviour.RELEASED, "AIM_MODEL_ID", "template", "template"),
+        (Behaviour.SEEDS, "AIM_METRIC", "profile", "latency"),
+        (Behaviour.SEEDS, "AIM_METRIC", "template", "template"),
+        (Behaviour.SEEDS, "AIM_METRIC", "config", "config"),
+        (Behaviour.SEEDS, "AIM_MODEL_ID", "config", "config"),
+        *((b, "AIM_MODEL_ID", "model_id", "org/model") for b in Behaviour),
+        *((b, "AIM_MODEL_ID", "service", "service") for b in Behaviour),
+        *((b, "VLLM_ENABLE_METRICS", "service", "service") for b in Behaviour),
     ],
 )
-def test_env_each_layer_beats_the_one_below(name: str, top: str | None, expected: str) -> None:
-    env = inference.container_env(layered(top, name) if top else inputs())
+def test_env_each_layer_beats_the_one_below(
+    behaviour: Behaviour, name: str, top: str | None, expected: str
+) -> None:
+    env = inference.container_env(layered(top, name, behaviour) if top else inputs(behaviour=behaviour))
     assert env_map(env)[name] == expected
     names = [e["name"] for e in env]
     assert len(names) == len(set(names))
     assert names == sorted(names)
+
+
+@pytest.mark.parametrize("behaviour", list(Behaviour))
+def test_env_layers_order_of_the_generation(behaviour: Behaviour) -> None:
+    """The pure merge: one variable set by every layer takes the highest layer's value, and each
+    layer beats exactly the ones below it in the generation's order."""
+    values = {
+        layer: [{"name": "X", "value": layer}] for layer in ("config", "profile", "template", "service")
+    }
+    order = [layer for layer in LAYERS[behaviour] if layer != "model_id"]
+    for top in range(len(order)):
+        present = {layer: values[layer] if layer in order[: top + 1] else [] for layer in values}
+        env = inference.env_layers(
+            config=present["config"],
+            profile=present["profile"],
+            template=present["template"],
+            model_id=None,
+            service=present["service"],
+            behaviour=behaviour,
+        )
+        assert env_map(env)["X"] == order[top]
+    model = inference.env_layers(
+        config=[{"name": "AIM_MODEL_ID", "value": "config"}],
+        profile=[],
+        template=[{"name": "AIM_MODEL_ID", "value": "template"}],
+        model_id="org/model",
+        service=[],
+        behaviour=behaviour,
+    )
+    assert env_map(model)["AIM_MODEL_ID"] == "org/model"
 
 
 def test_env_defaults_and_profile_from_spec() -> None:
@@ -187,6 +236,16 @@ def test_env_metric_and_precision_fall_back_to_discovered_profile() -> None:
     assert env_map(inference.container_env(inputs(tpl=spec_wins)))["AIM_METRIC"] == "latency"
 
 
+def test_env_metric_and_precision_only_from_the_spec_when_released() -> None:
+    """The released original sets AIM_METRIC/AIM_PRECISION from the template's spec only."""
+    tpl = template(status={"profile": {"metadata": {"metric": "throughput", "precision": "bf16"}}})
+    env = env_map(inference.container_env(inputs(tpl=tpl, behaviour=Behaviour.RELEASED)))
+    assert "AIM_METRIC" not in env and "AIM_PRECISION" not in env
+    spec = template({"metric": "latency", "precision": "fp8", "profileId": "p-1"}, tpl["status"])
+    env = env_map(inference.container_env(inputs(tpl=spec, behaviour=Behaviour.RELEASED)))
+    assert (env["AIM_METRIC"], env["AIM_PRECISION"], env["AIM_PROFILE_ID"]) == ("latency", "fp8", "p-1")
+
+
 def test_env_model_id_from_model_spec_for_custom_models() -> None:
     mdl = model({"modelSources": [{"modelId": "meta/llama", "sourceUri": "hf://meta/llama"}]})
     assert env_map(inference.container_env(inputs(mdl=mdl)))["AIM_MODEL_ID"] == "meta/llama"
@@ -196,22 +255,37 @@ def test_env_model_id_from_model_spec_for_custom_models() -> None:
     assert "AIM_MODEL_ID" not in env_map(inference.container_env(inputs()))
 
 
-def test_env_runtime_config_overrides_profile_without_duplicates() -> None:
+@pytest.mark.parametrize(("behaviour", "winner"), [(Behaviour.RELEASED, "latency"), (Behaviour.SEEDS, "cfg")])
+def test_env_runtime_config_and_profile_without_duplicates(behaviour: Behaviour, winner: str) -> None:
     # The original appended AIM_METRIC after the runtime config's, producing two entries.
     env = inference.container_env(
-        inputs(tpl=template({"metric": "latency"}), config_env=[{"name": "AIM_METRIC", "value": "cfg"}])
+        inputs(
+            tpl=template({"metric": "latency"}),
+            config_env=[{"name": "AIM_METRIC", "value": "cfg"}],
+            behaviour=behaviour,
+        )
     )
-    assert [e for e in env if e["name"] == "AIM_METRIC"] == [{"name": "AIM_METRIC", "value": "latency"}]
+    assert [e for e in env if e["name"] == "AIM_METRIC"] == [{"name": "AIM_METRIC", "value": winner}]
 
 
-def test_env_engine_args_deep_merged_across_layers() -> None:
+@pytest.mark.parametrize(("behaviour", "y"), [(Behaviour.RELEASED, 2), (Behaviour.SEEDS, 1)])
+def test_env_engine_args_deep_merged_across_layers(behaviour: Behaviour, y: int) -> None:
     cfg = [{"name": "AIM_ENGINE_ARGS", "value": json.dumps({"a": 1, "nested": {"x": 1, "y": 1}})}]
     tpl = template({"env": [{"name": "AIM_ENGINE_ARGS", "value": json.dumps({"b": 2, "nested": {"y": 2}})}]})
     svc = service({"env": [{"name": "AIM_ENGINE_ARGS", "value": json.dumps({"nested": {"z": 3}, "a": 9})}]})
-    env = inference.container_env(inputs(svc=svc, tpl=tpl, config_env=cfg))
+    env = inference.container_env(inputs(svc=svc, tpl=tpl, config_env=cfg, behaviour=behaviour))
     args = [e for e in env if e["name"] == "AIM_ENGINE_ARGS"]
     assert len(args) == 1
-    assert json.loads(args[0]["value"]) == {"a": 9, "b": 2, "nested": {"x": 1, "y": 2, "z": 3}}
+    assert json.loads(args[0]["value"]) == {"a": 9, "b": 2, "nested": {"x": 1, "y": y, "z": 3}}
+
+
+def test_env_of_a_cluster_template() -> None:
+    """``spec.env`` is in the common template spec: a cluster template's reaches the predictor."""
+    spec = {"modelName": "Qwen3-32B:0.8.5", "env": [{"name": "FROM_CLUSTER", "value": "1"}], "profileId": "p"}
+    tpl = Template(CLUSTER_TEMPLATE, {"metadata": {"name": "c", "uid": "u"}, "spec": spec})
+    assert [e.name for e in tpl.resource.spec.env or []] == ["FROM_CLUSTER"]
+    env = env_map(inference.container_env(dataclasses.replace(inputs(), template=tpl)))
+    assert (env["FROM_CLUSTER"], env["AIM_PROFILE_ID"]) == ("1", "p")
 
 
 def test_env_value_from_is_kept() -> None:

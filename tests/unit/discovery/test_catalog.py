@@ -387,6 +387,18 @@ def test_recommended_template_spec() -> None:
     assert planned.labels == {}
 
 
+def test_recommended_profile_id_becomes_the_template_spec_profile_id() -> None:
+    """The released original: ``recommendedDeployments[].profileId`` → ``spec.profileId``, which
+    discovery and the predictor get as ``AIM_PROFILE_ID``; the name does not change with it."""
+    dep = {**deployment(), "profileId": "mi300x-fp16-latency-unopt"}
+    planned = recommended_template(model(), dep)
+    assert planned.spec["profileId"] == "mi300x-fp16-latency-unopt"
+    assert planned.name == recommended_template(model(), deployment()).name
+    assert "profileId" not in recommended_template(model(), deployment()).spec
+    legacy = recommended_template(model(group=LEGACY, kind="AIMClusterImage"), dep)
+    assert "profileId" not in legacy.spec  # the legacy group's templates have no such field
+
+
 @pytest.mark.parametrize(
     ("dep", "gpu"),
     [

@@ -95,7 +95,7 @@ def test_no_labels_no_aim_labels() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        DUMMY_DEPLOYMENTS,  # Python dicts, comma-separated, None, unknown key profileId
+        DUMMY_DEPLOYMENTS,  # Python dicts, comma-separated, None, profileId
         f"[{DUMMY_DEPLOYMENTS}]",
         '[{"gpuModel": "MI300X", "gpuCount": 1, "precision": "fp8", "metric": "latency", '
         '"description": "Optimized for latency on MI300X"}, '
@@ -119,6 +119,13 @@ def test_recommended_deployments_forms(text: str) -> None:
         ("MI300X", 8, "fp16", "throughput"),
     ]
     assert deployments[0].description == "Optimized for latency on MI300X"
+
+
+def test_profile_id_is_read_in_both_spellings() -> None:
+    text = '[{"gpuModel": "MI300X", "profileId": "vllm-mi300x-fp16-tp1-latency"}, {"profile_id": "p2"}]'
+    deployments = parse_recommended_deployments(text, "l") or []
+    assert [d.profile_id for d in deployments] == ["vllm-mi300x-fp16-tp1-latency", "p2"]
+    assert deployments[0].wire() == {"gpuModel": "MI300X", "profileId": "vllm-mi300x-fp16-tp1-latency"}
 
 
 def test_python_style_with_booleans_and_snake_case() -> None:

@@ -177,6 +177,18 @@ def test_differs_on_changed_label_value() -> None:
     assert differs(existing, _pvc())
 
 
+def test_differs_on_an_annotation_the_body_sets() -> None:
+    """An annotation alone (an InferenceService's autoscaler class) is a change; one the server or a
+    user added, that the body does not set, is not."""
+    body = _pvc()
+    body["metadata"]["annotations"] = {"serving.kserve.io/autoscalerClass": "keda"}
+    same = _server(lambda o: o["metadata"].update(annotations={**body["metadata"]["annotations"], "x": "y"}))
+    assert not differs(same, body)
+    other = _server(lambda o: o["metadata"].update(annotations={"serving.kserve.io/autoscalerClass": "none"}))
+    assert differs(other, body)
+    assert differs(_server(), body)  # none at all yet
+
+
 @pytest.mark.parametrize(
     ("have", "want", "result"),
     [

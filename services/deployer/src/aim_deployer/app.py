@@ -49,7 +49,7 @@ def controller(ctx: ServiceContext, settings: DeployerSettings) -> Controller:
     return Controller(
         ctx.name,
         SERVICE_KINDS,
-        ServiceReconciler(ctx.kube, settings).reconcile,
+        ServiceReconciler(ctx.kube, settings, ctx.settings.behaviour).reconcile,
         watches=[
             *Watch.each(MODEL_KINDS, model_users),
             *Watch.each(TEMPLATE_KINDS, template_users),

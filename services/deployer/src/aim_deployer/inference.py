@@ -11,13 +11,16 @@ so each is a small named function here (:func:`container_env`, :func:`container_
 Rules and where they differ from the original:
 
 * **Env** (lowest → highest, merged *by name* with :func:`aimcore.domain.runtimeconfig.merge_env`, so
-  ``AIM_ENGINE_ARGS`` JSON objects deep-merge): operator defaults (``AIM_CACHE_PATH``,
-  ``VLLM_ENABLE_METRICS``) < merged runtime-config env < the template's profile selection
-  (``AIM_PROFILE_ID``, ``AIM_METRIC``, ``AIM_PRECISION``; metric/precision from the template spec,
-  else its discovered ``status.profile.metadata``) < template ``spec.env`` < ``AIM_MODEL_ID`` for
-  custom models (first ``modelSources`` entry of the template spec, else the model spec) < service
-  ``spec.env``; sorted by name. The original *appended* the profile variables and ``AIM_MODEL_ID``,
-  producing duplicate names; here every name appears once.
+  ``AIM_ENGINE_ARGS`` JSON objects deep-merge; :func:`env_layers`): operator defaults
+  (``AIM_CACHE_PATH``, ``VLLM_ENABLE_METRICS``) < merged runtime-config env < the template's
+  profile selection (``AIM_PROFILE_ID``, ``AIM_METRIC``, ``AIM_PRECISION``; metric/precision from
+  the template spec, and under the seeds' behaviour else its discovered ``status.profile.metadata``)
+  < template ``spec.env`` < ``AIM_MODEL_ID`` for custom models (first ``modelSources`` entry of the
+  template spec, else the model spec) < service ``spec.env``; sorted by name. That is the released
+  original's order; under the seeds' behaviour the runtime config's env sits above the template's
+  (the seeds' API reference: Service > RuntimeConfig > Template > Profile). The original *appended*
+  the profile variables and ``AIM_MODEL_ID``, producing duplicate names; here every name appears
+  once.
 * **Resources** (docs/specification.md#resource-resolution): the GPU count is the template's
   ``status.resolvedHardware.gpu.requests`` (discovery's answer, even 0), else
   ``status.profile.metadata.gpuCount`` (``gpu_count`` accepted), else the spec (``gpu.requests``,
@@ -55,6 +58,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aim_deployer.service_view import AnyServiceSpec, ServiceView
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.crds.aim import (
     AIMModelSource,
     AIMServiceMetricsSpec,
@@ -85,12 +89,14 @@ __all__ = [
     "build",
     "container_env",
     "container_resources",
+    "env_layers",
     "gpu_count",
     "gpus",
     "isvc_name",
     "node_affinity",
     "predictor_autoscaling",
     "predictor_name",
+    "profile_env",
     "replica_bounds",
     "route_name",
     "scales",
@@ -194,6 +200,7 @@ class Inputs:
     caches: tuple[CacheMount, ...] = ()
     deployment_mode: str = "RawDeployment"
     node_affinity: Obj | None = None  # the GPU's, when the template status has none of its own
+    behaviour: Behaviour = Behaviour.SEEDS  # which generation's env order (:func:`env_layers`)
 
 
 # -- small readers -------------------------------------------------------------------------------
@@ -235,30 +242,57 @@ def _first_model_id(sources: Sequence[AIMModelSource]) -> str | None:
 # -- env -----------------------------------------------------------------------------------------
 
 
-def container_env(inputs: Inputs) -> list[Obj]:
-    """The inference container's env (see the module docstring for the layers), sorted by name."""
-    template = inputs.template
-    env: list[Any] = [
+def profile_env(template: Template, behaviour: Behaviour) -> list[Obj]:
+    """``AIM_PROFILE_ID``, ``AIM_METRIC``, ``AIM_PRECISION``: the profile the template selects. The
+    id is its ``spec.profileId``; metric and precision its spec's (the released original), else,
+    under the seeds' behaviour, the discovered profile's."""
+    out: list[Obj] = []
+    if template.profile_id:
+        out.append({"name": "AIM_PROFILE_ID", "value": template.profile_id})
+    for var, key in (("AIM_METRIC", "metric"), ("AIM_PRECISION", "precision")):
+        value = getattr(template, key) if behaviour.released else _template_setting(template, key)
+        if value:
+            out.append({"name": var, "value": str(value)})
+    return out
+
+
+def env_layers(
+    *,
+    config: list[Obj],
+    profile: list[Obj],
+    template: list[Obj],
+    model_id: str | None,
+    service: list[Obj],
+    behaviour: Behaviour,
+) -> list[Obj]:
+    """The env layers merged by name, lowest first, sorted by name. Released (and the original's
+    code): operator defaults < runtime config < profile < template ``spec.env`` < ``AIM_MODEL_ID`` <
+    service; the seeds (the API reference: "Service.Env > RuntimeConfig.Env > Template.Env >
+    Profile.Env"): defaults < profile < template < runtime config < ``AIM_MODEL_ID`` < service."""
+    defaults: list[Obj] = [
         {"name": "AIM_CACHE_PATH", "value": CACHE_ROOT},
         {"name": "VLLM_ENABLE_METRICS", "value": "true"},
     ]
-    env = merge_env(env, _env_list(inputs.config_env))
-
-    profile: list[Obj] = []
-    if template.profile_id:
-        profile.append({"name": "AIM_PROFILE_ID", "value": template.profile_id})
-    for var, key in (("AIM_METRIC", "metric"), ("AIM_PRECISION", "precision")):
-        value = _template_setting(template, key)
-        if value:
-            profile.append({"name": var, "value": value})
-    env = merge_env(env, profile)
-    env = merge_env(env, _env_list(template.env))
-
-    model_id = _first_model_id(template.model_sources) or _first_model_id(inputs.model.model_sources)
-    if model_id:
-        env = merge_env(env, [{"name": "AIM_MODEL_ID", "value": model_id}])
-    env = merge_env(env, _env_list(inputs.service.env))
+    middle = [config, profile, template] if behaviour.released else [profile, template, config]
+    model = [{"name": "AIM_MODEL_ID", "value": model_id}] if model_id else []
+    env: list[Any] = []
+    for layer in (defaults, *middle, model, service):
+        env = merge_env(env, layer)
     return sorted((dict(e) for e in env), key=lambda e: str(e.get("name")))
+
+
+def container_env(inputs: Inputs) -> list[Obj]:
+    """The inference container's env (:func:`env_layers`), sorted by name."""
+    template = inputs.template
+    model_id = _first_model_id(template.model_sources) or _first_model_id(inputs.model.model_sources)
+    return env_layers(
+        config=_env_list(inputs.config_env),
+        profile=profile_env(template, inputs.behaviour),
+        template=_env_list(template.env),
+        model_id=model_id,
+        service=_env_list(inputs.service.env),
+        behaviour=inputs.behaviour,
+    )
 
 
 # -- resources -----------------------------------------------------------------------------------

@@ -4,7 +4,10 @@ KServe InferenceService → HTTPRoute, each step a condition, every resolved ref
 One reconcile reads the informer cache, decides with the pure planners (:mod:`aim_deployer.model_resolution`,
 :mod:`~aim_deployer.templates`, :mod:`~aim_deployer.caching`, :mod:`~aim_deployer.inference`,
 :mod:`~aim_deployer.routing`, :mod:`~aim_deployer.readiness`) and writes only what differs from
-the cluster, so a second run changes nothing. Conditions the service owns:
+the cluster, so a second run changes nothing. Once the InferenceService exists, every change of
+what it is built from (replicas, autoscaling bounds, env, resources; the service's, its template's
+or its runtime config's) is applied to it in place, also while the cache is not ready, and the
+volumes it mounts are kept (:mod:`aim_deployer.live_volumes`). Conditions the service owns:
 
 ``RuntimeConfigReady``, ``ConfigValid``, ``ModelReady``, ``TemplateReady``, ``CacheReady``,
 ``InferenceServiceReady``, ``InferenceServicePodsReady`` and, when routing is on, ``HTTPRouteReady``.
@@ -30,11 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aim_deployer import caching, inference, readiness, routing, sharing
+from aim_deployer.live_volumes import keep_live_volumes
 from aim_deployer.model_resolution import MODEL_READY, ModelPlan, resolve_model
 from aim_deployer.replica_status import hpa_name, runtime_status
 from aim_deployer.service_view import AnyService, ServiceView
 from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import DEPLOYMENT, GROUP_AIM, HPA, HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD
 from aimcore.api.types import Obj
@@ -165,9 +170,12 @@ Req = Request[AnyService]
 class ServiceReconciler:
     """Reconciles AIMServices of both API groups (see the module docstring for the steps)."""
 
-    def __init__(self, kube: Kube, settings: DeployerSettings) -> None:
+    def __init__(
+        self, kube: Kube, settings: DeployerSettings, behaviour: Behaviour = Behaviour.SEEDS
+    ) -> None:
         self.kube = kube
         self.settings = settings
+        self.behaviour = behaviour
         self.children = Children(kube)  # writes them; keeps the bodies refused for their content
 
     async def reconcile(self, request: Req) -> Result | None:
@@ -210,7 +218,7 @@ class ServiceReconciler:
             return await self._report(request, state)
         live = request.informer.get(INFERENCE_SERVICE, request.namespace, isvc_name)
         plan = await self._cache(request, service, state, template, live)
-        if plan.wait:
+        if plan.wait and live is None:  # once it runs, updates reach it while the cache fills
             state.conditions += waiting_for("Cache", caching.CACHE_READY)
             return await self._report(request, state)
 
@@ -360,8 +368,9 @@ class ServiceReconciler:
             caches=chosen.cache.mounts,
             deployment_mode=self.settings.deployment_mode,
             node_affinity=self._affinity(chosen.template, state.inventory),
+            behaviour=self.behaviour,
         )
-        body = inference.build(inputs)
+        body = keep_live_volumes(inference.build(inputs), live)
         if live is None or differs(live, body):
             exists = live is not None
             # a new one is created (a plain create costs the API server less than an apply), an

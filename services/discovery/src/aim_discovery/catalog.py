@@ -58,7 +58,8 @@ class PlannedTemplate:
 
 def recommended_template(model: Model, deployment: Mapping[str, Any]) -> PlannedTemplate:
     """The template for one recommended deployment of an image's labels (docs/original.md#derived-names):
-    ``<image URI>-<n>x-<gpu>-<lat|thr>-<precision>-<4 hex>``."""
+    ``<image URI>-<n>x-<gpu>-<lat|thr>-<precision>-<4 hex>``; the deployment's ``profileId`` becomes
+    the template's ``spec.profileId`` (the released original; not part of the name)."""
     gpu = str(deployment.get("gpuModel") or "")
     count = int(deployment.get("gpuCount") or 0)
     metric = str(deployment.get("metric") or "")
@@ -75,6 +76,9 @@ def recommended_template(model: Model, deployment: Mapping[str, Any]) -> Planned
         spec["metric"] = metric
     if precision:
         spec["precision"] = precision
+    profile_id = str(deployment.get("profileId") or "")
+    if profile_id and model.ref.group == GROUP_AIM:  # the legacy group's templates have no profileId
+        spec["profileId"] = profile_id
     hardware: Obj = {"gpu": {"requests": count, "model": gpu}} if gpu and count > 0 else {}
     return PlannedTemplate(name, _template_spec(model, spec, hardware))
 

@@ -71,15 +71,18 @@ def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def differs(existing: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
-    """Whether applying ``body`` would change ``existing``: any spec field or label we set differs,
-    or an owner we name is missing (fields we do not set are left alone by server-side apply, so
-    they do not count)."""
+    """Whether applying ``body`` would change ``existing``: any spec field, label or annotation we
+    set differs, or an owner we name is missing (fields we do not set are left alone by server-side
+    apply, so they do not count). Annotations count since a child's behaviour may hang on one alone
+    (an InferenceService's autoscaler class moves between ``none`` and ``keda`` with the same
+    replica bounds)."""
     if not contains(_spec(existing), _spec(body)):
         return True
-    have_labels = (existing.get("metadata") or {}).get("labels") or {}
-    want_labels = (body.get("metadata") or {}).get("labels") or {}
-    if any(have_labels.get(k) != v for k, v in want_labels.items()):
-        return True
+    for part in ("labels", "annotations"):
+        have = (existing.get("metadata") or {}).get(part) or {}
+        want = (body.get("metadata") or {}).get(part) or {}
+        if any(have.get(k) != v for k, v in want.items()):
+            return True
     owners = {o.get("uid") for o in _owner_references(body)}
     return not all(owned_by(existing, uid) for uid in owners if uid)
 

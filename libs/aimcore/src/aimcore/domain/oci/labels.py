@@ -124,8 +124,8 @@ def parse_recommended_deployments(value: str, label: str) -> list[RecommendedDep
 
     Accepted: a JSON array or object, comma-separated JSON objects, the same in Python literal
     syntax, and the original's lenient form (single quotes turned into double quotes, then JSON).
-    Keys are ``gpuModel``, ``gpuCount``, ``precision``, ``metric``, ``description`` (snake_case
-    too); others (``profileId``...) are ignored."""
+    Keys are ``gpuModel``, ``gpuCount``, ``precision``, ``metric``, ``profileId``, ``description``
+    (snake_case too); others are ignored."""
     text = value.strip()
     if not text:
         return None

@@ -193,6 +193,14 @@ class RecommendedDeployment(K8sModel):
     metric: str | None = Field(
         default=None, description="Metric is the optimization target (e.g., latency, throughput)"
     )
+    profile_id: str | None = Field(
+        default=None,
+        description=(
+            "ProfileId is the unique identifier of the AIM profile for this deployment.\n"
+            "When set, templates created from this deployment will use this profile ID\n"
+            "to deterministically select the correct runtime profile in the AIM container."
+        ),
+    )
     description: str | None = Field(
         default=None,
         description="Description provides additional context about this deployment configuration",

@@ -144,6 +144,16 @@ class AIMServiceTemplateSpecCommon(AIMRuntimeParameters, RuntimeConfigRef):
             "When nil, the type is determined by discovery. When set, overrides discovery."
         ),
     )
+    env: list[EnvVar] | None = Field(
+        default=None,
+        description=(
+            _DOWNLOAD_ENV_DESCRIPTION + "\n"
+            "They are also set on the inference container of services using this template, and are "
+            "the lowest layer of the env of a template cache a service creates for it.\n"
+            "Common to namespace and cluster templates (the released AIM Engine's "
+            "AIMServiceTemplateSpecCommon)."
+        ),
+    )
     hardware: AIMHardwareRequirements | None = Field(
         default=None,
         json_schema_extra=immutable("hardware is immutable"),
@@ -208,7 +218,6 @@ class AIMServiceTemplateSpec(AIMServiceTemplateSpecCommon):
             "during download."
         ),
     )
-    env: list[EnvVar] | None = Field(default=None, description=_DOWNLOAD_ENV_DESCRIPTION)
 
 
 class AIMClusterServiceTemplateSpec(AIMServiceTemplateSpecCommon):
