@@ -102,6 +102,19 @@ async def get(kube: Kube, ref: Any, namespace: str, name: str) -> dict[str, Any]
     return obj
 
 
+def pod_bus(job_env: dict[str, Any]) -> BusSettings:
+    """How the download pod reaches the bus: exactly the Job's credentials."""
+    return BusSettings(
+        url=job_env["AIM_NATS_URL"],
+        role="download",
+        seed_file=None,
+        seed=job_env["AIM_NATS_SEED"],
+        tls_ca_file=None,
+        tls_cert_file=None,
+        tls_key_file=None,
+    )
+
+
 async def relayed_percentages(servers: LocalServers, ref: Any, ns: str, name: str) -> list[int]:
     """The progress percentages of the status reports on the object's subject, in stream order."""
     nc = await connect_as(servers.nats)
@@ -165,16 +178,7 @@ async def test_pvc_job_progress_and_verdict(cluster: Cluster, hub_server: HubSer
 
     # progress from the pod: offered with exactly the Job's credentials and token, relayed by the
     # cache service, written by the status service, with rate and ETA
-    pod_bus = BusSettings(
-        url=job_env["AIM_NATS_URL"],
-        role="download",
-        seed_file=None,
-        seed=job_env["AIM_NATS_SEED"],
-        tls_ca_file=None,
-        tls_cert_file=None,
-        tls_key_file=None,
-    )
-    nc = await connect_bus(pod_bus, "test-download-pod", forever=False)
+    nc = await connect_bus(pod_bus(job_env), "test-download-pod", forever=False)
     try:
         target = ObjectRef.of(MODEL_CACHE, ns, "weights")
         meter = RateMeter()
@@ -451,16 +455,7 @@ async def test_an_artifacts_job_says_verifying_then_verification_failed(cluster:
     job_env = {e["name"]: e.get("value") for e in container["env"]}
     downloading = has("DownloadComplete", "False", "Downloading")
     await status_of(kube, artifact, ns, "weights", downloading, "Downloading")
-    pod_bus = BusSettings(
-        url=job_env["AIM_NATS_URL"],
-        role="download",
-        seed_file=None,
-        seed=job_env["AIM_NATS_SEED"],
-        tls_ca_file=None,
-        tls_cert_file=None,
-        tls_key_file=None,
-    )
-    nc = await connect_bus(pod_bus, "test-download-pod", forever=False)
+    nc = await connect_bus(pod_bus(job_env), "test-download-pod", forever=False)
     try:
         target = ObjectRef.of(artifact, ns, "weights")
         every_byte = Progress(

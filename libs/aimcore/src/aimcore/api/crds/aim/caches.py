@@ -413,6 +413,20 @@ class AIMTemplateCache(Resource):
     status: AIMTemplateCacheStatus | None = None
 
 
+# The model cache's columns (AIMArtifact adds the download's between the two parts).
+_MODEL_CACHE_COLUMNS = (
+    STATUS,
+    PrinterColumn("Mode", ".status.mode"),
+    PrinterColumn("Model Size", ".spec.size"),
+    PrinterColumn("Progress", ".status.progress.displayPercentage"),
+)
+_MODEL_CACHE_WIDE = (
+    PrinterColumn("Source", ".spec.sourceUri", priority=1),
+    PrinterColumn("PVC", ".status.persistentVolumeClaim", priority=1),
+    AGE,
+)
+
+
 class AIMModelCache(Resource):
     """AIMModelCache is the Schema for the modelcaches API"""
 
@@ -423,15 +437,7 @@ class AIMModelCache(Resource):
         scope="Namespaced",
         short_names=("aimmc",),
         categories=CATEGORIES,
-        printer_columns=(
-            STATUS,
-            PrinterColumn("Mode", ".status.mode"),
-            PrinterColumn("Model Size", ".spec.size"),
-            PrinterColumn("Progress", ".status.progress.displayPercentage"),
-            PrinterColumn("Source", ".spec.sourceUri", priority=1),
-            PrinterColumn("PVC", ".status.persistentVolumeClaim", priority=1),
-            AGE,
-        ),
+        printer_columns=(*_MODEL_CACHE_COLUMNS, *_MODEL_CACHE_WIDE),
         description="AIMModelCache is the Schema for the modelcaches API",
     )
 
@@ -451,15 +457,10 @@ class AIMArtifact(Resource):
         short_names=("aimart",),
         categories=CATEGORIES,
         printer_columns=(
-            STATUS,
-            PrinterColumn("Mode", ".status.mode"),
-            PrinterColumn("Model Size", ".spec.size"),
-            PrinterColumn("Progress", ".status.progress.displayPercentage"),
+            *_MODEL_CACHE_COLUMNS,
             PrinterColumn("Protocol", ".status.download.protocol", priority=1),
             PrinterColumn("Attempt", ".status.download.attempt", priority=1),
-            PrinterColumn("Source", ".spec.sourceUri", priority=1),
-            PrinterColumn("PVC", ".status.persistentVolumeClaim", priority=1),
-            AGE,
+            *_MODEL_CACHE_WIDE,
         ),
         description="AIMArtifact is the Schema for the artifacts API",
     )
