@@ -203,7 +203,7 @@ MODEL_CACHE_NAMES = _renamed("AIMModelCache", "AIMArtifact")
 
 
 def in_group(kinds: tuple[KindRef, ...], group: str) -> KindRef:
-    """The kind of a family of one kind per group (``MODEL_CACHE_KINDS``…) that ``group`` serves."""
+    """The kind of a family of one kind per group (``TEMPLATE_CACHE_KINDS``…) that ``group`` serves."""
     found = [ref for ref in kinds if ref.group == group]
     if len(found) != 1:
         raise KeyError(f"{group} serves {len(found)} of {', '.join(ref.short for ref in kinds)}, not one")
