@@ -1,7 +1,9 @@
 """The cache service as a real process with its local executor (the embedded default: no kubelet),
 against a real API server (with the garbage collector), a local Hub-compatible server and an
 S3-compatible server (moto): model caches download, verify and report; bad input gets a clear
-reason; template caches reuse, isolate, promote and clean up model caches as the seed describes.
+reason; template caches reuse, isolate, promote and clean up model caches as the seed describes;
+an AIMArtifact (the released name of the model cache) reports its download as the released original
+does, and under ``AIM_BEHAVIOUR=released`` template caches create AIMArtifacts.
 
 Sources point at the local servers through the caches' own env (``HF_ENDPOINT``,
 ``AWS_ENDPOINT_URL``), as a user would point them at a mirror."""
@@ -24,7 +26,7 @@ from aimcore.api.kinds import NAMESPACE, SECRET, by_kind
 from aimcore.runtime import ApiException, Kube
 from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, lift_quota, manifest, quota_of_none, status_of
-from tests.integration.conftest import ensure_service
+from tests.integration.conftest import ensure_service, health_get
 from tests.oci_models import pull_secret, push_docker_model, repo, tiny_gguf
 
 AIM = "aim.eai.amd.com"
@@ -500,3 +502,158 @@ async def test_a_template_still_in_progress_keeps_the_template_cache_pending(  #
     await kube.patch_status(TEMPLATE, namespace, "coming", {"status": {"status": "Failed"}})
     failed = await wait_status(kube, TEMPLATE_CACHE, namespace, "waits", "Failed")
     assert condition(failed["status"], "Ready")["reason"] == "TemplateNotReady"
+
+
+# -- AIMArtifact, the released name of the model cache ----------------------------------------------
+
+ARTIFACT = by_kind(AIM, "AIMArtifact")
+
+
+async def test_an_artifact_downloads_and_says_how_as_the_released_original_does(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str, hub_server: HubServer
+) -> None:
+    """An AIMArtifact is served by the model-cache controller: Ready with the model cache's
+    conditions, plus ``DownloadComplete=True/Verified`` and ``status.download``; an AIMModelCache of
+    the same source keeps the seed's status (neither)."""
+    repo = hf_repo(hub_server)
+    spec = {"sourceUri": f"hf://{repo}", "env": hf_env(hub_server)}
+    await kube.create(ARTIFACT, manifest(ARTIFACT, "tiny", namespace, spec), namespace)
+    await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, "tiny-seed", namespace, spec), namespace)
+    done = await wait_status(kube, ARTIFACT, namespace, "tiny", "Ready")
+    status = done["status"]
+    assert condition(status, "DownloadReady")["reason"] == "Verified"
+    complete = condition(status, "DownloadComplete")
+    assert (complete["status"], complete["reason"], complete["message"]) == (
+        "True",
+        "Verified",
+        "Download and verification complete",
+    )
+    assert status["download"] == {
+        "protocol": "HTTP",
+        "attempt": 1,
+        "totalAttempts": 1,
+        "protocolSequence": "HTTP",
+        "message": "Complete",
+    }
+    assert status["progress"]["percentage"] == 100
+    assert status["progress"]["displayPercentage"] == "100 %"
+    seed = (await wait_status(kube, MODEL_CACHE, namespace, "tiny-seed", "Ready"))["status"]
+    assert "download" not in seed
+    assert not condition(seed, "DownloadComplete")
+
+
+async def test_an_artifact_that_fails_says_before_or_after_every_byte_was_in(  # type: ignore[no-untyped-def]
+    cache, kube: Kube, namespace: str, hub_server: HubServer
+) -> None:
+    """A corrupted byte fails verification (``VerificationFailed``); a missing source fails before
+    any byte (``Downloading`` "Download failed before completion"); both show progress ``N/A``, the
+    download ``Failed`` and the downloader's reason on ``DownloadReady``."""
+    corrupt = hf_repo(hub_server)
+    hub_server.corrupt(corrupt, "model.safetensors", 1000, count=100)
+    cases = {
+        "corrupt": (f"hf://{corrupt}", "ChecksumMismatch", "VerificationFailed"),
+        "missing": (f"hf://acme/missing-{suffix()}", "SourceNotFound", "Downloading"),
+    }
+    for name, (uri, _, _) in cases.items():
+        spec = {"sourceUri": uri, "modelId": "acme/m", "env": hf_env(hub_server)}
+        await kube.create(ARTIFACT, manifest(ARTIFACT, name, namespace, spec), namespace)
+    messages = {
+        "VerificationFailed": "Download completed but verification failed",
+        "Downloading": "Download failed before completion",
+    }
+    for name, (_, reason, complete) in cases.items():
+        said = has("DownloadComplete", "False", complete)
+        failed = await status_of(
+            kube,
+            ARTIFACT,
+            namespace,
+            name,
+            lambda s, said=said: s.get("status") == "Failed" and said(s),
+            f"{name}: Failed, {complete}",
+        )
+        status = failed["status"]
+        assert condition(status, "DownloadComplete")["message"] == messages[complete]
+        assert condition(status, "DownloadReady")["reason"] == reason
+        assert status["status"] == "Failed"
+        assert status["progress"]["displayPercentage"] == "N/A"
+        assert status["download"]["message"] == "Failed"
+
+
+@pytest.fixture
+async def released_cache(cache, js: JetStreamContext):  # type: ignore[no-untyped-def]
+    """The cache service restarted with ``AIM_BEHAVIOUR=released`` for one test, then back to the
+    session's setting (one cache process at a time: two would split the events between them)."""
+    services = cache
+    env = dict(services.service_env.get("cache", {}))
+
+    async def restart(with_env: dict[str, str]) -> None:
+        services.procs["cache"].stop()
+        services.start("cache", env=with_env)
+
+        async def ready() -> bool:
+            services.assert_alive()
+            code, _ = await health_get(services, "cache", "/readyz")
+            return code == 200
+
+        await eventually(ready, timeout=60, what="the cache service ready")
+
+    await restart({**env, "AIM_BEHAVIOUR": "released"})
+    try:
+        yield services
+    finally:
+        await restart(env)
+
+
+async def test_under_released_a_template_cache_creates_artifacts_and_uses_either_kind(  # type: ignore[no-untyped-def]
+    released_cache, kube: Kube, namespace: str, hub_server: HubServer
+) -> None:
+    """``AIM_BEHAVIOUR=released``: the model cache a template cache creates is an AIMArtifact; an
+    AIMModelCache already there for a source is used, not duplicated; the status carries
+    ``status.artifacts`` and ``ArtifactsReady`` beside the seeds' names; the older finalizer name is
+    honoured on delete."""
+    fresh, cached = hf_repo(hub_server), hf_repo(hub_server)
+    env = hf_env(hub_server)
+    await kube.create(
+        MODEL_CACHE,
+        manifest(MODEL_CACHE, "pre", namespace, {"sourceUri": f"hf://{cached}", "env": env}),
+        namespace,
+    )
+    await wait_status(kube, MODEL_CACHE, namespace, "pre", "Ready")
+    sources = [
+        {"modelId": fresh, "sourceUri": f"hf://{fresh}", "env": env},
+        {"modelId": cached, "sourceUri": f"hf://{cached}", "env": env},
+    ]
+    await a_template(kube, namespace, "tpl")
+    await template_cache(kube, namespace, "released", "tpl", sources)
+    done = await wait_status(kube, TEMPLATE_CACHE, namespace, "released", "Ready")
+    status = done["status"]
+    assert status["artifacts"] == status["modelCaches"]
+    assert status["modelCaches"][cached]["name"] == "pre"  # the AIMModelCache already there
+    created = status["modelCaches"][fresh]["name"]
+    artifact = await kube.get(ARTIFACT, namespace, created)
+    assert artifact is not None and artifact["status"]["status"] == "Ready"
+    assert await kube.get(MODEL_CACHE, namespace, created) is None
+    assert condition(artifact["status"], "DownloadComplete")["reason"] == "Verified"
+    said = condition(status, "ArtifactsReady")
+    seeds = condition(status, "ModelCachesReady")
+    assert (said["status"], said["reason"], said["message"]) == (
+        seeds["status"],
+        seeds["reason"],
+        seeds["message"],
+    )
+    assert said["status"] == "True"
+
+    # the older name of the finalizer is honoured: the delete finishes with both on it
+    older = "aim.eai.amd.com/model-cache-cleanup"
+    await kube.patch(
+        TEMPLATE_CACHE,
+        namespace,
+        "released",
+        {"metadata": {"finalizers": [*done["metadata"]["finalizers"], older]}},
+    )
+    await kube.delete(TEMPLATE_CACHE, namespace, "released")
+
+    async def gone() -> bool:
+        return await kube.get(TEMPLATE_CACHE, namespace, "released") is None
+
+    await eventually(gone, timeout=30, what="the template cache deleted, both finalizers removed")

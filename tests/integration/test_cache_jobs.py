@@ -102,6 +102,19 @@ async def get(kube: Kube, ref: Any, namespace: str, name: str) -> dict[str, Any]
     return obj
 
 
+def pod_bus(job_env: dict[str, Any]) -> BusSettings:
+    """How the download pod reaches the bus: exactly the Job's credentials."""
+    return BusSettings(
+        url=job_env["AIM_NATS_URL"],
+        role="download",
+        seed_file=None,
+        seed=job_env["AIM_NATS_SEED"],
+        tls_ca_file=None,
+        tls_cert_file=None,
+        tls_key_file=None,
+    )
+
+
 async def relayed_percentages(servers: LocalServers, ref: Any, ns: str, name: str) -> list[int]:
     """The progress percentages of the status reports on the object's subject, in stream order."""
     nc = await connect_as(servers.nats)
@@ -165,16 +178,7 @@ async def test_pvc_job_progress_and_verdict(cluster: Cluster, hub_server: HubSer
 
     # progress from the pod: offered with exactly the Job's credentials and token, relayed by the
     # cache service, written by the status service, with rate and ETA
-    pod_bus = BusSettings(
-        url=job_env["AIM_NATS_URL"],
-        role="download",
-        seed_file=None,
-        seed=job_env["AIM_NATS_SEED"],
-        tls_ca_file=None,
-        tls_cert_file=None,
-        tls_key_file=None,
-    )
-    nc = await connect_bus(pod_bus, "test-download-pod", forever=False)
+    nc = await connect_bus(pod_bus(job_env), "test-download-pod", forever=False)
     try:
         target = ObjectRef.of(MODEL_CACHE, ns, "weights")
         meter = RateMeter()
@@ -433,3 +437,63 @@ async def run_download_pod(cluster: Cluster, ns: str, job: str, volume: Path) ->
     assert proc.returncode == 0, out
     cluster.kubelet.set_log(ns, pod["metadata"]["name"], "download", out.decode())
     await finish_pod(kube, ns, pod["metadata"]["name"], exit_code=0)
+
+
+async def test_an_artifacts_job_says_verifying_then_verification_failed(cluster: Cluster) -> None:
+    """An AIMArtifact in Job mode: the pod's offer once every byte is in makes ``DownloadComplete``
+    ``True/Verifying`` (relayed with the Job's token); the pod then failing verification makes it
+    ``False/VerificationFailed``, progress ``N/A``, the download ``Failed``."""
+    artifact = by_kind(AIM, "AIMArtifact")
+    kube = cluster.kube
+    ns = await new_namespace(kube)
+    spec = {"sourceUri": "hf://acme/verify", "size": "1Gi", "modelDownloadImage": IMAGE}
+    created = await kube.create(artifact, manifest(artifact, "weights", ns, spec), ns)
+    uid = created["metadata"]["uid"]
+    name = job_name("weights", uid, 1)
+    job = await get(kube, JOB, ns, name)
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    job_env = {e["name"]: e.get("value") for e in container["env"]}
+    downloading = has("DownloadComplete", "False", "Downloading")
+    await status_of(kube, artifact, ns, "weights", downloading, "Downloading")
+    nc = await connect_bus(pod_bus(job_env), "test-download-pod", forever=False)
+    try:
+        target = ObjectRef.of(artifact, ns, "weights")
+        every_byte = Progress(
+            downloaded_bytes=4098, total_bytes=4098, files_done=2, files_total=2, phase="verifying"
+        )
+        report = progress_report(target, uid, every_byte, None, now=time.monotonic())
+        headers = {bus_progress.TOKEN_HEADER: job_env["AIM_PROGRESS_TOKEN"]}
+        await nc.publish(bus_progress.subject(target), report.encode(), headers=headers)
+        await nc.flush()
+    finally:
+        await nc.close()
+    verifying = await status_of(
+        kube, artifact, ns, "weights", has("DownloadComplete", "True", "Verifying"), "Verifying"
+    )
+    assert condition(verifying["status"], "DownloadComplete")["message"] == (
+        "Download complete, verifying integrity..."
+    )
+    assert verifying["status"]["download"]["message"] == "Verifying"
+
+    pod = await job_pod(kube, ns, name)
+    await bind_pod(kube, ns, pod["metadata"]["name"], "node-1")
+    verdict = {"result": "error", "reason": "DownloadFailed", "message": "the verification failed"}
+    cluster.kubelet.set_log(ns, pod["metadata"]["name"], "download", json.dumps(verdict) + "\n")
+    await finish_pod(kube, ns, pod["metadata"]["name"], exit_code=1)
+    failed = await status_of(kube, artifact, ns, "weights", lambda s: s.get("status") == "Failed", "Failed")
+    status = failed["status"]
+    complete = condition(status, "DownloadComplete")
+    assert (complete["status"], complete["reason"], complete["message"]) == (
+        "False",
+        "VerificationFailed",
+        "Download completed but verification failed",
+    )
+    assert status["progress"]["displayPercentage"] == "N/A"
+    assert status["download"] == {
+        "protocol": "HTTP",
+        "attempt": 1,
+        "totalAttempts": 1,
+        "protocolSequence": "HTTP",
+        "message": "Failed",
+    }
+    assert condition(status, "DownloadReady")["reason"] == "DownloadFailed"

@@ -641,6 +641,7 @@ EXPECTED_KINDS = {
     "AIMClusterServiceTemplate": ("aimclusterservicetemplates", "Cluster", "aimcltpl"),
     "AIMTemplateCache": ("aimtemplatecaches", "Namespaced", "aimtc"),
     "AIMModelCache": ("aimmodelcaches", "Namespaced", "aimmc"),
+    "AIMArtifact": ("aimartifacts", "Namespaced", "aimart"),
     "AIMRuntimeConfig": ("aimruntimeconfigs", "Namespaced", "aimrc"),
     "AIMClusterRuntimeConfig": ("aimclusterruntimeconfigs", "Cluster", "aimclrc"),
     "AIMClusterModelSource": ("aimclustermodelsources", "Cluster", "aimclsrc"),
@@ -648,8 +649,8 @@ EXPECTED_KINDS = {
 
 
 def test_kinds_metadata() -> None:
-    assert len(aim.KINDS) == 10
-    assert len({(k.crd.group, k.crd.plural) for k in aim.KINDS}) == 10
+    assert len(aim.KINDS) == 11  # the seed's ten and AIMArtifact, the released name of the model cache
+    assert len({(k.crd.group, k.crd.plural) for k in aim.KINDS}) == 11
     seen = {}
     for kind in aim.KINDS:
         info = kind.crd

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from aim_dev.local import binaries
+from aimcore.api.kinds import MODEL_CACHE_KINDS
 from aimcore.domain.units import format_bytes
 from aimctl.events import kubeconfig_path
 
-KINDS = ("aimmodelcaches.aim.eai.amd.com", "aimmodelcaches.aim.silogen.ai")
+KINDS = tuple(f"{ref.plural}.{ref.group}" for ref in MODEL_CACHE_KINDS)  # AIMArtifact included
 HEADER = ("NAMESPACE", "NAME", "STATUS", "SIZE", "PROGRESS", "RATE", "ETA", "STORAGE", "SOURCE", "REASON")
 
 
@@ -26,7 +27,7 @@ def _ready_reason(status: Mapping[str, Any]) -> str:
 
 
 def cache_row(obj: Mapping[str, Any]) -> tuple[str, ...]:
-    """One line of the table for one AIMModelCache (either group)."""
+    """One line of the table for one model cache (AIMModelCache of either group, AIMArtifact)."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}

@@ -74,7 +74,10 @@ def controller(
         ctx.name,
         (*TEMPLATE_CACHE_KINDS, *MODEL_CACHE_KINDS, LLMKUBE_MODEL),
         dispatch(
-            (TEMPLATE_CACHE_KINDS, TemplateCacheReconciler(ctx.kube, settings.download_image).reconcile),
+            (
+                TEMPLATE_CACHE_KINDS,
+                TemplateCacheReconciler(ctx.kube, settings.download_image, ctx.settings.behaviour).reconcile,
+            ),
             (MODEL_CACHE_KINDS, ModelCacheReconciler(ctx.kube, settings, local).reconcile),
             ((LLMKUBE_MODEL,), LLMKubeModelReconciler(ctx.kube, model_settings, runs, requeue).reconcile),
         ),

@@ -20,6 +20,11 @@ One reconcile:
 
 The Job is the record of an attempt (name and annotations carry attempt and spec hash); a
 succeeded Job is kept, so Ready survives restarts without a second download.
+
+An ``AIMArtifact`` (the released name of the model cache, served here alike) also gets the
+released original's ``DownloadComplete`` and ``status.download``
+(:mod:`aim_cache_jobs.downloader.downloadstate`): the download's own offers say Downloading and
+Verifying; this reconcile says how it ended (Verified, or why it failed, progress ``N/A``).
 """
 
 from __future__ import annotations
@@ -47,12 +52,21 @@ from aim_cache_jobs.downloader import (
     progress_fields,
     read_manifest,
 )
-from aim_cache_jobs.downloader.errors import PERMANENT_REASONS
+from aim_cache_jobs.downloader.downloadstate import (
+    DOWNLOAD_COMPLETE,
+    NOT_AVAILABLE,
+    Phase,
+    download_complete,
+    download_fields,
+    reports_download,
+)
+from aim_cache_jobs.downloader.errors import CHECKSUM_MISMATCH, PERMANENT_REASONS
 from aimcore.api.backoff import Jitter, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, JOB, POD, PVC, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain import jobs
+from aimcore.domain.families.base import StatusCondition
 from aimcore.domain.families.caches import AnyModelCache, ModelCache
 from aimcore.domain.gpu import parse_quantity
 from aimcore.domain.runtimeconfig import ConfigNotFound, resolution_conditions, resolve_live
@@ -72,6 +86,8 @@ LEGACY = GROUP_LEGACY
 NON_RETRYABLE = PERMANENT_REASONS | {SECRET_NOT_FOUND}
 # failures that are about the source rather than the transfer
 SOURCE_REASONS = NON_RETRYABLE | {SOURCE_UNREACHABLE}
+# failures of the verification itself: every byte was in
+VERIFY_REASONS = frozenset({CHECKSUM_MISMATCH, "IntegrityCheckFailed"})
 
 
 def backoff(attempts: int, reason: str, *, jitter: Jitter) -> float:
@@ -178,6 +194,7 @@ class ModelCacheReconciler:
             )
             conditions.append(cond(DOWNLOAD_READY, True, "Verified", message))
             fields.update(done_progress(request.ref, manifest.total_bytes))
+            download_state(request, Phase.SUCCEEDED, conditions, fields)
             await self._report(
                 request, conditions, fields, ("download", "Verified", f"download finished: {message}")
             )
@@ -201,6 +218,7 @@ class ModelCacheReconciler:
             now = self.clock()
             if now < due:
                 self._failure_conditions(conditions, run.error.reason, run.error.message, run.attempt, due)
+                download_failed(request, run.error.reason, conditions, fields)
                 await self._report(
                     request, conditions, fields, ("download-failed", run.error.reason, run.error.message)
                 )
@@ -220,6 +238,7 @@ class ModelCacheReconciler:
         conditions.append(
             cond(DOWNLOAD_READY, False, "Downloading", f"attempt {attempt} started in the local executor")
         )
+        download_state(request, Phase.DOWNLOADING, conditions, fields)
         await self._report(
             request,
             conditions,
@@ -378,6 +397,9 @@ class ModelCacheReconciler:
             if reason == jobs.REASON_JOB_RUNNING:
                 reason = "Downloading"
             conditions.append(cond(DOWNLOAD_READY, False, reason, message))
+            download_state(
+                request, Phase.VERIFYING if bytes_in(request) else Phase.DOWNLOADING, conditions, fields
+            )
             await self._report(request, conditions, fields)
             return None
         outcome = await self._outcome(request, latest, pods)
@@ -403,6 +425,7 @@ class ModelCacheReconciler:
             )
             if total:
                 fields.update(done_progress(request.ref, total))
+            download_state(request, Phase.SUCCEEDED, conditions, fields)
             await self._report(
                 request, conditions, fields, ("download", "Verified", f"download finished: {message}")
             )
@@ -423,6 +446,7 @@ class ModelCacheReconciler:
             self._failure_conditions(conditions, reason, message, attempt, due)
             if request.ref.group != LEGACY:
                 fields["progress"] = None
+            download_failed(request, reason, conditions, fields)
             await self._report(request, conditions, fields, ("download-failed", reason, message))
             return Result(requeue_after=due - now)
         await self.kube.delete(JOB, request.namespace, latest["metadata"]["name"])
@@ -455,6 +479,7 @@ class ModelCacheReconciler:
         conditions.append(
             cond(DOWNLOAD_READY, False, "Downloading", f"download Job {name} (attempt {attempt}) created")
         )
+        download_state(request, Phase.DOWNLOADING, conditions, fields)
         await self._report(
             request,
             conditions,
@@ -493,6 +518,37 @@ class ModelCacheReconciler:
     async def _outcome(self, request: Request, job: Obj, pods: list[Obj]) -> dict[str, Any]:
         """The downloader's last JSON line of the Job's newest pod (cached per Job)."""
         return await self.logs.outcome(str(request.namespace), job, pods, plan.CONTAINER)
+
+
+def download_state(
+    request: Request, phase: Phase, conditions: list[ConditionReport], fields: dict[str, Any]
+) -> None:
+    """An ``AIMArtifact``'s ``DownloadComplete`` and ``status.download`` for ``phase`` (nothing for
+    an ``AIMModelCache``)."""
+    if not reports_download(request.ref.group, request.ref.kind):
+        return
+    conditions.append(download_complete(phase))
+    fields["download"] = download_fields(phase)
+
+
+def download_failed(
+    request: Request, reason: str, conditions: list[ConditionReport], fields: dict[str, Any]
+) -> None:
+    """A failed download of an ``AIMArtifact``: ``VerificationFailed`` when every byte was in (the
+    status said Verifying) or verification itself failed, else failed before completion; its
+    progress shows ``N/A``."""
+    if not reports_download(request.ref.group, request.ref.kind):
+        return
+    after = reason in VERIFY_REASONS or bytes_in(request)
+    conditions.append(download_complete(Phase.FAILED, bytes_in=after))
+    fields["download"] = download_fields(Phase.FAILED)
+    fields["progress"] = {"displayPercentage": NOT_AVAILABLE}
+
+
+def bytes_in(request: Request) -> bool:
+    """Whether the status says every byte was in (``DownloadComplete=True``, Verifying)."""
+    said = StatusCondition.find(request.obj, DOWNLOAD_COMPLETE)
+    return said is not None and said.status == "True"
 
 
 def _config_ref(cache: ModelCache) -> Obj:

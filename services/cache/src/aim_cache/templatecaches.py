@@ -3,7 +3,8 @@ needs, reused where a compatible one exists.
 
 One reconcile:
 
-1. A finalizer (``aim.eai.amd.com/artifactcleanup``, the original's name) is added; when the
+1. A finalizer (``aim.eai.amd.com/artifactcleanup``, the original's name; its older name
+   ``aim.eai.amd.com/model-cache-cleanup`` is honoured alike) is added; when the
    template cache is deleted, the model caches it created that are not Ready are deleted (a Ready one
    is kept for whoever else uses it) and the finalizer removed. A terminating namespace is never
    blocked.
@@ -30,6 +31,11 @@ One reconcile:
    Caches are created with the original's deterministic names, so Shared caches dedupe per
    namespace. ``ModelCachesReady`` is the worst cache's state; ``status.modelCaches`` lists each
    cache with its status, PVC and mount point (``/workspace/model-cache/{modelId}``).
+
+   A model cache of either kind (``AIMModelCache``, ``AIMArtifact``) is found and used; a new one
+   is an ``AIMModelCache`` (the seeds), or under ``AIM_BEHAVIOUR=released`` an ``AIMArtifact``. The
+   released names of the status are written beside the seeds': ``status.artifacts`` (the same
+   entries) and ``ArtifactsReady`` (the same status and reason as ``ModelCachesReady``).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from typing import Any, NamedTuple, cast
 
 from aim_cache import plan
 from aimcore.api.backoff import jitter_key
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.crds.base import Resource
 from aimcore.api.kinds import (
@@ -74,12 +81,14 @@ from aimcore.runtime import (
 from aimcore.runtime import condition as cond
 
 FINALIZER = "aim.eai.amd.com/artifactcleanup"
+OLDER_FINALIZER = "aim.eai.amd.com/model-cache-cleanup"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
 TEMPLATE_READY = "ServiceTemplateReady"
 TEMPLATE_NOT_READY = "TemplateNotReady"
 REFERENCE_NOT_FOUND = "ReferenceNotFound"
 CONFIG_VALID = "ConfigValid"
 CACHES_READY = "ModelCachesReady"
+ARTIFACTS_READY = "ArtifactsReady"  # the released name of ModelCachesReady, reported beside it
 LEGACY = GROUP_LEGACY
 
 _RANK = {
@@ -107,12 +116,13 @@ def template_kinds(group: str, scope: str | None) -> list[KindRef]:
 # on delete: the model caches this template cache created that never became ready go with it
 CLEANUP = NotReadyCleanup(
     FINALIZER,
-    ModelCache.kind,
+    ModelCache.kinds_in,
     plan.LABEL_TEMPLATE_CACHE,
     ready=is_ready,
     state=state_of,
     noun="model cache",
     along="its template cache",
+    older=(OLDER_FINALIZER,),
 )
 
 
@@ -154,6 +164,11 @@ def caches_condition(caches: Sequence[tuple[str, ModelCache | None]]) -> Conditi
     return cond(CACHES_READY, False, "CachesNotReady", "waiting for " + ", ".join(waiting))
 
 
+def released_condition(said: ConditionReport) -> ConditionReport:
+    """``ArtifactsReady``: the released name of ``ModelCachesReady``, with its status and reason."""
+    return said.model_copy(update={"type": ARTIFACTS_READY})
+
+
 class RefusedCache(NamedTuple):
     """A model cache the API server refused to create: the condition saying so, and whether the
     refusal is about permissions (a quota, RBAC: retried) rather than the body (not sent again)."""
@@ -168,9 +183,12 @@ class RefusedCache(NamedTuple):
 
 
 class TemplateCacheReconciler:
-    def __init__(self, kube: Kube, download_image: str | None = None) -> None:
+    def __init__(
+        self, kube: Kube, download_image: str | None = None, behaviour: Behaviour = Behaviour.SEEDS
+    ) -> None:
         self.kube = kube
         self.download_image = download_image  # AIM_CACHE_DOWNLOAD_IMAGE
+        self.behaviour = behaviour  # AIM_BEHAVIOUR: which model cache kind it creates
         self.children = Children(kube)  # writes the model caches; keeps those refused
 
     async def reconcile(self, request: Request[AnyTemplateCache]) -> Result | None:
@@ -221,12 +239,15 @@ class TemplateCacheReconciler:
         refused = next((c for c in found_caches if isinstance(c, RefusedCache)), None)
         caches = [None if isinstance(c, RefusedCache) else c for c in found_caches]
         keyed = [(model_key(s, i), c) for i, (s, c) in enumerate(zip(sources, caches, strict=True))]
-        conditions.append(refused.condition if refused else caches_condition(keyed))
+        said = refused.condition if refused else caches_condition(keyed)
+        conditions.append(said)
         if request.ref.group != LEGACY:
+            conditions.append(released_condition(said))
             fields["modelCaches"] = {
                 key: self._resolved(c, s, refused=isinstance(f, RefusedCache))
                 for (key, c), s, f in zip(keyed, sources, found_caches, strict=True)
             }
+            fields["artifacts"] = fields["modelCaches"]
         await request.reporter.report(request.ref, obj, conditions, fields)
         if refused is not None and refused.forbidden:  # permissions (a quota) may change: retry
             return Result(requeue_after=JOB_RETRY.delay(1, jitter=jitter_key(obj)))
@@ -276,7 +297,7 @@ class TemplateCacheReconciler:
         """The model cache for ``source``: the best compatible one, or ``None`` when one was just
         created, or the condition saying the API server refused to create it (for its content:
         not sent again until the template cache or its template changes)."""
-        kind = ModelCache.kind(request.ref.group)
+        kind = ModelCache.kind(request.ref.group, self.behaviour)
         dedicated = tc.dedicated
         uri = source.uri
         env = merge_env(tc.env, list(source.env))
@@ -286,7 +307,7 @@ class TemplateCacheReconciler:
         label = label_value(tc.name)
         candidates = [
             c
-            for c in ModelCache.each(request.informer, kind, request.namespace)
+            for c in ModelCache.each_in(request.informer, request.ref.group, request.namespace)
             if c.source_uri == uri and (not klass or c.storage_class == klass) and not c.deleting
         ]
         if dedicated:

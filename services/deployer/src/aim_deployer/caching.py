@@ -158,9 +158,8 @@ def mounts_of(informer: Informer, group: str, tc: TemplateCache) -> tuple[CacheM
                 path = entry.mount_point or mount_path(entry.model or name)
                 out.append(CacheMount(name, claim, path))
         return tuple(out)
-    kind = ModelCache.kind(group)
     label = label_value(tc.name)
-    for mc in sorted(ModelCache.each(informer, kind, tc.namespace), key=lambda m: m.name):
+    for mc in sorted(ModelCache.each_in(informer, group, tc.namespace), key=lambda m: m.name):
         if mc.labels.get(TEMPLATE_CACHE_LABEL) != label or mc.state not in READY_STATES:
             continue
         if mc.claim:
@@ -174,11 +173,10 @@ def failed_model_caches(
 ) -> list[str]:
     """The failed (or degraded) model caches of a template cache, by name; ``skip_uids``: ones
     already deleted, whose deletion the informer has not seen yet."""
-    kind = ModelCache.kind(group)
     label = label_value(tc.name)
     listed = {e.name for e in tc.model_caches.values() if e.name}
     out = []
-    for mc in ModelCache.each(informer, kind, tc.namespace):
+    for mc in ModelCache.each_in(informer, group, tc.namespace):
         mine = mc.name in listed or mc.labels.get(TEMPLATE_CACHE_LABEL) == label
         if mine and mc.state in ("Failed", "Degraded") and mc.uid not in skip_uids:
             out.append(mc.name)
@@ -190,8 +188,7 @@ def lost_claims(
 ) -> list[str]:
     """The claims the InferenceService mounts whose model cache is gone (deleted, or being deleted):
     the volume stays mounted (Kubernetes keeps a claim in use), the cache that made it does not."""
-    kind = ModelCache.kind(group)
-    claimed = {str(mc.claim) for mc in ModelCache.each(informer, kind, namespace) if not mc.deleting}
+    claimed = {str(mc.claim) for mc in ModelCache.each_in(informer, group, namespace) if not mc.deleting}
     return sorted({m.claim for m in mounts if m.claim not in claimed})
 
 

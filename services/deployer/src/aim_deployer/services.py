@@ -338,9 +338,12 @@ class ServiceReconciler:
         retry is recorded on the template cache itself, so no stale read of this service's status
         can grant a second one."""
         assert plan.retry_of is not None
-        kind = ModelCache.kind(request.ref.group)
-        found = (ModelCache.get(request.informer, kind, request.namespace, name) for name in plan.retry)
-        uids = sorted(mc.uid or "" if mc is not None else "" for mc in found)
+        found = [
+            mc
+            for name in plan.retry
+            if (mc := ModelCache.get_in(request.informer, request.ref.group, request.namespace, name))
+        ]
+        uids = sorted(mc.uid or "" for mc in found)
         retried = {
             caching.RETRIED_ANNOTATION: "1",
             caching.RETRIED_UIDS_ANNOTATION: ",".join(u for u in uids if u),
@@ -351,8 +354,8 @@ class ServiceReconciler:
             plan.retry_of,
             {"metadata": {"annotations": retried}},
         )
-        for name in plan.retry:
-            await self.kube.delete(kind, request.namespace, name)
+        for mc in found:
+            await self.kube.delete(mc.ref, request.namespace, mc.name)
         await request.decide("retry-cache", plan.condition.reason, plan.condition.message)
 
     async def _inference_service(
@@ -497,7 +500,7 @@ class ServiceReconciler:
     async def _finalize(self, request: Req) -> None:
         cleanup = NotReadyCleanup(
             FINALIZER,
-            TemplateCache.kind,
+            TemplateCache.kinds_in,
             routing.SERVICE_LABEL,
             ready=is_ready,
             state=state_of,

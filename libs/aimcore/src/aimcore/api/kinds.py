@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from aimcore.api.behaviour import Behaviour
+
 # The API groups, declared once.
 GROUP_AIM = "aim.eai.amd.com"
 GROUP_LEGACY = "aim.silogen.ai"
@@ -86,6 +88,7 @@ CRD_KINDS: tuple[KindRef, ...] = (
     KindRef(GROUP_AIM, "v1alpha1", "AIMService", "aimservices", True),
     KindRef(GROUP_AIM, "v1alpha1", "AIMTemplateCache", "aimtemplatecaches", True),
     KindRef(GROUP_AIM, "v1alpha1", "AIMModelCache", "aimmodelcaches", True),
+    KindRef(GROUP_AIM, "v1alpha1", "AIMArtifact", "aimartifacts", True),
     KindRef(GROUP_AIM, "v1alpha1", "AIMRuntimeConfig", "aimruntimeconfigs", True),
     KindRef(GROUP_AIM, "v1alpha1", "AIMClusterRuntimeConfig", "aimclusterruntimeconfigs", False),
     KindRef(GROUP_LEGACY, "v1alpha1", "AIMClusterImage", "aimclusterimages", False),
@@ -131,7 +134,7 @@ TEMPLATE_KINDS = twins("AIMServiceTemplate", "AIMClusterServiceTemplate")
 RUNTIME_CONFIG_KINDS = twins("AIMRuntimeConfig", "AIMClusterRuntimeConfig")
 SERVICE_KINDS = twins("AIMService")
 TEMPLATE_CACHE_KINDS = twins("AIMTemplateCache")
-MODEL_CACHE_KINDS = twins("AIMModelCache")
+MODEL_CACHE_KINDS = twins("AIMModelCache", "AIMArtifact")  # AIMArtifact: the released name
 MODEL_SOURCE_KINDS = twins("AIMClusterModelSource")
 LLMKUBE_MODEL = _BY_KIND[(GROUP_LLMKUBE, "Model")]
 
@@ -168,8 +171,39 @@ TEMPLATE_PAIRS = _pairs("AIMServiceTemplate", "AIMClusterServiceTemplate")
 RUNTIME_CONFIG_PAIRS = _pairs("AIMRuntimeConfig", "AIMClusterRuntimeConfig")
 
 
+@dataclass(frozen=True)
+class Renamed:
+    """A kind of one API group under the seeds' name and the released original's (``AIMModelCache``
+    and ``AIMArtifact`` of ``aim.eai.amd.com``; one kind twice where a group kept the name). Both
+    are served and read alike; the behaviour setting picks the one the operator creates. Iterated:
+    each kind once, the seeds' first."""
+
+    seeds: KindRef
+    released: KindRef
+
+    def created(self, behaviour: Behaviour) -> KindRef:
+        """The kind the operator creates under ``behaviour``."""
+        return self.released if behaviour.released else self.seeds
+
+    def __iter__(self) -> Iterator[KindRef]:
+        return iter(dict.fromkeys((self.seeds, self.released)))
+
+
+def _renamed(seeds: str, released: str) -> dict[str, Renamed]:
+    """The kind of each AIM group under both names (the seeds' where a group has no other)."""
+    return {
+        g: Renamed(_BY_KIND[(g, seeds)], _BY_KIND.get((g, released), _BY_KIND[(g, seeds)]))
+        for g in (GROUP_AIM, GROUP_LEGACY)
+        if (g, seeds) in _BY_KIND
+    }
+
+
+# The model cache by group: AIMModelCache, and in the current group also AIMArtifact (v0.2.1's name).
+MODEL_CACHE_NAMES = _renamed("AIMModelCache", "AIMArtifact")
+
+
 def in_group(kinds: tuple[KindRef, ...], group: str) -> KindRef:
-    """The kind of a family of one kind per group (``MODEL_CACHE_KINDS``…) that ``group`` serves."""
+    """The kind of a family of one kind per group (``TEMPLATE_CACHE_KINDS``…) that ``group`` serves."""
     found = [ref for ref in kinds if ref.group == group]
     if len(found) != 1:
         raise KeyError(f"{group} serves {len(found)} of {', '.join(ref.short for ref in kinds)}, not one")

@@ -1,9 +1,16 @@
 """Download progress as a status report on NATS: the status service merges it into the cache
 object's status (coalesced, as ``progress=True`` allows). The legacy ``aim.silogen.ai``
-AIMModelCache has no ``status.progress`` field, so it gets the condition only."""
+AIMModelCache has no ``status.progress`` field, so it gets the condition only; an ``AIMArtifact``
+also gets ``DownloadComplete`` and ``status.download`` (:mod:`.downloadstate`)."""
 
 from __future__ import annotations
 
+from aim_cache_jobs.downloader.downloadstate import (
+    Phase,
+    download_complete,
+    download_fields,
+    reports_download,
+)
 from aim_cache_jobs.downloader.progress import Progress, RateMeter, progress_fields, summary
 from aimcore.api.bus.messages import ConditionReport, ObjectRef, StatusReport
 from aimcore.api.kinds import GROUP_LEGACY
@@ -21,6 +28,11 @@ def progress_report(
         type=CONDITION, status="False", reason=reason, message=summary(p, meter, now=now)
     )
     fields = {} if obj.group == LEGACY_GROUP else {"progress": progress_fields(p, meter, now=now)}
+    conditions = [condition]
+    if reports_download(obj.group, obj.kind):
+        phase = Phase.VERIFYING if reason == "Verifying" else Phase.DOWNLOADING
+        conditions.append(download_complete(phase))
+        fields["download"] = download_fields(phase)
     return StatusReport(
-        object=obj, uid=uid, source=SOURCE, conditions=(condition,), fields=fields, progress=True
+        object=obj, uid=uid, source=SOURCE, conditions=tuple(conditions), fields=fields, progress=True
     )

@@ -8,7 +8,8 @@ HMAC of the object's identity (group, kind, namespace, name, uid) under a key on
 service holds (derived from its own NKey seed), given to the Job in ``AIM_PROGRESS_TOKEN``. The
 cache service (:func:`vet`) accepts an offer only when the token matches the object it names and
 the report is progress and nothing else (the ``DownloadReady`` condition as ``Downloading`` or
-``Verifying``, the ``progress`` field), then publishes it as its own status report. A leaked token
+``Verifying``, an ``AIMArtifact``'s ``DownloadComplete`` while under way, the ``progress`` and
+``download`` fields), then publishes it as its own status report. A leaked token
 lets its holder fake the progress of that one object, which the namespace's users own anyway.
 """
 
@@ -27,7 +28,13 @@ TOKEN_HEADER = "Aim-Progress-Token"
 SOURCE = "cache"
 CONDITION = "DownloadReady"
 REASONS = frozenset({"Downloading", "Verifying"})
-FIELDS = frozenset({"progress"})
+# what an offer may say: DownloadReady while under way, and an AIMArtifact's DownloadComplete (the
+# released original's: False/Downloading, then True/Verifying once every byte is in)
+OFFERED = frozenset(
+    {(CONDITION, "False", reason) for reason in REASONS}
+    | {("DownloadComplete", "False", "Downloading"), ("DownloadComplete", "True", "Verifying")}
+)
+FIELDS = frozenset({"progress", "download"})
 REJECTED = "ProgressRejected"
 
 
@@ -63,7 +70,7 @@ def vet(key: bytes, offered_on: str, body: bytes, offered_token: str | None) -> 
         raise PermanentError(REJECTED, f"progress offer on {offered_on} has no valid token")
     if not report.progress or report.source != SOURCE:
         raise PermanentError(REJECTED, f"offer on {offered_on} is not a progress report")
-    if any(c.type != CONDITION or c.status != "False" or c.reason not in REASONS for c in report.conditions):
+    if any((c.type, c.status, c.reason) not in OFFERED for c in report.conditions):
         raise PermanentError(REJECTED, f"progress offer on {offered_on} reports other conditions")
     if set(report.fields) - FIELDS:
         raise PermanentError(REJECTED, f"progress offer on {offered_on} sets other status fields")

@@ -100,6 +100,11 @@ class Object(Generic[R]):
         return None if resource is None else cls(ref, obj, cast(R, resource))
 
     @classmethod
+    def kinds_in(cls, group: str) -> tuple[KindRef, ...]:
+        """The family's kinds that ``group`` serves."""
+        return tuple(k for k in cls.kinds if k.group == group)
+
+    @classmethod
     def get(cls, informer: Informer, ref: KindRef, namespace: str | None, name: str) -> Self | None:
         """The object of kind ``ref`` named ``name`` (in ``namespace`` if the kind is namespaced)."""
         return cls.read(informer, ref, informer.get(ref, namespace if ref.namespaced else None, name))

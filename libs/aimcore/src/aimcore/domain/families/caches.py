@@ -11,16 +11,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.crds import aim, silogen
 from aimcore.api.crds.base import EnvVar
-from aimcore.api.kinds import MODEL_CACHE_KINDS, TEMPLATE_CACHE_KINDS, KindRef, in_group
+from aimcore.api.kinds import MODEL_CACHE_KINDS, MODEL_CACHE_NAMES, TEMPLATE_CACHE_KINDS, KindRef, in_group
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import Object, written
+from aimcore.runtime.informer import Informer
 
 __all__ = ["AnyModelCache", "AnyTemplateCache", "CacheEntry", "CacheSource", "ModelCache", "TemplateCache"]
 
 AnyTemplateCache = aim.AIMTemplateCache | silogen.AIMTemplateCache
-AnyModelCache = aim.AIMModelCache | silogen.AIMModelCache
+AnyModelCache = aim.AIMModelCache | aim.AIMArtifact | silogen.AIMModelCache
 
 
 class TemplateCache(Object[AnyTemplateCache]):
@@ -87,8 +89,9 @@ class TemplateCache(Object[AnyTemplateCache]):
 
     @property
     def model_caches(self) -> dict[str, CacheEntry]:
-        """``status.modelCaches`` (the current group's), by model."""
-        entries = self.status.get("modelCaches")
+        """``status.modelCaches`` (the current group's), by model (``status.artifacts``, the
+        released name of the same entries, when only that is written)."""
+        entries = self.status.get("modelCaches") or self.status.get("artifacts")
         if not isinstance(entries, Mapping):
             return {}
         return {str(k): CacheEntry.of(v) for k, v in entries.items() if isinstance(v, Mapping)}
@@ -100,9 +103,22 @@ class ModelCache(Object[AnyModelCache]):
     kinds = MODEL_CACHE_KINDS
 
     @classmethod
-    def kind(cls, group: str) -> KindRef:
-        """The model cache kind of ``group`` (``AIMModelCache``)."""
-        return in_group(cls.kinds, group)
+    def kind(cls, group: str, behaviour: Behaviour = Behaviour.SEEDS) -> KindRef:
+        """The model cache kind the operator creates in ``group``: ``AIMModelCache``, or under the
+        released behaviour the current group's ``AIMArtifact``."""
+        return MODEL_CACHE_NAMES[group].created(behaviour)
+
+    @classmethod
+    def each_in(cls, informer: Informer, group: str, namespace: str | None) -> list[ModelCache]:
+        """Every model cache of ``group`` in ``namespace``, whatever its kind (``AIMModelCache``,
+        ``AIMArtifact``: all are read)."""
+        return [c for kind in cls.kinds_in(group) for c in cls.each(informer, kind, namespace)]
+
+    @classmethod
+    def get_in(cls, informer: Informer, group: str, namespace: str | None, name: str) -> ModelCache | None:
+        """The model cache of ``group`` named ``name``, whatever its kind (the seeds' first)."""
+        found = (cls.get(informer, kind, namespace, name) for kind in cls.kinds_in(group))
+        return next((c for c in found if c is not None), None)
 
     @property
     def source_uri(self) -> str:

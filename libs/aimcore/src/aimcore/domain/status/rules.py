@@ -406,6 +406,7 @@ RULES: Mapping[tuple[str, str], Rule] = {
     (GROUP_AIM, "AIMClusterServiceTemplate"): RESOURCE,
     (GROUP_AIM, "AIMTemplateCache"): TEMPLATE_CACHE,
     (GROUP_AIM, "AIMModelCache"): RESOURCE,
+    (GROUP_AIM, "AIMArtifact"): RESOURCE,
     (GROUP_AIM, "AIMClusterModelSource"): RESOURCE,
     (GROUP_AIM, "AIMRuntimeConfig"): RUNTIME_CONFIG,
     (GROUP_AIM, "AIMClusterRuntimeConfig"): RUNTIME_CONFIG,

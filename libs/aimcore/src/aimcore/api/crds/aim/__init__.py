@@ -14,7 +14,7 @@ nine kinds: :mod:`~aimcore.api.crds.aim.common` (what the families share),
 :mod:`~aimcore.api.crds.aim.sources` (``AIMClusterModelSource``),
 :mod:`~aimcore.api.crds.aim.templates` (``AIMServiceTemplate``, ``AIMClusterServiceTemplate``),
 :mod:`~aimcore.api.crds.aim.services` (``AIMService``), :mod:`~aimcore.api.crds.aim.caches`
-(``AIMTemplateCache``, ``AIMModelCache``) and :mod:`~aimcore.api.crds.aim.runtimeconfigs`
+(``AIMTemplateCache``, ``AIMModelCache``, ``AIMArtifact``) and :mod:`~aimcore.api.crds.aim.runtimeconfigs`
 (``AIMRuntimeConfig``, ``AIMClusterRuntimeConfig``). This package re-exports every public name, so
 ``aim.AIMService`` and ``from aimcore.api.crds.aim import AIMService`` are how code names them;
 :data:`KINDS` lists the kinds in the order their CRDs are generated.
@@ -23,6 +23,8 @@ nine kinds: :mod:`~aimcore.api.crds.aim.common` (what the families share),
 from __future__ import annotations
 
 from aimcore.api.crds.aim.caches import (
+    AIMArtifact,
+    AIMArtifactStatus,
     AIMModelCache,
     AIMModelCacheMode,
     AIMModelCacheSpec,
@@ -35,6 +37,7 @@ from aimcore.api.crds.aim.caches import (
     AIMTemplateCacheStatus,
     CacheSize,
     DownloadProgress,
+    DownloadState,
     check_cache_size,
 )
 from aimcore.api.crds.aim.common import (
@@ -156,6 +159,7 @@ KINDS: tuple[type[Resource], ...] = (
     AIMService,
     AIMTemplateCache,
     AIMModelCache,
+    AIMArtifact,
     AIMRuntimeConfig,
     AIMClusterRuntimeConfig,
 )
@@ -183,6 +187,8 @@ __all__ = [
     "SOURCE_URI_PATTERN",
     "TEMPLATE_HARDWARE_GPU_MESSAGE",
     "TEMPLATE_HARDWARE_GPU_RULE",
+    "AIMArtifact",
+    "AIMArtifactStatus",
     "AIMCachingMode",
     "AIMClusterModel",
     "AIMClusterModelSource",
@@ -262,6 +268,7 @@ __all__ = [
     "AIMTemplateProfile",
     "CacheSize",
     "DownloadProgress",
+    "DownloadState",
     "ImageMetadata",
     "ModelMetadata",
     "ModelSourceFilter",

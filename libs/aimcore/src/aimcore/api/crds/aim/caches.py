@@ -1,5 +1,7 @@
 """Caches: ``AIMTemplateCache`` and ``AIMModelCache``, the model artifacts downloaded ahead of time
-onto volumes, which the cache service reconciles.
+onto volumes, which the cache service reconciles; and ``AIMArtifact``, the released original's name
+for the model cache (v0.2.1): the same spec, and a status that also says which download protocol is
+in use (``status.download``). ``AIMModelCache`` stays exactly as the seed defines it.
 """
 
 from __future__ import annotations
@@ -210,6 +212,15 @@ class AIMTemplateCacheStatus(K8sModel):
     model_caches: dict[str, AIMResolvedModelCache] | None = Field(
         default=None, description="ModelCaches maps model names to their resolved AIMModelCache resources."
     )
+    # The released original's name of the field (v0.2.1), written beside it with the same entries
+    # (an addition to the seed's schema: docs/status.md#two-generations-of-the-original).
+    artifacts: dict[str, AIMResolvedModelCache] | None = Field(
+        default=None,
+        description=(
+            "Artifacts maps model names to their resolved model caches (AIMArtifact or AIMModelCache);\n"
+            "the same entries as ModelCaches, under the released AIM Engine's name."
+        ),
+    )
 
 
 class AIMModelCacheSpec(RuntimeConfigRef):
@@ -346,6 +357,33 @@ class AIMModelCacheStatus(K8sModel):
     )
 
 
+class DownloadState(K8sModel):
+    """DownloadState represents the current download attempt state of an AIMArtifact"""
+
+    protocol: str | None = Field(
+        default=None, description="Protocol is the download protocol of the current attempt (e.g. HTTP)"
+    )
+    attempt: int | None = Field(
+        default=None, description="Attempt is the current attempt number (1-based) in the protocol sequence"
+    )
+    total_attempts: int | None = Field(
+        default=None, description="TotalAttempts is the number of protocols in the sequence"
+    )
+    protocol_sequence: str | None = Field(
+        default=None, description='ProtocolSequence is the protocols tried in order (e.g. "XET,HTTP")'
+    )
+    message: str | None = Field(default=None, description="Message is a short note on the download state")
+
+
+class AIMArtifactStatus(AIMModelCacheStatus):
+    """AIMArtifactStatus defines the observed state of AIMArtifact: the model cache's, and the
+    current download attempt."""
+
+    download: DownloadState | None = Field(
+        default=None, description="Download is the current download attempt, while and after it runs"
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Top-level kinds
 # ---------------------------------------------------------------------------------------------
@@ -375,6 +413,20 @@ class AIMTemplateCache(Resource):
     status: AIMTemplateCacheStatus | None = None
 
 
+# The model cache's columns (AIMArtifact adds the download's between the two parts).
+_MODEL_CACHE_COLUMNS = (
+    STATUS,
+    PrinterColumn("Mode", ".status.mode"),
+    PrinterColumn("Model Size", ".spec.size"),
+    PrinterColumn("Progress", ".status.progress.displayPercentage"),
+)
+_MODEL_CACHE_WIDE = (
+    PrinterColumn("Source", ".spec.sourceUri", priority=1),
+    PrinterColumn("PVC", ".status.persistentVolumeClaim", priority=1),
+    AGE,
+)
+
+
 class AIMModelCache(Resource):
     """AIMModelCache is the Schema for the modelcaches API"""
 
@@ -385,17 +437,33 @@ class AIMModelCache(Resource):
         scope="Namespaced",
         short_names=("aimmc",),
         categories=CATEGORIES,
-        printer_columns=(
-            STATUS,
-            PrinterColumn("Mode", ".status.mode"),
-            PrinterColumn("Model Size", ".spec.size"),
-            PrinterColumn("Progress", ".status.progress.displayPercentage"),
-            PrinterColumn("Source", ".spec.sourceUri", priority=1),
-            PrinterColumn("PVC", ".status.persistentVolumeClaim", priority=1),
-            AGE,
-        ),
+        printer_columns=(*_MODEL_CACHE_COLUMNS, *_MODEL_CACHE_WIDE),
         description="AIMModelCache is the Schema for the modelcaches API",
     )
 
     spec: AIMModelCacheSpec
     status: AIMModelCacheStatus | None = None
+
+
+class AIMArtifact(Resource):
+    """AIMArtifact is the Schema for the artifacts API: the released AIM Engine's name of the model
+    cache (the same spec as AIMModelCache; the status also carries the download attempt)."""
+
+    crd: ClassVar[CRDInfo] = CRDInfo(
+        group=GROUP,
+        kind="AIMArtifact",
+        plural="aimartifacts",
+        scope="Namespaced",
+        short_names=("aimart",),
+        categories=CATEGORIES,
+        printer_columns=(
+            *_MODEL_CACHE_COLUMNS,
+            PrinterColumn("Protocol", ".status.download.protocol", priority=1),
+            PrinterColumn("Attempt", ".status.download.attempt", priority=1),
+            *_MODEL_CACHE_WIDE,
+        ),
+        description="AIMArtifact is the Schema for the artifacts API",
+    )
+
+    spec: AIMModelCacheSpec
+    status: AIMArtifactStatus | None = None
