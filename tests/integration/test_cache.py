@@ -292,19 +292,34 @@ async def test_shared_template_caches_share_and_dedicated_ones_are_isolated(  # 
     await eventually(collected, timeout=45, what="the dedicated model cache collected, the shared one kept")
 
 
+async def dedicated_then_shared(
+    kube: Kube, namespace: str, hub: HubServer
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """A Dedicated template cache made Ready, then a Shared one of the same template and source:
+    the source's URI and both template caches once Ready."""
+    repo = hf_repo(hub)
+    uri = f"hf://{repo}"
+    sources = [{"modelId": repo, "sourceUri": uri, "env": hf_env(hub)}]
+    await a_template(kube, namespace, "tpl")
+    await template_cache(kube, namespace, "dedicated", "tpl", sources, mode="Dedicated")
+    dedicated = await wait_status(kube, TEMPLATE_CACHE, namespace, "dedicated", "Ready")
+    await template_cache(kube, namespace, "shared", "tpl", sources)
+    shared = await wait_status(kube, TEMPLATE_CACHE, namespace, "shared", "Ready")
+    return uri, dedicated, shared
+
+
+def cache_name_of(template_cache: dict[str, Any]) -> str:
+    """The one model cache a template cache's status lists."""
+    (entry,) = template_cache["status"]["modelCaches"].values()
+    return str(entry["name"])
+
+
 async def test_a_shared_template_cache_promotes_a_dedicated_model_cache(  # type: ignore[no-untyped-def]
     cache, kube: Kube, namespace: str, hub_server: HubServer
 ) -> None:
-    repo = hf_repo(hub_server)
-    uri = f"hf://{repo}"
-    sources = [{"modelId": repo, "sourceUri": uri, "env": hf_env(hub_server)}]
-    await a_template(kube, namespace, "tpl")
-    await template_cache(kube, namespace, "dedicated", "tpl", sources, mode="Dedicated")
-    ready = await wait_status(kube, TEMPLATE_CACHE, namespace, "dedicated", "Ready")
-    owned = ready["status"]["modelCaches"][repo]["name"]
-    await template_cache(kube, namespace, "shared", "tpl", sources)
-    shared = await wait_status(kube, TEMPLATE_CACHE, namespace, "shared", "Ready")
-    assert shared["status"]["modelCaches"][repo]["name"] == owned  # adopted, not downloaded again
+    uri, ready, shared = await dedicated_then_shared(kube, namespace, hub_server)
+    owned = cache_name_of(ready)
+    assert cache_name_of(shared) == owned  # adopted, not downloaded again
 
     async def promoted() -> dict[str, Any] | None:
         obj = await kube.get(MODEL_CACHE, namespace, owned)

@@ -546,7 +546,7 @@ def test_patterns_accept_valid_values() -> None:
         (aim.AIMServiceTemplateSpec, {"modelName": "m", "metric": "speed"}),
         (aim.AIMServiceTemplateSpec, {"modelName": "m", "precision": "fp64"}),
         (aim.AIMProfileMetadata, {"precision": "fp4"}),  # profile metadata has the narrower enum
-        (aim.AIMServiceCachingConfig, {"mode": "Shared"}),
+        (aim.AIMServiceCachingConfig, {"mode": "Private"}),
         (aim.AIMServiceMetricTarget, {"type": "Percent"}),
         (aim.AIMServicePodMetric, {"backend": "prometheus"}),
     ],

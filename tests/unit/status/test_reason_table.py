@@ -21,7 +21,14 @@ REPORTERS = (
     "services/cache/src/aim_cache/modelcaches.py",
 )
 # reported on the framework conditions, Ready or a non-component condition (Discovered) only
-FRAMEWORK_ONLY = {"ReferenceNotFound", "InvalidConfig", "ObjectTooLarge", "Reconciling", "AwaitingDiscovery"}
+FRAMEWORK_ONLY = {
+    "ReferenceNotFound",
+    "InvalidConfig",
+    "ObjectTooLarge",
+    "Reconciling",
+    "AwaitingDiscovery",
+    "ImmutableFieldChanged",  # the deployer: ConfigValid only
+}
 
 
 def test_the_page_shows_the_current_table() -> None:

@@ -23,7 +23,8 @@ One reconcile:
 
    - **Shared** (default): caches without owner references are preferred; if only owned ones
      exist, the best is *promoted* (its owner references removed) so it outlives its former owner,
-     as the seed describes. New caches get no owner reference.
+     as the seed describes (under ``AIM_BEHAVIOUR=released`` owned ones are ignored, as the
+     released original does: a Shared cache makes its own). New caches get no owner reference.
    - **Dedicated**: only caches this template cache owns, or the one it created and a Shared cache
      has since promoted (never re-owned, so the two never fight). New caches are owned, so garbage
      collection removes them with the template cache.
@@ -188,7 +189,8 @@ class TemplateCacheReconciler:
     ) -> None:
         self.kube = kube
         self.download_image = download_image  # AIM_CACHE_DOWNLOAD_IMAGE
-        self.behaviour = behaviour  # AIM_BEHAVIOUR: which model cache kind it creates
+        # AIM_BEHAVIOUR: which model cache kind it creates, whether a Shared cache promotes an owned one
+        self.behaviour = behaviour
         self.children = Children(kube)  # writes the model caches; keeps those refused
 
     async def reconcile(self, request: Request[AnyTemplateCache]) -> Result | None:
@@ -320,7 +322,9 @@ class TemplateCacheReconciler:
             best = best_of(mine)
         else:
             unowned = [c for c in candidates if not c.owner_uids]
-            best = best_of(unowned) or best_of(candidates)
+            best = best_of(unowned)
+            if best is None and not self.behaviour.released:  # the seeds' promotion
+                best = best_of(candidates)
             if best is not None and best.owner_uids:
                 await self._promote(request, best)
         if best is not None:

@@ -2,16 +2,26 @@
 ``status.cache``: docs/specification.md#service-caching), decided from the informer cache; the
 controller applies the plan.
 
-Modes: ``caching.mode`` when set, else the deprecated ``cacheModel`` tri-state (unset → Auto,
-true → Always, false → Never); the legacy group's boolean ``cacheModel`` means Always when true and
-Auto when false.
+Modes (:func:`service_mode`): ``caching.mode`` when set, else the deprecated ``cacheModel``
+tri-state (unset → Auto, true → Always, false → Never); the legacy group's boolean ``cacheModel``
+means Always when true and Auto when false. Under ``AIM_BEHAVIOUR=released`` the current group's
+modes are the released original's: ``Always``/``Auto`` (and unset) → Shared, ``Never`` →
+Dedicated, ``cacheModel`` ignored, so there is always a cache.
 
 - **Never**: no cache; the runtime fetches the weights itself.
 - **Auto**: a template cache of the resolved template in the namespace is used when one exists
   (waited for while it fills); none → deploy without.
-- **Always**: that cache, created when missing (Shared, named ``<template>-<hash of namespace>``
-  as the original, labelled with the service; the service's finalizer removes it on delete if it
-  never became Ready).
+- **Always** and **Shared**: a Shared template cache of the template in the namespace, created when
+  missing (named ``<template>-<hash of namespace>`` as the original, labelled with the service,
+  owned by none; the service's finalizer removes it on delete if it never became Ready).
+- **Dedicated**: the service's own template cache (``mode: Dedicated``), named from template and
+  service with the service's uid in the hash (:func:`dedicated_cache_name`, as the original), owned
+  by the service, so it goes with it; its model caches' names hash that name in. A Shared service
+  never uses a Dedicated cache, a Dedicated one only the cache it owns.
+
+Under ``released`` the InferenceService is mounted at ``/workspace/cache`` (seeds:
+``/workspace/model-cache``), and a cache failing after its retry keeps the service waiting instead
+of deploying without it (the original creates the InferenceService only once the cache is Ready).
 
 A Failed cache gets the single retry the seed describes: its failed model caches are deleted and
 ``status.cache.retryAttempts`` goes from 0 to 1; failing again degrades the service
@@ -25,7 +35,9 @@ with PVC and mount point; legacy: the model caches labelled with the template ca
 from their ``aim.eai.amd.com/model-id`` annotation). A cache that disappears while the
 InferenceService mounts it keeps its volumes (``CacheLost``) until a new one is Ready; so does one
 whose model cache is deleted while its template cache makes a new one (``CacheLost``, naming the
-claim, rather than the template cache's "progressing").
+claim, rather than the template cache's "progressing"). A Shared cache deleted under a running
+service is ``CacheLost`` (Degraded) and a Dedicated one ``CacheCreating``, each created again at
+once (a Shared one unowned), the InferenceService keeping its volumes until the new one is Ready.
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ from typing import Any
 from aim_deployer.inference import CacheMount
 from aim_deployer.model_resolution import MANAGED_BY, MANAGER, SERVICE_LABEL
 from aim_deployer.service_view import ServiceView
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_AIM, PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.api.types import Obj
@@ -46,11 +59,13 @@ from aimcore.domain.families.caches import ModelCache, TemplateCache
 from aimcore.domain.families.templates import Template
 from aimcore.domain.naming import derived_name, label_value
 from aimcore.domain.runtimeconfig import merge_env
-from aimcore.runtime import Informer, condition
+from aimcore.runtime import Informer, condition, owned_by, owner_reference
 
 CACHE_READY = "CacheReady"
 AUTO, ALWAYS, NEVER = "Auto", "Always", "Never"
+SHARED, DEDICATED = "Shared", "Dedicated"
 CACHE_ROOT = "/workspace/model-cache"
+RELEASED_CACHE_ROOT = "/workspace/cache"
 TEMPLATE_CACHE_LABEL = "aim.eai.amd.com/template-cache.name"
 MODEL_ID_ANNOTATION = "aim.eai.amd.com/model-id"
 RETRIED_ANNOTATION = "aim.eai.amd.com/cache-retried"
@@ -71,14 +86,36 @@ class CachePlan:
     retry_attempts: int | None = None
 
 
-def mount_path(model_id: str) -> str:
-    """``/workspace/model-cache/{modelId}`` with ``..`` and empty segments dropped."""
+def cache_root(behaviour: Behaviour) -> str:
+    """Where the InferenceService mounts its caches (and ``AIM_CACHE_PATH``): the seeds'
+    ``/workspace/model-cache``, the released original's ``/workspace/cache``."""
+    return RELEASED_CACHE_ROOT if behaviour.released else CACHE_ROOT
+
+
+def mount_path(model_id: str, root: str = CACHE_ROOT) -> str:
+    """``{root}/{modelId}`` with ``..`` and empty segments dropped."""
     parts = [p for p in model_id.split("/") if p not in ("", ".", "..")]
-    return posixpath.join(CACHE_ROOT, *parts)
+    return posixpath.join(root, *parts)
+
+
+def service_mode(service: ServiceView, behaviour: Behaviour) -> str:
+    """The caching mode a service asks for, as the behaviour reads it: the seeds' (``Auto``,
+    ``Always``, ``Never``, ``Shared``, ``Dedicated`` as written, ``cacheModel`` when ``caching`` is
+    unset) or, for the current group under ``released``, the original's mapping (``Never`` and
+    ``Dedicated`` → Dedicated, anything else, unset included → Shared; ``cacheModel`` ignored)."""
+    if behaviour.released and service.ref.group == GROUP_AIM:
+        return DEDICATED if service.written_caching_mode in (NEVER, DEDICATED) else SHARED
+    return str(service.caching_mode)
 
 
 def shared_cache_name(template: str, namespace: str) -> str:
     return derived_name([template], [namespace])
+
+
+def dedicated_cache_name(template: str, service: str, identity: str) -> str:
+    """A Dedicated template cache's name: template and service readable, the service's identity
+    (its uid: a service deleted and made again under the same name gets a new cache) only hashed."""
+    return derived_name([template, service], [identity])
 
 
 def _template_field(group: str) -> str:
@@ -86,10 +123,21 @@ def _template_field(group: str) -> str:
 
 
 def find_cache(
-    informer: Informer, group: str, namespace: str | None, template: Template
+    informer: Informer,
+    group: str,
+    namespace: str | None,
+    template: Template,
+    owner: ServiceView | None = None,
 ) -> TemplateCache | None:
-    """The best template cache of ``template`` in the namespace: Ready first, then the oldest."""
+    """The best Shared template cache of ``template`` in the namespace (Ready first, then the
+    oldest); with ``owner`` (a Dedicated service) its own one only: Dedicated, under the name
+    :func:`dedicated_cache_name` gives it, owned by the service."""
     scope = "Namespace" if template.ref.namespaced else "Cluster"
+    if owner is not None:
+        name = dedicated_cache_name(template.name, owner.name, str(owner.uid))
+        tc = TemplateCache.get(informer, TemplateCache.kind(group), namespace, name)
+        usable = tc is not None and tc.dedicated and owned_by(tc.obj, str(owner.uid)) and not tc.deleting
+        return tc if usable else None
     found = [
         tc
         for tc in TemplateCache.each(informer, TemplateCache.kind(group), namespace)
@@ -102,8 +150,9 @@ def find_cache(
     return found[0] if found else None
 
 
-def cache_body(service: ServiceView, template: Template) -> tuple[KindRef, Obj]:
-    """The template cache a service makes (env and pull secrets copied as written)."""
+def cache_body(service: ServiceView, template: Template, mode: str = SHARED) -> tuple[KindRef, Obj]:
+    """The template cache a service makes (env and pull secrets copied as written): Shared (named
+    for template and namespace, owned by none) or, for ``mode`` Dedicated, the service's own."""
     ref = service.ref
     kind = TemplateCache.kind(ref.group)
     namespace = service.namespace or ""
@@ -114,7 +163,7 @@ def cache_body(service: ServiceView, template: Template) -> tuple[KindRef, Obj]:
     body_spec: Obj = {_template_field(ref.group): template.name}
     if ref.group == GROUP_AIM:
         body_spec["templateScope"] = "Namespace" if template.ref.namespaced else "Cluster"
-        body_spec["mode"] = "Shared"
+        body_spec["mode"] = DEDICATED if mode == DEDICATED else SHARED
     if service.storage_class:
         body_spec["storageClassName"] = service.storage_class
     if service.runtime_config_name:
@@ -123,8 +172,14 @@ def cache_body(service: ServiceView, template: Template) -> tuple[KindRef, Obj]:
         body_spec["env"] = env
     if service.pull_secrets:
         body_spec["imagePullSecrets"] = [written(s) for s in service.pull_secrets]
+    dedicated = mode == DEDICATED
+    name = (
+        dedicated_cache_name(template.name, service.name, str(service.uid))
+        if dedicated
+        else shared_cache_name(template.name, namespace)
+    )
     meta: Obj = {
-        "name": shared_cache_name(template.name, namespace),
+        "name": name,
         "namespace": namespace,
         "labels": {
             SERVICE_LABEL: label_value(service.name),
@@ -132,6 +187,8 @@ def cache_body(service: ServiceView, template: Template) -> tuple[KindRef, Obj]:
             MANAGED_BY: MANAGER,
         },
     }
+    if dedicated:
+        meta["ownerReferences"] = [owner_reference(ref, service.obj)]
     return kind, {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, "spec": body_spec}
 
 
@@ -145,7 +202,11 @@ def _reference(tc: TemplateCache) -> Obj:
     }
 
 
-def mounts_of(informer: Informer, group: str, tc: TemplateCache) -> tuple[CacheMount, ...]:
+def mounts_of(
+    informer: Informer, group: str, tc: TemplateCache, root: str = CACHE_ROOT
+) -> tuple[CacheMount, ...]:
+    """The volumes of a Ready template cache's Ready model caches, mounted under ``root`` (the
+    seeds' root takes the status's ``mountPoint``; the released original's never reads it)."""
     out: list[CacheMount] = []
     if group == GROUP_AIM:
         entries = tc.model_caches
@@ -155,7 +216,8 @@ def mounts_of(informer: Informer, group: str, tc: TemplateCache) -> tuple[CacheM
                 continue
             claim, name = entry.claim, entry.name
             if claim and name:
-                path = entry.mount_point or mount_path(entry.model or name)
+                listed = entry.mount_point if root == CACHE_ROOT else None
+                path = listed or mount_path(entry.model or name, root)
                 out.append(CacheMount(name, claim, path))
         return tuple(out)
     label = label_value(tc.name)
@@ -164,7 +226,7 @@ def mounts_of(informer: Informer, group: str, tc: TemplateCache) -> tuple[CacheM
             continue
         if mc.claim:
             model = mc.annotations.get(MODEL_ID_ANNOTATION) or mc.name
-            out.append(CacheMount(mc.name, mc.claim, mount_path(model)))
+            out.append(CacheMount(mc.name, mc.claim, mount_path(model, root)))
     return tuple(out)
 
 
@@ -206,19 +268,21 @@ def plan_cache(
     service: ServiceView,
     template: Template,
     live_mounts: Sequence[CacheMount],
+    behaviour: Behaviour = Behaviour.SEEDS,
 ) -> CachePlan:
     """The plan for the service's cache: none (``Never``), the template cache to use or to create
     (:func:`_without_cache`), and what the cache's state means (:class:`_Found`)."""
-    mode = service.caching_mode
+    mode = service_mode(service, behaviour)
     if mode == NEVER:
         return CachePlan(
             condition(CACHE_READY, True, "CachingDisabled", "caching.mode is Never: no cache is used")
         )
     live = tuple(live_mounts)
-    tc = find_cache(informer, service.ref.group, service.namespace, template)
+    owner = service if mode == DEDICATED else None
+    tc = find_cache(informer, service.ref.group, service.namespace, template, owner)
     if tc is None:
         return _without_cache(service, template, mode, live)
-    found = _Found(informer, service.ref.group, service.namespace, tc, live)
+    found = _Found(informer, service.ref.group, service.namespace, tc, live, behaviour)
     if tc.state in READY_STATES:
         return found.ready()
     if tc.state == "Failed":
@@ -226,11 +290,20 @@ def plan_cache(
     return found.not_ready()
 
 
+LOST_MESSAGES = {
+    SHARED: "Shared template cache was deleted but InferenceService still references cached storage volumes",
+    DEDICATED: "Dedicated template cache is being recreated",
+}
+"""A Shared or Dedicated cache gone while the InferenceService mounts its volumes: the original's
+words (``getCacheHealth``); it is created again at once."""
+
+
 def _without_cache(
     service: ServiceView, template: Template, mode: str, live: tuple[CacheMount, ...]
 ) -> CachePlan:
     """No template cache of the template: ``Auto`` goes on without one (keeping the volumes a lost
-    one left mounted), ``Always`` creates it."""
+    one left mounted), the other modes create it (the volumes a lost one left mounted kept
+    meanwhile: a Dedicated one is ``CacheCreating``, the others ``CacheLost``)."""
     tname = template.name
     if mode == AUTO:
         if live:
@@ -238,9 +311,12 @@ def _without_cache(
             return CachePlan(condition(CACHE_READY, False, "CacheLost", message), live)
         message = f"no template cache for {tname} (caching.mode Auto does not create one)"
         return CachePlan(condition(CACHE_READY, True, "NoCache", message))
-    kind, body = cache_body(service, template)
-    reason = "CacheLost" if live else "CacheCreating"
+    kind, body = cache_body(service, template, mode)
     message = f"creating template cache {body['metadata']['name']} for {tname}"
+    reason = "CacheCreating"
+    if live:
+        reason = "CacheCreating" if mode == DEDICATED else "CacheLost"
+        message = LOST_MESSAGES.get(mode, message)
     return CachePlan(condition(CACHE_READY, False, reason, message), live, wait=not live, create=(kind, body))
 
 
@@ -254,6 +330,7 @@ class _Found:
     namespace: str | None
     tc: TemplateCache
     live: tuple[CacheMount, ...]
+    behaviour: Behaviour = Behaviour.SEEDS
 
     @property
     def reference(self) -> Obj | None:
@@ -277,7 +354,7 @@ class _Found:
         )
 
     def ready(self) -> CachePlan:
-        mounts = mounts_of(self.informer, self.group, self.tc)
+        mounts = mounts_of(self.informer, self.group, self.tc, cache_root(self.behaviour))
         message = f"template cache {self.tc.name} is ready ({len(mounts)} model cache(s) mounted)"
         attempts = self.attempts
         return CachePlan(
@@ -289,7 +366,8 @@ class _Found:
 
     def failed(self) -> CachePlan:
         """The one retry (its failed model caches deleted), then waiting for it; failing again (or
-        with nothing to retry), the service runs without the cache."""
+        with nothing to retry), the service runs without the cache (seeds) or keeps waiting for it
+        (released: no InferenceService without a Ready cache)."""
         tc, name, attempts = self.tc, self.tc.name, self.attempts
         failed = failed_model_caches(self.informer, self.group, tc, skip_uids=retried_uids(tc))
         if attempts == 0 and failed:
@@ -303,6 +381,9 @@ class _Found:
             message = f"template cache {name} {why}: {_ready_message(tc)}"
             return self._unready("CacheRetrying" if attempts else "CacheNotReady", message, wait=True)
         retried = " after its retry" if attempts else ""
+        if self.behaviour.released:
+            message = f"template cache {name} failed{retried}: {_ready_message(tc)}"
+            return self._unready("CacheFailed", message, wait=True)
         message = f"template cache {name} failed{retried}: {_ready_message(tc)}; running without it"
         return self._unready("CacheFailed", message, wait=False)
 

@@ -201,6 +201,7 @@ class Inputs:
     deployment_mode: str = "RawDeployment"
     node_affinity: Obj | None = None  # the GPU's, when the template status has none of its own
     behaviour: Behaviour = Behaviour.SEEDS  # which generation's env order (:func:`env_layers`)
+    cache_root: str = CACHE_ROOT  # AIM_CACHE_PATH (the released original's: /workspace/cache)
 
 
 # -- small readers -------------------------------------------------------------------------------
@@ -264,13 +265,14 @@ def env_layers(
     model_id: str | None,
     service: list[Obj],
     behaviour: Behaviour,
+    cache_root: str = CACHE_ROOT,
 ) -> list[Obj]:
     """The env layers merged by name, lowest first, sorted by name. Released (and the original's
     code): operator defaults < runtime config < profile < template ``spec.env`` < ``AIM_MODEL_ID`` <
     service; the seeds (the API reference: "Service.Env > RuntimeConfig.Env > Template.Env >
     Profile.Env"): defaults < profile < template < runtime config < ``AIM_MODEL_ID`` < service."""
     defaults: list[Obj] = [
-        {"name": "AIM_CACHE_PATH", "value": CACHE_ROOT},
+        {"name": "AIM_CACHE_PATH", "value": cache_root},
         {"name": "VLLM_ENABLE_METRICS", "value": "true"},
     ]
     middle = [config, profile, template] if behaviour.released else [profile, template, config]
@@ -292,6 +294,7 @@ def container_env(inputs: Inputs) -> list[Obj]:
         model_id=model_id,
         service=_env_list(inputs.service.env),
         behaviour=inputs.behaviour,
+        cache_root=inputs.cache_root,
     )
 
 

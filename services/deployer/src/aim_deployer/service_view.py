@@ -12,7 +12,8 @@ reconcile cannot disagree. Where the groups spell one request differently this v
 - the template: ``template.name``; legacy also ``templateRef``;
 - the caching mode: ``caching.mode`` when set, else the deprecated ``cacheModel`` tri-state (unset
   → Auto, true → Always, false → Never); the legacy group has no ``caching`` and its boolean
-  ``cacheModel`` means Always when true and Auto when false;
+  ``cacheModel`` means Always when true and Auto when false (the released original's reading:
+  :func:`aim_deployer.caching.service_mode`);
 - the storage class: only the current group's ``storage.defaultStorageClassName``;
 - the routing: ``routing`` with the legacy ``routeTemplate`` read as ``pathTemplate``;
 - the model the service resolved before: ``status.resolvedModel``, legacy ``status.resolvedImage``.
@@ -108,6 +109,15 @@ class ServiceView(Object[AnyService]):
         if spec.cache_model is None:
             return AIMCachingMode.AUTO
         return AIMCachingMode.ALWAYS if spec.cache_model else AIMCachingMode.NEVER
+
+    @property
+    def written_caching_mode(self) -> str | None:
+        """``caching.mode`` as the object has it (the current group's; ``None`` when unset): the
+        released original reads only this (``cacheModel`` ignored)."""
+        spec = self.spec
+        if isinstance(spec, aim.AIMServiceSpec) and spec.caching is not None and spec.caching.mode:
+            return str(spec.caching.mode)
+        return None
 
     @property
     def runtime_config_name(self) -> str | None:

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aim_deployer import caching, inference, readiness, routing, sharing
+from aim_deployer import caching, immutability, inference, readiness, routing, sharing
 from aim_deployer.live_volumes import keep_live_volumes
 from aim_deployer.model_resolution import MODEL_READY, ModelPlan, resolve_model
 from aim_deployer.replica_status import hpa_name, runtime_status
@@ -175,7 +175,7 @@ class ServiceReconciler:
     ) -> None:
         self.kube = kube
         self.settings = settings
-        self.behaviour = behaviour
+        self.behaviour = behaviour  # AIM_BEHAVIOUR: caching modes, the mount path, the env order
         self.children = Children(kube)  # writes them; keeps the bodies refused for their content
 
     async def reconcile(self, request: Req) -> Result | None:
@@ -184,6 +184,8 @@ class ServiceReconciler:
         if service.deleting:
             await self._finalize(request)
             return None
+        if ref.group == GROUP_AIM and (refused := await self._immutable(request)) is not None:
+            return await self._report(request, refused)
         resolved, conditions = resolution_conditions(
             request.informer.get,
             ref.group,
@@ -229,6 +231,21 @@ class ServiceReconciler:
         return await self._report(request, state)
 
     # -- steps ---------------------------------------------------------------------------------
+
+    async def _immutable(self, request: Req) -> Pass | None:
+        """``spec.caching``/``spec.template`` changed after they were set: refused, nothing else
+        done (:mod:`aim_deployer.immutability`); otherwise what is set now is recorded."""
+        found = immutability.check(request.obj)
+        if found.refused is not None:
+            state = Pass([], {})
+            state.invalid(immutability.REASON, found.refused)
+            return state
+        if found.record is not None:
+            annotations = {immutability.ANNOTATION: found.record}
+            await self.kube.patch(
+                request.ref, request.namespace, request.name, {"metadata": {"annotations": annotations}}
+            )
+        return None
 
     async def _model(
         self, request: Req, service: ServiceView, state: Pass, config: RuntimeConfig
@@ -309,7 +326,7 @@ class ServiceReconciler:
     async def _cache(
         self, request: Req, service: ServiceView, state: Pass, template: Template, live: Obj | None
     ) -> caching.CachePlan:
-        plan = caching.plan_cache(request.informer, service, template, live_mounts(live))
+        plan = caching.plan_cache(request.informer, service, template, live_mounts(live), self.behaviour)
         state.set(plan.condition)
         if plan.create is not None:
             if not has_finalizer(request.obj, FINALIZER):
@@ -372,6 +389,7 @@ class ServiceReconciler:
             deployment_mode=self.settings.deployment_mode,
             node_affinity=self._affinity(chosen.template, state.inventory),
             behaviour=self.behaviour,
+            cache_root=caching.cache_root(self.behaviour),
         )
         body = keep_live_volumes(inference.build(inputs), live)
         if live is None or differs(live, body):

@@ -287,6 +287,7 @@ UNREAD_REASONS: frozenset[str] = frozenset(
         "InvalidConfig",  # runtime configs: ConfigValid/Ready
         "InvalidFilter",  # model sources: ConfigValid/Ready
         "ObjectTooLarge",  # the runtime: ConfigValid/Ready
+        "ImmutableFieldChanged",  # deployer: ConfigValid, spec.caching/template changed once set
         "StatusTooLarge",  # the status service: StatusComplete=False, no component condition
         "Reconciling",  # the runtime: Ready, once a spec is valid again
         "WithinLimit",  # model sources: MaxModelsLimitReached=False

@@ -57,11 +57,19 @@ class AIMCachingMode(enum.StrEnum):
       This is the default mode.
     - ``Always``: CachingModeAlways always uses cache, creating one if it doesn't exist.
     - ``Never``: CachingModeNever never uses cache, even if one exists.
+    - ``Shared``: a template cache shared by every service of the template in the namespace,
+      created when missing, owned by none (the released original's default).
+    - ``Dedicated``: a template cache of this service only, owned by it (deleted with it).
+
+    The released original maps ``Always``/``Auto`` to ``Shared`` and ``Never`` to ``Dedicated``;
+    this operator does so under ``AIM_BEHAVIOUR=released`` (docs/caching.md#caching-modes).
     """
 
     AUTO = "Auto"
     ALWAYS = "Always"
     NEVER = "Never"
+    SHARED = "Shared"
+    DEDICATED = "Dedicated"
 
 
 class AIMServiceMetricSourceType(enum.StrEnum):
@@ -237,7 +245,9 @@ class AIMServiceCachingConfig(K8sModel):
             "Mode controls when to use caching.\n"
             "- Auto (default): Use cache if it exists, but don't create one\n"
             "- Always: Always use cache, create if it doesn't exist\n"
-            "- Never: Don't use cache even if it exists"
+            "- Never: Don't use cache even if it exists\n"
+            "- Shared: a template cache shared by the namespace's services, owned by none\n"
+            "- Dedicated: a template cache of this service only, owned by it"
         ),
     )
 
