@@ -32,6 +32,7 @@ from tests.oci_models import pull_secret, push_docker_model, repo, tiny_gguf
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
 MODEL_CACHE = by_kind(AIM, "AIMModelCache")
+ARTIFACT = by_kind(AIM, "AIMArtifact")
 TEMPLATE_CACHE = by_kind(AIM, "AIMTemplateCache")
 TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
 PAUSED = {"aim.eai.amd.com/reconciliation-paused": "true"}
@@ -232,8 +233,13 @@ async def test_legacy_model_cache_becomes_available(  # type: ignore[no-untyped-
 
 
 async def model_caches(kube: Kube, namespace: str, uri: str) -> list[dict[str, Any]]:
-    items, _ = await kube.list(MODEL_CACHE, namespace)
-    return [c for c in items if c["spec"]["sourceUri"] == uri]
+    """The model caches of ``uri`` in ``namespace``, of both kinds (AIMModelCache, and AIMArtifact
+    which a template cache creates under ``AIM_BEHAVIOUR=released``)."""
+    found: list[dict[str, Any]] = []
+    for kind in (MODEL_CACHE, ARTIFACT):
+        items, _ = await kube.list(kind, namespace)
+        found += [c for c in items if c["spec"]["sourceUri"] == uri]
+    return found
 
 
 async def template_cache(  # noqa: PLR0917
@@ -520,8 +526,6 @@ async def test_a_template_still_in_progress_keeps_the_template_cache_pending(  #
 
 
 # -- AIMArtifact, the released name of the model cache ----------------------------------------------
-
-ARTIFACT = by_kind(AIM, "AIMArtifact")
 
 
 async def test_an_artifact_downloads_and_says_how_as_the_released_original_does(  # type: ignore[no-untyped-def]

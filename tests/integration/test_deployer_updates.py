@@ -161,12 +161,24 @@ async def test_env_order_of_the_released_original(released: Services, kube: Kube
     await make_service(
         kube, namespace, "rel", {"model": {"name": "rel"}, "env": [{"name": "S", "value": "s"}]}
     )
+    # released: unset caching is Shared, and the InferenceService waits for a Ready template cache
+    await wait_service(kube, namespace, "rel", test_deployer.CACHE_COMING, "creating its cache")
+    tc = (await kube.list(TEMPLATE_CACHE, namespace))[0][0]["metadata"]["name"]
+    entry = {
+        "name": "mc-rel",
+        "status": "Ready",
+        "persistentVolumeClaim": "mc-rel-cache",
+        "model": "acme/llama",
+        "mountPoint": "/workspace/cache/acme/llama",
+    }
+    status = {"status": "Ready", "modelCaches": {"acme/llama": entry}}
+    await ready(kube, TEMPLATE_CACHE, namespace, tc, status)
     env = env_of(await isvc_of(kube, namespace, "rel"))
     # defaults < runtime config < profile id/metric/precision < template env < service env
     assert env["LAYER"] == "template"
     assert env["AIM_PROFILE_ID"] == "rel-profile"
     assert (env["AIM_METRIC"], env["AIM_PRECISION"]) == ("from-template", "fp8")
-    assert env["S"] == "s" and env["AIM_CACHE_PATH"] == "/workspace/model-cache"
+    assert env["S"] == "s" and env["AIM_CACHE_PATH"] == "/workspace/cache"
 
 
 async def test_an_update_keeps_the_cache_volume_the_inference_service_mounts(
