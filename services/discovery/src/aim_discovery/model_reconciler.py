@@ -50,6 +50,7 @@ from aim_discovery.catalog import (
     templates_condition,
 )
 from aimcore.api.backoff import Backoff, jitter_key
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import SECRET, KindRef
@@ -329,9 +330,11 @@ class ModelReconciler:
         client_factory: Callable[[DockerConfig], RegistryClient] = RegistryClient,
         clock: Callable[[], float] = time.monotonic,
         policy: OutboundPolicy | None = None,
+        behaviour: Behaviour = Behaviour.SEEDS,
     ) -> None:
         self.kube = kube
         self.system_namespace = system_namespace
+        self.behaviour = behaviour  # AIM_BEHAVIOUR: which generation's templates and inspection
         self.client_factory = client_factory
         self.clock = clock
         self.policy = policy or OutboundPolicy()

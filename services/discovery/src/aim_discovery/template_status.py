@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.hardware import canonical_hardware
 from aimcore.domain import gpu as gpus
 from aimcore.domain.families.templates import Template
 from aimcore.runtime import Request
@@ -58,7 +59,8 @@ async def report(  # noqa: PLR0917
 def resolved_hardware(template: Template, model: str | None, requests: int | None) -> dict[str, Any]:
     """``status.resolvedHardware``, for every template: the GPU it runs on (discovery's output over
     the spec; ``requests: 0`` when it needs none) and its CPU when the spec gives one (from
-    ``spec.resources`` or ``spec.hardware.cpu``; a limit alone is also the request, as in a Pod)."""
+    ``spec.resources`` or ``spec.hardware.cpu``; a limit alone is also the request, as in a Pod), its
+    quantities as Kubernetes writes them back (``2000m`` → ``"2"``, as the original)."""
     requirement = template.gpu
     gpu: dict[str, Any] = {"resourceName": requirement.resource_name}
     if requests is not None:
@@ -75,7 +77,7 @@ def resolved_hardware(template: Template, model: str | None, requests: int | Non
         resolved["cpu"] = {"requests": cpu.get("requests", cpu.get("limits")), **cpu}
     if not resolved:  # CPU-only, nothing said about CPU: no GPU is the one thing known
         resolved["gpu"] = {"requests": 0, "resourceName": requirement.resource_name}
-    return resolved
+    return canonical_hardware(resolved)
 
 
 def hardware_summary(resolved: Mapping[str, Any]) -> str:
