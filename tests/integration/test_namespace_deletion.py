@@ -95,7 +95,8 @@ async def _decisions(servers: LocalServers, namespace: str) -> list[Decision]:
 async def _fill(kube: Kube) -> None:
     """The namespace's AIM objects: a model from spec metadata (its templates generated), a CPU
     template with a source nobody serves, a service that caches it."""
-    await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    for name in ("aim-system", NS):  # the operator's namespace, then the test's
+        await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     image = "this-registry-does-not-exist-12345.invalid/fake-model:v1"
     await kube.create(
         MODEL, manifest(MODEL, "spec-meta", NS, {"image": image, "imageMetadata": METADATA}), NS

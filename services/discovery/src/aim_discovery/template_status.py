@@ -12,7 +12,9 @@ from typing import Any
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.hardware import canonical_hardware
 from aimcore.domain import gpu as gpus
+from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import Template
+from aimcore.domain.status.rules import dependency_message
 from aimcore.runtime import Request
 from aimcore.runtime.composer import has_status_field
 
@@ -24,6 +26,7 @@ DISCOVERED = "Discovered"
 
 MODEL_FOUND = "ModelFound"
 MODEL_NOT_FOUND = "ModelNotFound"
+MODEL_FAILED = "ModelFailed"  # the model Failed or Degraded (cluster templates: ClusterModelFailed)
 REFERENCE_NOT_FOUND = "ReferenceNotFound"
 INLINE_SOURCES = "InlineModelSources"
 INLINE_SOURCES_MESSAGE = "Model sources provided in-line in spec"  # the original's, exactly
@@ -54,6 +57,27 @@ async def report(  # noqa: PLR0917
     kept = {k: v for k, v in fields.items() if has_status_field(request.ref.group, request.ref.kind, k)}
     if await request.reporter.report(request.ref, request.obj, conditions, kept):
         await request.reporter.decide(request.ref, request.obj, action, reason, message, **details)
+
+
+def model_failure(model: Model, templates_condition: str) -> str | None:
+    """The message of a template's ``ModelReady=False/ModelFailed`` (``ClusterModelFailed``) when
+    its model is Failed or Degraded for something other than its templates (the original's
+    circular-dependency guard: a model failing only through ``templates_condition`` is its
+    templates' doing, so they ignore it), else ``None``. The message names the model's state, which
+    the template takes (:data:`aimcore.domain.status.rules.DEPENDENCY_REASONS`)."""
+    state = model.state
+    if state not in ("Failed", "Degraded"):
+        return None
+    failing = [
+        c
+        for c in model.conditions
+        if str(c.get("type") or "").endswith("Ready")
+        and c.get("type") not in ("Ready", templates_condition)
+        and c.get("status") == "False"
+    ]
+    if not failing:
+        return None
+    return dependency_message(f"{model.ref.kind} {model.name}", state, model.ready_message)
 
 
 def resolved_hardware(template: Template, model: str | None, requests: int | None) -> dict[str, Any]:
