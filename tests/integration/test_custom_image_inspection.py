@@ -16,12 +16,12 @@ import pytest
 
 from aim_dev.local.registry import Registry
 from aim_dev.testing.oci import push_image
-from aim_dev.testing.plugin import LocalServers, connect_as
+from aim_dev.testing.plugin import LocalServers
 from aimcore.api.kinds import NAMESPACE, by_kind
 from aimcore.runtime import Kube
 from aimcore.runtime.kube import connect
 from tests.helpers import condition, eventually, manifest, status_of
-from tests.integration.conftest import Services, consumers_ready, drained
+from tests.integration.conftest import Services, bound, drained, own_services
 
 AIM = "aim.eai.amd.com"
 MODEL = by_kind(AIM, "AIMModel")
@@ -38,28 +38,23 @@ def behaviour(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def stack(behaviour: str, private_stack: LocalServers, tmp_path: Path) -> Iterator[Services]:
-    services = Services(private_stack, private_stack.workdir / "logs", env={"AIM_BEHAVIOUR": behaviour})
-    for name in ("watcher", "status", "discovery"):
-        services.start(name)
-    try:
+    with own_services(
+        private_stack, ("watcher", "status", "discovery"), {"AIM_BEHAVIOUR": behaviour}
+    ) as services:
         yield services
-    finally:
-        services.stop_all()
 
 
 @pytest.fixture
 async def kube(private_stack: LocalServers, stack: Services) -> AsyncIterator[Kube]:
     client = Kube(await connect(private_stack.kubeconfig), field_manager="aim-tests")
-    nc = await connect_as(private_stack.nats)
     try:
-        await consumers_ready(nc.jetstream(), stack, "discovery")
+        await bound(private_stack, stack, "discovery")
         for name in ("aim-system", NS):
             await client.create(
                 NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
             )
         yield client
     finally:
-        await nc.close()
         await client.close()
 
 

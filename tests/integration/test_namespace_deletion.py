@@ -24,7 +24,7 @@ from aimcore.api.kinds import NAMESPACE, by_kind
 from aimcore.runtime import Kube
 from aimcore.runtime.kube import connect
 from tests.helpers import condition, eventually, manifest, status_of
-from tests.integration.conftest import Services, consumers_ready
+from tests.integration.conftest import Services, bound, own_services
 
 AIM = "aim.eai.amd.com"
 MODEL = by_kind(AIM, "AIMModel")
@@ -54,13 +54,10 @@ def stack(request: pytest.FixtureRequest, private_stack: LocalServers, tmp_path:
         "AIM_CACHE_EXECUTOR": "local",
         "AIM_CACHE_DIR": str(tmp_path / "caches"),
     }
-    services = Services(private_stack, private_stack.workdir / "logs", env=env)
-    for name in ("watcher", "status", "deployer", "discovery", "cache"):
-        services.start(name)
-    try:
+    with own_services(
+        private_stack, ("watcher", "status", "deployer", "discovery", "cache"), env
+    ) as services:
         yield services
-    finally:
-        services.stop_all()
 
 
 @pytest.fixture
@@ -118,11 +115,7 @@ async def _fill(kube: Kube) -> None:
 async def test_deleting_a_namespace_full_of_aim_objects_finishes_without_cleanup(
     private_stack: LocalServers, stack: Services, kube: Kube
 ) -> None:
-    nc = await connect_as(private_stack.nats)
-    try:
-        await consumers_ready(nc.jetstream(), stack)
-    finally:
-        await nc.close()
+    await bound(private_stack, stack)
     await _fill(kube)
 
     model = await status_of(
