@@ -98,7 +98,10 @@ async def _fill(kube: Kube) -> None:
     await kube.create(
         MODEL, manifest(MODEL, "spec-meta", NS, {"image": image, "imageMetadata": METADATA}), NS
     )
-    await kube.create(MODEL, manifest(MODEL, "m", NS, {"image": "ghcr.io/acme/llama:1.0"}), NS)
+    metadata = {"model": {"canonicalName": "acme/m"}}  # no registry to read, no template of its own
+    await kube.create(
+        MODEL, manifest(MODEL, "m", NS, {"image": "ghcr.io/acme/llama:1.0", "imageMetadata": metadata}), NS
+    )
     sources = [
         {
             "modelId": "acme/missing",
@@ -143,7 +146,12 @@ async def test_deleting_a_namespace_full_of_aim_objects_finishes_without_cleanup
         model_caches = (await kube.list(MODEL_CACHE, NS))[0]
         return held[0] if held and model_caches else None
 
-    cache = await eventually(held, timeout=45, what="the service's and its template cache's finalizers")
+    try:
+        cache = await eventually(held, timeout=60, what="the service's and its template cache's finalizers")
+    except AssertionError as exc:
+        svc = await kube.get(SERVICE, NS, "svc")
+        template = await kube.get(TEMPLATE, NS, "t")
+        raise AssertionError(f"{exc}; service: {svc}; template: {template}") from None
     assert cache["metadata"]["labels"]["aim.eai.amd.com/service"] == "svc"
     assert cache.get("status", {}).get("status") != "Ready"  # the cleanup would delete its model cache
 
