@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import aiohttp
@@ -200,3 +201,25 @@ def other_host(tmp_path: Path) -> Iterator[FileServer]:
         yield server
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def own_services(servers: LocalServers, names: Sequence[str], env: dict[str, str]) -> Iterator[Services]:
+    """``names`` started on a stack of the test's own (``private_stack``) with ``env`` for each
+    (e.g. ``AIM_BEHAVIOUR``), stopped afterwards."""
+    services = Services(servers, servers.workdir / "logs", env=env)
+    for name in names:
+        services.start(name)
+    try:
+        yield services
+    finally:
+        services.stop_all()
+
+
+async def bound(servers: LocalServers, services: Services, service: str = "deployer") -> None:
+    """Wait until ``service``'s and the status service's consumers exist on ``servers``' NATS."""
+    nc = await connect_as(servers.nats)
+    try:
+        await consumers_ready(nc.jetstream(), services, service)
+    finally:
+        await nc.close()

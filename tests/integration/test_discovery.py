@@ -141,8 +141,10 @@ async def test_image_labels_create_templates_that_go_with_the_model(  # type: ig
         (owner,) = template["metadata"]["ownerReferences"]
         assert (owner["kind"], owner["name"], owner["controller"]) == ("AIMModel", "demo", True)
         assert template["spec"]["modelName"] == "demo"
-        assert template["spec"]["gpu"]["requests"] == count
-        assert template["spec"]["gpu"]["model"] == "MI355X"
+        # as the original writes them (issue 39, point 8): spec.hardware.gpu, no type
+        assert template["spec"]["hardware"]["gpu"]["requests"] == count
+        assert template["spec"]["hardware"]["gpu"]["model"] == "MI355X"
+        assert "gpu" not in template["spec"] and "type" not in template["spec"]
         assert template["spec"]["precision"] == precision
         done = await status_of(
             kube,
@@ -374,15 +376,16 @@ async def test_templates_of_custom_models_carry_their_hardware_the_released_way(
     """Issue 28, items 1 and 2: the templates made for a custom model (one per ``customTemplates``
     entry, one from ``custom.hardware`` alone, one for a service's inline custom model) carry their
     hardware in ``spec.hardware``, as the released original writes them (the CPU in
-    ``spec.resources`` too), not in ``spec.gpu``; every quantity is copied as the user wrote it
-    (``"2"`` stays ``"2"``, an integer stays one), up to ``status.resolvedHardware``. The legacy
+    ``spec.resources`` too), not in ``spec.gpu``; every quantity as Kubernetes writes it back, as
+    the original's Go types copy it (issue 39, point 8: ``2000m`` is ``"2"``, an integer ``2`` is
+    ``"2"``), up to ``status.resolvedHardware``. The legacy
     group's templates have no ``spec.hardware`` (docs/specification.md#the-legacy-api-reference):
     the GPU stays ``gpuSelector``."""
     sources = [{"modelId": "acme/hw-1b", "sourceUri": "s3://models/acme/hw-1b", "size": "2Gi"}]
     default = {"cpu": {"requests": "2", "limits": 4}}
     base = {"image": "example.invalid/aim-base:1.0", "modelSources": sources, "custom": {"hardware": default}}
     entries = [
-        {"name": "small", "hardware": {"cpu": {"requests": "500m", "limits": "1"}}},
+        {"name": "small", "hardware": {"cpu": {"requests": "500m", "limits": "1000m"}}},
         {"name": "gpu", "hardware": {"gpu": {"requests": 1, "model": "MI355X"}}},
     ]
     await kube.create(
@@ -403,13 +406,17 @@ async def test_templates_of_custom_models_carry_their_hardware_the_released_way(
         return owned[0] if owned else None
 
     gpu = {"requests": 1, "model": "MI355X", "resourceName": "amd.com/gpu"}
+    kept = {"cpu": {"requests": "2", "limits": "4"}}  # default, as Kubernetes writes it back
     cases = [
         (
             await kube.get(MODEL, namespace, "entries"),
-            {"small": entries[0]["hardware"], "gpu": {**default, "gpu": gpu}},
+            {"small": {"cpu": {"requests": "500m", "limits": "1"}}, "gpu": {**kept, "gpu": gpu}},
         ),
-        (await kube.get(MODEL, namespace, "plain"), {"": default}),
-        (await eventually(service_model, timeout=30, what="the service's model"), {"": inline["hardware"]}),
+        (await kube.get(MODEL, namespace, "plain"), {"": kept}),
+        (
+            await eventually(service_model, timeout=30, what="the service's model"),
+            {"": {"cpu": {"requests": "1", "limits": "2"}}},
+        ),
     ]
     for model, expected in cases:
         made = await templates_of(kube, TEMPLATE, model, len(expected))
@@ -436,7 +443,8 @@ async def test_templates_of_custom_models_carry_their_hardware_the_released_way(
     old = await kube.get(LEGACY_MODEL, namespace, "old")
     (template,) = (await templates_of(kube, LEGACY_TEMPLATE, old, 1)).values()
     assert template["spec"]["gpuSelector"] == {"count": 2, "model": "MI355X"}, template["spec"]
-    assert template["spec"]["resources"] == {"requests": {"cpu": "2"}, "limits": {"cpu": 4}}, template["spec"]
+    resources = {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}}
+    assert template["spec"]["resources"] == resources, template["spec"]
 
 
 async def test_gpu_template_ready_when_a_node_has_the_gpu_and_not_available_when_it_goes(  # type: ignore[no-untyped-def]

@@ -268,6 +268,14 @@ def test_derived_template_of_a_released_base_is_written_the_seed_way() -> None:
         # CPU-only templates have resolved hardware too
         ({"hardware": {"cpu": CPU}}, None, {"cpu": CPU}, "CPU"),
         ({"resources": {"limits": {"cpu": "4"}}}, None, {"cpu": {"requests": "4", "limits": "4"}}, "CPU"),
+        # quantities as Kubernetes writes them back (e2e aimmodel/custom-models/cpu-only)
+        (
+            {"hardware": {"cpu": {"requests": "500m", "limits": "2000m"}}},
+            None,
+            {"cpu": {"requests": "500m", "limits": "2"}},
+            "CPU",
+        ),
+        ({"resources": {"requests": {"cpu": 2}}}, None, {"cpu": {"requests": "2"}}, "CPU"),
         ({}, None, {"gpu": {"requests": 0, "resourceName": "amd.com/gpu"}}, "CPU"),
         ({}, (None, 0), {"gpu": {"requests": 0, "resourceName": "amd.com/gpu"}}, "CPU"),
     ],

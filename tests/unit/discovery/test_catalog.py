@@ -379,7 +379,8 @@ def test_recommended_template_spec() -> None:
         "modelName": "demo",
         "metric": "latency",
         "precision": "fp8",
-        "gpu": {"requests": 1, "model": "MI300X"},
+        # as the original writes it (issue 39, point 8): spec.hardware.gpu, no type
+        "hardware": {"gpu": {"requests": 1, "model": "MI300X"}},
         "runtimeConfigName": "team",
         "imagePullSecrets": [{"name": "pull"}],
         "serviceAccountName": "sa",
@@ -411,8 +412,8 @@ def test_recommended_profile_id_becomes_the_template_spec_profile_id() -> None:
 )
 def test_recommended_gpu_only_with_model_and_count(dep: Obj, gpu: Obj | None) -> None:
     spec = recommended_template(model(), dep).spec
-    assert spec.get("gpu") == gpu
-    assert "gpuSelector" not in spec
+    assert (spec.get("hardware") or {}).get("gpu") == gpu
+    assert "gpuSelector" not in spec and "gpu" not in spec
 
 
 def test_recommended_template_omits_unset_metric_and_precision() -> None:
@@ -540,14 +541,30 @@ def test_custom_template_names_differ_by_index() -> None:
     assert second.name.startswith("demo-custom-a-")
 
 
-def test_custom_templates_on_an_image_model_are_additive_and_untyped() -> None:
+def test_custom_templates_on_an_image_model_are_additive_and_typed() -> None:
     view = model(
         {"customTemplates": [{"name": "fast", "hardware": {"gpu": {"requests": 1, "model": "MI300X"}}}]}
     )
     [planned] = custom_templates(view)
-    assert "type" not in planned.spec
+    assert planned.spec["type"] == "unoptimized"  # as the original writes it (issue 39, point 8)
     assert "modelSources" not in planned.spec
     assert planned.spec["hardware"] == {"gpu": {"requests": 1, "model": "MI300X"}}
+    written = model({"customTemplates": [{"name": "fast", "type": "preview"}]})
+    assert [t.spec["type"] for t in custom_templates(written)] == ["preview"]
+
+
+def test_generated_templates_carry_quantities_as_kubernetes_writes_them() -> None:
+    # e2e aimmodel/custom-models/cpu-only: limits 2000m is "2" in the template
+    view = model(
+        {"modelSources": SOURCES, "custom": {"hardware": {"cpu": {"requests": "500m", "limits": "2000m"}}}}
+    )
+    [planned] = custom_templates(view)
+    assert planned.spec["hardware"] == {"cpu": {"requests": "500m", "limits": "2"}}
+    assert planned.spec["resources"] == {"requests": {"cpu": "500m"}, "limits": {"cpu": "2"}}
+    [whole] = custom_templates(
+        model({"modelSources": SOURCES, "custom": {"hardware": {"cpu": {"requests": 2}}}})
+    )
+    assert whole.spec["hardware"] == {"cpu": {"requests": "2"}}
 
 
 def test_custom_template_hardware_merges_over_custom_hardware() -> None:
@@ -822,7 +839,7 @@ def _existing(**changes: Any) -> Obj:
     obj = copy.deepcopy(_body())
     obj["metadata"].update({"uid": "t1", "resourceVersion": "7", "generation": 1})
     obj["metadata"]["labels"]["extra"] = "added-by-someone"
-    obj["spec"]["gpu"]["resourceName"] = "amd.com/gpu"
+    obj["spec"]["hardware"]["gpu"]["resourceName"] = "amd.com/gpu"
     obj["spec"]["caching"] = {"enabled": False}
     obj["status"] = {"status": "Ready"}
     for path, value in changes.items():
@@ -843,7 +860,12 @@ def _existing(**changes: Any) -> Obj:
         (_existing(), False),
         (_existing(spec__precision="bf16"), True),
         (_existing(spec__metric=None), True),
-        (_existing(spec__gpu={"requests": 2, "model": "MI300X", "resourceName": "amd.com/gpu"}), True),
+        (
+            _existing(
+                spec__hardware={"gpu": {"requests": 2, "model": "MI300X", "resourceName": "amd.com/gpu"}}
+            ),
+            True,
+        ),
         (_existing(metadata__labels={"aim.eai.amd.com/model": "demo"}), True),
         (_existing(metadata__ownerReferences=None), True),
         (_existing(metadata__ownerReferences=[{"uid": "someone-else"}]), True),

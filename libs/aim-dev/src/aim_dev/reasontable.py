@@ -136,6 +136,7 @@ TABLE: Table = (
                     "InvalidPullSecret",
                     "InvalidImageReference",
                     "ImageNotFound",
+                    "BaseImageNotFound",
                     "ImagePullAuthFailure",
                     "RegistryError",
                     "MetadataExtractionFailed",
@@ -169,7 +170,7 @@ TABLE: Table = (
         "AIMServiceTemplate",
         (
             ("RuntimeConfigReady", ("ConfigFound", "DefaultConfigNotFound", "ConfigNotFound")),
-            ("ModelReady", ("ModelFound", "ModelNotFound")),
+            ("ModelReady", ("ModelFound", "ModelNotFound", "ModelFailed", "ClusterModelFailed")),
             (
                 "GPUReady",
                 ("GPUAvailable", "NoGPURequired", "GPUNotAvailable", "VRAMNotAvailable", "InvalidSpec"),

@@ -56,7 +56,13 @@ def controller(ctx: ServiceContext, slots: Slots) -> Controller:
     assert ctx.kube is not None, "discovery needs a Kubernetes client (secrets, templates, jobs, logs)"
     policy = OutboundPolicy.configured(ctx.settings)
     registry = functools.partial(RegistryClient, policy=policy)
-    models = ModelReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry, policy=policy)
+    models = ModelReconciler(
+        ctx.kube,
+        ctx.settings.system_namespace,
+        client_factory=registry,
+        policy=policy,
+        behaviour=ctx.settings.behaviour,
+    )
     templates = TemplateReconciler(ctx.kube, ctx.settings.system_namespace, slots, policy=policy)
     return Controller(
         ctx.name,

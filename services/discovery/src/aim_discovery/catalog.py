@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aimcore.api.crds.aim import AIMCustomTemplate
+from aimcore.api.hardware import canonical_hardware
 from aimcore.api.kinds import GROUP_AIM, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import written
@@ -117,14 +118,15 @@ def custom_templates(model: Model) -> list[PlannedTemplate]:
             spec["metric"] = metric
         if precision:
             spec["precision"] = precision
-        if model.is_custom:
-            # the entry's type only when written (the model fills in unoptimized), then the model's
+        if model.is_custom or model.ref.group == GROUP_AIM:
+            # every entry's template has a type, as the original writes them (an image model's
+            # too): the entry's only when written (the model fills in unoptimized), then the model's
             own_type = str(entry.type) if entry is not None and "type" in entry.model_fields_set else ""
             spec["type"] = own_type or default_type or "unoptimized"
         own_env = [written(e) for e in entry.env or []] if entry is not None else []
         env = merge_env(model.written_env, own_env)
         labels = {ALIAS_LABEL: label_value(alias)} if alias else {}
-        planned = _template_spec(model, spec, hardware, env=env, released=True)
+        planned = _template_spec(model, spec, hardware, env=env)
         out.append(PlannedTemplate(name, planned, labels))
     return out
 
@@ -142,32 +144,25 @@ def merge_hardware(default: Any, override: Any) -> Obj:
     return out
 
 
-def _template_spec(
-    model: Model,
-    spec: Obj,
-    hardware: Mapping[str, Any],
-    *,
-    env: Sequence[Obj] = (),
-    released: bool = False,
-) -> Obj:
-    """The wire-form template spec in the model's group. ``released``: the hardware goes to
-    ``spec.hardware {gpu, cpu}`` as the released original writes a custom model's templates (its CPU
-    also to ``spec.resources``, as there), else the GPU to the seed's ``spec.gpu``; the legacy group
-    has only ``gpuSelector``. Quantities are copied as written."""
+def _template_spec(model: Model, spec: Obj, hardware: Mapping[str, Any], *, env: Sequence[Obj] = ()) -> Obj:
+    """The wire-form template spec in the model's group: the hardware goes to ``spec.hardware {gpu,
+    cpu}`` as the original writes every generated template (its CPU also to ``spec.resources``, as
+    there); the legacy group has only ``gpuSelector``. Quantities are as Kubernetes writes them
+    back (``2000m`` → ``"2"``: :func:`aimcore.api.hardware.canonical_hardware`), as the original's
+    Go types copy them."""
     out: Obj = dict(spec)
+    hardware = canonical_hardware(hardware)
     gpu = hardware.get("gpu") if isinstance(hardware.get("gpu"), Mapping) else None
     cpu = hardware.get("cpu") if isinstance(hardware.get("cpu"), Mapping) else None
     runtime_config = model.runtime_config_name
     if model.ref.group == GROUP_AIM:
         out["modelName"] = model.name
-        if released and (gpu or cpu):
+        if gpu or cpu:
             out["hardware"] = {
                 part: {k: v for k, v in values.items() if v not in (None, "")}
                 for part, values in (("gpu", gpu), ("cpu", cpu))
                 if values
             }
-        elif gpu:
-            out["gpu"] = {k: v for k, v in gpu.items() if v not in (None, "")}
         if model.is_custom:
             out["modelSources"] = model.written_sources
         if env:

@@ -12,7 +12,10 @@ One reconcile:
    ``imagePullSecrets`` and cached in ``status.imageMetadata``. The cache is keyed by the image
    named in the condition's message: a new ``spec.image`` reads again. A named pull secret that
    does not exist is ``ImageMetadataReady=False/SecretNotFound`` with ``ConfigValid=False`` and
-   the original's ``ReferenceNotFound`` (the model is Failed until the secret appears).
+   the original's ``ReferenceNotFound`` (the model is Failed until the secret appears). A custom
+   model's base image is not read under the seeds' behaviour (``ExtractionDisabled``); under the
+   released one (``AIM_BEHAVIOUR=released``) it is, as any model's: ``ImageFound`` without AIM
+   labels, and a missing one ``BaseImageNotFound`` (the model Degraded, retried).
 3. Templates: one per recommended deployment (when ``createServiceTemplates`` allows) plus
    ``customTemplates``; a custom model (``spec.modelSources``) gets only custom templates, or one
    from ``custom.hardware``. They are server-side applied with an owner reference to the model (so
@@ -49,7 +52,9 @@ from aim_discovery.catalog import (
     template_kind,
     templates_condition,
 )
+from aim_discovery.template_status import MODEL_FAILED
 from aimcore.api.backoff import Backoff, jitter_key
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.errors import AimError
 from aimcore.api.kinds import SECRET, KindRef
@@ -110,6 +115,7 @@ INVALID_PULL_SECRET = "InvalidPullSecret"
 EXTRACTION_FAILED = "MetadataExtractionFailed"
 INVALID_IMAGE_REFERENCE = "InvalidImageReference"
 IMAGE_NOT_FOUND = "ImageNotFound"
+BASE_IMAGE_NOT_FOUND = "BaseImageNotFound"  # a custom model's base image (released behaviour): Degraded
 AUTH_FAILED = "ImagePullAuthFailure"
 REGISTRY_ERROR = "RegistryError"
 
@@ -136,6 +142,7 @@ TEMPLATE_NAME_CONFLICT = "TemplateNameConflict"  # a template of another model h
 
 # the model's defaultServiceTemplate names no template: services relying on it fail (issue 24)
 DEFAULT_TEMPLATE_NOT_FOUND = "DefaultTemplateNotFound"
+INHERITED_FAILURES = frozenset({MODEL_FAILED, f"Cluster{MODEL_FAILED}"})  # a template's, from its model
 
 _READY_VALUES = {"Ready", "Available"}
 _FAILED_VALUES = {"Failed", "Degraded"}
@@ -216,6 +223,15 @@ def templates_state(
     if ready + unavailable == total:
         return "True", SOME_TEMPLATES_READY, f"Some templates are ready ({counts})"
     return "False", TEMPLATES_PROGRESSING, f"Templates are progressing ({counts})"
+
+
+def own_state(template: Template) -> str:
+    """A template's state as its model counts it: one Failed or Degraded only through its model
+    (``ModelFailed``: it took the model's state) waits on the model instead, so a model and its
+    templates never hold each other failed (the model keeps the state of its own failure)."""
+    if template.ready_reason in INHERITED_FAILURES:
+        return "Progressing"
+    return template.state
 
 
 def default_template_missing(informer: Informer, ref: KindRef, model: Model) -> str | None:
@@ -329,9 +345,11 @@ class ModelReconciler:
         client_factory: Callable[[DockerConfig], RegistryClient] = RegistryClient,
         clock: Callable[[], float] = time.monotonic,
         policy: OutboundPolicy | None = None,
+        behaviour: Behaviour = Behaviour.SEEDS,
     ) -> None:
         self.kube = kube
         self.system_namespace = system_namespace
+        self.behaviour = behaviour  # AIM_BEHAVIOUR: which generation's templates and inspection
         self.client_factory = client_factory
         self.clock = clock
         self.policy = policy or OutboundPolicy()
@@ -405,7 +423,7 @@ class ModelReconciler:
         if not model.extract_metadata(auto_discovery):
             metadata_known = True
         state = templates_state(
-            [t.state for t in self.templates(request, model)],
+            [own_state(t) for t in self.templates(request, model)],
             len(planned),
             metadata_known,
             refused,
@@ -452,7 +470,7 @@ class ModelReconciler:
                 ),
                 model.spec_metadata,
             )
-        if model.is_custom:
+        if model.is_custom and not self.behaviour.released:
             return Metadata(
                 ConditionReport(
                     type=IMAGE_METADATA_READY,
@@ -489,6 +507,10 @@ class ModelReconciler:
             )
         except OCI_ERRORS as exc:
             reason, retry = _oci_reason(exc)
+            if model.is_custom and reason == IMAGE_NOT_FOUND:
+                # the released original: a custom model's missing base image degrades it (its
+                # sources are its own; the image is only the runtime)
+                reason = BASE_IMAGE_NOT_FOUND
             return Metadata(
                 ConditionReport(type=IMAGE_METADATA_READY, status="False", reason=reason, message=str(exc)),
                 retry=retry,

@@ -10,8 +10,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aimcore.api.bus.messages import ConditionReport
+from aimcore.api.hardware import canonical_hardware
 from aimcore.domain import gpu as gpus
+from aimcore.domain.families.models import Model
 from aimcore.domain.families.templates import Template
+from aimcore.domain.status.rules import dependency_message
 from aimcore.runtime import Request
 from aimcore.runtime.composer import has_status_field
 
@@ -23,6 +26,7 @@ DISCOVERED = "Discovered"
 
 MODEL_FOUND = "ModelFound"
 MODEL_NOT_FOUND = "ModelNotFound"
+MODEL_FAILED = "ModelFailed"  # the model Failed or Degraded (cluster templates: ClusterModelFailed)
 REFERENCE_NOT_FOUND = "ReferenceNotFound"
 INLINE_SOURCES = "InlineModelSources"
 INLINE_SOURCES_MESSAGE = "Model sources provided in-line in spec"  # the original's, exactly
@@ -55,10 +59,32 @@ async def report(  # noqa: PLR0917
         await request.reporter.decide(request.ref, request.obj, action, reason, message, **details)
 
 
+def model_failure(model: Model, templates_condition: str) -> str | None:
+    """The message of a template's ``ModelReady=False/ModelFailed`` (``ClusterModelFailed``) when
+    its model is Failed or Degraded for something other than its templates (the original's
+    circular-dependency guard: a model failing only through ``templates_condition`` is its
+    templates' doing, so they ignore it), else ``None``. The message names the model's state, which
+    the template takes (:data:`aimcore.domain.status.rules.DEPENDENCY_REASONS`)."""
+    state = model.state
+    if state not in ("Failed", "Degraded"):
+        return None
+    failing = [
+        c
+        for c in model.conditions
+        if str(c.get("type") or "").endswith("Ready")
+        and c.get("type") not in ("Ready", templates_condition)
+        and c.get("status") == "False"
+    ]
+    if not failing:
+        return None
+    return dependency_message(f"{model.ref.kind} {model.name}", state, model.ready_message)
+
+
 def resolved_hardware(template: Template, model: str | None, requests: int | None) -> dict[str, Any]:
     """``status.resolvedHardware``, for every template: the GPU it runs on (discovery's output over
     the spec; ``requests: 0`` when it needs none) and its CPU when the spec gives one (from
-    ``spec.resources`` or ``spec.hardware.cpu``; a limit alone is also the request, as in a Pod)."""
+    ``spec.resources`` or ``spec.hardware.cpu``; a limit alone is also the request, as in a Pod), its
+    quantities as Kubernetes writes them back (``2000m`` → ``"2"``, as the original)."""
     requirement = template.gpu
     gpu: dict[str, Any] = {"resourceName": requirement.resource_name}
     if requests is not None:
@@ -75,7 +101,7 @@ def resolved_hardware(template: Template, model: str | None, requests: int | Non
         resolved["cpu"] = {"requests": cpu.get("requests", cpu.get("limits")), **cpu}
     if not resolved:  # CPU-only, nothing said about CPU: no GPU is the one thing known
         resolved["gpu"] = {"requests": 0, "resourceName": requirement.resource_name}
-    return resolved
+    return canonical_hardware(resolved)
 
 
 def hardware_summary(resolved: Mapping[str, Any]) -> str:

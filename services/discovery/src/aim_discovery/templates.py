@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aim_discovery.catalog import model_condition
+from aim_discovery.catalog import model_condition, templates_condition
 from aim_discovery.slots import Slots
 from aim_discovery.template_cache import TemplateCache
 from aim_discovery.template_jobs import DiscoveryJobs
@@ -38,8 +38,10 @@ from aim_discovery.template_status import (
     GPU_READY,
     INLINE_SOURCES,
     INLINE_SOURCES_MESSAGE,
+    MODEL_FAILED,
     MODEL_FOUND,
     MODEL_NOT_FOUND,
+    model_failure,
     report,
     resolved_hardware,
 )
@@ -182,10 +184,17 @@ class _Pass:
             self.fields[_model_field(ref)] = None
             self.stopped = ("resolve-model", MODEL_NOT_FOUND, message)
             return None
-        message = f"Using {model.ref.kind} {model.name} (image {model.image})"
-        self.conditions.append(
-            ConditionReport(type=model_cond, status="True", reason=MODEL_FOUND, message=message)
-        )
+        failed = model_failure(model, templates_condition(model.ref))
+        if failed is not None:  # the template takes the model's Failed/Degraded (the original)
+            reason = MODEL_FAILED if ref.namespaced else f"Cluster{MODEL_FAILED}"
+            self.conditions.append(
+                ConditionReport(type=model_cond, status="False", reason=reason, message=failed)
+            )
+        else:
+            message = f"Using {model.ref.kind} {model.name} (image {model.image})"
+            self.conditions.append(
+                ConditionReport(type=model_cond, status="True", reason=MODEL_FOUND, message=message)
+            )
         self.fields[_model_field(ref)] = model.reference()
         return model
 

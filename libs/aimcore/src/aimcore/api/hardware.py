@@ -25,6 +25,11 @@ The same holds for an AIMService's ``spec.overrides`` (the seed's ``gpu``, the r
 the template-level CPU of the service's InferenceService (:func:`service_resources`, below the
 service's own ``spec.resources``, as the original's derived template's CPU is).
 
+A child that copies a user's hardware or resources (a model's generated template, a template's
+``status.resolvedHardware``) carries each quantity as Kubernetes writes it back
+(:func:`canonical_hardware`, :func:`canonical_resources`: ``2000m`` → ``"2"``), as the original's
+Go types do.
+
 Pure: wire-form dicts in, values out.
 """
 
@@ -34,13 +39,15 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from aimcore.api.quantities import amount
+from aimcore.api.quantities import amount, canonical
 from aimcore.api.types import Obj
 
 __all__ = [
     "DEFAULT_GPU_RESOURCE",
     "HARDWARE_GPU_MESSAGE",
     "HARDWARE_GPU_RULE",
+    "canonical_hardware",
+    "canonical_resources",
     "conflicts",
     "effective_cpu",
     "effective_gpu",
@@ -182,3 +189,34 @@ def service_resources(spec: Mapping[str, Any]) -> Obj | None:
     where it gives none (the service's own resources win, as they win over a template's)."""
     overrides = _mapping(spec.get("overrides"))
     return effective_resources({"resources": spec.get("resources"), "hardware": overrides.get("hardware")})
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` as Kubernetes writes the quantity back; anything that is not one as it is."""
+    try:
+        return canonical(value)
+    except ValueError:
+        return value
+
+
+def canonical_resources(resources: Mapping[str, Any]) -> Obj:
+    """``{requests, limits}`` with every quantity as Kubernetes writes it back; other keys as they are."""
+    out: Obj = dict(resources)
+    for side in _SIDES:
+        values = resources.get(side)
+        if isinstance(values, Mapping):
+            out[side] = {name: _canonical(v) for name, v in values.items()}
+    return out
+
+
+def canonical_hardware(hardware: Mapping[str, Any]) -> Obj:
+    """``{gpu, cpu}`` with the CPU's requests and limits and the GPU's ``minVram`` as Kubernetes
+    writes the quantities back (a GPU count is an integer, kept)."""
+    out: Obj = dict(hardware)
+    cpu = hardware.get("cpu")
+    if isinstance(cpu, Mapping):
+        out["cpu"] = {k: _canonical(v) if k in _SIDES else v for k, v in cpu.items()}
+    gpu = hardware.get("gpu")
+    if isinstance(gpu, Mapping) and "minVram" in gpu:
+        out["gpu"] = {**gpu, "minVram": _canonical(gpu["minVram"])}
+    return out

@@ -7,7 +7,8 @@ InferenceService, a PVC or a Pod, where Kubernetes refuses a negative resource, 
 2^63-1 and rounds anything finer than a nano-unit up, so the object that runs is not the one that
 was asked for, or fails far from its cause. :func:`check_amount` refuses those values instead
 (pydantic runs it on every ``Quantity`` field: the value becomes an ``InvalidSpec`` message) and the
-generated schema refuses a leading ``-`` at apply time.
+generated schema refuses a leading ``-`` at apply time. :func:`canonical` is how Kubernetes writes
+a quantity back (``2000m`` → ``"2"``), what a child copied from a user's quantity carries.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from types import MappingProxyType
 
-__all__ = ["MAX_AMOUNT", "amount", "check_amount"]
+__all__ = ["MAX_AMOUNT", "amount", "canonical", "check_amount"]
 
 MAX_AMOUNT = 2**63 - 1
 """The largest quantity Kubernetes represents; larger ones are capped to it."""
@@ -85,3 +86,53 @@ def check_amount(value: str | int) -> Fraction:
     if (exact / _NANO).denominator != 1:
         raise ValueError(f"quantity {value!r} is finer than 1n (Kubernetes would round it up)")
     return exact
+
+
+_BINARY = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_DECIMAL = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def _written_format(value: str | int) -> str:
+    """The format Kubernetes keeps for a quantity: that of its suffix (``"binary"`` for Ki…Ei,
+    ``"exponent"`` for ``1e3``), else decimal SI."""
+    match = _QUANTITY.fullmatch(value) if isinstance(value, str) else None
+    if match is not None and match["suffix"] in _BINARY:
+        return "binary"
+    if match is not None and match["exp"] is not None:
+        return "exponent"
+    return "decimal"
+
+
+def canonical(value: str | int) -> str:
+    """The quantity as Kubernetes writes it back (Go's ``resource.Quantity.String()``): in the
+    format its suffix names, the number as small as that format allows: ``2000m`` → ``"2"``,
+    ``2`` → ``"2"``, ``0.5`` → ``"500m"``, ``1000`` → ``"1k"``, ``1024Mi`` → ``"1Gi"``,
+    ``1e4`` → ``"10e3"``; a binary quantity below 1024 or not whole is written in decimal SI.
+    Values finer than a nano-unit are rounded up, as Kubernetes does. What the released original
+    writes into the children it copies a quantity to (a template's ``spec.hardware``,
+    ``spec.resources``, ``status.resolvedHardware``)."""
+    exact = amount(value)
+    sign = "-" if exact < 0 else ""
+    exact = abs(exact)
+    form = _written_format(value)
+    if form == "binary" and exact >= 1024 and exact.denominator == 1:
+        number, step = int(exact), 0
+        while number % 1024 == 0 and step < len(_BINARY):
+            number //= 1024
+            step += 1
+        return f"{sign}{number}{_BINARY[step - 1] if step else ''}"
+    # decimal: the smallest power-of-1000 exponent (down to nano) that makes the number whole
+    exponent = 0
+    scaled = exact
+    while scaled.denominator != 1 and exponent > -9:
+        exponent -= 3
+        scaled = exact / Fraction(10) ** exponent
+    number = -((-scaled.numerator) // scaled.denominator)  # round up, as Kubernetes does
+    while number and number % 1000 == 0 and (form == "exponent" or exponent < 18):
+        number //= 1000
+        exponent += 3
+    if number == 0:
+        return "0"
+    if form == "exponent":
+        return f"{sign}{number}{f'e{exponent}' if exponent else ''}"
+    return f"{sign}{number}{_DECIMAL[exponent]}"

@@ -28,8 +28,8 @@ reason and message, so the state is read from the **reason**:
       ``FetchError``, ``InternalError``, ``InfrastructureError``) → Degraded; ``…Failed``/``…Failure``
       → Failed;
    c. a dependency reason (:data:`DEPENDENCY_REASONS`: ``ModelNotReady``, ``TemplateNotReady``, the
-      original's one reason for a dependency in any state) takes the state its message names
-      (:func:`dependency_message`) when that is an error state;
+      original's one reason for a dependency in any state; a template's ``ModelFailed``) takes the
+      state its message names (:func:`dependency_message`) when that is an error state;
    d. anything else → Pending for an *upstream* component (something the object waits for but does
       not make: model, template, runtime config, GPU) and Progressing for a *downstream* one
       (something the object makes or drives: InferenceService, pods, caches, jobs).
@@ -204,6 +204,9 @@ REASON_STATES: Mapping[str, State] = {
     "InsecureTokenRealm": State.FAILED,
     # infrastructure-like: degraded, retried
     "GPUCheckFailed": State.DEGRADED,
+    # a custom model's base image the registry does not have (the released original: Degraded; its
+    # sources are its own, the image only the runtime)
+    "BaseImageNotFound": State.DEGRADED,
     "SomeFiltersFailed": State.DEGRADED,
     "SomeTemplatesDegraded": State.DEGRADED,
     "ImagePullBackOff": State.DEGRADED,
@@ -303,7 +306,10 @@ UNREAD_REASONS: frozenset[str] = frozenset(
 # state its own): the reporter names the dependency's state in the message, written with
 # :func:`dependency_message`, and only an error state (Failed, Degraded, NotAvailable) is taken from
 # it; otherwise the dependency's direction decides (an upstream one makes the object wait: Pending).
-DEPENDENCY_REASONS: frozenset[str] = frozenset({"ModelNotReady", "TemplateNotReady"})
+DEPENDENCY_REASONS: frozenset[str] = frozenset(
+    # ModelFailed/ClusterModelFailed: a template's model Failed or Degraded (the original's reasons)
+    {"ModelNotReady", "TemplateNotReady", "ModelFailed", "ClusterModelFailed"}
+)
 _NAMED_STATE = re.compile(r"\bis (" + "|".join(s.value for s in State) + r")\b")
 
 
