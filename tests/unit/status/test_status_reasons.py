@@ -54,7 +54,7 @@ SINKS: dict[str, tuple[int | None, int | None]] = {
     "Selection": (1, 0),  # deployer: TemplateReady of a service (True when one is chosen)
     "done": (1, 0),  # deployer selection: the outcome (as Selection)
     "invalid": (0, None),  # deployer: ConfigValid
-    "_failure_conditions": (1, None),  # model caches: SourceReady/DownloadReady of a failure
+    "failure_conditions": (1, None),  # model caches: SourceReady/DownloadReady of a failure
     "DownloadError": (0, None),  # the downloader's failure, reported by the model cache
     "SyncFailed": (0, None),  # registry-sync: a failed sync
     "FilterError": (1, None),  # registry-sync: a failed filter

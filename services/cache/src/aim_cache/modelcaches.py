@@ -46,6 +46,7 @@ from aim_cache_jobs.downloader import (
     INVALID_SOURCE,
     SOURCE_UNREACHABLE,
     DownloadError,
+    Manifest,
     Progress,
     parse_source,
     probe_size,
@@ -182,21 +183,8 @@ class ModelCacheReconciler:
         manifest = read_manifest(dest)
         run = local.run_of(uid)
         if manifest is not None and manifest.source == source and (run is None or not run.running):
-            outcome = {
-                "bytes": manifest.total_bytes,
-                "files": len(manifest.files),
-                "verified": list(manifest.verified),
-                "revision": manifest.revision,
-            }
-            message = describe_outcome(outcome)
-            conditions.append(
-                cond(SOURCE_READY, True, "SourceResolved", f"{source} ({len(manifest.files)} files)")
-            )
-            conditions.append(cond(DOWNLOAD_READY, True, "Verified", message))
-            fields.update(done_progress(request.ref, manifest.total_bytes))
-            download_state(request, Phase.SUCCEEDED, conditions, fields)
             await self._report(
-                request, conditions, fields, ("download", "Verified", f"download finished: {message}")
+                request, conditions, fields, verified_locally(request, manifest, conditions, fields)
             )
             return None
         if run is not None and run.spec_hash != digest:
@@ -217,7 +205,7 @@ class ModelCacheReconciler:
             due = (run.finished_at or 0.0) + delay
             now = self.clock()
             if now < due:
-                self._failure_conditions(conditions, run.error.reason, run.error.message, run.attempt, due)
+                failure_conditions(conditions, run.error.reason, run.error.message, run.attempt, due)
                 download_failed(request, run.error.reason, conditions, fields)
                 await self._report(
                     request, conditions, fields, ("download-failed", run.error.reason, run.error.message)
@@ -246,17 +234,6 @@ class ModelCacheReconciler:
             ("download", "Downloading", f"local download attempt {attempt} of {source}"),
         )
         return None
-
-    @staticmethod
-    def _failure_conditions(
-        conditions: list[ConditionReport], reason: str, message: str, attempt: int, due: float
-    ) -> None:
-        retry = jobs.retry_note(attempt, due)
-        if reason in SOURCE_REASONS:
-            conditions.append(cond(SOURCE_READY, False, reason, message))
-        else:
-            conditions.append(cond(SOURCE_READY, True, "SourceResolved", "the source was listed"))
-        conditions.append(cond(DOWNLOAD_READY, False, reason, f"{message} ({retry})"))
 
     # -- Job mode --------------------------------------------------------------------------------
 
@@ -443,7 +420,7 @@ class ModelCacheReconciler:
         due = ended + backoff(attempt, reason, jitter=jitter_key(request.obj))
         now = self.clock()
         if now < due:
-            self._failure_conditions(conditions, reason, message, attempt, due)
+            failure_conditions(conditions, reason, message, attempt, due)
             if request.ref.group != LEGACY:
                 fields["progress"] = None
             download_failed(request, reason, conditions, fields)
@@ -518,6 +495,38 @@ class ModelCacheReconciler:
     async def _outcome(self, request: Request, job: Obj, pods: list[Obj]) -> dict[str, Any]:
         """The downloader's last JSON line of the Job's newest pod (cached per Job)."""
         return await self.logs.outcome(str(request.namespace), job, pods, plan.CONTAINER)
+
+
+def verified_locally(
+    request: Request, manifest: Manifest, conditions: list[ConditionReport], fields: dict[str, Any]
+) -> tuple[str, str, str]:
+    """The conditions and fields of a local download whose manifest says it is complete and
+    verified; the decision to record."""
+    outcome = {
+        "bytes": manifest.total_bytes,
+        "files": len(manifest.files),
+        "verified": list(manifest.verified),
+        "revision": manifest.revision,
+    }
+    message = describe_outcome(outcome)
+    source = manifest.source
+    conditions.append(cond(SOURCE_READY, True, "SourceResolved", f"{source} ({len(manifest.files)} files)"))
+    conditions.append(cond(DOWNLOAD_READY, True, "Verified", message))
+    fields.update(done_progress(request.ref, manifest.total_bytes))
+    download_state(request, Phase.SUCCEEDED, conditions, fields)
+    return ("download", "Verified", f"download finished: {message}")
+
+
+def failure_conditions(
+    conditions: list[ConditionReport], reason: str, message: str, attempt: int, due: float
+) -> None:
+    """A failed download's conditions while it waits for its next attempt at ``due``."""
+    retry = jobs.retry_note(attempt, due)
+    if reason in SOURCE_REASONS:
+        conditions.append(cond(SOURCE_READY, False, reason, message))
+    else:
+        conditions.append(cond(SOURCE_READY, True, "SourceResolved", "the source was listed"))
+    conditions.append(cond(DOWNLOAD_READY, False, reason, f"{message} ({retry})"))
 
 
 def download_state(
