@@ -31,6 +31,7 @@ MODEL = by_kind(AIM, "AIMModel")
 TEMPLATE = by_kind(AIM, "AIMServiceTemplate")
 SERVICE = by_kind(AIM, "AIMService")
 TEMPLATE_CACHE = by_kind(AIM, "AIMTemplateCache")
+ARTIFACT = by_kind(AIM, "AIMArtifact")  # what a template cache creates under released
 MODEL_CACHE = by_kind(AIM, "AIMModelCache")
 NS = "finalizer-cleanup"
 SERVICE_FINALIZER = "aim.eai.amd.com/template-cache-cleanup"
@@ -143,7 +144,7 @@ async def test_deleting_a_namespace_full_of_aim_objects_finishes_without_cleanup
         if svc is None or SERVICE_FINALIZER not in (svc["metadata"].get("finalizers") or []):
             return None
         held = [c for c in caches if CACHE_FINALIZER in (c["metadata"].get("finalizers") or [])]
-        model_caches = (await kube.list(MODEL_CACHE, NS))[0]
+        model_caches = (await kube.list(MODEL_CACHE, NS))[0] + (await kube.list(ARTIFACT, NS))[0]
         return held[0] if held and model_caches else None
 
     try:
