@@ -374,9 +374,10 @@ class ModelCacheReconciler:
             if reason == jobs.REASON_JOB_RUNNING:
                 reason = "Downloading"
             conditions.append(cond(DOWNLOAD_READY, False, reason, message))
-            download_state(
-                request, Phase.VERIFYING if bytes_in(request) else Phase.DOWNLOADING, conditions, fields
-            )
+            if StatusCondition.find(request.obj, DOWNLOAD_COMPLETE) is None:
+                # once said (at the Job's creation), the running download's own offers own it: this
+                # view may predate the offer that said Verifying, and must not take it back
+                download_state(request, Phase.DOWNLOADING, conditions, fields)
             await self._report(request, conditions, fields)
             return None
         outcome = await self._outcome(request, latest, pods)
