@@ -548,10 +548,10 @@ async def test_an_artifact_downloads_and_says_how_as_the_released_original_does(
         "Download and verification complete",
     )
     assert status["download"] == {
-        "protocol": "HTTP",
+        "protocol": "HF_TRANSFER",
         "attempt": 1,
-        "totalAttempts": 1,
-        "protocolSequence": "HTTP",
+        "totalAttempts": 2,
+        "protocolSequence": "HF_TRANSFER,HTTP",
         "message": "Complete",
     }
     assert status["progress"]["percentage"] == 100

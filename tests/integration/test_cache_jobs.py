@@ -25,7 +25,7 @@ import pytest
 from nats.js.errors import NotFoundError
 
 from aim_cache.plan import job_name, pvc_name
-from aim_cache_jobs.downloader import Progress, RateMeter, progress_report
+from aim_cache_jobs.downloader import Progress, RateMeter, progress_report, protocols
 from aim_dev.local.deployed import PERSISTENT_VOLUME, host_path_volume
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.registry import Registry
@@ -48,6 +48,7 @@ MODEL_CACHE = by_kind(AIM, "AIMModelCache")
 RUNTIME_CONFIG = by_kind(AIM, "AIMRuntimeConfig")
 GIB = 1024**3
 IMAGE = "ghcr.io/acme/aim-engine:test"
+FIRST = protocols.attempts(protocols.DEFAULT)[0]
 FILES = {"config.json": b"{}", "model.safetensors": b"\x01" * 4096}
 
 
@@ -188,7 +189,7 @@ async def test_pvc_job_progress_and_verdict(cluster: Cluster, hub_server: HubSer
         progress = Progress(
             downloaded_bytes=2048, total_bytes=4098, files_done=1, files_total=2, phase="downloading"
         )
-        report = progress_report(target, uid, progress, meter, now=now)
+        report = progress_report(target, uid, progress, meter, now=now, attempt=FIRST)
         # first a forgery with the same key but a made-up token: the cache service drops it
         forged = progress_report(
             target,
@@ -198,6 +199,7 @@ async def test_pvc_job_progress_and_verdict(cluster: Cluster, hub_server: HubSer
             ),
             meter,
             now=now,
+            attempt=FIRST,
         )
         await nc.publish(
             bus_progress.subject(target), forged.encode(), headers={bus_progress.TOKEN_HEADER: "f" * 64}
@@ -461,7 +463,7 @@ async def test_an_artifacts_job_says_verifying_then_verification_failed(cluster:
         every_byte = Progress(
             downloaded_bytes=4098, total_bytes=4098, files_done=2, files_total=2, phase="verifying"
         )
-        report = progress_report(target, uid, every_byte, None, now=time.monotonic())
+        report = progress_report(target, uid, every_byte, None, now=time.monotonic(), attempt=FIRST)
         headers = {bus_progress.TOKEN_HEADER: job_env["AIM_PROGRESS_TOKEN"]}
         await nc.publish(bus_progress.subject(target), report.encode(), headers=headers)
         await nc.flush()
@@ -491,9 +493,54 @@ async def test_an_artifacts_job_says_verifying_then_verification_failed(cluster:
     assert status["progress"]["displayPercentage"] == "N/A"
     assert status["download"] == {
         "protocol": "HTTP",
-        "attempt": 1,
-        "totalAttempts": 1,
-        "protocolSequence": "HTTP",
+        "attempt": 2,
+        "totalAttempts": 2,
+        "protocolSequence": "HF_TRANSFER,HTTP",
         "message": "Failed",
     }
     assert condition(status, "DownloadReady")["reason"] == "DownloadFailed"
+
+
+async def test_an_artifacts_protocol_sequence_reaches_its_job_and_its_status(cluster: Cluster) -> None:
+    """``AIM_DOWNLOADER_PROTOCOL`` from the namespace's runtime config reaches the Job written out,
+    ``status.download`` names its first attempt, and the attempt the pod's result line records (the
+    second, after a fallback) is what the finished status says; a sequence naming an unknown
+    protocol is a condition, and no Job is made for it."""
+    artifact = by_kind(AIM, "AIMArtifact")
+    kube = cluster.kube
+    ns = await new_namespace(kube)
+    config = {"env": [{"name": "AIM_DOWNLOADER_PROTOCOL", "value": "hf_transfer,http"}]}
+    await kube.create(RUNTIME_CONFIG, manifest(RUNTIME_CONFIG, "default", ns, config), ns)
+    spec = {"sourceUri": "hf://acme/protocols", "size": "1Gi", "modelDownloadImage": IMAGE}
+    created = await kube.create(artifact, manifest(artifact, "weights", ns, spec), ns)
+    name = job_name("weights", created["metadata"]["uid"], 1)
+    job = await get(kube, JOB, ns, name)
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    said = [e for e in container["env"] if e["name"] == "AIM_DOWNLOADER_PROTOCOL"]
+    assert said == [{"name": "AIM_DOWNLOADER_PROTOCOL", "value": "HF_TRANSFER,HTTP"}]
+    first = await status_of(kube, artifact, ns, "weights", lambda s: "download" in s, "download")
+    assert first["status"]["download"] == {
+        "protocol": "HF_TRANSFER",
+        "attempt": 1,
+        "totalAttempts": 2,
+        "protocolSequence": "HF_TRANSFER,HTTP",
+        "message": "Downloading",
+    }
+
+    pod = await job_pod(kube, ns, name)
+    await bind_pod(kube, ns, pod["metadata"]["name"], "node-1")
+    record = {"protocol": "HTTP", "attempt": 2, "protocolSequence": "HF_TRANSFER,HTTP"}
+    verdict = {"result": "ok", "files": 1, "bytes": 2, "revision": None, "verified": [], "download": record}
+    cluster.kubelet.set_log(ns, pod["metadata"]["name"], "download", json.dumps(verdict) + "\n")
+    await finish_pod(kube, ns, pod["metadata"]["name"], exit_code=0)
+    verified = has("DownloadComplete", "True", "Verified")
+    done = await status_of(kube, artifact, ns, "weights", verified, "Verified")
+    assert done["status"]["download"] == {**record, "totalAttempts": 2, "message": "Complete"}
+
+    bad = {**spec, "env": [{"name": "AIM_DOWNLOADER_PROTOCOL", "value": "HTTP,FTP"}]}
+    created = await kube.create(artifact, manifest(artifact, "bad", ns, bad), ns)
+    refused = await status_of(
+        kube, artifact, ns, "bad", has("DownloadReady", "False", "InvalidDownloadProtocol"), "refusal"
+    )
+    assert "'FTP'" in condition(refused["status"], "DownloadReady")["message"]
+    assert await kube.get(JOB, ns, job_name("bad", created["metadata"]["uid"], 1)) is None

@@ -40,6 +40,7 @@ from aim_cache_jobs.downloader import (
     download_listing,
     hfsource,
     probe_size,
+    protocols,
     read_manifest,
 )
 from aim_cache_jobs.downloader import disk as disk_module
@@ -47,6 +48,8 @@ from aim_cache_jobs.downloader import holding as holding_module
 from aim_cache_jobs.downloader import rangefetch as rangefetch_module
 from aim_cache_jobs.downloader import transfer as transfer_module
 from aim_cache_jobs.downloader import writepath as writepath_module
+from aim_cache_jobs.downloader.downloadstate import Attempt
+from aim_cache_jobs.downloader.sequence import SequenceFailed, download_in_sequence
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.natsserver import NatsServer
 from aim_dev.local.s3 import S3Server
@@ -957,10 +960,12 @@ async def test_cli_errors_are_json(hub: HubServer, tmp_path: Path) -> None:
     token = secrets.token_hex(8)
     code, out, err = await run_cli(["hf://aim-tests/nope", str(tmp_path)], hf_env(hub, token))
     assert code == 1
+    # a failure no protocol can fix ends the sequence on its first attempt
     assert last_json(out) == {
         "result": "error",
         "reason": SOURCE_NOT_FOUND,
         "message": last_json(out)["message"],
+        "download": {"protocol": "HF_TRANSFER", "attempt": 1, "protocolSequence": "HF_TRANSFER,HTTP"},
     }
     assert token not in out and token not in err
 
@@ -1008,3 +1013,77 @@ async def test_cli_sigterm_keeps_partial_data_for_resume(hub: HubServer, tmp_pat
     assert last_json(out2)["result"] == "ok"
     assert [r["range"] for r in resolves(hub, repo_id, path)[before:]] == [f"bytes={MIB}-{len(data) - 1}"]
     assert (tmp_path / path).read_bytes() == data
+
+
+# -- the protocol sequence (AIM_DOWNLOADER_PROTOCOL) -----------------------------------------------
+
+
+async def test_a_source_that_ignores_ranges_fails_hf_transfer_and_http_fetches_it(
+    hub: HubServer, tmp_path: Path, small_chunks: None
+) -> None:
+    """The default sequence: ranged requests first; a server that answers them with whole files
+    fails that protocol at once, and the plain requests of ``HTTP`` fetch and verify everything."""
+    files = model_files()
+    repo_id = new_repo(hub, files)
+    path = "model-00002-of-00002.safetensors"  # several ranges with small chunks
+    hub.add_fault(repo_id, path, "ignore_range", count=1000)
+    began: list[Attempt] = []
+    manifest, attempt = await download_in_sequence(
+        f"hf://{repo_id}",
+        tmp_path,
+        sequence=protocols.DEFAULT,
+        env=hf_env(hub),
+        on_attempt=began.append,
+        policy=LOOPBACK,
+    )
+    assert [(a.protocol, a.number) for a in began] == [("HF_TRANSFER", 1), ("HTTP", 2)]
+    assert attempt == began[-1]
+    assert_tree(tmp_path, files)
+    assert sorted(f.path for f in manifest.files) == sorted(files)
+    requests = resolves(hub, repo_id, path)
+    ranged = [r for r in requests if r["range"]]
+    assert ranged and all(r["fault"] == "ignore_range" for r in ranged)
+    assert requests[-1]["range"] is None and requests[-1]["status"] == 200
+
+
+async def test_a_failure_no_protocol_can_fix_ends_the_sequence(hub: HubServer, tmp_path: Path) -> None:
+    began: list[Attempt] = []
+    with pytest.raises(SequenceFailed) as failed:
+        await download_in_sequence(
+            "hf://aim-tests/no-such-repo",
+            tmp_path,
+            sequence=protocols.DEFAULT,
+            env=hf_env(hub),
+            on_attempt=began.append,
+            policy=LOOPBACK,
+        )
+    assert failed.value.reason == SOURCE_NOT_FOUND
+    assert failed.value.attempt == began[0] and len(began) == 1
+
+
+async def test_cli_skips_a_protocol_it_lacks_and_records_the_attempt(hub: HubServer, tmp_path: Path) -> None:
+    """``XET`` (not implemented here) fails at once and the sequence goes on; the result line
+    records the attempt that made the download, which the cache service writes to status."""
+    files = {"config.json": b"{}"}
+    repo_id = new_repo(hub, files)
+    code, out, err = await run_cli(
+        [f"hf://{repo_id}", str(tmp_path / "a")], {**hf_env(hub), "AIM_DOWNLOADER_PROTOCOL": "xet, http"}
+    )
+    assert code == 0, err
+    result = last_json(out)
+    assert result["result"] == "ok"
+    assert result["download"] == {"protocol": "HTTP", "attempt": 2, "protocolSequence": "XET,HTTP"}
+    assert "XET is not available in this downloader" in err
+    code, out, _ = await run_cli(
+        [f"hf://{repo_id}", str(tmp_path / "b")], {**hf_env(hub), "AIM_DOWNLOADER_PROTOCOL": "XET"}
+    )
+    assert code == 1
+    assert last_json(out)["reason"] == "ProtocolUnavailable"
+    assert last_json(out)["download"] == {"protocol": "XET", "attempt": 1, "protocolSequence": "XET"}
+    code, out, _ = await run_cli(
+        [f"hf://{repo_id}", str(tmp_path / "c")], {**hf_env(hub), "AIM_DOWNLOADER_PROTOCOL": "HTTP,FTP"}
+    )
+    assert code == 1
+    result = last_json(out)
+    assert result["reason"] == "InvalidDownloadProtocol" and "'FTP'" in result["message"]
+    assert "download" not in result and not (tmp_path / "c").exists()

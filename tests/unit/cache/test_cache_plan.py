@@ -185,6 +185,18 @@ def test_job_logs_in_the_cache_services_format_and_the_spec_cannot_change_it() -
     assert [e for e in env if e["name"] == "AIM_LOG_FORMAT"] == [{"name": "AIM_LOG_FORMAT", "value": "json"}]
 
 
+def test_the_job_names_the_protocol_sequence_it_tries_once() -> None:
+    """The sequence resolved from the cache's and its runtime config's env is written out; the
+    cache's own entry is not repeated beside it."""
+    written = [{"name": "AIM_DOWNLOADER_PROTOCOL", "value": "xet,http"}]
+    job = plan.job_body(
+        model_cache(env=written), attempt=1, bus=None, stall_timeout=60, protocol_sequence=("XET", "HTTP")
+    )
+    env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+    said = [e for e in env if e["name"] == "AIM_DOWNLOADER_PROTOCOL"]
+    assert said == [{"name": "AIM_DOWNLOADER_PROTOCOL", "value": "XET,HTTP"}]
+
+
 def test_an_oci_sources_job_gets_the_caches_pull_secrets() -> None:
     secrets = [{"name": "regcred"}, {"name": "mirror"}]
     oci = model_cache(sourceUri="oci://registry.example.com/models/tiny:q4", imagePullSecrets=secrets)

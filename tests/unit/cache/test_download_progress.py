@@ -3,12 +3,15 @@ never says 100 before the download is verified, and the status/report shapes."""
 
 from __future__ import annotations
 
+from aim_cache_jobs.downloader import protocols
 from aim_cache_jobs.downloader.progress import Progress, RateMeter, percentage, progress_fields, summary
 from aim_cache_jobs.downloader.report import progress_report
 from aimcore.api.bus.messages import ObjectRef
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
+
+FIRST = protocols.attempts(protocols.DEFAULT)[0]
 
 
 def meter_at(rate: float, seconds: int, start: int = 0) -> RateMeter:
@@ -120,13 +123,15 @@ def test_progress_report_carries_condition_and_fields() -> None:
         group="aim.eai.amd.com", version="v1alpha1", kind="AIMModelCache", namespace="ns", name="m"
     )
     p = Progress(50, 100, 0, 1, "downloading")
-    report = progress_report(obj, "uid-1", p, None, now=0.0)
+    report = progress_report(obj, "uid-1", p, None, now=0.0, attempt=FIRST)
     assert report.source == "cache" and report.progress and report.uid == "uid-1"
     (cond,) = report.conditions
     assert (cond.type, cond.status, cond.reason) == ("DownloadReady", "False", "Downloading")
     assert cond.message == "50 % · 50 B of 100 B"
     assert report.fields == {"progress": progress_fields(p, None, now=0.0)}
-    verifying = progress_report(obj, None, Progress(100, 100, 0, 1, "verifying"), None, now=0.0)
+    verifying = progress_report(
+        obj, None, Progress(100, 100, 0, 1, "verifying"), None, now=0.0, attempt=FIRST
+    )
     assert verifying.conditions[0].reason == "Verifying"
 
 
@@ -134,6 +139,6 @@ def test_progress_report_for_the_legacy_group_has_no_fields() -> None:
     obj = ObjectRef(
         group="aim.silogen.ai", version="v1alpha1", kind="AIMModelCache", namespace="ns", name="m"
     )
-    report = progress_report(obj, None, Progress(50, 100, 0, 1, "downloading"), None, now=0.0)
+    report = progress_report(obj, None, Progress(50, 100, 0, 1, "downloading"), None, now=0.0, attempt=FIRST)
     assert report.fields == {}
     assert report.conditions[0].message.startswith("50 %")

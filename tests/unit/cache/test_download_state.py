@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from aim_cache_jobs.downloader import protocols
 from aim_cache_jobs.downloader.downloadstate import (
     Attempt,
     Phase,
@@ -13,6 +14,7 @@ from aim_cache_jobs.downloader.downloadstate import (
     download_fields,
     reports_download,
 )
+from aim_cache_jobs.downloader.errors import DownloadError
 from aim_cache_jobs.downloader.progress import Progress
 from aim_cache_jobs.downloader.report import progress_report
 from aimcore.api.bus import progress
@@ -22,6 +24,7 @@ from aimcore.api.kinds import GROUP_AIM, GROUP_LEGACY
 
 ARTIFACT = ObjectRef(group=GROUP_AIM, version="v1alpha1", kind="AIMArtifact", namespace="a", name="c")
 MODEL_CACHE = ObjectRef(group=GROUP_AIM, version="v1alpha1", kind="AIMModelCache", namespace="a", name="c")
+FIRST = protocols.attempts(protocols.DEFAULT)[0]
 KEY = progress.key_from_seed("SUAcacheserviceseed")
 
 
@@ -44,11 +47,11 @@ def test_download_complete_says_what_the_released_original_says(
 
 
 def test_status_download_names_the_attempt_and_the_sequence() -> None:
-    assert download_fields(Phase.SUCCEEDED) == {
-        "protocol": "HTTP",
+    assert download_fields(Phase.SUCCEEDED, FIRST) == {
+        "protocol": "HF_TRANSFER",
         "attempt": 1,
-        "totalAttempts": 1,
-        "protocolSequence": "HTTP",
+        "totalAttempts": 2,
+        "protocolSequence": "HF_TRANSFER,HTTP",
         "message": "Complete",
     }
     second = Attempt(protocol="HTTP", number=2, sequence=("XET", "HTTP"))
@@ -59,8 +62,17 @@ def test_status_download_names_the_attempt_and_the_sequence() -> None:
         "protocolSequence": "XET,HTTP",
         "message": "Failed",
     }
-    assert download_fields(Phase.DOWNLOADING)["message"] == "Downloading"
-    assert download_fields(Phase.VERIFYING)["message"] == "Verifying"
+    assert download_fields(Phase.DOWNLOADING, FIRST)["message"] == "Downloading"
+    assert download_fields(Phase.VERIFYING, FIRST)["message"] == "Verifying"
+
+
+def test_an_attempt_survives_the_result_line_and_nonsense_does_not() -> None:
+    second = Attempt(protocol="HTTP", number=2, sequence=("XET", "HTTP"))
+    assert Attempt.from_record(second.record()) == second
+    assert Attempt.from_record(None) is None
+    assert Attempt.from_record({"protocol": "HTTP", "attempt": 3, "protocolSequence": "XET,HTTP"}) is None
+    assert Attempt.from_record({"protocol": "XET", "attempt": 2, "protocolSequence": "XET,HTTP"}) is None
+    assert Attempt.from_record({"protocol": "HTTP", "attempt": "2", "protocolSequence": "XET,HTTP"}) is None
 
 
 def test_only_the_artifact_kind_reports_the_download() -> None:
@@ -71,12 +83,16 @@ def test_only_the_artifact_kind_reports_the_download() -> None:
 
 
 def test_an_artifacts_progress_offer_carries_download_complete_and_the_attempt() -> None:
-    rep = progress_report(ARTIFACT, "uid-1", Progress(10, 100, 0, 1, "downloading"), None, now=1.0)
+    rep = progress_report(
+        ARTIFACT, "uid-1", Progress(10, 100, 0, 1, "downloading"), None, now=1.0, attempt=FIRST
+    )
     said = {c.type: (c.status, c.reason) for c in rep.conditions}
     assert said == {"DownloadReady": ("False", "Downloading"), "DownloadComplete": ("False", "Downloading")}
     assert rep.fields["download"]["message"] == "Downloading"
     assert rep.fields["progress"]["percentage"] == 10
-    verifying = progress_report(ARTIFACT, "uid-1", Progress(100, 100, 0, 1, "verifying"), None, now=2.0)
+    verifying = progress_report(
+        ARTIFACT, "uid-1", Progress(100, 100, 0, 1, "verifying"), None, now=2.0, attempt=FIRST
+    )
     said = {c.type: (c.status, c.reason) for c in verifying.conditions}
     assert said["DownloadComplete"] == ("True", "Verifying")
     assert verifying.fields["download"]["message"] == "Verifying"
@@ -86,7 +102,9 @@ def test_an_artifacts_progress_offer_carries_download_complete_and_the_attempt()
 
 
 def test_a_model_caches_progress_offer_stays_the_seeds() -> None:
-    rep = progress_report(MODEL_CACHE, "uid-1", Progress(10, 100, 0, 1, "downloading"), None, now=1.0)
+    rep = progress_report(
+        MODEL_CACHE, "uid-1", Progress(10, 100, 0, 1, "downloading"), None, now=1.0, attempt=FIRST
+    )
     assert [c.type for c in rep.conditions] == ["DownloadReady"]
     assert set(rep.fields) == {"progress"}
 
@@ -101,8 +119,48 @@ def test_a_model_caches_progress_offer_stays_the_seeds() -> None:
     ],
 )
 def test_an_offer_may_not_say_how_the_download_ended(condition: ConditionReport) -> None:
-    rep = progress_report(ARTIFACT, "uid-1", Progress(10, 100, 0, 1, "downloading"), None, now=1.0)
+    rep = progress_report(
+        ARTIFACT, "uid-1", Progress(10, 100, 0, 1, "downloading"), None, now=1.0, attempt=FIRST
+    )
     forged = rep.model_copy(update={"conditions": (*rep.conditions[:1], condition)})
     token = progress.token(KEY, ARTIFACT, "uid-1")
     with pytest.raises(PermanentError, match="other conditions"):
         progress.vet(KEY, progress.subject(ARTIFACT), forged.encode(), token)
+
+
+@pytest.mark.parametrize(
+    ("written", "sequence"),
+    [
+        (None, ("HF_TRANSFER", "HTTP")),
+        ("  ", ("HF_TRANSFER", "HTTP")),
+        ("HTTP", ("HTTP",)),
+        ("xet, Hf_Transfer ,http", ("XET", "HF_TRANSFER", "HTTP")),
+        ("XET,XET,HTTP", ("XET", "XET", "HTTP")),  # the released original's docs' own example
+    ],
+)
+def test_the_protocol_sequence_is_read_as_the_released_original_writes_it(
+    written: str | None, sequence: tuple[str, ...]
+) -> None:
+    assert protocols.parse(written) == sequence
+    assert [a.number for a in protocols.attempts(sequence)] == list(range(1, len(sequence) + 1))
+
+
+@pytest.mark.parametrize("written", ["FTP", "HTTP,", "HTTP,,XET", "HTTP;XET"])
+def test_a_protocol_sequence_that_names_nothing_known_is_refused(written: str) -> None:
+    with pytest.raises(DownloadError) as refused:
+        protocols.parse(written)
+    assert refused.value.reason == "InvalidDownloadProtocol"
+    assert not refused.value.transient
+    assert "XET, HF_TRANSFER, HTTP" in refused.value.message
+
+
+def test_each_protocol_transfers_its_own_way_and_only_some_failures_go_on() -> None:
+    assert protocols.transport("HF_TRANSFER", 8) == protocols.Transport(8, ranges=True)
+    assert protocols.transport("HTTP", 8) == protocols.Transport(1, ranges=False)
+    with pytest.raises(DownloadError) as unavailable:
+        protocols.transport("XET", 8)
+    assert protocols.goes_on(unavailable.value)
+    assert protocols.goes_on(DownloadError("DownloadStalled", "no data for 120 s"))
+    assert protocols.goes_on(DownloadError("ChecksumMismatch", "sha256 differs"))
+    for final in ("SourceNotFound", "AuthError", "StorageFull", "AddressNotAllowed", "InvalidSource"):
+        assert not protocols.goes_on(DownloadError(final, "no")), final

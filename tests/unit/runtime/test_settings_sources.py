@@ -41,6 +41,9 @@ NOT_SETTINGS = {
     # a source's credentials the cache service puts in a download's environment (an oci:// source's
     # pull secrets, numbered), read with the source's other variables (HF_TOKEN, AWS_*), not settings
     "AIM_OCI_PULL_SECRET_",
+    # a download's protocol sequence: the model cache's own env (or its runtime config's), as the
+    # released original reads it, not the operator's configuration
+    "AIM_DOWNLOADER_PROTOCOL",
     # variables of nats-server's configuration (each role's accepted keys), not the services'
     "AIM_NKEY_",
     # Python names, not variables

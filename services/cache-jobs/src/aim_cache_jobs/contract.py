@@ -36,6 +36,7 @@ NATS_ROLE_ENV = "AIM_NATS_ROLE"
 NATS_SEED_ENV = "AIM_NATS_SEED"
 PROGRESS_TOKEN_ENV = "AIM_PROGRESS_TOKEN"
 LOG_FORMAT_ENV = "AIM_LOG_FORMAT"
+PROTOCOL_ENV = "AIM_DOWNLOADER_PROTOCOL"  # the protocol sequence (aim_cache_jobs.downloader.protocols)
 DOWNLOAD_ROLE = "download"
 """The bus role a download Job offers its progress as."""
 PULL_SECRET_ENV = "AIM_OCI_PULL_SECRET_"

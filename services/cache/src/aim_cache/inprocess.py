@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from aim_cache.download_metrics import DownloadMeter
 from aim_cache_jobs.downloader import DOWNLOAD_FAILED, DownloadError, Manifest, Progress, RateMeter, summary
+from aim_cache_jobs.downloader.downloadstate import Attempt
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ class Run:
     summary: str = ""
     gguf: dict[str, Any] | None = None  # an LLMKube Model's header, read while it downloads
     meter: RateMeter = field(default_factory=RateMeter)
+    protocol: Attempt | None = None  # the protocol attempt under way, or the one that ended it
 
     @property
     def running(self) -> bool:

@@ -21,7 +21,9 @@ from typing import Any
 
 from aim_cache.download_metrics import DownloadMeter
 from aim_cache.inprocess import Run, Runs
-from aim_cache_jobs.downloader import Progress, download, progress_report
+from aim_cache_jobs.downloader import Progress, progress_report, protocols
+from aim_cache_jobs.downloader.downloadstate import Attempt
+from aim_cache_jobs.downloader.sequence import download_in_sequence
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
@@ -92,16 +94,23 @@ class LocalExecutor:
             if progress.phase != "done" and now - last_sent < PROGRESS_INTERVAL:
                 return
             last_sent = now
-            report = progress_report(target, run.key, progress, run.meter, now=now)
+            attempt = run.protocol or protocols.attempts(sequence)[0]
+            report = progress_report(target, run.key, progress, run.meter, now=now, attempt=attempt)
             task: asyncio.Task[None] = asyncio.create_task(self.publish(report))
             pending.add(task)
             task.add_done_callback(pending.discard)
 
+        def on_attempt(attempt: Attempt) -> None:
+            run.protocol = attempt
+
+        sequence = protocols.sequence_of(env)
         try:
-            run.manifest = await download(
+            run.manifest, run.protocol = await download_in_sequence(
                 str(cache["spec"]["sourceUri"]),
                 self.dest(cache),
+                sequence=sequence,
                 env=env,
+                on_attempt=on_attempt,
                 on_progress=on_progress,
                 stall_timeout=self.stall_timeout,
                 policy=self.outbound,

@@ -51,17 +51,20 @@ from aim_cache_jobs.downloader import (
     parse_source,
     probe_size,
     progress_fields,
+    protocols,
     read_manifest,
 )
 from aim_cache_jobs.downloader.downloadstate import (
     DOWNLOAD_COMPLETE,
     NOT_AVAILABLE,
+    Attempt,
     Phase,
     download_complete,
     download_fields,
     reports_download,
 )
 from aim_cache_jobs.downloader.errors import CHECKSUM_MISMATCH, PERMANENT_REASONS
+from aim_cache_jobs.downloader.sequence import SequenceFailed
 from aimcore.api.backoff import Jitter, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, JOB, POD, PVC, KindRef
@@ -148,9 +151,16 @@ class ModelCacheReconciler:
             conditions.append(cond(SOURCE_READY, False, exc.reason, exc.message))
             await self._report(request, conditions, fields, ("reject", exc.reason, exc.message))
             return None
+        try:
+            sequence = protocol_sequence(cache, config.spec)
+        except DownloadError as exc:
+            conditions.append(cond(DOWNLOAD_READY, False, exc.reason, exc.message))
+            await self._report(request, conditions, fields, ("reject", exc.reason, exc.message))
+            return None
         if self.local is not None:
-            return await self._reconcile_local(request, cache, self.local, conditions, fields)
-        return await self._reconcile_job(request, cache, config.spec, conditions, fields)
+            local = self.local
+            return await self._reconcile_local(request, cache, local, conditions, fields, sequence=sequence)
+        return await self._reconcile_job(request, cache, config.spec, conditions, fields, sequence=sequence)
 
     async def _report(
         self,
@@ -173,6 +183,8 @@ class ModelCacheReconciler:
         local: LocalExecutor,
         conditions: list[ConditionReport],
         fields: dict[str, Any],
+        *,
+        sequence: tuple[str, ...],
     ) -> Result | None:
         obj = request.obj
         uid = str(cache.uid)
@@ -183,8 +195,9 @@ class ModelCacheReconciler:
         manifest = read_manifest(dest)
         run = local.run_of(uid)
         if manifest is not None and manifest.source == source and (run is None or not run.running):
+            made_by = (run.protocol if run is not None else None) or protocols.attempts(sequence)[0]
             await self._report(
-                request, conditions, fields, verified_locally(request, manifest, conditions, fields)
+                request, conditions, fields, verified_locally(request, manifest, conditions, fields, made_by)
             )
             return None
         if run is not None and run.spec_hash != digest:
@@ -206,7 +219,12 @@ class ModelCacheReconciler:
             now = self.clock()
             if now < due:
                 failure_conditions(conditions, run.error.reason, run.error.message, run.attempt, due)
-                download_failed(request, run.error.reason, conditions, fields)
+                ended_on = (
+                    run.error.attempt
+                    if isinstance(run.error, SequenceFailed)
+                    else protocols.attempts(sequence)[-1]
+                )
+                download_failed(request, run.error.reason, conditions, fields, ended_on)
                 await self._report(
                     request, conditions, fields, ("download-failed", run.error.reason, run.error.message)
                 )
@@ -219,14 +237,13 @@ class ModelCacheReconciler:
             conditions.append(cond(DOWNLOAD_READY, False, exc.reason, str(exc)))
             await self._report(request, conditions, fields, ("reject", exc.reason, str(exc)))
             return Result(requeue_after=jobs.JOB_RETRY.delay(1, jitter=uid))
-        run = local.start(
-            request.ref, obj, {**self.settings.local_env, **env}, attempt=attempt, spec_hash=digest
-        )
+        env = {**self.settings.local_env, **env, protocols.ENV: ",".join(sequence)}
+        run = local.start(request.ref, obj, env, attempt=attempt, spec_hash=digest)
         conditions.append(cond(SOURCE_READY, True, "SourceResolved", source))
         conditions.append(
             cond(DOWNLOAD_READY, False, "Downloading", f"attempt {attempt} started in the local executor")
         )
-        download_state(request, Phase.DOWNLOADING, conditions, fields)
+        download_state(request, Phase.DOWNLOADING, conditions, fields, protocols.attempts(sequence)[0])
         await self._report(
             request,
             conditions,
@@ -244,6 +261,8 @@ class ModelCacheReconciler:
         config: Mapping[str, Any],
         conditions: list[ConditionReport],
         fields: dict[str, Any],
+        *,
+        sequence: tuple[str, ...],
     ) -> Result | None:
         namespace = str(cache.namespace)
         claim = plan.pvc_name(cache.name, str(cache.uid))
@@ -281,8 +300,8 @@ class ModelCacheReconciler:
         else:
             conditions.append(cond(SOURCE_READY, True, "SourceResolved", cache.source_uri))
         fields["persistentVolumeClaim"] = claim
-        self._storage_condition(pvc, conditions)
-        return await self._download_job(request, cache, conditions, fields)
+        storage_condition(pvc, conditions)
+        return await self._download_job(request, cache, conditions, fields, sequence=sequence)
 
     async def _size(
         self, request: Request, cache: ModelCache, conditions: list[ConditionReport]
@@ -325,33 +344,18 @@ class ModelCacheReconciler:
         return size
 
     @staticmethod
-    def _storage_condition(pvc: Mapping[str, Any], conditions: list[ConditionReport]) -> bool:
-        name = pvc["metadata"]["name"]
-        phase = (pvc.get("status") or {}).get("phase")
-        if phase == "Bound":
-            conditions.append(cond(STORAGE_READY, True, "PvcBound", f"PVC {name} is bound"))
-            return True
-        if phase == "Lost":
-            conditions.append(cond(STORAGE_READY, False, "PvcLost", f"PVC {name} lost its volume"))
-            return False
-        conditions.append(
-            cond(
-                STORAGE_READY,
-                False,
-                "PvcPending",
-                f"PVC {name} is waiting for a volume (WaitForFirstConsumer classes bind it when the "
-                "download pod is scheduled)",
-            )
-        )
-        return False
-
-    @staticmethod
     def _jobs(request: Request, cache: ModelCache) -> list[Obj]:
         uid = str(cache.uid)
         return [j for j in request.informer.list(JOB, request.namespace) if owned_by(j, uid)]
 
     async def _download_job(
-        self, request: Request, cache: ModelCache, conditions: list[ConditionReport], fields: dict[str, Any]
+        self,
+        request: Request,
+        cache: ModelCache,
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+        *,
+        sequence: tuple[str, ...],
     ) -> Result | None:
         digest = plan.spec_hash(cache)
         owned = self._jobs(request, cache)
@@ -362,7 +366,7 @@ class ModelCacheReconciler:
         for old in (j for j in current if j is not latest):
             await self.kube.delete(JOB, request.namespace, old["metadata"]["name"])
         if latest is None:
-            return await self._create_job(request, cache, conditions, fields, 1)
+            return await self._create_job(request, cache, conditions, fields, 1, sequence=sequence)
         attempt = _attempt(latest)
         state = jobs.job_state(latest)
         pods = self._pods(request, latest)
@@ -377,33 +381,15 @@ class ModelCacheReconciler:
             if StatusCondition.find(request.obj, DOWNLOAD_COMPLETE) is None:
                 # once said (at the Job's creation), the running download's own offers own it: this
                 # view may predate the offer that said Verifying, and must not take it back
-                download_state(request, Phase.DOWNLOADING, conditions, fields)
+                first = protocols.attempts(sequence)[0]
+                download_state(request, Phase.DOWNLOADING, conditions, fields, first)
             await self._report(request, conditions, fields)
             return None
         outcome = await self._outcome(request, latest, pods)
+        ended_on = Attempt.from_record(outcome.get("download"))
         if state == jobs.STATE_SUCCEEDED:
-            if outcome.get("result") == "ok":
-                message = describe_outcome(outcome)
-                total = int(outcome.get("bytes") or 0)
-            else:
-                message = (
-                    "downloaded by the KServe storage initializer, which verifies nothing (the "
-                    "aim-engine downloader image verifies every file)"
-                    if plan.uses_kserve_initializer(cache.download_image)
-                    else "download Job succeeded"
-                )
-                total = 0
-            conditions.append(
-                cond(
-                    DOWNLOAD_READY,
-                    True,
-                    "Verified" if outcome.get("result") == "ok" else "Downloaded",
-                    message,
-                )
-            )
-            if total:
-                fields.update(done_progress(request.ref, total))
-            download_state(request, Phase.SUCCEEDED, conditions, fields)
+            made_by = ended_on or protocols.attempts(sequence)[0]
+            message = job_succeeded(request, cache, outcome, conditions, fields, made_by)
             await self._report(
                 request, conditions, fields, ("download", "Verified", f"download finished: {message}")
             )
@@ -424,11 +410,11 @@ class ModelCacheReconciler:
             failure_conditions(conditions, reason, message, attempt, due)
             if request.ref.group != LEGACY:
                 fields["progress"] = None
-            download_failed(request, reason, conditions, fields)
+            download_failed(request, reason, conditions, fields, ended_on or protocols.attempts(sequence)[-1])
             await self._report(request, conditions, fields, ("download-failed", reason, message))
             return Result(requeue_after=due - now)
         await self.kube.delete(JOB, request.namespace, latest["metadata"]["name"])
-        return await self._create_job(request, cache, conditions, fields, attempt + 1)
+        return await self._create_job(request, cache, conditions, fields, attempt + 1, sequence=sequence)
 
     async def _create_job(
         self,
@@ -437,10 +423,13 @@ class ModelCacheReconciler:
         conditions: list[ConditionReport],
         fields: dict[str, Any],
         attempt: int,
+        *,
+        sequence: tuple[str, ...],
     ) -> Result | None:
         body = plan.job_body(
             cache,
             attempt=attempt,
+            protocol_sequence=sequence,
             bus=self.settings.job_bus(),
             stall_timeout=self.settings.stall_timeout,
             outbound=self.settings.outbound.env(),
@@ -457,7 +446,7 @@ class ModelCacheReconciler:
         conditions.append(
             cond(DOWNLOAD_READY, False, "Downloading", f"download Job {name} (attempt {attempt}) created")
         )
-        download_state(request, Phase.DOWNLOADING, conditions, fields)
+        download_state(request, Phase.DOWNLOADING, conditions, fields, protocols.attempts(sequence)[0])
         await self._report(
             request,
             conditions,
@@ -498,11 +487,44 @@ class ModelCacheReconciler:
         return await self.logs.outcome(str(request.namespace), job, pods, plan.CONTAINER)
 
 
+def job_succeeded(  # noqa: PLR0917 - one outcome's inputs, every one named at the call
+    request: Request,
+    cache: ModelCache,
+    outcome: Mapping[str, Any],
+    conditions: list[ConditionReport],
+    fields: dict[str, Any],
+    attempt: Attempt,
+) -> str:
+    """The conditions and fields of a download Job that succeeded (made by ``attempt``), from its
+    result line; the message that says how it ended."""
+    if outcome.get("result") == "ok":
+        message = describe_outcome(outcome)
+        total = int(outcome.get("bytes") or 0)
+    else:
+        message = (
+            "downloaded by the KServe storage initializer, which verifies nothing (the "
+            "aim-engine downloader image verifies every file)"
+            if plan.uses_kserve_initializer(cache.download_image)
+            else "download Job succeeded"
+        )
+        total = 0
+    reason = "Verified" if outcome.get("result") == "ok" else "Downloaded"
+    conditions.append(cond(DOWNLOAD_READY, True, reason, message))
+    if total:
+        fields.update(done_progress(request.ref, total))
+    download_state(request, Phase.SUCCEEDED, conditions, fields, attempt)
+    return message
+
+
 def verified_locally(
-    request: Request, manifest: Manifest, conditions: list[ConditionReport], fields: dict[str, Any]
+    request: Request,
+    manifest: Manifest,
+    conditions: list[ConditionReport],
+    fields: dict[str, Any],
+    attempt: Attempt,
 ) -> tuple[str, str, str]:
     """The conditions and fields of a local download whose manifest says it is complete and
-    verified; the decision to record."""
+    verified (by ``attempt``); the decision to record."""
     outcome = {
         "bytes": manifest.total_bytes,
         "files": len(manifest.files),
@@ -514,8 +536,30 @@ def verified_locally(
     conditions.append(cond(SOURCE_READY, True, "SourceResolved", f"{source} ({len(manifest.files)} files)"))
     conditions.append(cond(DOWNLOAD_READY, True, "Verified", message))
     fields.update(done_progress(request.ref, manifest.total_bytes))
-    download_state(request, Phase.SUCCEEDED, conditions, fields)
+    download_state(request, Phase.SUCCEEDED, conditions, fields, attempt)
     return ("download", "Verified", f"download finished: {message}")
+
+
+def storage_condition(pvc: Mapping[str, Any], conditions: list[ConditionReport]) -> bool:
+    """``StorageReady`` of the cache's PVC as its phase says; whether it is bound."""
+    name = pvc["metadata"]["name"]
+    phase = (pvc.get("status") or {}).get("phase")
+    if phase == "Bound":
+        conditions.append(cond(STORAGE_READY, True, "PvcBound", f"PVC {name} is bound"))
+        return True
+    if phase == "Lost":
+        conditions.append(cond(STORAGE_READY, False, "PvcLost", f"PVC {name} lost its volume"))
+        return False
+    conditions.append(
+        cond(
+            STORAGE_READY,
+            False,
+            "PvcPending",
+            f"PVC {name} is waiting for a volume (WaitForFirstConsumer classes bind it when the "
+            "download pod is scheduled)",
+        )
+    )
+    return False
 
 
 def failure_conditions(
@@ -531,18 +575,22 @@ def failure_conditions(
 
 
 def download_state(
-    request: Request, phase: Phase, conditions: list[ConditionReport], fields: dict[str, Any]
+    request: Request,
+    phase: Phase,
+    conditions: list[ConditionReport],
+    fields: dict[str, Any],
+    attempt: Attempt,
 ) -> None:
-    """An ``AIMArtifact``'s ``DownloadComplete`` and ``status.download`` for ``phase`` (nothing for
-    an ``AIMModelCache``)."""
+    """An ``AIMArtifact``'s ``DownloadComplete`` and ``status.download`` for ``phase`` of ``attempt``
+    (nothing for an ``AIMModelCache``)."""
     if not reports_download(request.ref.group, request.ref.kind):
         return
     conditions.append(download_complete(phase))
-    fields["download"] = download_fields(phase)
+    fields["download"] = download_fields(phase, attempt)
 
 
 def download_failed(
-    request: Request, reason: str, conditions: list[ConditionReport], fields: dict[str, Any]
+    request: Request, reason: str, conditions: list[ConditionReport], fields: dict[str, Any], attempt: Attempt
 ) -> None:
     """A failed download of an ``AIMArtifact``: ``VerificationFailed`` when every byte was in (the
     status said Verifying) or verification itself failed, else failed before completion; its
@@ -551,7 +599,7 @@ def download_failed(
         return
     after = reason in VERIFY_REASONS or bytes_in(request)
     conditions.append(download_complete(Phase.FAILED, bytes_in=after))
-    fields["download"] = download_fields(Phase.FAILED)
+    fields["download"] = download_fields(Phase.FAILED, attempt)
     fields["progress"] = {"displayPercentage": NOT_AVAILABLE}
 
 
@@ -559,6 +607,18 @@ def bytes_in(request: Request) -> bool:
     """Whether the status says every byte was in (``DownloadComplete=True``, Verifying)."""
     said = StatusCondition.find(request.obj, DOWNLOAD_COMPLETE)
     return said is not None and said.status == "True"
+
+
+def protocol_sequence(cache: ModelCache, config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The download's protocol sequence (:mod:`aim_cache_jobs.downloader.protocols`): the model
+    cache's ``AIM_DOWNLOADER_PROTOCOL``, else its runtime config's, else the default (a value
+    written as ``valueFrom`` is not read); :class:`DownloadError` when it names no sequence."""
+    layers = (
+        {e.name: e.value for e in cache.env},
+        {e.get("name"): e.get("value") for e in config.get("env") or () if isinstance(e, Mapping)},
+    )
+    written_value = next((layer[protocols.ENV] for layer in layers if layer.get(protocols.ENV)), None)
+    return protocols.parse(written_value)
 
 
 def _config_ref(cache: ModelCache) -> Obj:

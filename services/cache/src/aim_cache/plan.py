@@ -32,6 +32,7 @@ from aim_cache_jobs.contract import (
     NATS_SEED_ENV,
     NATS_URL_ENV,
     PROGRESS_TOKEN_ENV,
+    PROTOCOL_ENV,
     download_args,
     pull_secret_env,
 )
@@ -228,18 +229,25 @@ def job_body(
     stall_timeout: float,
     outbound: Mapping[str, str] | None = None,
     log_format: str = "text",
+    protocol_sequence: Sequence[str] = (),
 ) -> Obj:
     """The download Job. ``outbound`` is the operator's outbound address policy as environment
     variables (:meth:`aimcore.domain.outbound.OutboundPolicy.env`): the downloader in the Job enforces it.
     The model cache's env may not set those variables (they are dropped from it and the operator's
     values added last). ``log_format`` is the cache service's own ``AIM_LOG_FORMAT``: aim-download
-    logs as the operator does (JSON lines on request)."""
+    logs as the operator does (JSON lines on request). ``protocol_sequence`` (the one resolved from the
+    model cache's and its runtime config's env) is the Job's ``AIM_DOWNLOADER_PROTOCOL``, written
+    out so that ``kubectl describe job`` shows what the download tries."""
     ref, name, uid = cache.ref, cache.name, str(cache.uid)
     labels = {**cache_labels(cache), LABEL_CACHE_TYPE: "artifact", LABEL_COMPONENT: "download"}
     pod_spec: Obj = {
         "restartPolicy": "Never",
         "securityContext": {"fsGroup": RUN_AS, "runAsNonRoot": True},
-        "containers": [download_container(cache, bus, stall_timeout, outbound or {}, log_format)],
+        "containers": [
+            download_container(
+                cache, bus, stall_timeout, outbound or {}, log_format, protocol_sequence=protocol_sequence
+            )
+        ],
         "volumes": [
             {"name": "cache", "persistentVolumeClaim": {"claimName": pvc_name(name, uid)}},
             {"name": "tmp", "emptyDir": {}},
@@ -271,14 +279,18 @@ def download_container(
     stall_timeout: float,
     outbound: Mapping[str, str],
     log_format: str,
+    *,
+    protocol_sequence: Sequence[str] = (),
 ) -> Obj:
     """The download Job's container: ``aim-download`` (:mod:`aim_cache_jobs.contract`: its arguments
     and the variables it reads), or KServe's storage initializer called its own way."""
     image = cache.download_image
     dest = mount_path(model_id(cache.source_uri, cache.model_id))
     source = cache.source_uri
-    reserved = {*POLICY_ENV, LOG_FORMAT_ENV}
+    reserved = {*POLICY_ENV, LOG_FORMAT_ENV, *([PROTOCOL_ENV] if protocol_sequence else [])}
     env: list[Any] = [e for e in download_env(cache) if e.get("name") not in reserved]
+    if protocol_sequence:
+        env.append({"name": PROTOCOL_ENV, "value": ",".join(protocol_sequence)})
     if uses_kserve_initializer(image):
         command: list[str] | None = None
         args = [source, dest]

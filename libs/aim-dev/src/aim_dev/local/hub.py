@@ -6,8 +6,8 @@ private repos with a bearer token, and the wire format that ``HfApi.model_info``
 ``HfApi.list_repo_tree`` (with ``Link`` pagination), ``HfApi.get_paths_info``,
 ``get_hf_file_metadata`` and ``hf_hub_download`` parse, errors included (``X-Error-Code`` /
 ``X-Error-Message``). File bodies go out with ``sendfile`` and honour ``Range``. Faults (a corrupted
-byte, a dropped connection, a stall) can be armed per file over HTTP, and a log of resolve requests
-shows whether a client resumed with a ``Range`` or started over.
+byte, a dropped connection, a stall, a ``Range`` ignored) can be armed per file over HTTP, and a
+log of resolve requests shows whether a client resumed with a ``Range`` or started over.
 
 Layout on disk: ``ROOT/<org>/<name>/`` is a repo's working tree and ``ROOT/<org>/<name>/.hub.json``
 its index (token, commit, per-file size / sha256 / git blob id / LFS flag), written by
@@ -411,8 +411,8 @@ def index_missing(root: Path) -> list[str]:
 # Faults and the request log
 # ---------------------------------------------------------------------------------------------
 
-FaultKind = Literal["corrupt", "drop_after", "stall_after"]
-FAULT_KINDS: tuple[FaultKind, ...] = ("corrupt", "drop_after", "stall_after")
+FaultKind = Literal["corrupt", "drop_after", "stall_after", "ignore_range"]
+FAULT_KINDS: tuple[FaultKind, ...] = ("corrupt", "drop_after", "stall_after", "ignore_range")
 
 
 @dataclass
@@ -426,6 +426,8 @@ class Fault:
     - ``stall_after``: ``bytes`` body bytes are sent, then nothing while the connection stays open, for
       ``seconds`` or until the client goes away; then the connection is closed, or with ``resume``
       the rest of the body is sent.
+    - ``ignore_range``: the ``Range`` header is ignored: ``200`` and the whole file, as from a
+      server or proxy that does not do ranges.
     """
 
     id: int
@@ -823,8 +825,14 @@ class HubApp:
         if f.lfs:
             headers["X-Linked-Etag"] = f'"{f.sha256}"'
             headers["X-Linked-Size"] = str(f.size)
+        fault = self._take_fault(info.repo_id, clean) if request.method == "GET" else None
+        if fault is not None and fault.kind == "ignore_range":
+            entry["fault"], fault = fault.kind, None
+            request_range = None
+        else:
+            request_range = request.headers.get("Range")
         try:
-            rng = parse_range(request.headers.get("Range"), f.size)
+            rng = parse_range(request_range, f.size)
         except _Unsatisfiable:
             headers["Content-Range"] = f"bytes */{f.size}"
             return web.Response(status=416, headers=headers)
@@ -837,7 +845,6 @@ class HubApp:
         response.content_length = end - start
         entry["status"] = status
 
-        fault = self._take_fault(info.repo_id, clean) if request.method == "GET" else None
         writer = await response.prepare(request)
         if request.method == "HEAD" or end == start or writer is None:
             await response.write_eof()

@@ -3,12 +3,15 @@
 Human lines go to stderr (never a token, key or signed query string). The last line on stdout is
 exactly one JSON object the cache service reads from the pod log:
 ``{"result": "ok", "files": N, "bytes": N, "revision": ..., "verified": [...], "seconds": S}`` or
-``{"result": "error", "reason": "<condition reason>", "message": "..."}``. Exit codes: 0 success,
-1 failure, 2 usage error, 143 stopped by SIGTERM/SIGINT (partial data kept for the next attempt).
+``{"result": "error", "reason": "<condition reason>", "message": "..."}``, each with the protocol
+attempt it ended on (``"download": {"protocol", "attempt", "protocolSequence"}``) once one began.
+Exit codes: 0 success, 1 failure, 2 usage error, 143 stopped by SIGTERM/SIGINT (partial data
+kept for the next attempt).
 
 The environment is two things: the Job's settings (:mod:`aim_cache_jobs.downloader.settings`, read
 once, when the program starts), and the model cache's own env (the user's: tokens, endpoints),
-handed to the sources as it is.
+handed to the sources as it is, and which may name the protocol sequence
+(``AIM_DOWNLOADER_PROTOCOL``, :mod:`aim_cache_jobs.downloader.protocols`).
 
 Every connection applies the outbound address policy of ``AIM_OUTBOUND_ALLOWED_HOSTS`` and
 ``AIM_OUTBOUND_ALLOW_PRIVATE`` (strict when unset; the cache service sets both on the download Jobs
@@ -42,10 +45,12 @@ from aim_cache_jobs.contract import (
     UID_OPTION,
     parse_object,
 )
-from aim_cache_jobs.downloader import writepath
+from aim_cache_jobs.downloader import protocols, writepath
+from aim_cache_jobs.downloader.downloadstate import Attempt
 from aim_cache_jobs.downloader.errors import DOWNLOAD_FAILED, DownloadError, redact_url
+from aim_cache_jobs.downloader.manifest import Manifest
 from aim_cache_jobs.downloader.progress import Progress, RateMeter, summary
-from aim_cache_jobs.downloader.run import download
+from aim_cache_jobs.downloader.sequence import SequenceFailed, download_in_sequence
 from aim_cache_jobs.downloader.settings import DownloadJobSettings, load_job
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.domain.units import format_bytes, format_duration, format_rate
@@ -176,10 +181,10 @@ class Publisher:
         publisher._task = asyncio.create_task(publisher._loop())
         return publisher
 
-    def offer(self, p: Progress, meter: RateMeter, now: float) -> None:
+    def offer(self, p: Progress, meter: RateMeter, now: float, attempt: Attempt) -> None:
         from aim_cache_jobs.downloader.report import progress_report  # noqa: PLC0415
 
-        self.latest = progress_report(self.obj, self.uid, p, meter, now=now)
+        self.latest = progress_report(self.obj, self.uid, p, meter, now=now, attempt=attempt)
         self._wake.set()
 
     async def _loop(self) -> None:
@@ -226,6 +231,13 @@ class _Progress:
         self.publisher = publisher
         self.phase: str | None = None
         self.logged_at = 0.0
+        self.attempt: Attempt | None = None
+
+    def begin(self, attempt: Attempt) -> None:
+        """A protocol attempt starts: its bytes are counted afresh."""
+        if attempt.number > 1 or len(attempt.sequence) > 1:
+            log.info("attempt %d/%d: %s", attempt.number, len(attempt.sequence), attempt.protocol)
+        self.attempt, self.meter, self.phase = attempt, RateMeter(), None
 
     def __call__(self, p: Progress) -> None:
         now = time.monotonic()
@@ -235,8 +247,8 @@ class _Progress:
             if p.phase != "done":
                 log.info("%s: %s", p.phase, summary(p, self.meter, now=now))
             self.phase, self.logged_at = p.phase, now
-        if self.publisher is not None:
-            self.publisher.offer(p, self.meter, now)
+        if self.publisher is not None and self.attempt is not None:
+            self.publisher.offer(p, self.meter, now, self.attempt)
 
 
 async def run(
@@ -263,10 +275,12 @@ async def run(
             publisher = await Publisher.connect(job, obj, args.uid)
         consumer = _Progress(publisher)
         log.info("downloading %s into %s", _display(args.source), args.dest)
-        manifest = await download(
+        manifest, attempt = await download_in_sequence(
             args.source,
             args.dest,
+            sequence=protocols.sequence_of(env),
             env=env,
+            on_attempt=consumer.begin,
             on_progress=consumer,
             stall_timeout=args.stall_timeout,
             connections=args.connections,
@@ -274,30 +288,13 @@ async def run(
             direct_io={"auto": None, "direct": True, "buffered": False}[args.write_path],
             policy=policy,
         )
-        seconds = time.monotonic() - started
-        result: dict[str, Any] = {
-            "result": "ok",
-            "files": len(manifest.files),
-            "bytes": manifest.total_bytes,
-            "revision": manifest.revision,
-            "verified": list(manifest.verified),
-            "seconds": round(seconds, 3),
-        }
-        choice = writepath.chosen(args.dest)
-        if choice is not None:
-            result |= choice.describe()
-        log.info(
-            "done: %d files, %s in %s (%s), verified %s",
-            len(manifest.files),
-            format_bytes(manifest.total_bytes),
-            format_duration(seconds),
-            format_rate(manifest.total_bytes / seconds if seconds > 0 else 0.0),
-            ", ".join(manifest.verified) or "nothing (the source gives no digests)",
-        )
+        result = _succeeded(manifest, attempt, time.monotonic() - started, args.dest)
         code = EXIT_OK
     except DownloadError as e:
         log.error("failed: %s: %s", e.reason, e.message)
         result, code = {"result": "error", "reason": e.reason, "message": e.message}, EXIT_FAILED
+        if isinstance(e, SequenceFailed):
+            result["download"] = e.attempt.record()
     except asyncio.CancelledError:
         if not stopped:
             raise
@@ -315,6 +312,31 @@ async def run(
         if publisher is not None:
             await publisher.close()
     return result, code
+
+
+def _succeeded(manifest: Manifest, attempt: Attempt, seconds: float, dest: Path) -> dict[str, Any]:
+    """The result line of a download that succeeded (logged as it is recorded)."""
+    result: dict[str, Any] = {
+        "result": "ok",
+        "files": len(manifest.files),
+        "bytes": manifest.total_bytes,
+        "revision": manifest.revision,
+        "verified": list(manifest.verified),
+        "seconds": round(seconds, 3),
+        "download": attempt.record(),
+    }
+    choice = writepath.chosen(dest)
+    if choice is not None:
+        result |= choice.describe()
+    log.info(
+        "done: %d files, %s in %s (%s), verified %s",
+        len(manifest.files),
+        format_bytes(manifest.total_bytes),
+        format_duration(seconds),
+        format_rate(manifest.total_bytes / seconds if seconds > 0 else 0.0),
+        ", ".join(manifest.verified) or "nothing (the source gives no digests)",
+    )
+    return result
 
 
 def _display(source: str) -> str:

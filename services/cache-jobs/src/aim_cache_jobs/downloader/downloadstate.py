@@ -6,8 +6,8 @@ failed). Pure: the download Job's progress offers (:mod:`.report`) and the cache
 both build them here, so the two never disagree. ``AIMModelCache`` gets neither: its schema stays
 the seed's.
 
-This downloader has one protocol: every source (``hf://``, ``s3://``, ``oci://``, ``http(s)://``)
-becomes plain HTTP(S) requests (:mod:`.sources`), so the sequence is ``HTTP`` and the attempt 1.
+Which protocols a download tries, in which order, is :mod:`.protocols`; an :class:`Attempt` is one
+of them, and the download Job's last line records the one it ended on (:meth:`Attempt.record`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ VERIFICATION_FAILED = "VerificationFailed"
 COMPLETE = "Complete"
 FAILED = "Failed"
 NOT_AVAILABLE = "N/A"  # progress.displayPercentage of a failed download
-HTTP = "HTTP"
 
 
 class Phase(enum.StrEnum):
@@ -67,9 +66,9 @@ def download_complete(phase: Phase, *, bytes_in: bool = False) -> ConditionRepor
 class Attempt:
     """One attempt of the protocol sequence: ``protocol``, its 1-based place in ``sequence``."""
 
-    protocol: str = HTTP
-    number: int = 1
-    sequence: tuple[str, ...] = (HTTP,)
+    protocol: str
+    number: int
+    sequence: tuple[str, ...]
 
     def fields(self, message: str) -> dict[str, Any]:
         """``status.download`` with ``message`` (``Downloading``, ``Verifying``, ``Complete``,
@@ -82,9 +81,24 @@ class Attempt:
             "message": message,
         }
 
+    def record(self) -> dict[str, Any]:
+        """The attempt in the download Job's result line (read back by :meth:`from_record`)."""
+        sequence = ",".join(self.sequence)
+        return {"protocol": self.protocol, "attempt": self.number, "protocolSequence": sequence}
 
-ONLY = Attempt()
-"""This downloader's one attempt: HTTP."""
+    @classmethod
+    def from_record(cls, record: Any) -> Attempt | None:
+        """The attempt a result line records; ``None`` when it records none, or nothing sane."""
+        if not isinstance(record, dict):
+            return None
+        protocol, number, sequence = (record.get(k) for k in ("protocol", "attempt", "protocolSequence"))
+        if not (isinstance(protocol, str) and isinstance(number, int) and isinstance(sequence, str)):
+            return None
+        names = tuple(sequence.split(","))
+        if not 1 <= number <= len(names) or names[number - 1] != protocol:
+            return None
+        return cls(protocol, number, names)
+
 
 _MESSAGES = {
     Phase.DOWNLOADING: DOWNLOADING,
@@ -94,6 +108,6 @@ _MESSAGES = {
 }
 
 
-def download_fields(phase: Phase, attempt: Attempt = ONLY) -> dict[str, Any]:
+def download_fields(phase: Phase, attempt: Attempt) -> dict[str, Any]:
     """``status.download`` for ``phase``."""
     return attempt.fields(_MESSAGES[phase])

@@ -18,10 +18,20 @@ INVALID_SOURCE = "InvalidSource"
 DOWNLOAD_FAILED = "DownloadFailed"
 ADDRESS_NOT_ALLOWED = "AddressNotAllowed"  # the outbound address policy refused a connection
 UNSUPPORTED_MEDIA_TYPE = "UnsupportedMediaType"  # an oci:// artifact that is not a model's files
+INVALID_PROTOCOL = "InvalidDownloadProtocol"  # AIM_DOWNLOADER_PROTOCOL names no known sequence
+PROTOCOL_UNAVAILABLE = "ProtocolUnavailable"  # a protocol this downloader does not implement (XET)
 
 # Failures a retry cannot fix: the user must change the spec or the credentials first.
 PERMANENT_REASONS = frozenset(
-    {AUTH_ERROR, SOURCE_NOT_FOUND, INVALID_SOURCE, ADDRESS_NOT_ALLOWED, UNSUPPORTED_MEDIA_TYPE}
+    {
+        AUTH_ERROR,
+        SOURCE_NOT_FOUND,
+        INVALID_SOURCE,
+        ADDRESS_NOT_ALLOWED,
+        UNSUPPORTED_MEDIA_TYPE,
+        INVALID_PROTOCOL,
+        PROTOCOL_UNAVAILABLE,
+    }
 )
 
 

@@ -6,6 +6,7 @@ also gets ``DownloadComplete`` and ``status.download`` (:mod:`.downloadstate`)."
 from __future__ import annotations
 
 from aim_cache_jobs.downloader.downloadstate import (
+    Attempt,
     Phase,
     download_complete,
     download_fields,
@@ -21,8 +22,9 @@ LEGACY_GROUP = GROUP_LEGACY
 
 
 def progress_report(
-    obj: ObjectRef, uid: str | None, p: Progress, meter: RateMeter | None, *, now: float
+    obj: ObjectRef, uid: str | None, p: Progress, meter: RateMeter | None, *, now: float, attempt: Attempt
 ) -> StatusReport:
+    """``p`` as the report an offer carries; ``attempt`` is the protocol the download is on."""
     reason = "Verifying" if p.phase in ("verifying", "done") else "Downloading"
     condition = ConditionReport(
         type=CONDITION, status="False", reason=reason, message=summary(p, meter, now=now)
@@ -32,7 +34,7 @@ def progress_report(
     if reports_download(obj.group, obj.kind):
         phase = Phase.VERIFYING if reason == "Verifying" else Phase.DOWNLOADING
         conditions.append(download_complete(phase))
-        fields["download"] = download_fields(phase)
+        fields["download"] = download_fields(phase, attempt)
     return StatusReport(
         object=obj, uid=uid, source=SOURCE, conditions=tuple(conditions), fields=fields, progress=True
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import logging
@@ -83,6 +84,7 @@ async def download(
     direct_io: bool | None = None,
     compute: Sequence[str] = (),
     policy: OutboundPolicy = STRICT,
+    ranges: bool = True,
 ) -> Manifest:
     """Download ``uri`` into ``dest`` and return its manifest (see the package docstring).
     ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works, ``True`` uses
@@ -116,6 +118,7 @@ async def download(
         direct_io=direct_io,
         compute=compute,
         policy=policy,
+        ranges=ranges,
         _emit=emit,
     )
 
@@ -131,13 +134,18 @@ async def download_listing(
     compute: Sequence[str] = (),
     guard: Callable[[str], None] | None = None,
     policy: OutboundPolicy = STRICT,
+    ranges: bool = True,
     _emit: _Emitter | None = None,
 ) -> Manifest:
     """:func:`download` for a listing obtained earlier (e.g. by a size probe). ``guard`` is called
     with ``scheme://host:port/`` before any connection to a new origin (redirects included) and
     raises :class:`DownloadError` to refuse it; ``policy`` (as for :func:`download`) is then
-    applied when connecting."""
+    applied when connecting; ``ranges`` as for :func:`download`."""
     _check_options(stall_timeout, connections, compute)
+    if not ranges:
+        listing = dataclasses.replace(
+            listing, files=tuple(dataclasses.replace(f, ranges=False) for f in listing.files)
+        )
     emit = _emit or _Emitter(on_progress)
     dest = await asyncio.to_thread(_make_dest, dest)
     total, n_files = listing.total_bytes, len(listing.files)

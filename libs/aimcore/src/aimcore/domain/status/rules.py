@@ -173,6 +173,8 @@ REASON_STATES: Mapping[str, State] = {
     "DownloadStalled": State.FAILED,
     "InvalidSource": State.FAILED,
     "UnsupportedMediaType": State.FAILED,
+    "InvalidDownloadProtocol": State.FAILED,
+    "ProtocolUnavailable": State.FAILED,
     "ProvisioningFailed": State.FAILED,
     # the API server refused a child the object writes (400/422: its content; 403: permission);
     # only a user or an administrator can change that (issue 15)
