@@ -1,11 +1,14 @@
 """Model weights on a real node: with caching ``Always`` a real download Job fills a volume (a static
 hostPath PersistentVolume: this cluster has no provisioner) from the local Hub server, and the
 predictor pod mounts it (the test model exits without its weights, so ``Running`` proves the mount);
-an LLMKube ``pvc://`` Model is verified in place by a real verify Job that mounts the claim."""
+an LLMKube ``pvc://`` Model is verified in place by a real verify Job that mounts the claim; an
+AIMArtifact whose source ignores byte ranges is fetched by the second protocol of its sequence, in
+the same real Job."""
 
 from __future__ import annotations
 
 import hashlib
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ MODEL = aim("AIMModel")
 TEMPLATE = aim("AIMServiceTemplate")
 TEMPLATE_CACHE = aim("AIMTemplateCache")
 MODEL_CACHE = aim("AIMModelCache")
+ARTIFACT = aim("AIMArtifact")
 SERVICE = aim("AIMService")
 LLMKUBE_MODEL = by_kind("inference.llmkube.dev", "Model")
 
@@ -118,6 +122,56 @@ async def test_caching_always_downloads_with_a_real_job_into_a_volume_the_predic
     volumes_by_name = {v["name"]: v for v in pod["spec"]["volumes"]}
     [mount] = [m for m in pod["spec"]["containers"][0]["volumeMounts"] if m["mountPath"] == MOUNT]
     assert volumes_by_name[mount["name"]]["persistentVolumeClaim"]["claimName"] == claim_name
+
+
+async def test_an_artifact_whose_source_ignores_ranges_is_fetched_by_the_second_protocol(
+    stack: NodeStack, api: Kube, namespace: str, volumes: Any
+) -> None:
+    """The default sequence (``HF_TRANSFER,HTTP``) in a real download Job: a Hub that answers every
+    ranged request of a 12 MiB file with the whole file fails the ranged protocol, the plain
+    requests of ``HTTP`` fetch and verify it, and ``status.download`` says so as the released
+    original does (``{HTTP, 2, 2, "HF_TRANSFER,HTTP", Complete}``)."""
+    assert stack.hub is not None
+    repo = f"aim-tests/ranges-{secrets.token_hex(3)}"
+    files = {"config.json": b"{}", "model.safetensors": bytes(range(256)) * (48 * 1024)}
+    add_repo(stack.hub.root, repo, files, lfs_threshold=1024)
+    stack.hub.add_fault(repo, "model.safetensors", "ignore_range", count=1000)
+    paths: list[Path] = await volumes(1, "2Gi")
+    spec = {
+        "sourceUri": f"hf://{repo}",
+        "modelDownloadImage": "aim-cache:0.1.0",
+        "env": [{"name": "HF_ENDPOINT", "value": stack.hub_endpoint}],
+    }
+    await api.create(
+        ARTIFACT,
+        {
+            "apiVersion": ARTIFACT.api_version,
+            "kind": ARTIFACT.kind,
+            "metadata": {"name": "ranges"},
+            "spec": spec,
+        },
+        namespace,
+    )
+    done = await wait_for(
+        api, ARTIFACT, namespace, "ranges", lambda a: state(a) == "Ready", timeout=300, what="ranges Ready"
+    )
+    assert done["status"]["download"] == {
+        "protocol": "HTTP",
+        "attempt": 2,
+        "totalAttempts": 2,
+        "protocolSequence": "HF_TRANSFER,HTTP",
+        "message": "Complete",
+    }, summary(done)
+    assert conditions(done)["DownloadComplete"]["reason"] == "Verified", summary(done)
+    [job] = (await api.list(JOB, namespace, label_selector="aim.eai.amd.com/component=download"))[0]
+    await ran_on_the_node(api, namespace, job["metadata"]["name"], "aim-cache:0.1.0")
+    [filled] = [p for p in paths if (p / "config.json").exists()]
+    for name, data in files.items():
+        assert (filled / name).read_bytes() == data
+    gets = [r for r in stack.hub.requests() if r["repo_id"] == repo and r["method"] == "GET"]
+    ranged = [r for r in gets if r["path"] == "model.safetensors" and r["range"]]
+    assert ranged and all(r["fault"] == "ignore_range" for r in ranged), ranged
+    assert [r["range"] for r in gets if r["path"] == "model.safetensors"][-1] is None
 
 
 async def test_an_llmkube_pvc_model_is_verified_by_a_real_job(

@@ -244,6 +244,8 @@ TABLE: Table = (
                     "DownloadStalled",
                     "DownloadFailed",
                     "AddressNotAllowed",
+                    "InvalidDownloadProtocol",
+                    "ProtocolUnavailable",
                     "SourceUnreachable",
                     "JobBackoffLimitExceeded",
                     "JobDeadlineExceeded",
