@@ -450,6 +450,24 @@ def test_pdb_and_service_monitor_components() -> None:
     assert rule["ports"] == [{"port": 8080, "protocol": "TCP"}]
 
 
+def test_the_released_behaviour_component_sets_aim_behaviour_on_every_service_and_nothing_else() -> None:
+    """deploy/overlays/local-node-released is local-node plus the component: every service's
+    container has ``AIM_BEHAVIOUR=released`` (once); every other object and field is the same."""
+    seeds = {(o["kind"], o["metadata"]["name"]): o for o in render(LOCAL_NODE)}
+    released = {
+        (o["kind"], o["metadata"]["name"]): o for o in render(DEPLOY / "overlays" / "local-node-released")
+    }
+    assert set(released) == set(seeds)
+    changed = {key for key in seeds if seeds[key] != released[key]}
+    assert changed == {("Deployment", f"aim-{s}") for s in SERVICES}
+    for key in changed:
+        (container,) = released[key]["spec"]["template"]["spec"]["containers"]
+        said = [e for e in container["env"] if e["name"] == "AIM_BEHAVIOUR"]
+        assert said == [{"name": "AIM_BEHAVIOUR", "value": "released"}], key
+        container["env"] = [e for e in container["env"] if e["name"] != "AIM_BEHAVIOUR"]
+        assert released[key] == seeds[key], key
+
+
 def test_bus_tls_component() -> None:
     """The production overlay requires TLS on the bus: NATS runs the generated TLS configuration with
     the certificate from `aim-bus-tls` (its reloader also watching it), and every service connects

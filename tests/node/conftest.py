@@ -27,6 +27,7 @@ from aimcore.api.kinds import NAMESPACE
 from aimcore.runtime import Kube
 from aimcore.runtime.kube import connect
 from tests.helpers import kubectl
+from tests.node.helpers import BEHAVIOUR
 
 MODEL_REPOSITORY = "aim/test-model"
 
@@ -36,7 +37,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
     if os.geteuid() != 0:
         pytest.skip("the real node needs root (namespaces, cgroups)")
     start = time.monotonic()
-    node_stack = NodeStack(home=tmp_path_factory.mktemp("node-stack"), build=[*NODE_IMAGES, "test-model"])
+    node_stack = NodeStack(
+        home=tmp_path_factory.mktemp("node-stack"), build=[*NODE_IMAGES, "test-model"], behaviour=BEHAVIOUR
+    )
     node_stack.start()
     node_stack.timings["stack start"] = round(time.monotonic() - start, 1)
     try:

@@ -4,9 +4,11 @@ controllers' Events (which outlive the Jobs the operator deletes once their outp
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.runtime import Kube
 from tests.helpers import eventually
@@ -16,6 +18,18 @@ NODE_TIMEOUT = 900
 a fresh machine, images imported into the node's containerd)."""
 EVENT = KindRef("", "v1", "Event", "events", True)
 AIM = "aim.eai.amd.com"
+
+
+BEHAVIOUR = Behaviour(os.environ.get("AIM_TEST_BEHAVIOUR", Behaviour.SEEDS.value))
+"""The operator's behaviour in this run (``AIM_TEST_BEHAVIOUR=released``: the released original's,
+docs/node.md#tests): the stack deploys it, and the tests expect what it does."""
+CACHE_ROOT = "/workspace/cache" if BEHAVIOUR.released else "/workspace/model-cache"
+"""Where a predictor finds its cached model (``AIM_CACHE_PATH``)."""
+
+
+def model_cache_kind() -> KindRef:
+    """The model cache kind a template cache creates in this run (``AIMArtifact`` under released)."""
+    return by_kind(AIM, "AIMArtifact" if BEHAVIOUR.released else "AIMModelCache")
 
 
 def aim(kind: str) -> KindRef:

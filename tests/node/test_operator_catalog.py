@@ -2,16 +2,20 @@
 recommended deployments, becomes templates; each template's discovery Job really runs the image's
 ``dry-run --format=json`` on the node (the kubelet's Events prove it: the Job itself is deleted once
 its output is read) and the template turns Ready with the profile from that output. An image whose
-dry-run fails fails its template with the classified reason and the image's own message."""
+dry-run fails fails its template with the classified reason and the image's own message. A
+namespace holding a Ready model and its templates is gone soon after its deletion."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import pytest
 
 from aim_dev import images, testmodel
 from aim_dev.local.nodestack import NodeStack
+from aim_dev.testing.kubelet import wait_for_service_account
+from aimcore.api.kinds import NAMESPACE
 from aimcore.runtime import Kube
 from tests.helpers import eventually
 from tests.node.helpers import NODE_TIMEOUT, aim, conditions, ran_on_the_node, state, summary, wait_for
@@ -111,3 +115,35 @@ async def test_a_failing_dry_run_fails_the_template_with_the_classified_reason(
     assert "discovery container exited with code 1" in job["message"]
     assert "dry-run: no profile fits this node" in job["message"]
     assert conditions(template)["Ready"]["reason"] == "JobBackoffLimitExceeded"
+
+
+async def test_a_namespace_holding_a_ready_model_and_its_templates_is_gone_soon_after_its_deletion(
+    stack: NodeStack, api: Kube, model_image: str
+) -> None:
+    """``kubectl delete namespace`` of a namespace with a Ready AIMModel and its Ready template
+    (their finalizers, the discovery Job's pod and Events in it) finishes within the 30 s the
+    original's own suite allows its cleanup: the operator drops its finalizers without cleanup work
+    once the namespace is terminating."""
+    namespace = f"t-{secrets.token_hex(4)}"
+    await api.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    await wait_for_service_account(api, namespace)
+    await api.create(MODEL, model_body("held", model_image), namespace)
+    await wait_for(api, MODEL, namespace, "held", lambda m: state(m) == "Ready", timeout=120, what="Ready")
+    name = (await the_template(api, namespace, "held"))["metadata"]["name"]
+    await wait_for(
+        api, TEMPLATE, namespace, name, lambda t: state(t) == "Ready", timeout=180, what="the template Ready"
+    )
+    await api.delete(NAMESPACE, None, namespace)
+    left: dict[str, Any] = {}
+
+    async def gone() -> bool | None:
+        if await api.get(NAMESPACE, None, namespace) is None:
+            return True
+        held = [*(await api.list(MODEL, namespace))[0], *(await api.list(TEMPLATE, namespace))[0]]
+        left["held"] = [(o["kind"], o["metadata"]["name"], o["metadata"].get("finalizers")) for o in held]
+        return None
+
+    try:
+        await eventually(gone, timeout=30, interval=0.5, what=f"namespace {namespace} gone")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; still there: {left.get('held')}") from None

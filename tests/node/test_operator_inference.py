@@ -34,14 +34,15 @@ from aim_dev.node import config as node_config
 from aimcore.api.kinds import POD
 from aimcore.runtime import Kube
 from tests.helpers import eventually
-from tests.node.helpers import NODE_TIMEOUT, aim, conditions, state, summary, wait_for
+from tests.node.helpers import NODE_TIMEOUT, aim, conditions, model_cache_kind, state, summary, wait_for
 
 pytestmark = pytest.mark.timeout(NODE_TIMEOUT)
 
 SERVICE = aim("AIMService")
 MODEL = aim("AIMModel")
 TEMPLATE = aim("AIMServiceTemplate")
-MODEL_CACHE = aim("AIMModelCache")
+MODEL_CACHE = model_cache_kind()
+"""The kind a service's caching creates in this run (``AIMArtifact`` under released)."""
 QUESTION = "What do you answer, whatever you are asked?"
 
 

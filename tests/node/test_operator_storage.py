@@ -23,14 +23,23 @@ from aim_dev.local.nodestack import NodeStack
 from aimcore.api.kinds import JOB, POD, PVC, by_kind
 from aimcore.runtime import Kube
 from tests.helpers import eventually
-from tests.node.helpers import NODE_TIMEOUT, aim, conditions, ran_on_the_node, state, summary, wait_for
+from tests.node.helpers import (
+    CACHE_ROOT,
+    NODE_TIMEOUT,
+    aim,
+    conditions,
+    model_cache_kind,
+    ran_on_the_node,
+    state,
+    summary,
+    wait_for,
+)
 
 pytestmark = pytest.mark.timeout(NODE_TIMEOUT)
 
 MODEL = aim("AIMModel")
 TEMPLATE = aim("AIMServiceTemplate")
 TEMPLATE_CACHE = aim("AIMTemplateCache")
-MODEL_CACHE = aim("AIMModelCache")
 ARTIFACT = aim("AIMArtifact")
 SERVICE = aim("AIMService")
 LLMKUBE_MODEL = by_kind("inference.llmkube.dev", "Model")
@@ -40,7 +49,7 @@ WEIGHTS = {
     "model.safetensors": bytes(range(256)) * 2048,  # 512 KiB, an LFS file on the Hub
     "tokenizer.json": b'{"version": "1.0"}',
 }
-MOUNT = f"/workspace/model-cache/{testmodel.CANONICAL_NAME}"
+MOUNT = f"{CACHE_ROOT}/{testmodel.CANONICAL_NAME}"
 
 
 async def test_caching_always_downloads_with_a_real_job_into_a_volume_the_predictor_mounts(
@@ -98,7 +107,7 @@ async def test_caching_always_downloads_with_a_real_job_into_a_volume_the_predic
     )
     assert conditions(svc)["CacheReady"]["status"] == "True", summary(svc)
 
-    [cache] = (await api.list(MODEL_CACHE, namespace))[0]
+    [cache] = (await api.list(model_cache_kind(), namespace))[0]
     assert state(cache) == "Ready", summary(cache)
     assert conditions(cache)["DownloadReady"]["reason"] == "Verified", summary(cache)
     # the download Job really ran and is kept as the record

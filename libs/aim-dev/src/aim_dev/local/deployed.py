@@ -27,6 +27,7 @@ from typing import Any
 from aim_dev import images
 from aim_dev.local import binaries, consuming
 from aim_dev.local.consuming import SERVICES
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus import auth
 from aimcore.api.kinds import DEPLOYMENT, NAMESPACE, POD, KindRef
 from aimcore.runtime import Kube
@@ -34,6 +35,8 @@ from aimcore.runtime.bus import BusSettings
 
 SYSTEM_NAMESPACE = "aim-system"
 OVERLAY = Path("deploy") / "overlays" / "local-node"
+OVERLAY_RELEASED = Path("deploy") / "overlays" / "local-node-released"
+"""The same with the released original's behaviour (``AIM_BEHAVIOUR=released`` on every service)."""
 CRDS = Path("deploy") / "crds"
 NATS_PORT = 4222
 """NATS's client port on the node (host networking: its loopback and its address)."""
@@ -50,8 +53,8 @@ class DeployFailed(RuntimeError):
     pass
 
 
-def overlay_path() -> Path:
-    return images.repo_root() / OVERLAY
+def overlay_path(behaviour: Behaviour = Behaviour.SEEDS) -> Path:
+    return images.repo_root() / (OVERLAY_RELEASED if behaviour is Behaviour.RELEASED else OVERLAY)
 
 
 def crds_path() -> Path:
@@ -170,11 +173,20 @@ def _pod_summary(pod: Mapping[str, Any]) -> str:
 class Deployment:
     """The operator on a node: :meth:`deploy` applies it, :meth:`wait_ready` waits for it."""
 
-    def __init__(self, home: Path, kubeconfig: Path, *, nats_url: str, namespace: str = SYSTEM_NAMESPACE):
+    def __init__(
+        self,
+        home: Path,
+        kubeconfig: Path,
+        *,
+        nats_url: str,
+        namespace: str = SYSTEM_NAMESPACE,
+        behaviour: Behaviour = Behaviour.SEEDS,
+    ):
         self.home = home
         self.kubeconfig = kubeconfig
         self.nats_url = nats_url
         self.namespace = namespace
+        self.behaviour = behaviour
 
     @property
     def credentials(self) -> Path:
@@ -214,14 +226,15 @@ class Deployment:
             raise DeployFailed(f"kustomize build {CRDS} | kubectl apply: {crds.stderr.strip()}")
         done = await asyncio.to_thread(
             binaries.apply_kustomization,
-            overlay_path(),
+            overlay_path(self.behaviour),
             "--validate=false",
             kubeconfig=self.kubeconfig,
             timeout=180,
         )
         if done.returncode != 0:
             raise DeployFailed(
-                f"kustomize build {OVERLAY} | kubectl apply: {done.stderr.strip() or done.stdout.strip()}"
+                f"kustomize build {overlay_path(self.behaviour)} | kubectl apply: "
+                f"{done.stderr.strip() or done.stdout.strip()}"
             )
 
     async def wait_ready(self, kube: Kube, timeout: float = 600.0) -> dict[str, float]:

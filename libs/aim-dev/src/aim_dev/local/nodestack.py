@@ -52,6 +52,7 @@ from aim_dev.local.stack import SUPERVISOR, aim_home
 from aim_dev.node import Node, check_requirements
 from aim_dev.node import config as node_config
 from aim_dev.standins import stand_in_crds
+from aimcore.api.behaviour import Behaviour
 from aimcore.runtime import Kube
 from aimcore.runtime.kube import connect
 
@@ -80,6 +81,9 @@ class NodeStack:
     """Images rebuilt at start if their inputs changed since the bootstrap built them (a service's
     code edited, say): the node runs the checkout's code, not a stale image."""
     timings: dict[str, float] = field(default_factory=dict)
+    behaviour: Behaviour = Behaviour.SEEDS
+    """Which generation of the original the operator behaves as (``AIM_BEHAVIOUR`` on its services:
+    the overlay ``local-node`` or ``local-node-released``)."""
 
     @property
     def kubeconfig(self) -> Path:
@@ -197,7 +201,7 @@ class NodeStack:
             self.node.start()
             self.timings.update({f"node {k}": v for k, v in self.node.timings.items()})
         self.operator = deployed.Deployment(
-            self.home, self.kubeconfig, nats_url=f"nats://127.0.0.1:{nats_port}"
+            self.home, self.kubeconfig, nats_url=f"nats://127.0.0.1:{nats_port}", behaviour=self.behaviour
         )
         with self._step("operator"):
             asyncio.run(self._deploy())
