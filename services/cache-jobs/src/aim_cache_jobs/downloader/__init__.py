@@ -1,7 +1,8 @@
 """The model downloader: ``hf://``, ``s3://``, ``http(s)://`` and local sources into a directory,
 fast (ranged parallel transfers in threads), verified (every digest the source gives, hashed while
 downloading), resumable (partial files and their state under ``.aim-partial/``), and never reported
-complete unless it is (a manifest written last). Used in-process by the cache service and as the
+complete unless it is (a manifest written last), through a sequence of protocols when one fails
+(:mod:`.protocols`, :mod:`.sequence`). Used in-process by the cache service and as the
 ``aim-download`` CLI in download Jobs."""
 
 from __future__ import annotations
