@@ -51,6 +51,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(TIER_TIMEOUTS[tier]))
 
 
+SESSION_TEARDOWN = 300
+"""Seconds the session's last test gets besides its own timeout: pytest-timeout counts a test's
+teardown, and the last one's tears down every session-scoped server of every tier that ran (a node
+stack took 58 s to stop on a loaded machine, a control plane up to 30 s), whatever its own tier."""
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Give the last selected test the session's teardown on top of its timeout."""
+    if not session.items:
+        return
+    last = session.items[-1]
+    marker = last.get_closest_marker("timeout")
+    own = float(marker.args[0]) if marker is not None and marker.args else 0.0
+    last.add_marker(pytest.mark.timeout(own + SESSION_TEARDOWN), append=False)
+
+
 @pytest.fixture(autouse=True)
 def outbound_loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The operator-wide outbound policy of the processes the tests start (they inherit this

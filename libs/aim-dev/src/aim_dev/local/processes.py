@@ -155,13 +155,17 @@ class ManagedProcess:
             time.sleep(0.1)
         raise ProcessFailed(f"{self.name}: timed out after {timeout}s waiting for {what}:\n{self.log_tail()}")
 
+    def terminate(self) -> None:
+        """Ask the process to stop (SIGTERM to its group) without waiting: :meth:`stop` waits."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+
     def stop(self, grace: float = 10.0) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
+        self.terminate()
         try:
             self.proc.wait(grace)
         except subprocess.TimeoutExpired:
