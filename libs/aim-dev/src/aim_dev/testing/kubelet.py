@@ -38,6 +38,7 @@ non-terminal pod that is deleted waits (like on a real node) for its kubelet to 
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import ssl
 import subprocess
@@ -92,6 +93,23 @@ class _Log:
     error_status: int | None = None
 
 
+def _close_accepted(host: str, port: int) -> None:
+    """Close what the server on ``port`` accepted and aiohttp's cleanup left open (a connection of
+    the API server still in its TLS handshake, say): left to the garbage collector, it would warn
+    during some later test (a warning is an error in this suite). Only sockets bound to
+    ``host:port``."""
+    for obj in gc.get_objects():
+        if not isinstance(obj, asyncio.Transport) or obj.is_closing():
+            continue
+        sock = obj.get_extra_info("socket")
+        try:
+            local = sock.getsockname() if sock is not None else None
+        except OSError:
+            continue
+        if isinstance(local, tuple) and tuple(local[:2]) == (host, port):
+            obj.abort()
+
+
 @dataclass
 class FakeKubelet:
     """An HTTPS ``/containerLogs`` server on 127.0.0.1 plus the Nodes that point at it.
@@ -130,6 +148,7 @@ class FakeKubelet:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+            _close_accepted(self.host, self.port)
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
