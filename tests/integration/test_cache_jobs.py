@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import os
 import secrets
@@ -19,11 +20,12 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from nats.js.errors import NotFoundError
 
+from aim_cache.modelcaches import bytes_were_in
 from aim_cache.plan import job_name, pvc_name
 from aim_cache_jobs.downloader import Progress, RateMeter, progress_report, protocols
 from aim_dev.local.deployed import PERSISTENT_VOLUME, host_path_volume
@@ -35,7 +37,7 @@ from aimcore.api.bus import progress as bus_progress
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.kinds import JOB, NAMESPACE, POD, PVC, SECRET, by_kind
-from aimcore.runtime import Kube, connect_bus
+from aimcore.runtime import Kube, Request, connect_bus
 from aimcore.runtime.bus import BusSettings
 from aimcore.runtime.kube import connect
 from tests.file_server import FileServer
@@ -499,6 +501,29 @@ async def test_an_artifacts_job_says_verifying_then_verification_failed(cluster:
         "message": "Failed",
     }
     assert condition(status, "DownloadReady")["reason"] == "DownloadFailed"
+
+
+async def test_a_failure_seen_from_a_view_older_than_verifying_is_still_a_verification_failure(
+    kube: Kube, namespace: str
+) -> None:
+    """The race behind an earlier CI failure of the test above, made certain: the Job's end reached
+    the cache service while its view of the artifact predated the relayed Verifying. Whether every
+    byte was in is read from the stored object then, so the failure is still ``VerificationFailed``;
+    a stored status that never said Verifying is a failure before completion, and a verification
+    reason needs no read at all."""
+    artifact = by_kind(AIM, "AIMArtifact")
+    spec = {"sourceUri": "hf://acme/verify", "size": "1Gi", "modelDownloadImage": IMAGE}
+    stale = await kube.create(artifact, manifest(artifact, "weights", namespace, spec), namespace)
+    request = Request(artifact, None, stale, informer=cast(Any, None), reporter=cast(Any, None))
+    assert not await bytes_were_in(kube, request, "DownloadFailed")
+    assert await bytes_were_in(kube, request, "ChecksumMismatch")
+    verifying = {"type": "DownloadComplete", "status": "True", "reason": "Verifying", "message": "verifying"}
+    verifying |= {"lastTransitionTime": "2026-01-01T00:00:00Z"}
+    await kube.patch_status(artifact, namespace, "weights", {"status": {"conditions": [verifying]}})
+    assert "status" not in stale  # the view the failure is decided from is still the old one
+    assert await bytes_were_in(kube, request, "DownloadFailed")
+    seeds_kind = dataclasses.replace(request, ref=MODEL_CACHE)
+    assert not await bytes_were_in(kube, seeds_kind, "DownloadFailed")  # it has no DownloadComplete
 
 
 async def test_an_artifacts_protocol_sequence_reaches_its_job_and_its_status(cluster: Cluster) -> None:

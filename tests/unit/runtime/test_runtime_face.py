@@ -18,7 +18,6 @@ INIT = ROOT / "libs" / "aimcore" / "src" / "aimcore" / "runtime" / "__init__.py"
 # reach past the face for, by module: each is named in the face's docstring.
 PAST_THE_FACE = {
     "aimcore.runtime.composer",  # the status service's composition; rfc3339 and has_status_field
-    "aimcore.runtime.consumer",  # BUS_RETRY: the watcher's and the status writer's retry pacing
     "aimcore.runtime.keyedlock",  # the status service's per-object lock
     "aimcore.runtime.kube",  # Gone: the watcher's relist on 410
     "aimcore.runtime.kvlease",  # the watcher's leader lease

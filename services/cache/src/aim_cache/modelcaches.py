@@ -224,7 +224,8 @@ class ModelCacheReconciler:
                     if isinstance(run.error, SequenceFailed)
                     else protocols.attempts(sequence)[-1]
                 )
-                download_failed(request, run.error.reason, conditions, fields, ended_on)
+                verified = await bytes_were_in(self.kube, request, run.error.reason)
+                download_failed(request, verified, conditions, fields, ended_on)
                 await self._report(
                     request, conditions, fields, ("download-failed", run.error.reason, run.error.message)
                 )
@@ -410,7 +411,9 @@ class ModelCacheReconciler:
             failure_conditions(conditions, reason, message, attempt, due)
             if request.ref.group != LEGACY:
                 fields["progress"] = None
-            download_failed(request, reason, conditions, fields, ended_on or protocols.attempts(sequence)[-1])
+            verified = await bytes_were_in(self.kube, request, reason)
+            last = ended_on or protocols.attempts(sequence)[-1]
+            download_failed(request, verified, conditions, fields, last)
             await self._report(request, conditions, fields, ("download-failed", reason, message))
             return Result(requeue_after=due - now)
         await self.kube.delete(JOB, request.namespace, latest["metadata"]["name"])
@@ -590,22 +593,36 @@ def download_state(
 
 
 def download_failed(
-    request: Request, reason: str, conditions: list[ConditionReport], fields: dict[str, Any], attempt: Attempt
+    request: Request,
+    bytes_were_in: bool,
+    conditions: list[ConditionReport],
+    fields: dict[str, Any],
+    attempt: Attempt,
 ) -> None:
-    """A failed download of an ``AIMArtifact``: ``VerificationFailed`` when every byte was in (the
-    status said Verifying) or verification itself failed, else failed before completion; its
-    progress shows ``N/A``."""
+    """A failed download of an ``AIMArtifact``: ``VerificationFailed`` when every byte was in
+    (:func:`bytes_were_in`), else failed before completion; its progress shows ``N/A``."""
     if not reports_download(request.ref.group, request.ref.kind):
         return
-    after = reason in VERIFY_REASONS or bytes_in(request)
-    conditions.append(download_complete(Phase.FAILED, bytes_in=after))
+    conditions.append(download_complete(Phase.FAILED, bytes_in=bytes_were_in))
     fields["download"] = download_fields(Phase.FAILED, attempt)
     fields["progress"] = {"displayPercentage": NOT_AVAILABLE}
 
 
-def bytes_in(request: Request) -> bool:
-    """Whether the status says every byte was in (``DownloadComplete=True``, Verifying)."""
-    said = StatusCondition.find(request.obj, DOWNLOAD_COMPLETE)
+async def bytes_were_in(kube: Kube, request: Request, reason: str) -> bool:
+    """Whether every byte of a failed download was in: verification itself failed, or the status
+    said Verifying. The download's offer (relayed to the status) and its end (the Job, the run)
+    reach this service by different paths, so a view that does not say Verifying yet is checked
+    against the stored object before the failure is called one before completion."""
+    if reason in VERIFY_REASONS or said_bytes_in(request.obj):
+        return True
+    if not reports_download(request.ref.group, request.ref.kind):
+        return False
+    return said_bytes_in(await kube.get(request.ref, request.namespace, request.name))
+
+
+def said_bytes_in(obj: Obj | None) -> bool:
+    """Whether ``obj``'s status says every byte was in (``DownloadComplete=True``, Verifying)."""
+    said = StatusCondition.find(obj, DOWNLOAD_COMPLETE) if obj is not None else None
     return said is not None and said.status == "True"
 
 

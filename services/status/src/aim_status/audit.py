@@ -22,8 +22,7 @@ from aim_status.writer import Written
 from aimcore.api.bus import subjects
 from aimcore.api.bus.messages import Decision
 from aimcore.api.types import Obj
-from aimcore.runtime import tracing
-from aimcore.runtime.consumer import BUS_RETRY
+from aimcore.runtime import BUS_RETRY, tracing
 
 log = logging.getLogger(__name__)
 

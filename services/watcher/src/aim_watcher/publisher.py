@@ -29,8 +29,7 @@ from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.api.errors import TransientError
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
-from aimcore.runtime import tracing
-from aimcore.runtime.consumer import BUS_RETRY
+from aimcore.runtime import BUS_RETRY, tracing
 from aimcore.runtime.kvlease import WRONG_LAST_SEQUENCE
 from aimcore.runtime.natsinternals import bucket_stream, client_of
 from aimcore.runtime.resourceversion import rv_int

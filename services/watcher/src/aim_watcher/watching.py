@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from nats.js import JetStreamContext
+from nats.js.errors import BadRequestError
 from nats.js.kv import KeyValue
 from prometheus_client import Gauge
 
@@ -29,7 +30,7 @@ from aim_watcher.resume import ResumePoints
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.topology import Retention
 from aimcore.api.kinds import KindRef
-from aimcore.runtime import REGISTRY, ServiceContext
+from aimcore.runtime import REGISTRY, ServiceContext, until_answered
 from aimcore.runtime.kvlease import holder_id
 from aimcore.runtime.mirrorscan import kind_pattern, last_per_subject, snapshot_identities
 from aimcore.runtime.probes import READINESS
@@ -162,9 +163,21 @@ async def run(ctx: ServiceContext, kinds: Watched, retention: Retention) -> None
     loop.add_signal_handler(signal.SIGUSR1, resync_now)
 
     READINESS.waiting("topology", "declaring the streams and buckets")
-    await topology.ensure_topology(ctx.js, retention, ctx.settings.bus.replicas)
+
+    async def declare() -> KeyValue:
+        # a bus cluster that has just formed may time out or answer 503 while it elects the
+        # leaders of what is declared: waited out, as a consumer waits to bind; a declaration the
+        # bus refuses (400) is a configuration error, raised
+        await topology.ensure_topology(ctx.js, retention, ctx.settings.bus.replicas)
+        return await ctx.js.key_value(topology.ELECTION_BUCKET)
+
+    election_bucket = await until_answered(
+        "declaring the topology", declare, ctx.stop, permanent=(BadRequestError,)
+    )
+    if election_bucket is None:
+        return
     READINESS.remove("topology")
-    election = Election(await ctx.js.key_value(topology.ELECTION_BUCKET), holder_id())
+    election = Election(election_bucket, holder_id())
 
     async def lead(step_down: asyncio.Event) -> None:
         LEADER.set(1)

@@ -23,6 +23,8 @@ controller-runtime's ``ctrl``)::
 - **the process**: :func:`run_service` and its :class:`ServiceContext` (settings read once, the
   NATS and Kubernetes clients), :func:`run_consumer` for a consumer that is not a controller,
   :func:`connect_bus` for a program that is not a service (a Job reporting progress),
+  :func:`until_answered` to wait out a bus that is down or still starting (paced by
+  :data:`BUS_RETRY`),
   :class:`Kube` (:class:`ApiException`, :func:`describe_error`), the metrics :data:`REGISTRY`.
 
 What only the two platform services need stays in its module: the watcher's mirror scans
@@ -44,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from aimcore.runtime.bus import connect_bus
+    from aimcore.runtime.bus import BUS_RETRY, connect_bus, until_answered
     from aimcore.runtime.children import child_labels, contains, differs, owned_by, owner_reference
     from aimcore.runtime.conditions import condition, refused_condition, refused_message, refused_reason
     from aimcore.runtime.consumer import Consuming, run_consumer
@@ -79,6 +81,7 @@ if TYPE_CHECKING:
     from aimcore.runtime.writes import Children, How, Written
 
 __all__ = [
+    "BUS_RETRY",
     "REGISTRY",
     "ApiException",
     "Build",
@@ -136,6 +139,7 @@ __all__ = [
     "through",
     "through_job_to_owner",
     "to_owners",
+    "until_answered",
     "validate_only",
 ]
 

@@ -7,21 +7,30 @@ instead of nats-py's traceback per attempt), and permission violations the serve
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import nats
 from nats import errors as nats_errors
 from nats.aio.client import Client as NatsClient
 
+from aimcore.api.backoff import Backoff
 from aimcore.api.bus.auth import inbox_prefix
 from aimcore.runtime import metrics
 from aimcore.runtime.settings.bus import DEFAULT_URL, BusSettings
 
-__all__ = ["DEFAULT_URL", "BusSettings", "OutageLog", "connect_bus"]
+__all__ = ["BUS_RETRY", "DEFAULT_URL", "BusSettings", "OutageLog", "connect_bus", "until_answered"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+BUS_RETRY = Backoff(base=0.2, cap=5.0)
+"""A bus that is down, restarting or busy (binding a consumer, fetching, declaring the topology,
+writing the mirror): 0.2 s doubling to 5 s, with jitter so the replicas that lost the bus together
+do not come back together."""
 
 CONNECTION_ERRORS = (
     OSError,
@@ -129,3 +138,29 @@ async def connect_bus(
     outages.connected()
     outages.client = nc
     return nc
+
+
+async def until_answered(
+    what: str,
+    op: Callable[[], Awaitable[T]],
+    stop: asyncio.Event,
+    *,
+    permanent: tuple[type[Exception], ...] = (),
+) -> T | None:
+    """``op``'s result once the bus answers it, waiting out (:data:`BUS_RETRY`) a bus that is down,
+    still starting or electing its leaders (a timeout, JetStream's 503): a service that starts
+    beside a bus that is not ready yet waits for it instead of dying. ``permanent`` errors are
+    raised at once; None when ``stop`` is set first."""
+    attempt = 0
+    while not stop.is_set():
+        try:
+            return await op()
+        except permanent:
+            raise
+        except (nats_errors.Error, TimeoutError) as exc:
+            attempt += 1
+            delay = BUS_RETRY.delay(attempt)
+            log.warning("%s: the bus did not answer (%s); retrying in %.1fs", what, _describe(exc), delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+    return None

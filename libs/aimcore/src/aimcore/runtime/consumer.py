@@ -34,11 +34,11 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from opentelemetry import trace
 
-from aimcore.api.backoff import Backoff
 from aimcore.api.bus import topology
 from aimcore.api.bus.topology import ConsumerSpec, ensure_consumer
 from aimcore.api.errors import AckAction, decide, is_permanent
 from aimcore.runtime import metrics, tracing
+from aimcore.runtime.bus import BUS_RETRY, until_answered
 from aimcore.runtime.keyedlock import KeyedLock
 from aimcore.runtime.kube import describe_error
 from aimcore.runtime.probes import READINESS
@@ -48,10 +48,6 @@ log = logging.getLogger(__name__)
 tracer = trace.get_tracer("aimcore.runtime")
 
 Handler = Callable[[Msg], Awaitable[None]]
-
-BUS_RETRY = Backoff(base=0.2, cap=5.0)
-"""A bus that is down, restarting or busy (binding a consumer, fetching, writing the mirror): 0.2 s
-doubling to 5 s, with jitter so the replicas that lost the bus together do not come back together."""
 
 
 @dataclass
@@ -97,20 +93,12 @@ class Consumer:
     async def _bind(self, stop: asyncio.Event) -> JetStreamContext.PullSubscription | None:
         """Declare (idempotently) and bind the durable consumer, waiting out a bus that is down or
         still starting (JetStream answers 503 for a moment after a restart)."""
-        attempt = 0
-        while not stop.is_set():
-            try:
-                await ensure_consumer(self.js, self.spec)
-                return await self.js.pull_subscribe_bind(self.spec.durable, stream=self.spec.stream)
-            except (NatsError, TimeoutError) as exc:
-                attempt += 1
-                delay = BUS_RETRY.delay(attempt)
-                log.warning(
-                    "%s: cannot bind its consumer (%r); retrying in %.1fs", self.spec.durable, exc, delay
-                )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), delay)
-        return None
+
+        async def bind() -> JetStreamContext.PullSubscription:
+            await ensure_consumer(self.js, self.spec)
+            return await self.js.pull_subscribe_bind(self.spec.durable, stream=self.spec.stream)
+
+        return await until_answered(f"{self.spec.durable}: binding its consumer", bind, stop)
 
     @property
     def check_name(self) -> str:
