@@ -4,10 +4,12 @@ KV compare-and-set, and the topology owner's idempotence."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import time
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import Any, cast
 
 import pytest
 from nats.aio.client import Client as NatsClient
@@ -22,6 +24,7 @@ from aimcore.api.bus.messages import ChangeEvent, ChangeType, ObjectRef
 from aimcore.api.bus.topology import ConsumerSpec
 from aimcore.api.errors import PermanentError, TransientError
 from aimcore.api.kinds import KindRef
+from aimcore.runtime import Consuming, ServiceContext, run_consumer
 from aimcore.runtime.consumer import Consumer
 from tests.helpers import eventually
 
@@ -220,6 +223,38 @@ async def test_consumer_survives_a_nats_restart(nats_factory) -> None:  # type: 
         await task
     finally:
         await nc.close()
+
+
+async def test_a_consumer_whose_setup_finds_its_bucket_missing_waits_for_it(js: JetStreamContext) -> None:
+    """``run_consumer``: the stream exists but a bucket its setup opens does not answer yet (as a
+    bucket of a bus cluster that is still electing its leader): the setup is tried again until it
+    opens, instead of the service dying; then it consumes."""
+    stream, subject = await _stream(js)
+    bucket = f"t-{secrets.token_hex(4)}"
+    spec = ConsumerSpec(durable="late-bucket", stream=stream, filter_subjects=[f"{subject}.>"])
+    tries: list[str] = []
+    seen: list[bytes] = []
+
+    async def handler(msg: Any) -> None:
+        seen.append(msg.data)
+
+    @contextlib.asynccontextmanager
+    async def serve() -> AsyncIterator[Consuming]:
+        tries.append(bucket)
+        await js.key_value(bucket)  # NotFoundError until it is made
+        yield Consuming(spec, handler)
+
+    ctx = ServiceContext("test", cast(Any, None), cast(Any, None), js, None)
+    task = asyncio.create_task(run_consumer(ctx, stream, spec.durable, serve))
+    try:
+        await eventually(lambda: _true(len(tries) >= 3), timeout=30, what="the setup tried again")
+        assert not task.done(), "a bucket that is not there yet must not end the consumer"
+        await js.create_key_value(bucket=bucket)
+        await js.publish(f"{subject}.a", b"after")
+        await eventually(lambda: _true(seen == [b"after"]), timeout=30, what="consumed once set up")
+    finally:
+        ctx.stop.set()
+        assert await asyncio.wait_for(task, 30)
 
 
 async def test_a_stopping_consumer_hands_back_what_it_has_not_started(js: JetStreamContext) -> None:

@@ -27,6 +27,7 @@ from nats.errors import Error as NatsError
 from nats.js.errors import KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
+from aimcore.runtime import describe_error
 from aimcore.runtime.kvlease import KvLease
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,12 @@ class Election:
             await asyncio.wait({leading, renewing}, return_when=asyncio.FIRST_COMPLETED)
             step_down.set()
             for task in (leading, renewing):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
+                try:
                     await task
+                except asyncio.CancelledError:
+                    pass
+                except Exception as exc:  # the term ends; the next one starts over
+                    log.warning("term %d ended by an error: %s", self.terms, describe_error(exc))
             if stop.is_set():
                 # handed over once the term has ended (its watches published what they took and
                 # saved where the next leader resumes), not before

@@ -248,11 +248,18 @@ async def run_consumer(ctx: ServiceContext, stream: str, durable: str, serve: Se
     ready until it is bound (so the check exists before anything can be slow), wait for the
     stream, which the watcher declares with the rest of the topology (its buckets too, so
     ``serve`` may open them), then consume what ``serve`` sets up. False when the service stopped
-    before the stream existed."""
+    before the stream existed or ``serve`` could set up."""
     READINESS.waiting(consumer_check(durable), f"waiting for the {stream} stream")
     if not await topology.wait_for_stream(ctx.js, stream, ctx.stop):
         return False
-    async with serve() as consuming:
+    async with contextlib.AsyncExitStack() as stack:
+        # what serve opens (buckets, the informer's first read) waits out a bus that is slow to
+        # answer, as the stream did: a cluster just formed may still be electing their leaders
+        consuming = await until_answered(
+            f"{durable}: setting up", lambda: stack.enter_async_context(serve()), ctx.stop
+        )
+        if consuming is None:
+            return False
         spec = consuming.spec
         assert (spec.stream, spec.durable) == (stream, durable), (
             f"{spec.durable} is not {durable} on {stream}"
