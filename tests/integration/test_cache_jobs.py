@@ -50,7 +50,7 @@ MODEL_CACHE = by_kind(AIM, "AIMModelCache")
 RUNTIME_CONFIG = by_kind(AIM, "AIMRuntimeConfig")
 GIB = 1024**3
 IMAGE = "ghcr.io/acme/aim-engine:test"
-FIRST = protocols.attempts(protocols.DEFAULT)[0]
+FIRST = protocols.first_attempt(protocols.DEFAULT)
 FILES = {"config.json": b"{}", "model.safetensors": b"\x01" * 4096}
 
 

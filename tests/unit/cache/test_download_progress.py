@@ -11,7 +11,7 @@ from aimcore.api.bus.messages import ObjectRef
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 
-FIRST = protocols.attempts(protocols.DEFAULT)[0]
+FIRST = protocols.first_attempt(protocols.DEFAULT)
 
 
 def meter_at(rate: float, seconds: int, start: int = 0) -> RateMeter:

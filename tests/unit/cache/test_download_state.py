@@ -24,7 +24,7 @@ from aimcore.api.kinds import GROUP_AIM, GROUP_LEGACY
 
 ARTIFACT = ObjectRef(group=GROUP_AIM, version="v1alpha1", kind="AIMArtifact", namespace="a", name="c")
 MODEL_CACHE = ObjectRef(group=GROUP_AIM, version="v1alpha1", kind="AIMModelCache", namespace="a", name="c")
-FIRST = protocols.attempts(protocols.DEFAULT)[0]
+FIRST = protocols.first_attempt(protocols.DEFAULT)
 KEY = progress.key_from_seed("SUAcacheserviceseed")
 
 

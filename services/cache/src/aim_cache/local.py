@@ -65,13 +65,25 @@ class LocalExecutor:
     def forget(self, uid: str) -> None:
         self.runs.forget(uid)
 
-    def start(self, ref: KindRef, cache: Obj, env: Mapping[str, str], *, attempt: int, spec_hash: str) -> Run:
+    def start(
+        self,
+        ref: KindRef,
+        cache: Obj,
+        env: Mapping[str, str],
+        sequence: tuple[str, ...],
+        *,
+        attempt: int,
+        spec_hash: str,
+    ) -> Run:
+        """Download ``cache``'s source into its directory, trying the protocols of ``sequence`` in
+        turn (:func:`~aim_cache_jobs.downloader.sequence.download_in_sequence`), with ``env`` (its
+        credentials, its outbound policy) as the Job's container would have it."""
         uid = str(cache["metadata"]["uid"])
         self.forget(uid)
         meta = cache["metadata"]
 
         async def work(run: Run) -> None:
-            await self._download(ref, cache, dict(env), run)
+            await self._download(ref, cache, dict(env), sequence, run)
 
         async def ended(run: Run) -> None:
             await self.wake(ref, cache)
@@ -82,7 +94,9 @@ class LocalExecutor:
     async def close(self) -> None:
         await self.runs.close()
 
-    async def _download(self, ref: KindRef, cache: Obj, env: dict[str, str], run: Run) -> None:
+    async def _download(
+        self, ref: KindRef, cache: Obj, env: dict[str, str], sequence: tuple[str, ...], run: Run
+    ) -> None:
         meta = cache["metadata"]
         target = ObjectRef.of(ref, meta.get("namespace"), meta["name"])
         last_sent = 0.0
@@ -94,7 +108,7 @@ class LocalExecutor:
             if progress.phase != "done" and now - last_sent < PROGRESS_INTERVAL:
                 return
             last_sent = now
-            attempt = run.protocol or protocols.attempts(sequence)[0]
+            attempt = run.protocol or protocols.first_attempt(sequence)
             report = progress_report(target, run.key, progress, run.meter, now=now, attempt=attempt)
             task: asyncio.Task[None] = asyncio.create_task(self.publish(report))
             pending.add(task)
@@ -103,7 +117,6 @@ class LocalExecutor:
         def on_attempt(attempt: Attempt) -> None:
             run.protocol = attempt
 
-        sequence = protocols.sequence_of(env)
         try:
             run.manifest, run.protocol = await download_in_sequence(
                 str(cache["spec"]["sourceUri"]),

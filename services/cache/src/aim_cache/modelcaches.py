@@ -195,7 +195,7 @@ class ModelCacheReconciler:
         manifest = read_manifest(dest)
         run = local.run_of(uid)
         if manifest is not None and manifest.source == source and (run is None or not run.running):
-            made_by = (run.protocol if run is not None else None) or protocols.attempts(sequence)[0]
+            made_by = (run.protocol if run is not None else None) or protocols.first_attempt(sequence)
             await self._report(
                 request, conditions, fields, verified_locally(request, manifest, conditions, fields, made_by)
             )
@@ -222,7 +222,7 @@ class ModelCacheReconciler:
                 ended_on = (
                     run.error.attempt
                     if isinstance(run.error, SequenceFailed)
-                    else protocols.attempts(sequence)[-1]
+                    else protocols.last_attempt(sequence)
                 )
                 verified = await bytes_were_in(self.kube, request, run.error.reason)
                 download_failed(request, verified, conditions, fields, ended_on)
@@ -238,13 +238,13 @@ class ModelCacheReconciler:
             conditions.append(cond(DOWNLOAD_READY, False, exc.reason, str(exc)))
             await self._report(request, conditions, fields, ("reject", exc.reason, str(exc)))
             return Result(requeue_after=jobs.JOB_RETRY.delay(1, jitter=uid))
-        env = {**self.settings.local_env, **env, protocols.ENV: ",".join(sequence)}
-        run = local.start(request.ref, obj, env, attempt=attempt, spec_hash=digest)
+        env = {**self.settings.local_env, **env}
+        run = local.start(request.ref, obj, env, sequence, attempt=attempt, spec_hash=digest)
         conditions.append(cond(SOURCE_READY, True, "SourceResolved", source))
         conditions.append(
             cond(DOWNLOAD_READY, False, "Downloading", f"attempt {attempt} started in the local executor")
         )
-        download_state(request, Phase.DOWNLOADING, conditions, fields, protocols.attempts(sequence)[0])
+        download_state(request, Phase.DOWNLOADING, conditions, fields, protocols.first_attempt(sequence))
         await self._report(
             request,
             conditions,
@@ -382,14 +382,14 @@ class ModelCacheReconciler:
             if StatusCondition.find(request.obj, DOWNLOAD_COMPLETE) is None:
                 # once said (at the Job's creation), the running download's own offers own it: this
                 # view may predate the offer that said Verifying, and must not take it back
-                first = protocols.attempts(sequence)[0]
+                first = protocols.first_attempt(sequence)
                 download_state(request, Phase.DOWNLOADING, conditions, fields, first)
             await self._report(request, conditions, fields)
             return None
         outcome = await self._outcome(request, latest, pods)
         ended_on = Attempt.from_record(outcome.get("download"))
         if state == jobs.STATE_SUCCEEDED:
-            made_by = ended_on or protocols.attempts(sequence)[0]
+            made_by = ended_on or protocols.first_attempt(sequence)
             message = job_succeeded(request, cache, outcome, conditions, fields, made_by)
             await self._report(
                 request, conditions, fields, ("download", "Verified", f"download finished: {message}")
@@ -412,7 +412,7 @@ class ModelCacheReconciler:
             if request.ref.group != LEGACY:
                 fields["progress"] = None
             verified = await bytes_were_in(self.kube, request, reason)
-            last = ended_on or protocols.attempts(sequence)[-1]
+            last = ended_on or protocols.last_attempt(sequence)
             download_failed(request, verified, conditions, fields, last)
             await self._report(request, conditions, fields, ("download-failed", reason, message))
             return Result(requeue_after=due - now)
@@ -449,7 +449,7 @@ class ModelCacheReconciler:
         conditions.append(
             cond(DOWNLOAD_READY, False, "Downloading", f"download Job {name} (attempt {attempt}) created")
         )
-        download_state(request, Phase.DOWNLOADING, conditions, fields, protocols.attempts(sequence)[0])
+        download_state(request, Phase.DOWNLOADING, conditions, fields, protocols.first_attempt(sequence))
         await self._report(
             request,
             conditions,

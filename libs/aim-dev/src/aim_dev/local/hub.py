@@ -825,17 +825,14 @@ class HubApp:
         if f.lfs:
             headers["X-Linked-Etag"] = f'"{f.sha256}"'
             headers["X-Linked-Size"] = str(f.size)
-        fault = self._take_fault(info.repo_id, clean) if request.method == "GET" else None
-        if fault is not None and fault.kind == "ignore_range":
-            entry["fault"], fault = fault.kind, None
-            request_range = None
-        else:
-            request_range = request.headers.get("Range")
         try:
-            rng = parse_range(request_range, f.size)
-        except _Unsatisfiable:
+            rng = parse_range(request.headers.get("Range"), f.size)
+        except _Unsatisfiable:  # answered before a fault is taken: a 416 would waste it
             headers["Content-Range"] = f"bytes */{f.size}"
             return web.Response(status=416, headers=headers)
+        fault = self._take_fault(info.repo_id, clean) if request.method == "GET" else None
+        if fault is not None and fault.kind == "ignore_range":
+            entry["fault"], fault, rng = fault.kind, None, None
         start, end = rng if rng else (0, f.size)
         status = 200
         if rng is not None:

@@ -74,6 +74,16 @@ def attempts(sequence: tuple[str, ...]) -> tuple[Attempt, ...]:
     return tuple(Attempt(protocol, n, sequence) for n, protocol in enumerate(sequence, start=1))
 
 
+def first_attempt(sequence: tuple[str, ...]) -> Attempt:
+    """The attempt a download of ``sequence`` begins with (what it is on until it says otherwise)."""
+    return attempts(sequence)[0]
+
+
+def last_attempt(sequence: tuple[str, ...]) -> Attempt:
+    """The attempt a failed download of ``sequence`` ended on when it did not say which."""
+    return attempts(sequence)[-1]
+
+
 @dataclass(frozen=True)
 class Transport:
     """How the transfer engine runs for a protocol: over how many connections, and whether files
