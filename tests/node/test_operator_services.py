@@ -2,7 +2,8 @@
 the KServe stand-in's Deployment starts real predictor pods from the model image, their readiness
 probe passes, and the service is ``Running`` with the InferenceService's URL. A model image that
 does not exist leaves the pod in the kubelet's image-pull back-off, and the service says the image
-was not found; a model server that exits crash-loops, and the service says so."""
+was not found (under the released behaviour the image is inspected first, and no pod is made); a
+model server that exits crash-loops, and the service says so."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from aim_dev.node import config as node_config
 from aimcore.api.kinds import INFERENCE_SERVICE, POD
 from aimcore.runtime import Kube
 from tests.helpers import eventually, kubectl
-from tests.node.helpers import NODE_TIMEOUT, aim, conditions, events, state, summary, wait_for
+from tests.node.helpers import BEHAVIOUR, NODE_TIMEOUT, aim, conditions, events, state, summary, wait_for
 
 pytestmark = pytest.mark.timeout(NODE_TIMEOUT)
 
@@ -106,11 +107,10 @@ async def test_services_by_image_and_by_name_run_real_predictor_pods(
         assert [m["id"] for m in json.loads(served)["data"]] == [testmodel.CANONICAL_NAME]
 
 
-async def test_an_image_that_cannot_be_pulled_is_reported_from_the_kubelets_pull_error(
-    stack: NodeStack, api: Kube, namespace: str
-) -> None:
+def missing_custom_model(stack: NodeStack) -> tuple[str, dict[str, Any]]:
+    """An image on the node's registry that does not exist, as a custom model's base image (its
+    template has its sources inline, so no discovery Job needs the image)."""
     missing = stack.model_image("aim/missing", "0.1.0")
-    # a custom model: its template has its sources inline, so no discovery Job needs the image
     custom = {
         "custom": {
             "baseImage": missing,
@@ -118,6 +118,14 @@ async def test_an_image_that_cannot_be_pulled_is_reported_from_the_kubelets_pull
             "hardware": {"cpu": {"requests": "100m"}},
         }
     }
+    return missing, custom
+
+
+@pytest.mark.skipif(BEHAVIOUR.released, reason="the released original inspects a custom model's image first")
+async def test_an_image_that_cannot_be_pulled_is_reported_from_the_kubelets_pull_error(
+    stack: NodeStack, api: Kube, namespace: str
+) -> None:
+    missing, custom = missing_custom_model(stack)
     await api.create(SERVICE, service_body("missing", custom), namespace)
 
     def not_found(svc: dict[str, Any]) -> bool:
@@ -140,6 +148,38 @@ async def test_an_image_that_cannot_be_pulled_is_reported_from_the_kubelets_pull
 
     # Between the kubelet's pull attempts the pod says only "Back-off pulling image" (no cause).
     await eventually(backing_off, timeout=120, interval=0.25, what="the back-off between pulls")
+
+
+@pytest.mark.skipif(not BEHAVIOUR.released, reason="the seeds skip discovery for custom models")
+async def test_a_custom_models_image_that_does_not_exist_is_found_missing_before_any_pod(
+    stack: NodeStack, api: Kube, namespace: str
+) -> None:
+    """The released behaviour (the original's ``custom-models/nonexistent-image``): the custom
+    model's base image is inspected on the registry; not found, the model is ``Degraded`` with
+    ``ImageMetadataReady=False``, its template ``Degraded``, and the service waits for a template
+    instead of starting a pod that could never pull its image."""
+    missing, custom = missing_custom_model(stack)
+    await api.create(SERVICE, service_body("missing", custom), namespace)
+
+    async def degraded_model() -> dict[str, Any] | None:
+        models = (await api.list(MODEL, namespace))[0]
+        return models[0] if models and state(models[0]) == "Degraded" else None
+
+    model = await eventually(degraded_model, timeout=180, interval=0.5, what="the custom model Degraded")
+    assert model["status"].get("sourceType") == "Custom", summary(model)
+    metadata = conditions(model)["ImageMetadataReady"]
+    assert metadata["status"] == "False" and missing in metadata["message"], summary(model)
+    assert "not found" in metadata["message"], summary(model)
+
+    async def degraded_templates() -> list[dict[str, Any]] | None:
+        templates = (await api.list(aim("AIMServiceTemplate"), namespace))[0]
+        return templates if templates and all(state(t) == "Degraded" for t in templates) else None
+
+    await eventually(degraded_templates, timeout=60, interval=0.5, what="its templates Degraded")
+    svc = await api.get(SERVICE, namespace, "missing")
+    assert conditions(svc)["TemplateReady"]["status"] == "False", summary(svc)
+    assert state(svc) != "Running"
+    assert await predictor_pods(api, namespace, isvc_name("missing", namespace)) == []
 
 
 async def test_a_crashing_model_server_is_a_crash_loop(
