@@ -2,8 +2,8 @@
 registry and API server, under each behaviour (``AIM_BEHAVIOUR``, a stack of the test's own): the
 seeds never read it (a missing image changes nothing); the released behaviour reads it, so an image
 without AIM labels is ``ImageFound`` and the model Ready, and a missing one is
-``BaseImageNotFound``, the model Degraded and its template Degraded with
-``ModelReady=False/ModelFailed``."""
+``BaseImageNotFound``, the model Degraded with no template made for it, and a template made by hand
+Degraded with ``ModelReady=False/ModelFailed``."""
 
 from __future__ import annotations
 
@@ -102,7 +102,17 @@ async def test_a_custom_models_base_image(
     missing = await status_of(kube, MODEL, NS, "missing", degraded, "missing Degraded")
     assert missing["status"]["sourceType"] == "Custom"
     assert condition(missing["status"], "ImageMetadataReady")["reason"] == "BaseImageNotFound"
-    name = (await _template_of(kube, "missing"))["metadata"]["name"]
+    # no template is made while the image cannot be read (the released original's order: one made
+    # now would be Ready for a moment, and a service could select it)
+    await drained(private_stack, "discovery")
+    assert [t for t in (await kube.list(TEMPLATE, NS))[0] if t["spec"].get("modelName") == "missing"] == []
+    waiting = condition((await kube.get(MODEL, NS, "missing") or {})["status"], "ServiceTemplatesReady")
+    assert (waiting["status"], waiting["reason"]) == ("False", "AwaitingMetadata"), waiting
+    assert "BaseImageNotFound" in waiting["message"], waiting
+    # a template a user makes for it (as the original's own test does) takes the model's failure
+    name = "missing-tpl"
+    spec = {"modelName": "missing", "type": "unoptimized", "hardware": HARDWARE, "modelSources": SOURCES}
+    await kube.create(TEMPLATE, manifest(TEMPLATE, name, NS, spec), NS)
 
     def inherited(status: dict[str, Any]) -> bool:
         said = condition(status, "ModelReady")

@@ -156,8 +156,9 @@ async def test_a_custom_models_image_that_does_not_exist_is_found_missing_before
 ) -> None:
     """The released behaviour (the original's ``custom-models/nonexistent-image``): the custom
     model's base image is inspected on the registry; not found, the model is ``Degraded`` with
-    ``ImageMetadataReady=False``, its template ``Degraded``, and the service waits for a template
-    instead of starting a pod that could never pull its image."""
+    ``ImageMetadataReady=False``, no template is made for it (as the original, whose templates wait
+    for the image), and the service waits for one instead of starting a pod that could never pull
+    its image."""
     missing, custom = missing_custom_model(stack)
     await api.create(SERVICE, service_body("missing", custom), namespace)
 
@@ -170,14 +171,15 @@ async def test_a_custom_models_image_that_does_not_exist_is_found_missing_before
     metadata = conditions(model)["ImageMetadataReady"]
     assert metadata["status"] == "False" and missing in metadata["message"], summary(model)
     assert "not found" in metadata["message"], summary(model)
+    assert conditions(model)["ServiceTemplatesReady"]["reason"] == "AwaitingMetadata", summary(model)
+    assert (await api.list(aim("AIMServiceTemplate"), namespace))[0] == []
 
-    async def degraded_templates() -> list[dict[str, Any]] | None:
-        templates = (await api.list(aim("AIMServiceTemplate"), namespace))[0]
-        return templates if templates and all(state(t) == "Degraded" for t in templates) else None
+    def no_ready_template(svc: dict[str, Any]) -> bool:
+        return conditions(svc).get("TemplateReady", {}).get("status") == "False"
 
-    await eventually(degraded_templates, timeout=60, interval=0.5, what="its templates Degraded")
-    svc = await api.get(SERVICE, namespace, "missing")
-    assert conditions(svc)["TemplateReady"]["status"] == "False", summary(svc)
+    svc = await wait_for(
+        api, SERVICE, namespace, "missing", no_ready_template, timeout=60, what="no ready template"
+    )
     assert state(svc) != "Running"
     assert await predictor_pods(api, namespace, isvc_name("missing", namespace)) == []
 

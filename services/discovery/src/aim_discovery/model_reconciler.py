@@ -384,7 +384,7 @@ class ModelReconciler:
         if outcome.metadata is not None:  # read from the registry, or given in spec.imageMetadata
             fields["imageMetadata"] = dict(outcome.metadata)
 
-        planned = self.planned_templates(model, outcome.metadata, auto_discovery)
+        planned = self.planned_templates(model, outcome.metadata, auto_discovery, image_failed=outcome.failed)
         kind = template_kind(request.ref)
         refused = await self._apply(kind, model, planned, config, request)
         templates = self._templates_condition(request, model, outcome, auto_discovery, planned, refused)
@@ -438,8 +438,21 @@ class ModelReconciler:
         )
 
     def planned_templates(
-        self, model: Model, metadata: Mapping[str, Any] | None, auto_discovery: bool | None
+        self,
+        model: Model,
+        metadata: Mapping[str, Any] | None,
+        auto_discovery: bool | None,
+        *,
+        image_failed: bool = False,
     ) -> list[PlannedTemplate]:
+        """The templates the model means to have: from its image's recommended deployments and its
+        ``spec.customTemplates``. A custom model whose image could not be inspected (the released
+        behaviour inspects it) gets none made yet, as the released original, whose templates wait
+        for the image: one made now would be Ready for a moment, before it takes the model's
+        failure, and a service could select it and start caching a model that cannot run. Those
+        made before are kept."""
+        if model.is_custom and image_failed:
+            return []
         planned: list[PlannedTemplate] = []
         if not model.is_custom and metadata is not None and model.create_templates(auto_discovery):
             deployments = ((metadata.get("model") or {}).get("recommendedDeployments")) or []
@@ -664,7 +677,9 @@ def _none_expected(model: Model, outcome: Metadata, auto_discovery: bool | None)
 
 def _metadata_failure(model: Model, outcome: Metadata, auto_discovery: bool | None) -> str:
     """``<reason>: <message>`` of a metadata failure that keeps the templates from being made."""
-    if not outcome.failed or model.is_custom or not model.create_templates(auto_discovery):
+    if not outcome.failed:
+        return ""
+    if not model.is_custom and not model.create_templates(auto_discovery):
         return ""
     return f"{outcome.condition.reason}: {outcome.condition.message}"
 
