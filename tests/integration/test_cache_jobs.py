@@ -522,6 +522,14 @@ async def test_a_failure_seen_from_a_view_older_than_verifying_is_still_a_verifi
     await kube.patch_status(artifact, namespace, "weights", {"status": {"conditions": [verifying]}})
     assert "status" not in stale  # the view the failure is decided from is still the old one
     assert await bytes_were_in(kube, request, "DownloadFailed")
+    # the verdict once given is given again by the next reconcile of the same failure (the CI
+    # failure after the first fix: the second reconcile read False and said "before completion")
+    verdict = verifying | {"status": "False", "reason": "VerificationFailed", "message": "failed"}
+    await kube.patch_status(artifact, namespace, "weights", {"status": {"conditions": [verdict]}})
+    assert await bytes_were_in(kube, request, "DownloadFailed")
+    before = verifying | {"status": "False", "reason": "Downloading", "message": "failed before completion"}
+    await kube.patch_status(artifact, namespace, "weights", {"status": {"conditions": [before]}})
+    assert not await bytes_were_in(kube, request, "DownloadFailed")
     seeds_kind = dataclasses.replace(request, ref=MODEL_CACHE)
     assert not await bytes_were_in(kube, seeds_kind, "DownloadFailed")  # it has no DownloadComplete
 

@@ -10,16 +10,19 @@ stopped for these tests so nothing else writes those statuses.
 
 from __future__ import annotations
 
+import json
 import secrets
 from typing import Any
 
 import pytest
 
 from aim_deployer.model_resolution import auto_model_name
+from aim_dev.testing.plugin import connect_as
+from aimcore.api.bus import subjects, topology
 from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
 from aimcore.runtime import Kube
 from tests.helpers import condition, eventually, has, manifest, status_of
-from tests.integration.conftest import Services
+from tests.integration.conftest import Services, drained
 
 AIM = "aim.eai.amd.com"
 LEGACY = "aim.silogen.ai"
@@ -89,6 +92,30 @@ async def make_template(
     if gpu:
         metadata["gpu"] = gpu
     await ready(kube, ref, namespace, name, {"status": state, "profile": {"metadata": metadata}})
+
+
+async def seen_ready(services: Services, ref: KindRef, namespace: str | None, *names: str) -> None:
+    """Wait until the deployer has seen ``names`` Ready: their status in the object mirror it reads,
+    and every event so far handled. A service made next is selected among all of them (selection
+    is sticky once made: one made before could be given the only template it saw Ready then)."""
+    nc = await connect_as(services.servers.nats, "reader")
+    try:
+        kv = await topology.objects_bucket(nc.jetstream())
+
+        async def mirrored_ready() -> bool:
+            for name in names:
+                try:
+                    entry = await kv.get(subjects.object_key(ref, namespace, name))
+                except Exception:
+                    return False
+                if not entry.value or (json.loads(entry.value).get("status") or {}).get("status") != "Ready":
+                    return False
+            return True
+
+        await eventually(mirrored_ready, timeout=60, what=f"{', '.join(names)} Ready in the mirror")
+    finally:
+        await nc.close()
+    await drained(services.servers)
 
 
 async def make_service(
@@ -606,6 +633,8 @@ async def test_automatic_selection_ranks_and_explains(deployer, kube: Kube, name
         await make_template(kube, None, f"{model}-fp16", model, precision="fp16")
         await make_template(kube, None, f"{model}-fp8", model, precision="fp8")
         await make_template(kube, None, f"{model}-unopt", model, precision="fp8", kind="unoptimized")
+        names = (f"{model}-fp16", f"{model}-fp8", f"{model}-unopt")
+        await seen_ready(deployer, CLUSTER_TEMPLATE, None, *names)
         await make_service(kube, namespace, "ranked", {"model": {"name": model}})
         svc = await wait_service(
             kube, namespace, "ranked", has("TemplateReady", "True", "Resolved"), "selected"

@@ -57,6 +57,7 @@ from aim_cache_jobs.downloader import (
 from aim_cache_jobs.downloader.downloadstate import (
     DOWNLOAD_COMPLETE,
     NOT_AVAILABLE,
+    VERIFICATION_FAILED,
     Attempt,
     Phase,
     download_complete,
@@ -379,11 +380,9 @@ class ModelCacheReconciler:
             if reason == jobs.REASON_JOB_RUNNING:
                 reason = "Downloading"
             conditions.append(cond(DOWNLOAD_READY, False, reason, message))
-            if StatusCondition.find(request.obj, DOWNLOAD_COMPLETE) is None:
-                # once said (at the Job's creation), the running download's own offers own it: this
-                # view may predate the offer that said Verifying, and must not take it back
-                first = protocols.first_attempt(sequence)
-                download_state(request, Phase.DOWNLOADING, conditions, fields, first)
+            # DownloadComplete was said at the Job's creation; while it runs only the download's own
+            # offers change it: this view may predate the offer that said Verifying (even the
+            # creation's report), and must not take it back
             await self._report(request, conditions, fields)
             return None
         outcome = await self._outcome(request, latest, pods)
@@ -621,9 +620,11 @@ async def bytes_were_in(kube: Kube, request: Request, reason: str) -> bool:
 
 
 def said_bytes_in(obj: Obj | None) -> bool:
-    """Whether ``obj``'s status says every byte was in (``DownloadComplete=True``, Verifying)."""
+    """Whether ``obj``'s status says every byte was in: ``DownloadComplete=True`` (Verifying), or
+    the verdict this judgement already gave (``False/VerificationFailed``: the next reconcile of
+    the same failure must say it again, not call it a failure before completion)."""
     said = StatusCondition.find(obj, DOWNLOAD_COMPLETE) if obj is not None else None
-    return said is not None and said.status == "True"
+    return said is not None and (said.status == "True" or said.reason == VERIFICATION_FAILED)
 
 
 def protocol_sequence(cache: ModelCache, config: Mapping[str, Any]) -> tuple[str, ...]:
