@@ -252,6 +252,7 @@ async def run_consumer(ctx: ServiceContext, stream: str, durable: str, serve: Se
     READINESS.waiting(consumer_check(durable), f"waiting for the {stream} stream")
     if not await topology.wait_for_stream(ctx.js, stream, ctx.stop):
         return False
+    READINESS.waiting(consumer_check(durable), "setting up what it consumes with (buckets, informer)")
     async with contextlib.AsyncExitStack() as stack:
         # what serve opens (buckets, the informer's first read) waits out a bus that is slow to
         # answer, as the stream did: a cluster just formed may still be electing their leaders
