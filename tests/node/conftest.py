@@ -27,7 +27,7 @@ from aimcore.api.kinds import NAMESPACE
 from aimcore.runtime import Kube
 from aimcore.runtime.kube import connect
 from tests.helpers import kubectl
-from tests.node.helpers import BEHAVIOUR
+from tests.node.helpers import BEHAVIOUR, hub_env
 
 MODEL_REPOSITORY = "aim/test-model"
 
@@ -77,6 +77,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def model_image(stack: NodeStack) -> str:
     """The test model pushed to the stack's registry, as the node and the operator see it."""
     return stack.push_model("test-model", MODEL_REPOSITORY, testmodel.VERSION)
+
+
+@pytest.fixture(scope="session")
+def source_env(stack: NodeStack) -> list[dict[str, str]]:
+    """The env a service of the test model needs for its cache under the released behaviour (where
+    every service caches: its download Job fetches ``hf://aim-test/tiny-model`` from the stack's
+    Hub); nothing under the seeds', where these services have no cache."""
+    assert stack.hub is not None
+    return hub_env(stack.hub_endpoint) if BEHAVIOUR.released else []
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aim_dev.node import config as node_config
 from aimcore.api.behaviour import Behaviour
 from aimcore.api.kinds import KindRef, by_kind
 from aimcore.runtime import Kube
@@ -25,6 +26,15 @@ BEHAVIOUR = Behaviour(os.environ.get("AIM_TEST_BEHAVIOUR", Behaviour.SEEDS.value
 docs/node.md#tests): the stack deploys it, and the tests expect what it does."""
 CACHE_ROOT = "/workspace/cache" if BEHAVIOUR.released else "/workspace/model-cache"
 """Where a predictor finds its cached model (``AIM_CACHE_PATH``)."""
+
+
+def hub_env(hub_endpoint: str) -> list[dict[str, str]]:
+    """Where the models are (the stack's Hub server), and that the runtime and the download Jobs
+    may fetch from there (the outbound policy refuses the node's private address by default)."""
+    return [
+        {"name": "HF_ENDPOINT", "value": hub_endpoint},
+        {"name": "AIM_OUTBOUND_ALLOWED_HOSTS", "value": node_config.NODE_IP},
+    ]
 
 
 def model_cache_kind() -> KindRef:

@@ -30,11 +30,19 @@ from aim_dev.kserve import raw
 from aim_dev.local import predictor
 from aim_dev.local.hub import add_repo
 from aim_dev.local.nodestack import NodeStack
-from aim_dev.node import config as node_config
 from aimcore.api.kinds import POD
 from aimcore.runtime import Kube
 from tests.helpers import eventually
-from tests.node.helpers import NODE_TIMEOUT, aim, conditions, model_cache_kind, state, summary, wait_for
+from tests.node.helpers import (
+    NODE_TIMEOUT,
+    aim,
+    conditions,
+    hub_env,
+    model_cache_kind,
+    state,
+    summary,
+    wait_for,
+)
 
 pytestmark = pytest.mark.timeout(NODE_TIMEOUT)
 
@@ -44,14 +52,6 @@ TEMPLATE = aim("AIMServiceTemplate")
 MODEL_CACHE = model_cache_kind()
 """The kind a service's caching creates in this run (``AIMArtifact`` under released)."""
 QUESTION = "What do you answer, whatever you are asked?"
-
-
-def hub_env(stack: NodeStack) -> list[dict[str, str]]:
-    """Where the models are, and that the runtime may fetch from there (the outbound policy)."""
-    return [
-        {"name": "HF_ENDPOINT", "value": stack.hub_endpoint},
-        {"name": "AIM_OUTBOUND_ALLOWED_HOSTS", "value": node_config.NODE_IP},
-    ]
 
 
 def custom(repo: str, source: str | None = None) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def service(stack: NodeStack, name: str, model: dict[str, Any], caching: str, **
             "model": model,
             "template": {"allowUnoptimized": True},
             "caching": {"mode": caching},
-            "env": hub_env(stack),
+            "env": hub_env(stack.hub_endpoint),
             **spec,
         },
     }
@@ -147,7 +147,9 @@ async def test_each_model_answers_its_own_sentence_with_and_without_a_cache(
     await volumes(2)
     model = {"apiVersion": MODEL.api_version, "kind": MODEL.kind, "metadata": {"name": "tiny-a"}}
     # discovery reads the model's GGUF header from the Hub: the model's env says where, and allows it
-    await api.create(MODEL, {**model, "spec": {"image": model_a_image, "env": hub_env(stack)}}, namespace)
+    await api.create(
+        MODEL, {**model, "spec": {"image": model_a_image, "env": hub_env(stack.hub_endpoint)}}, namespace
+    )
     await api.create(SERVICE, service(stack, "a", {"name": "tiny-a"}, "Always"), namespace)
     await api.create(SERVICE, service(stack, "b", custom(b.repo), "Always"), namespace)
     await api.create(SERVICE, service(stack, "b-direct", custom(b.repo), "Never"), namespace)

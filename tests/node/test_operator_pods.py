@@ -27,7 +27,7 @@ def ready(pod: dict[str, Any]) -> bool:
 
 
 async def test_a_watcher_pod_deleted_mid_rollout_is_replaced_and_the_service_converges(
-    stack: NodeStack, api: Kube, namespace: str, model_image: str
+    stack: NodeStack, api: Kube, namespace: str, model_image: str, source_env: list[dict[str, str]]
 ) -> None:
     [old] = (await api.list(POD, deployed.SYSTEM_NAMESPACE, label_selector=WATCHER))[0]
     await api.create(
@@ -36,7 +36,11 @@ async def test_a_watcher_pod_deleted_mid_rollout_is_replaced_and_the_service_con
             "apiVersion": SERVICE.api_version,
             "kind": SERVICE.kind,
             "metadata": {"name": "survivor"},
-            "spec": {"model": {"image": model_image}, "template": {"allowUnoptimized": True}},
+            "spec": {
+                "model": {"image": model_image},
+                "template": {"allowUnoptimized": True},
+                "env": source_env,
+            },
         },
         namespace,
     )

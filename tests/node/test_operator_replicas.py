@@ -72,9 +72,9 @@ async def ready_pods(api: Kube, namespace: str, isvc: str) -> list[str]:
 
 
 async def test_fixed_replicas_show_what_runs_as_pods_come_and_go(
-    stack: NodeStack, api: Kube, namespace: str, model_image: str
+    stack: NodeStack, api: Kube, namespace: str, model_image: str, source_env: list[dict[str, str]]
 ) -> None:
-    await api.create(SERVICE, service_body("three", model_image, replicas=3), namespace)
+    await api.create(SERVICE, service_body("three", model_image, replicas=3, env=source_env), namespace)
     svc = await until(api, namespace, "three", "3/3/3/3", **Replicas(3, 3, 3, 3).wire())
     assert svc["status"]["runtime"]["replicas"] == "3"
     assert len(await ready_pods(api, namespace, isvc_name("three", namespace))) == 3
@@ -110,9 +110,11 @@ async def test_fixed_replicas_show_what_runs_as_pods_come_and_go(
 
 
 async def test_an_autoscaled_service_shows_its_range_and_the_scalers_decision(
-    stack: NodeStack, api: Kube, namespace: str, model_image: str
+    stack: NodeStack, api: Kube, namespace: str, model_image: str, source_env: list[dict[str, str]]
 ) -> None:
-    await api.create(SERVICE, service_body("auto", model_image, minReplicas=1, maxReplicas=2), namespace)
+    await api.create(
+        SERVICE, service_body("auto", model_image, minReplicas=1, maxReplicas=2, env=source_env), namespace
+    )
     isvc = isvc_name("auto", namespace)
     await until(api, namespace, "auto", "1/1 (1-2)", **Replicas(1, 2, 1, 1).wire())
     assert column(stack, namespace, "auto") == "1/1 (1-2)"

@@ -21,7 +21,17 @@ from aim_dev.node import config as node_config
 from aimcore.api.kinds import INFERENCE_SERVICE, POD
 from aimcore.runtime import Kube
 from tests.helpers import eventually, kubectl
-from tests.node.helpers import BEHAVIOUR, NODE_TIMEOUT, aim, conditions, events, state, summary, wait_for
+from tests.node.helpers import (
+    BEHAVIOUR,
+    CACHE_ROOT,
+    NODE_TIMEOUT,
+    aim,
+    conditions,
+    events,
+    state,
+    summary,
+    wait_for,
+)
 
 pytestmark = pytest.mark.timeout(NODE_TIMEOUT)
 
@@ -51,7 +61,7 @@ async def running(api: Kube, namespace: str, name: str) -> dict[str, Any]:
 
 
 async def test_services_by_image_and_by_name_run_real_predictor_pods(
-    stack: NodeStack, api: Kube, namespace: str, model_image: str
+    stack: NodeStack, api: Kube, namespace: str, model_image: str, source_env: list[dict[str, str]]
 ) -> None:
     await api.create(
         MODEL,
@@ -63,8 +73,8 @@ async def test_services_by_image_and_by_name_run_real_predictor_pods(
         },
         namespace,
     )
-    await api.create(SERVICE, service_body("by-image", {"image": model_image}), namespace)
-    await api.create(SERVICE, service_body("by-name", {"name": "named"}), namespace)
+    await api.create(SERVICE, service_body("by-image", {"image": model_image}, env=source_env), namespace)
+    await api.create(SERVICE, service_body("by-name", {"name": "named"}, env=source_env), namespace)
 
     for name in ("by-image", "by-name"):
         svc = await running(api, namespace, name)
@@ -185,10 +195,10 @@ async def test_a_custom_models_image_that_does_not_exist_is_found_missing_before
 
 
 async def test_a_crashing_model_server_is_a_crash_loop(
-    stack: NodeStack, api: Kube, namespace: str, model_image: str
+    stack: NodeStack, api: Kube, namespace: str, model_image: str, source_env: list[dict[str, str]]
 ) -> None:
     # the test model exits 1 without its weights, as a model server would
-    env = [{"name": "AIM_TEST_MODEL_REQUIRE", "value": "/workspace/model-cache/nowhere/config.json"}]
+    env = [*source_env, {"name": "AIM_TEST_MODEL_REQUIRE", "value": f"{CACHE_ROOT}/nowhere/config.json"}]
     await api.create(SERVICE, service_body("crash", {"image": model_image}, env=env), namespace)
 
     def crash_loop(svc: dict[str, Any]) -> bool:

@@ -44,11 +44,7 @@ ARTIFACT = aim("AIMArtifact")
 SERVICE = aim("AIMService")
 LLMKUBE_MODEL = by_kind("inference.llmkube.dev", "Model")
 
-WEIGHTS = {
-    "config.json": b'{"architectures": ["LlamaForCausalLM"], "hidden_size": 64}',
-    "model.safetensors": bytes(range(256)) * 2048,  # 512 KiB, an LFS file on the Hub
-    "tokenizer.json": b'{"version": "1.0"}',
-}
+WEIGHTS = testmodel.WEIGHTS  # the stack's Hub serves them as the test model's source
 MOUNT = f"{CACHE_ROOT}/{testmodel.CANONICAL_NAME}"
 
 
@@ -56,7 +52,6 @@ async def test_caching_always_downloads_with_a_real_job_into_a_volume_the_predic
     stack: NodeStack, api: Kube, namespace: str, model_image: str, volumes: Any
 ) -> None:
     assert stack.hub is not None
-    add_repo(stack.hub.root, testmodel.CANONICAL_NAME, WEIGHTS, lfs_threshold=1024)
     paths: list[Path] = await volumes(2, "2Gi")
     model = {"apiVersion": MODEL.api_version, "kind": MODEL.kind, "metadata": {"name": "cached"}}
     await api.create(MODEL, {**model, "spec": {"image": model_image}}, namespace)

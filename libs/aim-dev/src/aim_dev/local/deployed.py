@@ -7,8 +7,8 @@ What a user does, done here with the same objects:
 - the bus credentials (``aimctl bus credentials``): one NKey per bus role, kept as seed files in
   ``<home>/nats/creds`` (where ``aimctl events`` finds the reader's) and created as the Secrets
   ``aim-bus-<role>`` deploy/ mounts;
-- NATS's volume: the StatefulSet's claim needs a PersistentVolume and this cluster has no
-  provisioner, so a static hostPath volume bound to that claim (:func:`host_path_volume`);
+- NATS's volume: a static hostPath volume reserved for the StatefulSet's claim
+  (:func:`host_path_volume`), so its data stays where ``aimctl`` looks for it;
 - the overlay applied with kubectl (``--validate=false``: kubectl 1.20 does not know the CRDs' CEL
   rules), then ready means ready: NATS and every Deployment rolled out, and every service bound to
   its durable consumer on the bus.
@@ -102,14 +102,16 @@ def host_path_volume(
     access_modes: Iterable[str] = ("ReadWriteOnce", "ReadWriteMany"),
     claim: tuple[str, str] | None = None,
     labels: Mapping[str, str] | None = None,
+    storage_class: str = "",
 ) -> dict[str, Any]:
-    """A static PersistentVolume on a directory of this machine (no storage class: it binds claims
-    that name none); ``claim`` (namespace, name) reserves it for one claim."""
+    """A static PersistentVolume on a directory of this machine of ``storage_class`` (none: it
+    binds claims that name none; the default class's name: claims that name none get it);
+    ``claim`` (namespace, name) reserves it for one claim."""
     spec: dict[str, Any] = {
         "capacity": {"storage": capacity},
         "accessModes": list(access_modes),
         "persistentVolumeReclaimPolicy": "Retain",
-        "storageClassName": "",
+        "storageClassName": storage_class,
         "hostPath": {"path": str(path), "type": "Directory"},
     }
     if claim is not None:
@@ -181,8 +183,10 @@ class Deployment:
         nats_url: str,
         namespace: str = SYSTEM_NAMESPACE,
         behaviour: Behaviour = Behaviour.SEEDS,
+        storage_class: str = "",
     ):
         self.home = home
+        self.storage_class = storage_class
         self.kubeconfig = kubeconfig
         self.nats_url = nats_url
         self.namespace = namespace
@@ -216,6 +220,7 @@ class Deployment:
             "10Gi",
             access_modes=("ReadWriteOnce",),
             claim=(self.namespace, NATS_CLAIM),
+            storage_class=self.storage_class,
         )
         await kube.create_if_absent(PERSISTENT_VOLUME, volume)
         # The CRDs and the user roles first, as their own kustomization (docs/deploy.md).

@@ -14,11 +14,17 @@ Deployments as Pods, their RBAC, the restricted security context;
   ``oci://`` models) reach it on the node's address (:attr:`NodeStack.pod_registry`, plain HTTP);
 - a Hugging-Face-Hub-compatible server on the host, which pods reach on the node's address
   (:attr:`NodeStack.hub_endpoint`), for model caches and LLMKube Models, serving the tiny generated
-  models (:mod:`aim_dev.tinyllm`) as ordinary model repositories; their AIM model images
+  models (:mod:`aim_dev.tinyllm`) and the test model's source (:data:`aim_dev.testmodel.WEIGHTS`)
+  as ordinary model repositories; the tiny models' AIM model images
   (:mod:`aim_dev.llamacpp`, the runtime with a model's identity) go to the registry with
   :meth:`NodeStack.push_tiny_model`;
 - the CRDs of KServe, Gateway API and KEDA (the permissive stand-ins the test API server uses) and
   the KServe stand-in (:mod:`aim_dev.kserve`), which turns InferenceServices into Deployments;
+- a volume provisioner (:mod:`aim_dev.local.provisioner`, directories under ``volumes/``) and its
+  StorageClass, the cluster's default under the released behaviour (where every service caches, so
+  claims come from the operator alone); under the seeds' the node tier and the demo make static
+  volumes for the claims they expect (:meth:`NodeStack.add_volumes`), and the class is there for
+  a claim that names it;
 - NATS forwarded to the host's loopback (``state.json``'s ``nats_url``), so ``aimctl events`` and
   the tests reach the bus with the reader's key.
 
@@ -42,10 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aim_dev import crdinstall, images, llamacpp, tinyllm
-from aim_dev.local import consuming, deployed
+from aim_dev import crdinstall, images, llamacpp, testmodel, tinyllm
+from aim_dev.local import consuming, deployed, provisioner
 from aim_dev.local.cluster import ControlPlane
-from aim_dev.local.hub import HubServer
+from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.processes import ManagedProcess, free_port
 from aim_dev.local.registry import Registry
 from aim_dev.local.stack import SUPERVISOR, aim_home
@@ -60,6 +66,7 @@ REGISTRY_PORT = 5000
 REGISTRY = f"127.0.0.1:{REGISTRY_PORT}"
 """The local registry as the node (containerd, the operator's host-network pods) sees it."""
 KSERVE = "kserve-standin"
+PROVISIONER = "volume-provisioner"
 NODE_IMAGES = ("pause", *(f"service-{s}" for s in consuming.SERVICES), "nats", "llamacpp")
 """Imported into the node's containerd at its start (the services' first: they share the base
 layer, which is then unpacked once; the llama.cpp runtime is the cache service's image and one
@@ -75,6 +82,7 @@ class NodeStack:
     hub: HubServer | None = None
     node: Node | None = None
     kserve: ManagedProcess | None = None
+    provisioner: ManagedProcess | None = None
     supervisor: ManagedProcess | None = None
     operator: deployed.Deployment | None = None
     build: tuple[str, ...] | list[str] = NODE_IMAGES
@@ -120,16 +128,21 @@ class NodeStack:
         builder.push_ref(ref, f"{self.registry.host}/{repository}:{tag}")
         return self.model_image(repository, tag)
 
+    @property
+    def volume_class(self) -> str:
+        """The class of static volumes: the default one's where claims that name none get it."""
+        return provisioner.STORAGE_CLASS if self.behaviour.released else ""
+
     async def add_volumes(self, kube: Kube, count: int, size: str = "2Gi", **kwargs: Any) -> list[Path]:
-        """Static hostPath PersistentVolumes (the node has no provisioner), each a fresh directory
-        under ``volumes/`` writable by any uid, bound by whichever claim fits first."""
+        """Static hostPath PersistentVolumes, each a fresh directory under ``volumes/`` writable by
+        any uid, bound by whichever claim fits first (before the provisioner makes one)."""
         paths = []
         for _ in range(count):
             name = f"pv-{secrets.token_hex(4)}"
             path = self.home / "volumes" / name
             path.mkdir(parents=True)
             path.chmod(0o777)
-            volume = deployed.host_path_volume(name, path, size, **kwargs)
+            volume = deployed.host_path_volume(name, path, size, storage_class=self.volume_class, **kwargs)
             await kube.create(deployed.PERSISTENT_VOLUME, volume)
             paths.append(path)
         return paths
@@ -168,6 +181,7 @@ class NodeStack:
             self.registry = Registry(self.home / "registry", die_with_parent=keep).start()
             self.hub = HubServer(self.home / "hub", die_with_parent=keep).start()
             tinyllm.publish(self.hub.root)
+            add_repo(self.hub.root, testmodel.CANONICAL_NAME, testmodel.WEIGHTS, lfs_threshold=1024)
         asyncio.run(self._install_stand_in_crds())
         nats_port = free_port()
         self._write_state(nats_url=f"nats://127.0.0.1:{nats_port}")
@@ -182,6 +196,7 @@ class NodeStack:
             self._record({"pids": {SUPERVISOR: self.supervisor.pid}})
         else:
             self.kserve = self.kserve_process().start()
+            self.provisioner = self.provisioner_process().start()
         with self._step("node"):
             self.node = Node(
                 self.home / "node",
@@ -201,7 +216,11 @@ class NodeStack:
             self.node.start()
             self.timings.update({f"node {k}": v for k, v in self.node.timings.items()})
         self.operator = deployed.Deployment(
-            self.home, self.kubeconfig, nats_url=f"nats://127.0.0.1:{nats_port}", behaviour=self.behaviour
+            self.home,
+            self.kubeconfig,
+            nats_url=f"nats://127.0.0.1:{nats_port}",
+            behaviour=self.behaviour,
+            storage_class=self.volume_class,
         )
         with self._step("operator"):
             asyncio.run(self._deploy())
@@ -215,6 +234,9 @@ class NodeStack:
         kube = Kube(await connect(str(self.kubeconfig)), field_manager="aimctl")
         try:
             await crdinstall.install(kube, stand_in_crds())
+            await kube.apply(
+                provisioner.STORAGE_CLASS_KIND, provisioner.storage_class(default=self.behaviour.released)
+            )
         finally:
             await kube.close()
 
@@ -237,21 +259,47 @@ class NodeStack:
             self.home / "logs",
         )
 
+    def provisioner_process(self) -> ManagedProcess:
+        """The volume provisioner, supervised as the KServe stand-in is."""
+        return ManagedProcess(
+            PROVISIONER,
+            [
+                sys.executable,
+                "-m",
+                "aim_dev.local.provisioner",
+                "--kubeconfig",
+                str(self.kubeconfig),
+                "--root",
+                str(self.home / "volumes" / "provisioned"),
+            ],
+            self.home / "logs",
+        )
+
+    def stand_ins(self) -> list[ManagedProcess]:
+        return [p for p in (self.kserve, self.provisioner) if p is not None]
+
     def supervise(self, stop: list[bool]) -> None:
-        """Restart the KServe stand-in if it exits (the services are Deployments: the cluster
-        restarts them) until ``stop[0]`` becomes true."""
-        backoff = 1.0
+        """Restart the KServe stand-in or the provisioner if it exits (the services are
+        Deployments: the cluster restarts them) until ``stop[0]`` becomes true."""
+        backoff = {KSERVE: 1.0, PROVISIONER: 1.0}
         while not stop[0]:
-            if self.kserve is None or not self.kserve.alive():
-                if self.kserve is not None:
-                    due = time.monotonic() + backoff
+            for name, attr, make in (
+                (KSERVE, "kserve", self.kserve_process),
+                (PROVISIONER, "provisioner", self.provisioner_process),
+            ):
+                current: ManagedProcess | None = getattr(self, attr)
+                if current is not None and current.alive():
+                    continue
+                if current is not None:
+                    due = time.monotonic() + backoff[name]
                     while not stop[0] and time.monotonic() < due:
                         time.sleep(0.1)
-                    backoff = min(backoff * 2, 30.0)
+                    backoff[name] = min(backoff[name] * 2, 30.0)
                 if stop[0]:
                     return
-                self.kserve = self.kserve_process().start()
-                self._record({"pids": {KSERVE: self.kserve.pid}})
+                started = make().start()
+                setattr(self, attr, started)
+                self._record({"pids": {name: started.pid}})
             time.sleep(0.5)
 
     @classmethod
@@ -260,7 +308,7 @@ class NodeStack:
         return cls(home=home, detach=True)
 
     def stop(self) -> None:
-        for proc in (self.kserve, self.supervisor):
+        for proc in (*self.stand_ins(), self.supervisor):
             if proc is not None:
                 proc.stop()
         if self.node is not None:

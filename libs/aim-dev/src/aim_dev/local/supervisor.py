@@ -2,8 +2,8 @@
 its children, restarts one that exits (with backoff, as a Deployment would) and records each new
 PID in ``state.json``; on SIGTERM (``aimctl down``) it stops them and exits. Its children die with
 it, so killing it can leave no orphan service behind. On a real node (``aimctl up --node
---detach``) the services are Deployments; it runs the KServe stand-in instead, and owns the node
-(which is reaped as stale once the supervisor is gone).
+--detach``) the services are Deployments; it runs the KServe stand-in and the volume provisioner
+instead, and owns the node (which is reaped as stale once the supervisor is gone).
 
 ``python -m aim_dev.local.supervisor AIM_HOME``
 """
@@ -34,8 +34,8 @@ def main(argv: list[str]) -> int:
         try:
             node_stack.supervise(stop)
         finally:
-            if node_stack.kserve is not None:
-                node_stack.kserve.stop()
+            for proc in node_stack.stand_ins():
+                proc.stop()
         return 0
     stack = Stack.attach(home)
     stack.start_services()

@@ -40,4 +40,12 @@ LABELS = {
     "org.opencontainers.image.licenses": "MIT",
 }
 
-__all__ = ["CANONICAL_NAME", "IMAGE", "LABELS", "PORT", "SERVER", "VERSION"]
+WEIGHTS = {
+    "config.json": b'{"architectures": ["LlamaForCausalLM"], "hidden_size": 64}',
+    "model.safetensors": bytes(range(256)) * 2048,  # 512 KiB, an LFS file on the Hub
+    "tokenizer.json": b'{"version": "1.0"}',
+}
+"""The files of the test model's source, ``hf://aim-test/tiny-model``, as a Hub serves them (the node
+stack's does): what a download Job caches for it. The server never reads them."""
+
+__all__ = ["CANONICAL_NAME", "IMAGE", "LABELS", "PORT", "SERVER", "VERSION", "WEIGHTS"]
