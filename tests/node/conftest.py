@@ -109,7 +109,8 @@ async def namespace(api: Kube) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def volumes(stack: NodeStack, api: Kube) -> AsyncIterator[Any]:
-    """``await volumes(n, size)``: static hostPath PersistentVolumes (no provisioner here), each a
+    """``await volumes(n, size)``: static hostPath PersistentVolumes (bound before the stack's
+    provisioner would make one, so the test knows where the bytes land), each a
     fresh directory writable by the download Jobs' uid, bound by whichever claim fits first. The
     ones no claim took are deleted after the test, or a later test's claim could bind one of them
     instead of its own (a PV's name is its directory's)."""

@@ -1,5 +1,5 @@
 """Model weights on a real node: with caching ``Always`` a real download Job fills a volume (a static
-hostPath PersistentVolume: this cluster has no provisioner) from the local Hub server, and the
+hostPath PersistentVolume the test made, so it can read the bytes) from the local Hub server, and the
 predictor pod mounts it (the test model exits without its weights, so ``Running`` proves the mount);
 an LLMKube ``pvc://`` Model is verified in place by a real verify Job that mounts the claim; an
 AIMArtifact whose source ignores byte ranges is fetched by the second protocol of its sequence, in

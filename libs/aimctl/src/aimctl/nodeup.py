@@ -215,13 +215,14 @@ def demo(stack: NodeStack, timeout: float = 300.0) -> bool:
 
 
 async def _volumes(stack: NodeStack) -> None:
-    """Two static volumes for the model cache's claim (the node has no provisioner)."""
+    """Two static volumes for the model cache's claim, where the demo can show the bytes (the
+    stack's provisioner serves claims that no static volume fits)."""
     kube = Kube(await connect(str(stack.kubeconfig)), field_manager="aimctl")
     try:
         paths = await stack.add_volumes(kube, 2)
     finally:
         await kube.close()
-    print(f"$ two static hostPath volumes for the model cache (no provisioner here): {paths[0].parent}")
+    print(f"$ two static hostPath volumes for the model cache: {paths[0].parent}")
 
 
 def cmd_up_node(args: argparse.Namespace) -> int:
