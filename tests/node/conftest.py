@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from aim_dev import testmodel
+from aim_dev import llamacpp, testmodel
 from aim_dev.local import deployed
 from aim_dev.local.nodestack import NODE_IMAGES, NodeStack
 from aim_dev.testing.kubelet import wait_for_service_account
@@ -77,6 +77,17 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def model_image(stack: NodeStack) -> str:
     """The test model pushed to the stack's registry, as the node and the operator see it."""
     return stack.push_model("test-model", MODEL_REPOSITORY, testmodel.VERSION)
+
+
+@pytest.fixture(scope="session")
+def runtime_image(stack: NodeStack) -> str:
+    """The llama.cpp runtime as custom models' base image: from containerd's store under the seeds'
+    behaviour (custom models are not inspected), from the stack's registry under the released one,
+    whose operator inspects a custom model's image on its registry before anything runs it (and
+    may not reach ``localhost``, containerd's name for images imported without a registry)."""
+    if BEHAVIOUR.released:
+        return stack.push_model("llamacpp", "aim/aim-llamacpp", llamacpp.VERSION)
+    return llamacpp.IMAGE
 
 
 @pytest.fixture(scope="session")

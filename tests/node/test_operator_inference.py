@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from aim_deployer.inference import isvc_name
-from aim_dev import llamacpp, tinyllm
+from aim_dev import tinyllm
 from aim_dev.kserve import raw
 from aim_dev.local import predictor
 from aim_dev.local.hub import add_repo
@@ -34,6 +34,7 @@ from aimcore.api.kinds import POD
 from aimcore.runtime import Kube
 from tests.helpers import eventually
 from tests.node.helpers import (
+    BEHAVIOUR,
     NODE_TIMEOUT,
     aim,
     conditions,
@@ -54,12 +55,12 @@ MODEL_CACHE = model_cache_kind()
 QUESTION = "What do you answer, whatever you are asked?"
 
 
-def custom(repo: str, source: str | None = None) -> dict[str, Any]:
-    """A custom model on the bare runtime image: the weights are all that names the model (from
-    ``source``, by default the Hub's ``repo``)."""
+def custom(base: str, repo: str, source: str | None = None) -> dict[str, Any]:
+    """A custom model on the bare runtime image ``base``: the weights are all that names the model
+    (from ``source``, by default the Hub's ``repo``)."""
     return {
         "custom": {
-            "baseImage": llamacpp.IMAGE,
+            "baseImage": base,
             "modelSources": [{"modelId": repo, "sourceUri": source or f"hf://{repo}"}],
             "hardware": {"cpu": {"requests": "100m"}},
         }
@@ -140,8 +141,8 @@ def model_a_image(stack: NodeStack) -> str:
     return stack.push_tiny_model(tinyllm.MODEL_A)
 
 
-async def test_each_model_answers_its_own_sentence_with_and_without_a_cache(
-    stack: NodeStack, api: Kube, namespace: str, volumes: Any, model_a_image: str
+async def test_each_model_answers_its_own_sentence_with_and_without_a_cache(  # noqa: PLR0917 - fixtures
+    stack: NodeStack, api: Kube, namespace: str, volumes: Any, model_a_image: str, runtime_image: str
 ) -> None:
     a, b = tinyllm.MODEL_A, tinyllm.MODEL_B
     await volumes(2)
@@ -151,8 +152,8 @@ async def test_each_model_answers_its_own_sentence_with_and_without_a_cache(
         MODEL, {**model, "spec": {"image": model_a_image, "env": hub_env(stack.hub_endpoint)}}, namespace
     )
     await api.create(SERVICE, service(stack, "a", {"name": "tiny-a"}, "Always"), namespace)
-    await api.create(SERVICE, service(stack, "b", custom(b.repo), "Always"), namespace)
-    await api.create(SERVICE, service(stack, "b-direct", custom(b.repo), "Never"), namespace)
+    await api.create(SERVICE, service(stack, "b", custom(runtime_image, b.repo), "Always"), namespace)
+    await api.create(SERVICE, service(stack, "b-direct", custom(runtime_image, b.repo), "Never"), namespace)
     svc_a = await running(api, namespace, "a")
     svc_b = await running(api, namespace, "b")
     svc_direct = await running(api, namespace, "b-direct")
@@ -170,18 +171,22 @@ async def test_each_model_answers_its_own_sentence_with_and_without_a_cache(
     [pod_a] = await predictor_pods(api, namespace, "a")
     [pod_b] = await predictor_pods(api, namespace, "b")
     [pod_direct] = await predictor_pods(api, namespace, "b-direct")
-    assert pod_b["spec"]["containers"][0]["image"] == llamacpp.IMAGE
-    assert claims(pod_a) and claims(pod_b) and not claims(pod_direct)
+    assert pod_b["spec"]["containers"][0]["image"] == runtime_image
+    assert claims(pod_a) and claims(pod_b)
+    # ``Never`` is no cache under the seeds' behaviour, a cache of the service's own (Dedicated)
+    # under the released one, where caching is always on
+    assert bool(claims(pod_direct)) == BEHAVIOUR.released, pod_direct["spec"].get("volumes")
     assert await ask(stack, namespace, svc_a, a.repo) == a.sentence
     assert await ask(stack, namespace, svc_b, b.repo) == b.sentence
-    # the same model without a cache (downloaded by the runtime at start) answers the same
+    # the same model without a cache of its template (downloaded by the runtime at start, or into
+    # its own cache) answers the same
     assert await ask(stack, namespace, svc_direct, b.repo) == b.sentence
     for pod in (pod_a, pod_b, pod_direct):
         assert restarts(pod) == 0, pod["status"]
 
 
 async def test_a_cache_whose_file_fails_its_sha256_never_reaches_a_server(
-    stack: NodeStack, api: Kube, namespace: str, volumes: Any
+    stack: NodeStack, api: Kube, namespace: str, volumes: Any, runtime_image: str
 ) -> None:
     assert stack.hub is not None
     model = tinyllm.MODEL_B
@@ -191,7 +196,7 @@ async def test_a_cache_whose_file_fails_its_sha256_never_reaches_a_server(
     # every transfer of the file flips one of its bytes: its sha256 never matches
     stack.hub.corrupt(repo, model.filename, offset=len(data) // 2, count=1000)
     await volumes(2)
-    await api.create(SERVICE, service(stack, "corrupt", custom(repo), "Always"), namespace)
+    await api.create(SERVICE, service(stack, "corrupt", custom(runtime_image, repo), "Always"), namespace)
 
     def settled(svc: dict[str, Any]) -> bool:
         return state(svc) in ("Failed", "Degraded") and bool(conditions(svc).get("CacheReady"))
@@ -210,13 +215,13 @@ async def test_a_cache_whose_file_fails_its_sha256_never_reaches_a_server(
 
 
 async def test_a_gguf_the_runtime_cannot_load_fails_with_its_reason_and_stays_failed(
-    stack: NodeStack, api: Kube, namespace: str
+    stack: NodeStack, api: Kube, namespace: str, runtime_image: str
 ) -> None:
     assert stack.hub is not None
     whole = tinyllm.ensure(tinyllm.default_dir(), (tinyllm.MODEL_A,))[tinyllm.MODEL_A.repo].read_bytes()
     repo = f"aim-tests/truncated-{secrets.token_hex(3)}"
     add_repo(stack.hub.root, repo, {"model.gguf": whole[: len(whole) // 2]}, lfs_threshold=1024)
-    await api.create(SERVICE, service(stack, "broken", custom(repo), "Never"), namespace)
+    await api.create(SERVICE, service(stack, "broken", custom(runtime_image, repo), "Never"), namespace)
 
     svc = await wait_for(
         api, SERVICE, namespace, "broken", lambda s: state(s) == "Failed", timeout=240, what="broken Failed"
@@ -261,10 +266,10 @@ async def test_a_gguf_the_runtime_cannot_load_fails_with_its_reason_and_stays_fa
 
 
 async def test_scaled_from_one_replica_to_two_both_answer(
-    stack: NodeStack, api: Kube, namespace: str
+    stack: NodeStack, api: Kube, namespace: str, runtime_image: str
 ) -> None:
     model = tinyllm.MODEL_B
-    await api.create(SERVICE, service(stack, "scaled", custom(model.repo), "Never"), namespace)
+    await api.create(SERVICE, service(stack, "scaled", custom(runtime_image, model.repo), "Never"), namespace)
     await running(api, namespace, "scaled")
     await api.patch(SERVICE, namespace, "scaled", {"spec": {"replicas": 2}})
 
@@ -292,11 +297,11 @@ async def test_scaled_from_one_replica_to_two_both_answer(
 
 
 async def test_deleting_the_model_cache_of_a_running_service_says_so_and_never_crashes(
-    stack: NodeStack, api: Kube, namespace: str, volumes: Any
+    stack: NodeStack, api: Kube, namespace: str, volumes: Any, runtime_image: str
 ) -> None:
     model = tinyllm.MODEL_A
     await volumes(2)
-    await api.create(SERVICE, service(stack, "kept", custom(model.repo), "Always"), namespace)
+    await api.create(SERVICE, service(stack, "kept", custom(runtime_image, model.repo), "Always"), namespace)
     svc = await running(api, namespace, "kept")
     [cache] = (await api.list(MODEL_CACHE, namespace))[0]
     [pod] = await predictor_pods(api, namespace, "kept")

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from aim_dev import llamacpp, tinyllm
+from aim_dev import tinyllm
 from aim_dev.local.nodestack import NodeStack
 from aimcore.api.kinds import JOB
 from aimcore.runtime import Kube
@@ -46,8 +46,8 @@ def sha256(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-async def test_a_model_pushed_as_a_docker_model_artifact_is_pulled_by_a_download_job_and_answers(
-    stack: NodeStack, api: Kube, namespace: str, volumes: Any, tmp_path: Path
+async def test_a_model_pushed_as_a_docker_model_artifact_is_pulled_by_a_download_job_and_answers(  # noqa: PLR0917 - fixtures
+    stack: NodeStack, api: Kube, namespace: str, volumes: Any, tmp_path: Path, runtime_image: str
 ) -> None:
     model = tinyllm.MODEL_A
     assert stack.registry is not None
@@ -59,7 +59,7 @@ async def test_a_model_pushed_as_a_docker_model_artifact_is_pulled_by_a_download
     uri = pushed.uri.replace(stack.registry.host, stack.pod_registry, 1)
     model_id = "aim-tests/oci-tiny-a"
     paths = await volumes(2)
-    spec = service(stack, "oci", custom(model_id, uri), "Always")
+    spec = service(stack, "oci", custom(runtime_image, model_id, uri), "Always")
     # a registry off loopback is spoken to over HTTPS unless told otherwise (docs/caching.md)
     spec["spec"]["env"].append({"name": "OCI_PLAIN_HTTP", "value": "true"})
     await api.create(SERVICE, spec, namespace)
@@ -83,7 +83,7 @@ async def test_a_model_pushed_as_a_docker_model_artifact_is_pulled_by_a_download
 
     # llama.cpp serves the mounted weights: the tiny model's own sentence
     [pod] = await predictor_pods(api, namespace, "oci")
-    assert pod["spec"]["containers"][0]["image"] == llamacpp.IMAGE
+    assert pod["spec"]["containers"][0]["image"] == runtime_image
     [claim] = claims(pod)
     assert claim == job["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
     assert await ask(stack, namespace, svc, model_id) == model.sentence
