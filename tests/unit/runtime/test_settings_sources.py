@@ -44,6 +44,17 @@ NOT_SETTINGS = {
     # a download's protocol sequence: the model cache's own env (or its runtime config's), as the
     # released original reads it, not the operator's configuration
     "AIM_DOWNLOADER_PROTOCOL",
+    # the released original's debug switches: the model cache's own env (an AIMArtifact's spec.env),
+    # read by aim-download's simulation (docs/caching.md), not the operator's configuration
+    "AIM_DEBUG_SIMULATE_DOWNLOAD",
+    "AIM_DEBUG_SIMULATE_HF_DOWNLOAD",
+    "AIM_DEBUG_SIMULATE_HF_FAIL_PROTOCOLS",
+    "AIM_DEBUG_SIMULATE_HF_DURATION",
+    "AIM_DEBUG_DOWNLOAD_DURATION",
+    "AIM_DEBUG_VERIFY_DURATION",
+    "AIM_DEBUG_VERIFY_FAIL",
+    "AIM_DEBUG_CAUSE_HANG",
+    "AIM_DEBUG_CAUSE_FAILURE",
     # variables of nats-server's configuration (each role's accepted keys), not the services'
     "AIM_NKEY_",
     # Python names, not variables
@@ -54,6 +65,7 @@ NOT_SETTINGS = {
     "AIM_",
     "AIM_NATS_",
     "AIM_OUTBOUND_",
+    "AIM_DEBUG_",
 }
 
 

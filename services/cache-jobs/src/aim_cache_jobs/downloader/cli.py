@@ -18,6 +18,11 @@ Every connection applies the outbound address policy of ``AIM_OUTBOUND_ALLOWED_H
 it creates, to its own policy); a refused connection ends with reason ``AddressNotAllowed``. A bad
 setting is a usage error naming the variable.
 
+The released original's debug simulation switches (``AIM_DEBUG_SIMULATE_DOWNLOAD``,
+``AIM_DEBUG_SIMULATE_HF_DOWNLOAD``, ``AIM_DEBUG_CAUSE_FAILURE``, ``AIM_DEBUG_CAUSE_HANG``...) in the
+model cache's env replace the download by a simulation reported as a real one is
+(:mod:`aim_cache_jobs.downloader.simulate`); without them nothing changes.
+
 With ``--object GROUP/VERSION/KIND/NAMESPACE/NAME``, ``AIM_NATS_URL`` and ``AIM_PROGRESS_TOKEN`` set,
 progress is offered on NATS as the bus role ``download`` (``AIM_NATS_SEED``; at most one offer every
 2 s, plus the last), and the cache service relays it as a status report
@@ -45,7 +50,7 @@ from aim_cache_jobs.contract import (
     UID_OPTION,
     parse_object,
 )
-from aim_cache_jobs.downloader import protocols, writepath
+from aim_cache_jobs.downloader import protocols, simulate, writepath
 from aim_cache_jobs.downloader.downloadstate import Attempt
 from aim_cache_jobs.downloader.errors import DOWNLOAD_FAILED, DownloadError, redact_url
 from aim_cache_jobs.downloader.manifest import Manifest
@@ -275,19 +280,7 @@ async def run(
             publisher = await Publisher.connect(job, obj, args.uid)
         consumer = _Progress(publisher)
         log.info("downloading %s into %s", _display(args.source), args.dest)
-        manifest, attempt = await download_in_sequence(
-            args.source,
-            args.dest,
-            sequence=protocols.sequence_of(env),
-            env=env,
-            on_attempt=consumer.begin,
-            on_progress=consumer,
-            stall_timeout=args.stall_timeout,
-            connections=args.connections,
-            expected_sha256=args.expected_sha256,
-            direct_io={"auto": None, "direct": True, "buffered": False}[args.write_path],
-            policy=policy,
-        )
+        manifest, attempt = await _download(args, env, policy, consumer)
         result = _succeeded(manifest, attempt, time.monotonic() - started, args.dest)
         code = EXIT_OK
     except DownloadError as e:
@@ -312,6 +305,33 @@ async def run(
         if publisher is not None:
             await publisher.close()
     return result, code
+
+
+async def _download(
+    args: argparse.Namespace, env: Mapping[str, str], policy: OutboundPolicy, consumer: _Progress
+) -> tuple[Manifest, Attempt]:
+    """The download through its protocol sequence, or what the released original's debug switches
+    ask for instead (:mod:`.simulate`: only when one is set; it opens no connection)."""
+    sequence = protocols.sequence_of(env)
+    sim = simulate.parse(env)  # checked in main(): cannot fail here
+    if sim.applies_to(args.source):
+        log.warning("debug simulation (AIM_DEBUG_*): nothing is downloaded")
+        return await simulate.simulate(
+            sim, args.source, args.dest, sequence=sequence, on_attempt=consumer.begin, on_progress=consumer
+        )
+    return await download_in_sequence(
+        args.source,
+        args.dest,
+        sequence=sequence,
+        env=env,
+        on_attempt=consumer.begin,
+        on_progress=consumer,
+        stall_timeout=args.stall_timeout,
+        connections=args.connections,
+        expected_sha256=args.expected_sha256,
+        direct_io={"auto": None, "direct": True, "buffered": False}[args.write_path],
+        policy=policy,
+    )
 
 
 def _succeeded(manifest: Manifest, attempt: Attempt, seconds: float, dest: Path) -> dict[str, Any]:
@@ -366,6 +386,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     try:
         start = load_job(env)
     except SettingsError as e:
+        build_parser().error(f"invalid setting {e}")
+    try:
+        simulate.parse(start.environment)
+    except simulate.SimulationSettingError as e:
         build_parser().error(f"invalid setting {e}")
     setup_logging(start.job.log_format)
     if args.object:
