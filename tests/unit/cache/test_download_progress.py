@@ -70,11 +70,12 @@ def test_zero_rate_has_no_eta() -> None:
     assert m.eta(100) is None
 
 
-def test_percentage_is_capped_until_done() -> None:
+def test_percentage_is_capped_until_every_byte_is_in() -> None:
     assert percentage(Progress(0, 0, 0, 0, "listing")) == 0
     assert percentage(Progress(45, 100, 0, 1, "downloading")) == 45
     assert percentage(Progress(999, 1000, 0, 1, "downloading")) == 99
-    assert percentage(Progress(100, 100, 0, 1, "verifying")) == 99
+    assert percentage(Progress(100, 100, 0, 1, "verifying")) == 100  # every byte in (the original's)
+    assert percentage(Progress(90, 100, 0, 1, "verifying")) == 90
     assert percentage(Progress(150, 100, 0, 1, "downloading")) == 99
     assert percentage(Progress(100, 100, 1, 1, "done")) == 100
     assert percentage(Progress(0, 0, 0, 0, "done")) == 100
@@ -107,7 +108,7 @@ def test_summary_lines() -> None:
     line = summary(p, m, now=4.0)
     assert line.startswith("46 % · 1.2 GiB of 2.6 GiB · 310 MiB/s · ETA ")
     assert summary(Progress(0, 0, 0, 0, "listing"), None, now=0) == "listing the source"
-    assert summary(Progress(5, 5, 0, 1, "verifying"), None, now=0) == "99 % · 5 B of 5 B · verifying"
+    assert summary(Progress(5, 5, 0, 1, "verifying"), None, now=0) == "100 % · 5 B of 5 B · verifying"
     assert summary(Progress(GIB, GIB, 1, 1, "done"), None, now=0) == "100 % · 1 GiB · 1 file · done"
 
 

@@ -71,8 +71,10 @@ class RateMeter:
 
 
 def percentage(p: Progress) -> int:
-    """0..99 while not done (a complete byte count is not yet a verified download), 100 when done."""
-    if p.phase == "done":
+    """0..99 while bytes are coming, 100 once every byte is in (verifying: the released original
+    sets 100 % when the transfer ends, before it verifies; ``DownloadComplete`` and the condition's
+    reason say Verifying until it is Verified) and when done."""
+    if p.phase == "done" or (p.phase == "verifying" and p.downloaded_bytes >= p.total_bytes):
         return 100
     if p.total_bytes <= 0:
         return 0
