@@ -95,6 +95,14 @@ async def test_a_volume_that_already_fits_is_bound_and_nothing_is_provisioned(
     await kube.create(
         PERSISTENT_VOLUME, host_path_volume(static, tmp_path / static, "2Gi", storage_class=klass)
     )
+
+    async def available() -> bool:
+        volume = await kube.get(PERSISTENT_VOLUME, None, static)
+        return (volume or {}).get("status", {}).get("phase") == "Available"
+
+    # "already" as the controller sees it: a claim that arrives before the controller has seen the
+    # volume is provisioned for, as with any provisioner
+    await eventually(available, timeout=30, interval=0.2, what="the static volume Available")
     try:
         await kube.create(PVC, claim("data", klass), namespace)
 

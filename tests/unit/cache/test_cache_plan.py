@@ -10,6 +10,7 @@ import pytest
 from aim_cache import plan
 from aim_cache.modelcaches import backoff, describe_outcome
 from aim_cache.templatecaches import best_of, caches_condition, template_kinds
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus import progress
 from aimcore.api.bus.messages import ObjectRef
 from aimcore.api.kinds import by_kind
@@ -226,6 +227,43 @@ def test_job_uses_kserves_convention_for_the_storage_initializer() -> None:
     assert container["args"] == ["hf://acme/tiny", "/workspace/model-cache/acme/tiny"]
     assert plan.uses_kserve_initializer("docker.io/kserve/storage-initializer@sha256:abc")
     assert not plan.uses_kserve_initializer("ghcr.io/acme/aim-engine:1")
+
+
+ARTIFACT = by_kind("aim.eai.amd.com", "AIMArtifact")
+LEGACY_CACHE = by_kind("aim.silogen.ai", "AIMModelCache")
+
+
+def test_an_artifact_naming_only_the_schemas_image_gets_the_operators_downloader_under_released() -> None:
+    default = plan.SCHEMA_DOWNLOAD_IMAGE
+    assert plan.uses_kserve_initializer(default)  # the seeds' default, KServe's initializer
+    ours = "registry.example/aim-cache:0.1.0"
+
+    def of(ref: Any, image: str) -> ModelCache:
+        body = cache(modelDownloadImage=image)
+        body["kind"] = ref.kind
+        body["apiVersion"] = ref.api_version
+        return ModelCache(ref, body)
+
+    artifact = of(ARTIFACT, default)
+    assert plan.download_image(artifact, ours, Behaviour.RELEASED) == ours
+    container = plan.job_body(
+        artifact,
+        attempt=1,
+        bus=None,
+        stall_timeout=60,
+        image=plan.download_image(artifact, ours, Behaviour.RELEASED),
+    )["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == ours and container["command"] == ["aim-download"]
+    # what a user wrote stays; the seeds' behaviour and the seeds' kinds keep the schema's default;
+    # without an operator downloader there is nothing to put instead
+    assert (
+        plan.download_image(of(ARTIFACT, "ghcr.io/acme/dl:2"), ours, Behaviour.RELEASED)
+        == "ghcr.io/acme/dl:2"
+    )
+    assert plan.download_image(artifact, ours, Behaviour.SEEDS) == default
+    assert plan.download_image(of(MODEL_CACHE, default), ours, Behaviour.RELEASED) == default
+    assert plan.download_image(of(LEGACY_CACHE, default), ours, Behaviour.RELEASED) == default
+    assert plan.download_image(artifact, None, Behaviour.RELEASED) == default
 
 
 def test_spec_hash_tracks_what_the_download_depends_on() -> None:

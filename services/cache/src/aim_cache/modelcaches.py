@@ -389,7 +389,8 @@ class ModelCacheReconciler:
         ended_on = Attempt.from_record(outcome.get("download"))
         if state == jobs.STATE_SUCCEEDED:
             made_by = ended_on or protocols.first_attempt(sequence)
-            message = job_succeeded(request, cache, outcome, conditions, fields, made_by)
+            image = self._image(cache)
+            message = job_succeeded(request, cache, outcome, conditions, fields, made_by, image)
             await self._report(
                 request, conditions, fields, ("download", "Verified", f"download finished: {message}")
             )
@@ -418,6 +419,9 @@ class ModelCacheReconciler:
         await self.kube.delete(JOB, request.namespace, latest["metadata"]["name"])
         return await self._create_job(request, cache, conditions, fields, attempt + 1, sequence=sequence)
 
+    def _image(self, cache: ModelCache) -> str:
+        return plan.download_image(cache, self.settings.download_image, self.settings.behaviour)
+
     async def _create_job(
         self,
         request: Request,
@@ -431,6 +435,7 @@ class ModelCacheReconciler:
         body = plan.job_body(
             cache,
             attempt=attempt,
+            image=self._image(cache),
             protocol_sequence=sequence,
             bus=self.settings.job_bus(),
             stall_timeout=self.settings.stall_timeout,
@@ -496,9 +501,10 @@ def job_succeeded(  # noqa: PLR0917 - one outcome's inputs, every one named at t
     conditions: list[ConditionReport],
     fields: dict[str, Any],
     attempt: Attempt,
+    image: str,
 ) -> str:
-    """The conditions and fields of a download Job that succeeded (made by ``attempt``), from its
-    result line; the message that says how it ended."""
+    """The conditions and fields of a download Job that succeeded (made by ``attempt``, running
+    ``image``), from its result line; the message that says how it ended."""
     if outcome.get("result") == "ok":
         message = describe_outcome(outcome)
         total = int(outcome.get("bytes") or 0)
@@ -506,7 +512,7 @@ def job_succeeded(  # noqa: PLR0917 - one outcome's inputs, every one named at t
         message = (
             "downloaded by the KServe storage initializer, which verifies nothing (the "
             "aim-engine downloader image verifies every file)"
-            if plan.uses_kserve_initializer(cache.download_image)
+            if plan.uses_kserve_initializer(image)
             else "download Job succeeded"
         )
         total = 0

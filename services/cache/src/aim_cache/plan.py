@@ -37,8 +37,11 @@ from aim_cache_jobs.contract import (
     pull_secret_env,
 )
 from aim_cache_jobs.downloader import model_id_for
+from aim_cache_jobs.downloader.downloadstate import reports_download
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus import progress
 from aimcore.api.bus.messages import ObjectRef
+from aimcore.api.crds import aim
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import written
@@ -169,6 +172,24 @@ def pvc_body(cache: ModelCache, size_bytes: int, klass: str | None) -> Obj:
 # -- the download Job ------------------------------------------------------------------------------
 
 
+SCHEMA_DOWNLOAD_IMAGE: str = aim.AIMModelCacheSpec.model_fields["model_download_image"].default
+"""What the aim group's schema writes when a model cache names no download image (the seeds' default,
+KServe's storage initializer)."""
+
+
+def download_image(cache: ModelCache, operators: str | None, behaviour: Behaviour) -> str:
+    """The image of ``cache``'s download Job: the one it names, except under the released behaviour,
+    where an ``AIMArtifact`` naming only the schema's default gets the operator's downloader
+    (``AIM_CACHE_DOWNLOAD_IMAGE``) when one is set. The released original made its own downloader
+    the kind's default, and that downloader's contract (the protocol sequence, ``status.download``,
+    progress, the debug switches) is ``aim-download``'s; KServe's initializer has none of it."""
+    image = cache.download_image
+    artifact = reports_download(cache.ref.group, cache.ref.kind)
+    if behaviour.released and artifact and operators and image == SCHEMA_DOWNLOAD_IMAGE:
+        return operators
+    return image
+
+
 def uses_kserve_initializer(image: str) -> bool:
     repository = image.split("@", 1)[0]
     last = repository.rsplit("/", 1)[-1]
@@ -230,9 +251,11 @@ def job_body(
     outbound: Mapping[str, str] | None = None,
     log_format: str = "text",
     protocol_sequence: Sequence[str] = (),
+    image: str | None = None,
 ) -> Obj:
-    """The download Job. ``outbound`` is the operator's outbound address policy as environment
-    variables (:meth:`aimcore.domain.outbound.OutboundPolicy.env`): the downloader in the Job enforces it.
+    """The download Job, running ``image`` (by default the one the cache names). ``outbound`` is
+    the operator's outbound address policy as environment variables
+    (:meth:`aimcore.domain.outbound.OutboundPolicy.env`): the downloader in the Job enforces it.
     The model cache's env may not set those variables (they are dropped from it and the operator's
     values added last). ``log_format`` is the cache service's own ``AIM_LOG_FORMAT``: aim-download
     logs as the operator does (JSON lines on request). ``protocol_sequence`` (the one resolved from the
@@ -245,7 +268,13 @@ def job_body(
         "securityContext": {"fsGroup": RUN_AS, "runAsNonRoot": True},
         "containers": [
             download_container(
-                cache, bus, stall_timeout, outbound or {}, log_format, protocol_sequence=protocol_sequence
+                cache,
+                bus,
+                stall_timeout,
+                outbound or {},
+                log_format,
+                protocol_sequence=protocol_sequence,
+                image=image or cache.download_image,
             )
         ],
         "volumes": [
@@ -281,10 +310,10 @@ def download_container(
     log_format: str,
     *,
     protocol_sequence: Sequence[str] = (),
+    image: str,
 ) -> Obj:
-    """The download Job's container: ``aim-download`` (:mod:`aim_cache_jobs.contract`: its arguments
-    and the variables it reads), or KServe's storage initializer called its own way."""
-    image = cache.download_image
+    """The download Job's container running ``image``: ``aim-download`` (:mod:`aim_cache_jobs.contract`:
+    its arguments and the variables it reads), or KServe's storage initializer called its own way."""
     dest = mount_path(model_id(cache.source_uri, cache.model_id))
     source = cache.source_uri
     reserved = {*POLICY_ENV, LOG_FORMAT_ENV, *([PROTOCOL_ENV] if protocol_sequence else [])}

@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BeforeValidator
 
 from aim_cache.llmkube.settings import LLMKubeSettings
 from aim_cache.plan import JobBus
+from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus import progress
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.runtime.settings import AimSettings, Settings
@@ -86,7 +87,8 @@ class CacheServiceSettings(AimSettings):
         description="The download image of the model caches a template cache creates when the "
         "template cache names none (`spec.downloadImage`). Unset: the model cache's own default "
         "(the seed's `kserve/storage-initializer:v0.16.0`); the operator's image (`aim-cache`) "
-        "carries `aim-download`, which verifies every file and reports progress.",
+        "carries `aim-download`, which verifies every file and reports progress. Under "
+        "`AIM_BEHAVIOUR=released` also the image of an `AIMArtifact` that names only that default.",
     )
     stall_seconds: float = setting(
         60.0,
@@ -152,6 +154,7 @@ class CacheSettings:
     outbound: OutboundPolicy = field(default_factory=OutboundPolicy)
     log_format: str = "text"  # the service's own AIM_LOG_FORMAT, passed to its download Jobs
     download_image: str | None = None  # of the model caches template caches create (if they name none)
+    behaviour: Behaviour = Behaviour.SEEDS  # AIM_BEHAVIOUR (plan.download_image)
 
     def job_bus(self) -> JobBus | None:
         if not self.job_nats_url:
@@ -178,4 +181,5 @@ class CacheSettings:
             outbound=OutboundPolicy.configured(base),
             log_format=base.log_format,
             download_image=(own.download_image or "").strip() or None,
+            behaviour=base.behaviour,
         )
