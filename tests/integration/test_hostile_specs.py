@@ -143,8 +143,8 @@ HOSTILE_SERVICES: dict[str, tuple[KindRef, dict[str, Any], str]] = {
     ),
     "custom-hf-without-repository": (
         SERVICE,
-        {"model": {"custom": {**CUSTOM, "modelSources": [{**CUSTOM_SOURCE, "sourceUri": "hf://acme"}]}}},
-        "sourceUri 'hf://acme' names no repository",
+        {"model": {"custom": {**CUSTOM, "modelSources": [{**CUSTOM_SOURCE, "sourceUri": "hf://@main"}]}}},
+        "sourceUri 'hf://@main' names no repository",
     ),
     "utilization-without-target": (
         SERVICE,
@@ -686,8 +686,8 @@ async def test_caches_the_api_server_stores_are_invalid_spec(  # type: ignore[no
         "legacy-size-zero": (LEGACY_MODEL_CACHE, {"sourceUri": "hf://acme/tiny", "size": "0"}, "spec.size"),
         "hf-without-repository": (
             MODEL_CACHE,
-            {"sourceUri": "hf://acme"},
-            "spec.sourceUri: sourceUri 'hf://acme' names no repository ('acme' is only the organisation)",
+            {"sourceUri": "hf://@main"},
+            "spec.sourceUri: sourceUri 'hf://@main' names no repository",
         ),
         "template-cache-traversal": (
             by_kind(AIM, "AIMTemplateCache"),

@@ -17,7 +17,6 @@ import pytest
 from aim_dev.local.provisioner import STORAGE_CLASS
 from aimcore.api.kinds import JOB
 from aimcore.runtime import Kube
-from tests.helpers import eventually
 from tests.node.helpers import (
     BEHAVIOUR,
     NODE_TIMEOUT,
@@ -129,15 +128,12 @@ async def test_the_originals_progress_and_verification_scenario(api: Kube, names
     await api.create(ARTIFACT, artifact("progress-success", "hf://gpt2", "10Mi", **phases), namespace)
     seen: list[tuple[str | None, int | None, tuple[str, str]]] = []
 
-    async def ready() -> dict[str, Any] | None:
-        obj = await api.get(ARTIFACT, namespace, "progress-success")
-        if obj is None:
-            return None
+    def ready(obj: dict[str, Any]) -> bool:
         percentage = ((obj.get("status") or {}).get("progress") or {}).get("percentage")
         seen.append((state(obj), percentage, download_complete(obj)))
-        return obj if state(obj) == "Ready" else None
+        return state(obj) == "Ready"
 
-    done = await eventually(ready, timeout=120, interval=0.25, what="progress-success Ready")
+    done = await wait_for(api, ARTIFACT, namespace, "progress-success", ready, timeout=120, what="Ready")
     downloading = [
         p for s, p, c in seen if s == "Progressing" and c == ("False", "Downloading") and p is not None
     ]

@@ -56,7 +56,8 @@ def test_model_ids_with_dots_inside_a_name_are_fine(value: str) -> None:
 @pytest.mark.parametrize(
     ("value", "says"),
     [
-        ("hf://org", "names no repository ('org' is only the organisation)"),
+        ("hf://@main", "names no repository"),
+        ("hf://-gpt2", "is not a Hugging Face name"),
         ("hf://org/", "is not a Hugging Face name"),
         ("hf://org/../etc", "has 3 path segments"),
         ("hf://org/..", "'..' is not a Hugging Face name"),
@@ -131,11 +132,17 @@ def test_model_and_template_sources_with_dot_dot_are_invalid_spec() -> None:
 
 
 def test_an_hf_source_without_a_repository_is_invalid_spec() -> None:
-    message = _invalid(_obj("AIMModelCache", {"sourceUri": "hf://org"}))
-    assert "spec.sourceUri: sourceUri 'hf://org' names no repository" in message
+    message = _invalid(_obj("AIMModelCache", {"sourceUri": "hf://@main"}))
+    assert "spec.sourceUri: sourceUri 'hf://@main' names no repository" in message
     assert "hf://{org}/{model}" in message  # what to write instead
-    assert "names no repository" in _invalid(_obj("AIMModelCache", {"sourceUri": "hf://org"}, LEGACY))
-    assert "names no repository" in _invalid(_custom_service(_source(sourceUri="hf://org")))
+    assert "names no repository" in _invalid(_obj("AIMModelCache", {"sourceUri": "hf://@main"}, LEGACY))
+    assert "names no repository" in _invalid(_custom_service(_source(sourceUri="hf://@main")))
+
+
+def test_a_repository_without_an_organisation_is_a_repository() -> None:
+    """The Hub's older top-level models (``gpt2``): the released original's own tests download one."""
+    assert source_uri_error("hf://gpt2") is None
+    assert source_uri_error("hf://bert-base-uncased@main") is None
 
 
 def test_a_traversing_profile_id_is_invalid_spec() -> None:

@@ -7,10 +7,11 @@ Why: the identifiers of a model source become paths and requests. ``modelId`` is
 (``AIM_PROFILE_ID``); ``sourceUri`` is what the downloader lists and fetches. The seeds' patterns
 (``^[a-zA-Z0-9_-]+/[a-zA-Z0-9._-]+$`` and ``^(hf|s3)://[^ \\t\\r\\n]+$``) let through ``acme/..``,
 ``hf://org/../x`` and ``s3://bucket/../key``, which leave the directory they are meant for, an
-``hf://org`` without a repository (reported later as "cannot reach huggingface.co" when the Hub
-answered nothing useful), and ``profileId: ../../etc/passwd``, which waited for a node before
-anyone noticed. Each function here returns why a value is refused (a message that says what to
-write instead), or ``None``.
+``hf://@main`` without a repository, and ``profileId: ../../etc/passwd``, which waited for a node
+before anyone noticed. A repository without an organisation (``hf://gpt2``, the Hub's older
+top-level models, which the released original's own tests download) is a repository. Each
+function here returns why a value is refused (a message that says what to write instead), or
+``None``.
 
 The rules are the downloader's own (``aim_cache_jobs.downloader.sources``: it refuses the same values
 when it runs), stated once for the spec. They are Python checks, not schema patterns or CEL
@@ -62,7 +63,7 @@ def model_id_error(value: str) -> str | None:
 
 
 def source_uri_error(value: str) -> str | None:
-    """``sourceUri``: ``hf://{org}/{model}[@revision]`` or ``s3://{bucket}[/{key prefix}]``,
+    """``sourceUri``: ``hf://[{org}/]{model}[@revision]`` or ``s3://{bucket}[/{key prefix}]``,
     without ``.``/``..`` path segments, or ``oci://{registry}/{repository}[:tag][@sha256:…]``."""
     if value.startswith("hf://"):
         return _hf_error(value)
@@ -77,8 +78,8 @@ def _hf_error(value: str) -> str | None:
     repo, at, revision = value.removeprefix("hf://").partition("@")
     parts = repo.split("/")
     expected = "write hf://{org}/{model}[@revision], e.g. hf://meta-llama/Llama-3.1-8B"
-    if len(parts) == 1:
-        return f"sourceUri {value!r} names no repository ({repo!r} is only the organisation); {expected}"
+    if not repo:
+        return f"sourceUri {value!r} names no repository; {expected}"
     if len(parts) > 2:
         return (
             f"sourceUri {value!r} has {len(parts)} path segments, a Hugging Face repository has two; "
