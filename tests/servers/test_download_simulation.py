@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import secrets
-import signal
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from aim_dev.local.natsserver import NatsServer
 from aimcore.api.bus import progress, topology
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.kinds import by_kind
-from tests.servers.test_downloader import _base_env, _collect, last_json, run_cli
+from tests.servers.test_downloader import _base_env, _collect, last_json, run_cli, terminated
 
 ARTIFACT = by_kind("aim.eai.amd.com", "AIMArtifact")
 KEY = progress.key_from_seed("the cache service's seed")
@@ -222,19 +221,16 @@ async def test_cause_hang_runs_until_sigterm(tmp_path: Path) -> None:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    try:
+
+    async def hanging() -> None:
         assert proc.stderr is not None
         lines: list[bytes] = []
         while b"debug simulation" not in (lines[-1] if lines else b""):
             lines.append(await asyncio.wait_for(proc.stderr.readline(), 20))
             assert lines[-1], b"".join(lines)
         assert proc.returncode is None
-        proc.send_signal(signal.SIGTERM)
-        out, err = await asyncio.wait_for(proc.communicate(), 20)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+
+    out, err = await terminated(proc, hanging())
     assert proc.returncode == 143, err.decode()
     assert "SIGTERM" in last_json(out.decode())["message"]
 

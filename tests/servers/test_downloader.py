@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -853,6 +853,18 @@ def _base_env() -> dict[str, str]:
     return {**{k: os.environ[k] for k in keep if k in os.environ}, ALLOWED_HOSTS_ENV: LOOPBACK_HOSTS}
 
 
+async def terminated(proc: asyncio.subprocess.Process, until: Awaitable[object]) -> tuple[bytes, bytes]:
+    """What ``proc`` wrote once stopped by SIGTERM after ``until``; killed if anything fails first."""
+    try:
+        await until
+        proc.send_signal(signal.SIGTERM)
+        return await asyncio.wait_for(proc.communicate(), 20)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
 def last_json(stdout: str) -> dict[str, Any]:
     lines = [line for line in stdout.splitlines() if line.strip()]
     result = json.loads(lines[-1])
@@ -992,14 +1004,9 @@ async def test_cli_sigterm_keeps_partial_data_for_resume(hub: HubServer, tmp_pat
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    try:
-        await wait_until(lambda: _part_size(tmp_path, path) >= MIB, what="the first MiB on disk")
-        proc.send_signal(signal.SIGTERM)
-        out, err = await asyncio.wait_for(proc.communicate(), 20)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+    out, err = await terminated(
+        proc, wait_until(lambda: _part_size(tmp_path, path) >= MIB, what="the first MiB on disk")
+    )
     assert proc.returncode == 143, err.decode()
     result = last_json(out.decode())
     assert result["result"] == "error" and "SIGTERM" in result["message"]
