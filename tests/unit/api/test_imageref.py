@@ -11,6 +11,7 @@ from aimcore.api.imageref import (
     normalize_registry,
     parse_reference,
     parse_repository,
+    pull_policy,
 )
 from aimcore.domain import oci
 from aimcore.domain.oci import OCI_ERRORS
@@ -148,3 +149,22 @@ def test_parse_repository_and_normalize_registry() -> None:
 )
 def test_loopback(registry: str, loopback: bool) -> None:
     assert is_loopback(registry) is loopback
+
+
+@pytest.mark.parametrize(
+    ("image", "policy"),
+    [
+        (None, "Always"),
+        ("", "Always"),
+        ("ghcr.io/org/model", "Always"),
+        ("ghcr.io/org/model:latest", "Always"),
+        ("localhost:5000/aim/model:latest", "Always"),
+        ("ghcr.io/org/model:0.8.5", "IfNotPresent"),
+        ("ghcr.io/org/model:latest-rc", "IfNotPresent"),
+        ("ghcr.io/org/model@sha256:" + "a" * 64, "IfNotPresent"),
+        ("ghcr.io/org/model:latest@sha256:" + "b" * 64, "IfNotPresent"),
+        ("not a reference", "IfNotPresent"),
+    ],
+)
+def test_the_pull_policy_follows_the_tag(image: str | None, policy: str) -> None:
+    assert pull_policy(image) == policy

@@ -75,6 +75,7 @@ def test_a_verify_rounds_known_result_is_what_aim_model_inspect_reuses(tmp_path:
         image="aim-cache:0.1.0",
     )
     (container,) = body["spec"]["template"]["spec"]["containers"]
+    assert container["imagePullPolicy"] == "IfNotPresent"  # the cache's own image, at its version
     (option,) = (a for a in container["args"] if a.startswith("--known="))
     again = inspect(str(model_file), Known.parse(option.removeprefix("--known=")))
     assert again["hashed"] is False and again["sha256"] == first["sha256"]

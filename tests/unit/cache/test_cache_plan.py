@@ -141,6 +141,9 @@ def test_job_runs_the_aim_downloader_hardened_with_progress_to_nats() -> None:
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["command"] == ["aim-download"]
+    assert container["imagePullPolicy"] == "IfNotPresent"  # the downloader at a fixed tag
+    moving = plan.job_body(obj, attempt=2, bus=bus, stall_timeout=60, image="ghcr.io/org/aim-download")
+    assert moving["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always"
     assert container["args"][:2] == ["hf://acme/tiny", "/workspace/model-cache/acme/tiny"]
     assert "--object=aim.eai.amd.com/v1alpha1/AIMModelCache/ns/mc" in container["args"]
     assert env[0] in container["env"]  # secret references pass through, resolved by the kubelet

@@ -589,6 +589,7 @@ def test_full_object() -> None:
             {
                 "name": "kserve-container",
                 "image": "amdenterpriseai/aim-qwen-qwen3-32b:0.8.5",
+                "imagePullPolicy": "IfNotPresent",
                 "env": inference.container_env(inputs(svc=svc, tpl=tpl)),
                 "resources": {
                     "requests": {"amd.com/gpu": "1", "cpu": "4", "memory": "32Gi"},

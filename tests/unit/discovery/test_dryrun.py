@@ -212,6 +212,7 @@ def test_job_body_shape() -> None:
     container = container_of(job)
     assert container["name"] == "discovery"
     assert container["image"] == "amdenterpriseai/aim-llama:0.8.5"
+    assert container["imagePullPolicy"] == "IfNotPresent"  # a fixed tag
     assert container["args"] == ["dry-run", "--format=json"]
     assert container["securityContext"] == {
         "allowPrivilegeEscalation": False,
@@ -228,6 +229,10 @@ def test_job_body_cluster_template_service_account_and_no_pull_secrets() -> None
     assert pod["serviceAccountName"] == "aim-discovery"
     assert "automountServiceAccountToken" not in pod
     assert "imagePullSecrets" not in pod
+
+
+def test_a_moving_tag_is_pulled_each_time() -> None:
+    assert container_of(body(image="ghcr.io/org/aim-llama:latest"))["imagePullPolicy"] == "Always"
 
 
 def test_job_body_extra_labels_cannot_override_fixed_ones() -> None:

@@ -42,6 +42,7 @@ from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus import progress
 from aimcore.api.bus.messages import ObjectRef
 from aimcore.api.crds import aim
+from aimcore.api.imageref import pull_policy
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import written
@@ -335,6 +336,7 @@ def download_container(
     container: Obj = {
         "name": CONTAINER,
         "image": image,
+        "imagePullPolicy": pull_policy(image),
         "args": args,
         "env": env,
         "volumeMounts": [{"name": "cache", "mountPath": dest}, {"name": "tmp", "mountPath": "/tmp"}],

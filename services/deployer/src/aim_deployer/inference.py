@@ -38,6 +38,9 @@ Rules and where they differ from the original:
   ``minReplicas`` defaults to 1, ``maxReplicas`` to the minimum; a minimum above the maximum is
   refused by the spec's validation, not adjusted here); else ``replicas`` (default 1, at least 1)
   fixed, ``autoscalerClass=none``.
+* **Pull policy**: written out (:func:`aimcore.api.imageref.pull_policy`, the released original's
+  0.2.5 rule and Kubernetes' default): ``Always`` for an untagged or ``:latest`` image,
+  ``IfNotPresent`` for any other tag or a digest. The operator's Jobs follow the same rule.
 * **Labels**: propagated labels < the service's ``aim.eai.amd.com/`` labels < ours (component,
   managed-by, part-of, service/template/model, metric/precision when known) — ours always win.
 * **Readiness** (not in the original): ``kserve-container`` gets an HTTP readiness probe on
@@ -67,6 +70,7 @@ from aimcore.api.crds.aim import (
 )
 from aimcore.api.crds.base import EnvVar
 from aimcore.api.errors import AimError
+from aimcore.api.imageref import pull_policy
 from aimcore.api.kinds import INFERENCE_SERVICE, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import written
@@ -501,6 +505,7 @@ def build(inputs: Inputs) -> Obj:
     container: Obj = {
         "name": CONTAINER_NAME,
         "image": inputs.model.image,
+        "imagePullPolicy": pull_policy(inputs.model.image),
         "env": container_env(inputs),
         "resources": container_resources(inputs),
         "ports": [{"containerPort": HTTP_PORT, "name": "http", "protocol": "TCP"}],

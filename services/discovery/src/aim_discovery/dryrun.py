@@ -37,6 +37,7 @@ from pydantic import ValidationError
 
 from aimcore.api.crds.aim import MODEL_ID_PATTERN, SOURCE_URI_PATTERN, AIMModelSource, AIMProfile
 from aimcore.api.errors import AimError
+from aimcore.api.imageref import pull_policy
 from aimcore.domain import jobs
 from aimcore.domain.naming import DNS_LABEL_MAX, go_json, label_value, sanitize_part
 from aimcore.runtime import child_labels
@@ -188,6 +189,7 @@ def job_body(
     container: dict[str, Any] = {
         "name": CONTAINER_NAME,
         "image": image,
+        "imagePullPolicy": pull_policy(image),
         "args": ["dry-run", "--format=json"],
         "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
     }

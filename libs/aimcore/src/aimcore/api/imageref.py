@@ -140,6 +140,27 @@ def parse_repository(registry: str, repository: str) -> ImageReference:
     return ImageReference(host, repo)
 
 
+PULL_ALWAYS = "Always"
+PULL_IF_NOT_PRESENT = "IfNotPresent"
+
+
+def pull_policy(image: str | None) -> str:
+    """The ``imagePullPolicy`` the operator writes for ``image`` (the released original's rule,
+    0.2.5, which is Kubernetes' own default written out): no image, no tag or ``:latest`` →
+    ``Always`` (a moving tag is looked up each time a pod starts); any other tag, and any digest →
+    ``IfNotPresent`` (the content a node has is the content asked for). A reference that cannot be
+    parsed gets ``IfNotPresent``: the kubelet refuses it whatever the policy, and says why."""
+    if not image:
+        return PULL_ALWAYS
+    try:
+        ref = parse_reference(image)
+    except InvalidReference:
+        return PULL_IF_NOT_PRESENT
+    if ref.digest is None and ref.tag in (None, DEFAULT_TAG):
+        return PULL_ALWAYS
+    return PULL_IF_NOT_PRESENT
+
+
 def split_registry(name: str, original: str | None = None) -> tuple[str, str]:
     """``name`` (no tag/digest) → (registry, repository) with Docker Hub defaults applied."""
     shown = original if original is not None else name

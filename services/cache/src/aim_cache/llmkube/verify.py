@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aim_cache_jobs.contract import INSPECT_COMMAND, KNOWN_OPTION, SHA256, Known
+from aimcore.api.imageref import pull_policy
 from aimcore.api.kinds import PART_OF_LABEL, PART_OF_VALUE, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.naming import derived_name, label_value
@@ -104,6 +105,7 @@ def job_body(
     container: Obj = {
         "name": CONTAINER,
         "image": image,
+        "imagePullPolicy": pull_policy(image),
         "command": [COMMAND],
         "args": args,
         "volumeMounts": [{"name": "model-source", "mountPath": MOUNT, "readOnly": True}],
