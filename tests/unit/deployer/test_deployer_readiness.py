@@ -383,3 +383,36 @@ def test_pod_reasons_map_to_lifecycle_states(reason: str, state: State) -> None:
 def test_reason_constants_are_exported() -> None:
     assert readiness.REASON_CRASH_LOOP == "CrashLoopBackOff"
     assert readiness.REASON_SERVERLESS_REJECTED == "ServerlessModeRejected"
+
+
+def _deployment(*conditions: Obj) -> Obj:
+    return {"metadata": {"name": "svc-predictor"}, "status": {"conditions": list(conditions)}}
+
+
+REFUSED = {
+    "type": "ReplicaFailure",
+    "status": "True",
+    "reason": "FailedCreate",
+    "message": 'pods "svc-predictor-7d9f-" is forbidden: no PriorityClass with name gold was found',
+}
+
+
+def test_pods_the_api_server_refuses_are_named_with_its_words() -> None:
+    health = pods_health([], expected=1, deployment=_deployment(REFUSED))
+    assert health.ok is False
+    assert health.reason == "PodsNotCreated"
+    assert health.message == (
+        "the predictor's pods are refused: "
+        'pods "svc-predictor-7d9f-" is forbidden: no PriorityClass with name gold was found'
+    )
+
+
+def test_a_refusal_that_passed_or_a_deployment_without_one_is_still_waiting() -> None:
+    passed = {**REFUSED, "status": "False"}
+    progressing = {"type": "Progressing", "status": "True", "reason": "NewReplicaSetCreated"}
+    for deployment in (None, _deployment(), _deployment(passed), _deployment(progressing)):
+        assert pods_health([], expected=1, deployment=deployment).reason == "WaitingForPods"
+
+
+def test_live_pods_say_more_than_a_refusal_of_others() -> None:
+    assert pods_health([LOADING], expected=1, deployment=_deployment(REFUSED)).reason == "PodsStarting"

@@ -95,6 +95,7 @@ TABLE: Table = (
                     "FailedScheduling",
                     "Pulling",
                     "ImagePullBackOff",
+                    "PodsNotCreated",
                     "ImageNotFound",
                     "ImagePullAuthFailure",
                     "CrashLoopBackOff",

@@ -41,6 +41,8 @@ Rules and where they differ from the original:
 * **Pull policy**: written out (:func:`aimcore.api.imageref.pull_policy`, the released original's
   0.2.5 rule and Kubernetes' default): ``Always`` for an untagged or ``:latest`` image,
   ``IfNotPresent`` for any other tag or a digest. The operator's Jobs follow the same rule.
+* **Priority**: ``spec.priorityClassName`` on the predictor only (the released original's 0.2.2);
+  the operator's Jobs keep the default priority.
 * **Labels**: propagated labels < the service's ``aim.eai.amd.com/`` labels < ours (component,
   managed-by, part-of, service/template/model, metric/precision when known) — ours always win.
 * **Readiness** (not in the original): ``kserve-container`` gets an HTTP readiness probe on
@@ -531,6 +533,8 @@ def build(inputs: Inputs) -> Obj:
         predictor["imagePullSecrets"] = [{"name": s} for s in pull_secrets]
     if service.service_account:
         predictor["serviceAccountName"] = service.service_account
+    if service.priority_class:
+        predictor["priorityClassName"] = service.priority_class
     predictor["containers"] = [container]
     predictor["volumes"] = volumes
     affinity = node_affinity(inputs.template)

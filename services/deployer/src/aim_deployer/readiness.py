@@ -42,8 +42,10 @@ not-ready pod is classified and the worst wins (newest pod first on ties), worst
 5. ``PodsStarting`` (container waiting, e.g. ``ContainerCreating``, or running but not ready;
    message "k of n pods ready; ...").
 
-No live pod at all → ``WaitingForPods`` (KServe has not created them yet: the service is
-Starting) or ``PodsPending`` naming the ended pod's reason.
+No live pod at all → ``PodsNotCreated`` when the predictor Deployment says its pods are refused
+(``ReplicaFailure=True``: a PriorityClass that does not exist, an exhausted ResourceQuota, an
+admission policy; the API server's words, clipped), else ``WaitingForPods`` (KServe has not created
+them yet: the service is Starting) or ``PodsPending`` naming the ended pod's reason.
 Image, secret and OOM classification is :func:`aimcore.domain.jobs.pod_problem`, shared with the jobs.
 """
 
@@ -61,6 +63,7 @@ __all__ = [
     "REASON_CREATING_RUNTIME",
     "REASON_FAILED_SCHEDULING",
     "REASON_INFERENCE_SERVICE_FAILED",
+    "REASON_PODS_NOT_CREATED",
     "REASON_PODS_PENDING",
     "REASON_PODS_READY",
     "REASON_PODS_STARTING",
@@ -87,6 +90,7 @@ REASON_PODS_READY = "PodsReady"
 REASON_PODS_STARTING = "PodsStarting"
 REASON_PODS_PENDING = "PodsPending"
 REASON_WAITING_FOR_PODS = "WaitingForPods"
+REASON_PODS_NOT_CREATED = "PodsNotCreated"
 REASON_FAILED_SCHEDULING = "FailedScheduling"
 REASON_CRASH_LOOP = "CrashLoopBackOff"
 REASON_POD_FAILED = "PodFailed"
@@ -301,13 +305,30 @@ def _ended_message(pod: Mapping[str, Any]) -> str:
     return f"{text}, {detail})" if detail else f"{text})"
 
 
-def pods_health(pods: Sequence[Mapping[str, Any]], *, expected: int) -> Health:
+def _refused(deployment: Mapping[str, Any] | None) -> str | None:
+    """The API server's refusal of a Deployment's pods (its ``ReplicaFailure=True`` condition,
+    which the Deployment controller copies from the ReplicaSet's), or ``None``."""
+    failure = _condition(_map(deployment), "ReplicaFailure")
+    if failure is None or str(failure.get("status")) != "True":
+        return None
+    return str(failure.get("message") or failure.get("reason") or "pods cannot be created")
+
+
+def pods_health(
+    pods: Sequence[Mapping[str, Any]], *, expected: int, deployment: Mapping[str, Any] | None = None
+) -> Health:
     """The ``InferenceServicePodsReady`` condition for the predictor ``pods`` of one
-    InferenceService, ``expected`` of which should be ready (rules in the module docstring)."""
+    InferenceService, ``expected`` of which should be ready, and its predictor ``deployment``
+    when known (rules in the module docstring)."""
     expected = max(expected, 1)
     present = _newest_first([p for p in pods if not _deleting(p)])
     live = [p for p in present if not _ended(p)]
     if not live:
+        refusal = _refused(deployment)
+        if refusal is not None:
+            return Health(
+                False, REASON_PODS_NOT_CREATED, _clip(f"the predictor's pods are refused: {refusal}")
+            )
         if present:
             return Health(False, REASON_PODS_PENDING, _ended_message(present[0]))
         return Health(False, REASON_WAITING_FOR_PODS, "no predictor pods yet")

@@ -156,6 +156,12 @@ class ServiceView(Object[AnyService]):
         return spec.service_account_name or None if isinstance(spec, aim.AIMServiceSpec) else None
 
     @property
+    def priority_class(self) -> str | None:
+        """``spec.priorityClassName`` (the primary group's only)."""
+        spec = self.spec
+        return spec.priority_class_name or None if isinstance(spec, aim.AIMServiceSpec) else None
+
+    @property
     def resources(self) -> Obj | None:
         """``spec.resources`` as written, with the CPU of ``spec.overrides.hardware.cpu`` filled in
         where they give none (the service's own resources win, as they win over a template's)."""

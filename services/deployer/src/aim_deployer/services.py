@@ -438,7 +438,8 @@ class ServiceReconciler:
             if p["metadata"].get("namespace") == request.namespace
         ]
         expected = int((((live or {}).get("spec") or {}).get("predictor") or {}).get("minReplicas") or 1)
-        pods_health = readiness.pods_health(pods, expected=expected)
+        deployment = request.informer.get(DEPLOYMENT, request.namespace, inference.predictor_name(isvc_name))
+        pods_health = readiness.pods_health(pods, expected=expected, deployment=deployment)
         state.set(condition(PODS_READY, pods_health.ok, pods_health.reason, pods_health.message))
 
     async def _route(

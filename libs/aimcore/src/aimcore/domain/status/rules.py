@@ -212,6 +212,8 @@ REASON_STATES: Mapping[str, State] = {
     "SomeFiltersFailed": State.DEGRADED,
     "SomeTemplatesDegraded": State.DEGRADED,
     "ImagePullBackOff": State.DEGRADED,
+    # the API server refuses the predictor's pods (no such PriorityClass, a ResourceQuota, admission)
+    "PodsNotCreated": State.DEGRADED,
     "CacheLost": State.DEGRADED,
     "PathTemplateInvalid": State.DEGRADED,
     "RequestTimeoutInvalid": State.DEGRADED,

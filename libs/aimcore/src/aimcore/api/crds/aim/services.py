@@ -581,6 +581,18 @@ class AIMServiceSpec(AIMServiceRuntimeConfig, RuntimeConfigRef):
             "If empty, the default service account for the namespace is used."
         ),
     )
+    priority_class_name: str | None = Field(
+        default=None,
+        description=(
+            "PriorityClassName is the Kubernetes PriorityClass of the inference pods (the "
+            "predictor only;\n"
+            "the operator's download and discovery Jobs keep the default priority).\n"
+            "The PriorityClass must exist: pods naming one that does not are refused by the API "
+            "server,\n"
+            "and the service's InferenceServicePodsReady condition says so.\n"
+            "Added in the released original's 0.2.2."
+        ),
+    )
 
     @model_validator(mode="after")
     def _check_replica_bounds(self, info: ValidationInfo) -> Self:
