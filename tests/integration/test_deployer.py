@@ -19,7 +19,7 @@ import pytest
 from aim_deployer.model_resolution import auto_model_name
 from aim_dev.testing.plugin import connect_as
 from aimcore.api.bus import subjects, topology
-from aimcore.api.kinds import HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
+from aimcore.api.kinds import GATEWAY, HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD, KindRef, by_kind
 from aimcore.runtime import Kube
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.conftest import Services, drained
@@ -621,6 +621,45 @@ async def test_children_the_api_server_refuses_are_reported(deployer, kube: Kube
     )
     (route,) = (await kube.list(HTTP_ROUTE, namespace))[0]
     assert route["metadata"]["annotations"] == {"example.com/team": "ml"}
+
+
+async def test_a_shared_gateway_needs_hostnames_and_gets_them(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    """The parent Gateway has two listeners: a route without hostnames would take every host of it,
+    so there is none and the spec is invalid (the released original's 0.2.5); hostnames on the
+    service make the route, with them."""
+    await make_model(kube, namespace, "rh")
+    await make_template(kube, namespace, "rh-t", "rh")
+    listeners = [
+        {"name": "http", "port": 80, "protocol": "HTTP"},
+        {"name": "admin", "port": 8080, "protocol": "HTTP", "hostname": "admin.example.com"},
+    ]
+    gateway = {"apiVersion": GATEWAY.api_version, "kind": GATEWAY.kind, "metadata": {"name": "shared"}}
+    await kube.create(
+        GATEWAY, {**gateway, "spec": {"gatewayClassName": "x", "listeners": listeners}}, namespace
+    )
+    routing = {"enabled": True, "gatewayRef": {"name": "shared"}}
+    await make_service(kube, namespace, "hosted", {"model": {"name": "rh"}, "routing": routing})
+    svc = await wait_service(
+        kube, namespace, "hosted", has("HTTPRouteReady", "False", "RouteHostnameRequired"), "no hostnames"
+    )
+    message = condition(svc["status"], "HTTPRouteReady")["message"]
+    assert message.startswith(
+        f"parent gateway {namespace}/shared has 2 listeners but no routing hostnames"
+    ), message
+    assert condition(svc["status"], "ConfigValid")["reason"] == "RouteHostnameRequired"
+    assert svc["status"]["status"] == "Failed"
+    assert not (await kube.list(HTTP_ROUTE, namespace))[0]
+    await isvc_of(kube, namespace, "hosted")  # the InferenceService is not held back by the route
+
+    hostnames = {"hostnames": ["chat.example.com"]}
+    await kube.patch(SERVICE, namespace, "hosted", {"spec": {"routing": hostnames}})
+    svc = await wait_service(
+        kube, namespace, "hosted", has("HTTPRouteReady", "False", "HTTPRoutePending"), "the route applied"
+    )
+    (route,) = (await kube.list(HTTP_ROUTE, namespace))[0]
+    assert route["spec"]["hostnames"] == ["chat.example.com"]
+    assert route["spec"]["parentRefs"][0]["name"] == "shared"
+    assert condition(svc["status"], "ConfigValid").get("status") != "False"
 
 
 # -- template selection -------------------------------------------------------------------------

@@ -16,11 +16,17 @@ from aim_deployer.routing import (
     default_path,
     evaluate,
     gateway_duration,
+    gateway_to_read,
+    plan_route,
     render_path,
     route_body,
     route_condition,
 )
-from aimcore.api.kinds import by_kind
+from aim_deployer.service_view import ServiceView
+from aimcore.api.crds.validation import parse
+from aimcore.api.kinds import GROUP_AIM, by_kind
+from aimcore.domain.families.runtimeconfigs import RuntimeConfig
+from aimcore.domain.runtimeconfig import Resolved
 from aimcore.runtime import child_labels, owner_reference
 
 SERVICE: dict[str, Any] = {
@@ -389,3 +395,84 @@ def test_gateway_duration(text: str, gateway: str) -> None:
 def test_gateway_duration_refuses(text: str, says: str) -> None:
     with pytest.raises(RequestTimeoutError, match=says):
         gateway_duration(text)
+
+
+# -- hostnames and the parent gateway's listeners ---------------------------------------------------
+
+GATEWAY_REF = {"name": "shared", "namespace": "gateways"}
+
+
+def routed(service_routing: dict[str, Any] | None, config_routing: dict[str, Any] | None) -> tuple[Any, Any]:
+    ref = by_kind(GROUP_AIM, "AIMService")
+    obj: dict[str, Any] = {
+        "apiVersion": ref.api_version,
+        "kind": "AIMService",
+        "metadata": {"name": "chat", "namespace": "ml", "uid": "svc-uid"},
+        "spec": {"model": {"name": "llama"}, **({"routing": service_routing} if service_routing else {})},
+    }
+    service = ServiceView.of(ref, parse(obj), obj)
+    config = RuntimeConfig.of(GROUP_AIM, Resolved("default", {"routing": config_routing or {}}))
+    return service, config
+
+
+def test_the_services_hostnames_replace_the_runtime_configs() -> None:
+    config_routing = {"enabled": True, "gatewayRef": GATEWAY_REF, "hostnames": ["all.example.com"]}
+    service, config = routed({"hostnames": ["chat.example.com", "*.chat.example.com"]}, config_routing)
+    plan = plan_route(service, config, "r", "b-predictor", listeners=3)
+    assert plan.body is not None
+    assert plan.body["spec"]["hostnames"] == ["chat.example.com", "*.chat.example.com"]
+    assert gateway_to_read(service, config) is None  # named hosts: the listeners do not matter
+
+    service, config = routed(None, config_routing)
+    plan = plan_route(service, config, "r", "b-predictor", listeners=3)
+    assert plan.body is not None and plan.body["spec"]["hostnames"] == ["all.example.com"]
+
+
+def test_no_hostnames_on_a_gateway_with_several_listeners_is_no_route_and_an_invalid_spec() -> None:
+    service, config = routed({"enabled": True, "gatewayRef": GATEWAY_REF}, None)
+    assert gateway_to_read(service, config) == ("gateways", "shared")
+    plan = plan_route(service, config, "r", "b-predictor", listeners=2)
+    assert plan.body is None and plan.delete and plan.clear and plan.invalid
+    assert plan.condition is not None
+    assert (plan.condition.type, plan.condition.status, plan.condition.reason) == (
+        "HTTPRouteReady",
+        "False",
+        "RouteHostnameRequired",
+    )
+    assert plan.condition.message.startswith(
+        "parent gateway gateways/shared has 2 listeners but no routing hostnames are configured"
+    )
+
+
+@pytest.mark.parametrize("listeners", [None, 0, 1])
+def test_no_hostnames_on_a_gateway_with_one_listener_or_unread_is_an_all_hosts_route(
+    listeners: int | None,
+) -> None:
+    service, config = routed({"enabled": True, "gatewayRef": {"name": "own"}, "hostnames": []}, None)
+    assert gateway_to_read(service, config) == ("ml", "own")  # the service's namespace by default
+    plan = plan_route(service, config, "r", "b-predictor", listeners=listeners)
+    assert plan.body is not None and "hostnames" not in plan.body["spec"]
+    assert not plan.invalid
+
+
+def test_nothing_to_read_when_routing_is_off_or_the_parent_is_no_gateway() -> None:
+    assert gateway_to_read(*routed({"enabled": False, "gatewayRef": GATEWAY_REF}, None)) is None
+    assert gateway_to_read(*routed({"enabled": True}, None)) is None
+    other = {"enabled": True, "gatewayRef": {"name": "mesh", "kind": "Service", "group": ""}}
+    assert gateway_to_read(*routed(other, None)) is None
+
+
+@pytest.mark.parametrize(
+    "hostname",
+    ["Chat.example.com", "10.0.0.1:80", "chat.example.com.", "*", "a..b", "-a.example.com", "x" * 254],
+)
+def test_a_hostname_a_route_cannot_match_is_refused(hostname: str) -> None:
+    ref = by_kind(GROUP_AIM, "AIMService")
+    obj = {
+        "apiVersion": ref.api_version,
+        "kind": "AIMService",
+        "metadata": {"name": "chat", "namespace": "ml"},
+        "spec": {"model": {"name": "llama"}, "routing": {"hostnames": [hostname]}},
+    }
+    with pytest.raises(ValueError, match="is not a hostname a route can match"):
+        parse(obj)

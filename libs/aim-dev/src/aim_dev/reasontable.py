@@ -115,6 +115,7 @@ TABLE: Table = (
                     "GatewayNotConfigured",
                     "PathTemplateInvalid",
                     "RequestTimeoutInvalid",
+                    "RouteHostnameRequired",
                     "HTTPRouteCreateRejected",
                     "HTTPRouteCreateForbidden",
                 ),

@@ -2,7 +2,8 @@
 
 :func:`plan_route` decides what the service's routing asks for, its own ``routing`` merged field by
 field with the runtime config's: no route (routing off), a condition only (no gateway, a path
-template or timeout that cannot be written), or the route to apply. The path comes from
+template or timeout that cannot be written, no hostnames on a gateway with several listeners), or the
+route to apply. The path comes from
 :mod:`aimcore.domain.pathtemplate` (rendered there, with an error instead of the
 original's silent fallback to the default path). :func:`route_body` builds the HTTPRoute and
 :func:`route_condition` reads its status for the ``HTTPRouteReady`` condition.
@@ -44,6 +45,7 @@ __all__ = [
     "MAX_PATH",
     "REASON_ACCEPTED",
     "REASON_CREATING",
+    "REASON_HOSTNAME_REQUIRED",
     "REASON_PENDING",
     "REASON_REJECTED",
     "REASON_TIMEOUT_INVALID",
@@ -55,6 +57,7 @@ __all__ = [
     "default_path",
     "evaluate",
     "gateway_duration",
+    "gateway_to_read",
     "plan_route",
     "render_path",
     "route_body",
@@ -69,6 +72,7 @@ REASON_ACCEPTED = "HTTPRouteAccepted"
 REASON_REJECTED = "HTTPRouteRejected"
 REASON_PENDING = "HTTPRoutePending"
 REASON_TIMEOUT_INVALID = "RequestTimeoutInvalid"
+REASON_HOSTNAME_REQUIRED = "RouteHostnameRequired"
 
 BACKEND_PORT = 80
 
@@ -150,6 +154,7 @@ def route_body(
     backend_service: str,
     request_timeout: str | None,
     annotations: Mapping[str, str],
+    hostnames: list[str] | None = None,
     labels: Mapping[str, str],
     owner: Mapping[str, Any],
 ) -> Obj:
@@ -178,11 +183,14 @@ def route_body(
     }
     if request_timeout:
         rule["timeouts"] = {"request": request_timeout}
+    spec: Obj = {"parentRefs": [parent], "rules": [rule]}
+    if hostnames:
+        spec["hostnames"] = list(hostnames)
     return {
         "apiVersion": HTTP_ROUTE.api_version,
         "kind": HTTP_ROUTE.kind,
         "metadata": metadata,
-        "spec": {"parentRefs": [parent], "rules": [rule]},
+        "spec": spec,
     }
 
 
@@ -256,15 +264,42 @@ class RoutePlan:
     condition: ConditionReport | None = None
     delete: bool = False
     clear: bool = False  # status.routing is cleared
+    invalid: bool = False  # the condition's reason is also ConfigValid=False's (the spec must change)
 
 
-def plan_route(service: ServiceView, config: RuntimeConfig, name: str, backend: str) -> RoutePlan:
+def _setting(service: ServiceView, config: RuntimeConfig, field: str) -> Any:
+    """A routing field: the service's own when set (an empty list is not set), else the runtime
+    config's."""
+    own = service.routing_setting(field)
+    return own if own not in (None, []) else config.routing_setting(field)
+
+
+def _hostnames(service: ServiceView, config: RuntimeConfig) -> list[str]:
+    return [str(h) for h in _setting(service, config, "hostnames") or []]
+
+
+def gateway_to_read(service: ServiceView, config: RuntimeConfig) -> tuple[str, str] | None:
+    """``(namespace, name)`` of the parent Gateway whose listeners :func:`plan_route` needs: a
+    route is wanted, with a Gateway parent and no hostnames. ``None`` when nothing need be read."""
+    if not _setting(service, config, "enabled") or _hostnames(service, config):
+        return None
+    gateway = _setting(service, config, "gateway_ref")
+    if gateway is None or not gateway.name or (gateway.kind or "Gateway") != "Gateway":
+        return None
+    return str(gateway.namespace or service.namespace or ""), str(gateway.name)
+
+
+def plan_route(
+    service: ServiceView, config: RuntimeConfig, name: str, backend: str, listeners: int | None = None
+) -> RoutePlan:
     """The HTTPRoute ``name`` of ``service`` in front of the predictor Service ``backend``: each
-    field from the service's own ``routing`` when set, else the runtime config's."""
+    field from the service's own ``routing`` when set, else the runtime config's. ``listeners`` is
+    how many listeners the parent Gateway (:func:`gateway_to_read`) has, when it was read: with
+    more than one and no hostnames there is no route (``RouteHostnameRequired``), as in the
+    released original: a route without hostnames would take every host of a shared gateway."""
 
     def setting(field: str) -> Any:
-        own = service.routing_setting(field)
-        return own if own is not None else config.routing_setting(field)
+        return _setting(service, config, field)
 
     if not setting("enabled"):
         had = service.condition(ROUTE_READY) is not None
@@ -277,6 +312,21 @@ def plan_route(service: ServiceView, config: RuntimeConfig, name: str, backend: 
             "(spec.routing.gatewayRef or the runtime config's)"
         )
         return RoutePlan(condition=condition(ROUTE_READY, False, "GatewayNotConfigured", message))
+    hostnames = _hostnames(service, config)
+    if not hostnames and listeners is not None and listeners > 1:
+        where = gateway_to_read(service, config)
+        shown = "/".join(where) if where else "the parent gateway"
+        message = (
+            f"parent gateway {shown} has {listeners} listeners but no routing hostnames are configured; "
+            "refusing to create an all-hosts route (set spec.routing.hostnames or the runtime "
+            "config's routing.hostnames)"
+        )
+        return RoutePlan(
+            condition=condition(ROUTE_READY, False, REASON_HOSTNAME_REQUIRED, message),
+            delete=True,
+            clear=True,
+            invalid=True,
+        )
     template = setting("path_template")
     try:
         path = render_path(str(template), service.obj) if template else default_path(service.obj)
@@ -309,6 +359,7 @@ def plan_route(service: ServiceView, config: RuntimeConfig, name: str, backend: 
         backend_service=backend,
         request_timeout=request_timeout,
         annotations={**config_annotations, **own_annotations},
+        hostnames=hostnames,
         labels=labels,
         owner=owner_reference(service.ref, service.obj),
     )

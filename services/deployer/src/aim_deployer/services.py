@@ -41,7 +41,7 @@ from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
 from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import DEPLOYMENT, GROUP_AIM, HPA, HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD
+from aimcore.api.kinds import DEPLOYMENT, GATEWAY, GROUP_AIM, HPA, HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.cleanup import NotReadyCleanup
@@ -52,6 +52,7 @@ from aimcore.domain.families.runtimeconfigs import RuntimeConfig
 from aimcore.domain.families.templates import Template
 from aimcore.domain.runtimeconfig import propagated_labels, resolution_conditions
 from aimcore.runtime import (
+    ApiException,
     Children,
     How,
     Kube,
@@ -447,7 +448,10 @@ class ServiceReconciler:
     ) -> None:
         name = inference.route_name(request.name, request.namespace or "")
         existing = request.informer.get(HTTP_ROUTE, request.namespace, name)
-        plan = routing.plan_route(service, config, name, inference.predictor_name(isvc_name))
+        listeners = await self._gateway_listeners(routing.gateway_to_read(service, config))
+        plan = routing.plan_route(service, config, name, inference.predictor_name(isvc_name), listeners)
+        if plan.invalid and plan.condition is not None:
+            state.invalid(plan.condition.reason, plan.condition.message)
         if plan.delete and existing is not None:
             await self.kube.delete(HTTP_ROUTE, request.namespace, name)
         if plan.condition is not None:
@@ -474,6 +478,29 @@ class ServiceReconciler:
         state.fields["routing"] = {"path": plan.path}
 
     # -- helpers -------------------------------------------------------------------------------
+
+    async def _gateway_listeners(self, gateway: tuple[str, str] | None) -> int | None:
+        """How many listeners the route's parent Gateway has, read from the API server (a Gateway
+        is no child of ours, so the watcher does not mirror it); ``None`` when there is none to
+        read, it does not exist, or the deployer may not read it: the route is then made, and the
+        gateway's answer on it (accepted, rejected, pending) says the rest."""
+        if gateway is None:
+            return None
+        namespace, name = gateway
+        try:
+            found = await self.kube.get(GATEWAY, namespace, name)
+        except ApiException as exc:
+            log.warning(
+                "cannot read gateway %s/%s to count its listeners (%s %s); routing without that check",
+                namespace,
+                name,
+                exc.status,
+                exc.reason,
+            )
+            return None
+        if found is None:
+            return None
+        return len((found.get("spec") or {}).get("listeners") or [])
 
     @staticmethod
     def _runtime(request: Req, service: ServiceView) -> Obj:

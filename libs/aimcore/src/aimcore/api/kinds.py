@@ -48,7 +48,10 @@ class KindRef:
 INFERENCE_SERVICE = KindRef("serving.kserve.io", "v1beta1", "InferenceService", "inferenceservices", True)
 HTTP_ROUTE = KindRef("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes", True)
 SCALED_OBJECT = KindRef("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects", True)
-EXTERNAL_KINDS = (INFERENCE_SERVICE, HTTP_ROUTE, SCALED_OBJECT)
+# Read, never written: the parent Gateway of a route, whose listeners decide whether a route without
+# hostnames may be created (the deployer reads it from the API server when it needs to).
+GATEWAY = KindRef("gateway.networking.k8s.io", "v1", "Gateway", "gateways", True)
+EXTERNAL_KINDS = (INFERENCE_SERVICE, HTTP_ROUTE, SCALED_OBJECT, GATEWAY)
 
 # Built-in kinds the services create or read.
 POD = KindRef("", "v1", "Pod", "pods", True)

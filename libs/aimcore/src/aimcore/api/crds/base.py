@@ -156,6 +156,31 @@ Duration = Annotated[str, rule(_duration), WithJsonSchema({"type": "string", "pa
 """metav1.Duration: a Go duration string such as ``"1h"`` or ``"15m30s"``; the API server refuses
 anything else (it would be stored, then fail or be misread by whoever parses it)."""
 
+HOSTNAME_PATTERN = r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+"""The Gateway API's Hostname: a lowercase DNS name, optionally with a leading ``*.`` label; no IP,
+no port, no trailing dot."""
+_HOSTNAME_RE = re.compile(HOSTNAME_PATTERN)
+HOSTNAME_MAX = 253
+
+
+def _hostname(value: str) -> str:
+    if len(value) > HOSTNAME_MAX or not _HOSTNAME_RE.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a hostname a route can match (a lowercase DNS name such as "
+            "chat.example.com, or *.example.com; no IP address, port or trailing dot)"
+        )
+    return value
+
+
+GatewayHostname = Annotated[
+    str,
+    rule(_hostname),
+    WithJsonSchema(
+        {"type": "string", "minLength": 1, "maxLength": HOSTNAME_MAX, "pattern": HOSTNAME_PATTERN}
+    ),
+]
+"""gateway.networking.k8s.io Hostname, as an HTTPRoute's ``spec.hostnames`` takes it."""
+
 Time = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
 """metav1.Time: RFC 3339."""
 

@@ -217,6 +217,8 @@ REASON_STATES: Mapping[str, State] = {
     "CacheLost": State.DEGRADED,
     "PathTemplateInvalid": State.DEGRADED,
     "RequestTimeoutInvalid": State.DEGRADED,
+    # a route without hostnames on a gateway with several listeners: the spec must name them
+    "RouteHostnameRequired": State.FAILED,
     # the Gateway refused the route: the service runs, unreachable through it, until the user fixes
     # it (the original never surfaced a rejection: its route stayed HTTPRoutePending)
     "HTTPRouteRejected": State.DEGRADED,

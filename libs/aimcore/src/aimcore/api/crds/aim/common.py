@@ -18,6 +18,7 @@ from aimcore.api.crds.base import (
     Condition,
     Duration,
     EnvVar,
+    GatewayHostname,
     K8sModel,
     Quantity,
     cel,
@@ -298,6 +299,19 @@ class AIMRuntimeRoutingConfig(K8sModel):
             "If evaluation fails, the service enters Degraded state with PathTemplateInvalid "
             "reason.\n"
             "Individual services can override this template via spec.routing.pathTemplate."
+        ),
+    )
+    hostnames: list[GatewayHostname] | None = Field(
+        default=None,
+        max_length=16,
+        description=(
+            "Hostnames are the HTTPRoute's hostnames (Gateway API Hostname: a DNS name, or a "
+            "wildcard `*.example.com`).\n"
+            "A service's list replaces the runtime config's. Without any, a parent Gateway with "
+            "more than one listener\n"
+            "gets no route (RouteHostnameRequired): the operator does not create an all-hosts "
+            "route on a shared gateway.\n"
+            "Added in the released original's 0.2.5."
         ),
     )
     request_timeout: Duration | None = Field(
