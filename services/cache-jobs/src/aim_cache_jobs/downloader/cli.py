@@ -257,10 +257,14 @@ class _Progress:
 
 
 async def run(
-    args: argparse.Namespace, env: Mapping[str, str], job: DownloadJobSettings, policy: OutboundPolicy
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    job: DownloadJobSettings,
+    policy: OutboundPolicy,
+    sim: simulate.Simulation,
 ) -> tuple[dict[str, Any], int]:
     """Download with the Job's settings ``job`` and ``policy``; ``env`` is the model cache's env
-    (the user's), for the sources."""
+    (the user's), for the sources; ``sim`` the debug switches read from it (usually none)."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
@@ -280,7 +284,7 @@ async def run(
             publisher = await Publisher.connect(job, obj, args.uid)
         consumer = _Progress(publisher)
         log.info("downloading %s into %s", _display(args.source), args.dest)
-        manifest, attempt = await _download(args, env, policy, consumer)
+        manifest, attempt = await _download(args, env, policy, consumer, sim)
         result = _succeeded(manifest, attempt, time.monotonic() - started, args.dest)
         code = EXIT_OK
     except DownloadError as e:
@@ -308,12 +312,15 @@ async def run(
 
 
 async def _download(
-    args: argparse.Namespace, env: Mapping[str, str], policy: OutboundPolicy, consumer: _Progress
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    policy: OutboundPolicy,
+    consumer: _Progress,
+    sim: simulate.Simulation,
 ) -> tuple[Manifest, Attempt]:
     """The download through its protocol sequence, or what the released original's debug switches
     ask for instead (:mod:`.simulate`: only when one is set; it opens no connection)."""
     sequence = protocols.sequence_of(env)
-    sim = simulate.parse(env)  # checked in main(): cannot fail here
     if sim.applies_to(args.source):
         log.warning("debug simulation (AIM_DEBUG_*): nothing is downloaded")
         return await simulate.simulate(
@@ -388,7 +395,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     except SettingsError as e:
         build_parser().error(f"invalid setting {e}")
     try:
-        simulate.parse(start.environment)
+        sim = simulate.parse(start.environment)
     except simulate.SimulationSettingError as e:
         build_parser().error(f"invalid setting {e}")
     setup_logging(start.job.log_format)
@@ -397,7 +404,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             parse_object(args.object)
         except ValueError as e:
             build_parser().error(f"--object: {e}")
-    result, code = asyncio.run(run(args, start.environment, start.job, start.policy))
+    result, code = asyncio.run(run(args, start.environment, start.job, start.policy, sim))
     emit_result(result)
     sys.exit(code)
 
