@@ -22,6 +22,9 @@ from aimcore.api.bus import topology
 from tests.file_server import FileServer
 from tests.helpers import LOOPBACK_HOSTS, eventually
 
+PROPAGATED_ANNOTATIONS = "example.com/*,cost-center"
+"""The session deployer's ``AIM_PROPAGATE_ANNOTATIONS``."""
+
 
 class Services:
     """Service processes (any number of replicas each) against one set of servers."""
@@ -156,11 +159,15 @@ async def ensure_service(
 def services(aim_servers: LocalServers) -> Iterator[Services]:
     svc = Services(aim_servers, aim_servers.workdir / "service-logs")
     for name in ("watcher", "status", "deployer"):
-        svc.start(name)
+        svc.start(name, env=SESSION_ENV.get(name))
     try:
         yield svc
     finally:
         svc.stop_all()
+
+
+SESSION_ENV = {"deployer": {"AIM_PROPAGATE_ANNOTATIONS": PROPAGATED_ANNOTATIONS}}
+"""The session's services' settings beyond the defaults."""
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """What the AIMService says about its inference pods reaches them, and a pod the API server refuses
-is named on the service: ``spec.priorityClassName`` (the released original's 0.2.2) and the pull
-policy from the tag (its 0.2.5), against a real API server whose kube-controller-manager runs the
+is named on the service: ``spec.priorityClassName`` (the released original's 0.2.2), the pull
+policy from the tag (its 0.2.5) and the service's annotations the deployer's
+``AIM_PROPAGATE_ANNOTATIONS`` allows, against a real API server whose kube-controller-manager runs the
 Deployment and ReplicaSet controllers and whose Priority admission resolves a pod's priority.
 
 The test plays KServe with the KServe stand-in's own Deployment (:func:`aim_dev.kserve.raw.deployment`,
@@ -17,11 +18,12 @@ import pytest
 
 from aim_deployer.inference import isvc_name
 from aim_dev.kserve import raw
-from aimcore.api.kinds import DEPLOYMENT, KindRef
+from aimcore.api.kinds import DEPLOYMENT, INFERENCE_SERVICE, KindRef
 from aimcore.runtime import Kube
-from tests.helpers import condition, eventually, has
+from tests.helpers import condition, eventually, has, manifest
 from tests.integration import test_deployer
 from tests.integration.test_deployer import (
+    SERVICE,
     container,
     isvc_of,
     make_model,
@@ -105,3 +107,34 @@ async def test_a_moving_tag_is_pulled_each_time_a_pod_starts(kube: Kube, namespa
     assert container(isvc)["image"] == "ghcr.io/acme/moving:latest"
     assert container(isvc)["imagePullPolicy"] == "Always"
     assert "priorityClassName" not in isvc["spec"]["predictor"]
+
+
+async def test_the_services_allowed_annotations_reach_the_inference_service(
+    kube: Kube, namespace: str
+) -> None:
+    """The session's deployer propagates ``example.com/*`` and ``cost-center``
+    (:data:`tests.integration.conftest.PROPAGATED_ANNOTATIONS`); nothing else of the service's."""
+    await make_model(kube, namespace, "am")
+    await make_template(kube, namespace, "am-t", "am")
+    annotations = {
+        "example.com/team": "ml",
+        "cost-center": "42",
+        "example.org/other": "kept on the service",
+        "serving.kserve.io/deploymentMode": "Serverless",
+    }
+    body = manifest(SERVICE, "annotated", namespace, {"model": {"name": "am"}}, annotations=annotations)
+    await kube.create(SERVICE, body, namespace)
+    isvc = await isvc_of(kube, namespace, "annotated")
+    got = isvc["metadata"]["annotations"]
+    assert got["example.com/team"] == "ml" and got["cost-center"] == "42"
+    assert "example.org/other" not in got
+    assert got["serving.kserve.io/deploymentMode"] == "RawDeployment"
+
+    # an edit of the service's annotation reaches the running InferenceService
+    await kube.patch(SERVICE, namespace, "annotated", {"metadata": {"annotations": {"cost-center": "7"}}})
+
+    async def updated() -> bool:
+        live = await kube.get(INFERENCE_SERVICE, namespace, isvc["metadata"]["name"])
+        return live is not None and live["metadata"]["annotations"].get("cost-center") == "7"
+
+    await eventually(updated, timeout=45, what="the new annotation on the InferenceService")

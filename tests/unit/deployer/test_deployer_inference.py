@@ -752,3 +752,37 @@ def test_cluster_template_ref_reads_the_same() -> None:
         )
     )
     assert predictor(obj)["containers"][0]["resources"]["limits"]["amd.com/gpu"] == "1"
+
+
+# -- annotations propagated from the service -----------------------------------------------------
+
+
+def test_only_allowed_annotations_of_the_service_reach_the_inference_service() -> None:
+    svc = service()
+    svc["metadata"]["annotations"] = {
+        "example.com/team": "ml",
+        "example.com/cost-center": "42",
+        "cost-center": "7",
+        "other.org/x": "no",
+        "kubectl.kubernetes.io/last-applied-configuration": "{}",
+        "serving.kserve.io/deploymentMode": "Serverless",  # would steer KServe
+        "aim.eai.amd.com/recorded": "ours",
+        "node.kubernetes.io/x": "reserved subdomain",
+    }
+    globs = ("example.com/*", "cost-center", "*.io/*", "serving.kserve.io/*", "aim.eai.amd.com/*")
+    body = inference.build(inputs(svc=svc, annotation_globs=globs))
+    annotations = body["metadata"]["annotations"]
+    assert {k: v for k, v in annotations.items() if not k.startswith("serving.kserve.io/")} == {
+        "cost-center": "7",
+        "example.com/cost-center": "42",
+        "example.com/team": "ml",
+    }
+    assert annotations["serving.kserve.io/deploymentMode"] == "RawDeployment"  # the operator's wins
+    assert list(annotations) == sorted(annotations)
+
+
+def test_no_annotation_propagates_without_an_allow_list() -> None:
+    svc = service()
+    svc["metadata"]["annotations"] = {"example.com/team": "ml"}
+    assert "example.com/team" not in inference.build(inputs(svc=svc))["metadata"]["annotations"]
+    assert inference.propagated_annotations({"example.com/team": "ml"}, ()) == {}

@@ -43,6 +43,10 @@ Rules and where they differ from the original:
   ``IfNotPresent`` for any other tag or a digest. The operator's Jobs follow the same rule.
 * **Priority**: ``spec.priorityClassName`` on the predictor only (the released original's 0.2.2);
   the operator's Jobs keep the default priority.
+* **Annotations**: the service's own annotations whose keys match the deployer's
+  ``AIM_PROPAGATE_ANNOTATIONS`` globs (:func:`propagated_annotations`; none by default), never a
+  key of :data:`RESERVED_ANNOTATION_PREFIXES` (the operator's, KServe's, kubectl's, the autoscaling
+  sidecars'); the operator's own annotations always win.
 * **Labels**: propagated labels < the service's ``aim.eai.amd.com/`` labels < ours (component,
   managed-by, part-of, service/template/model, metric/precision when known) — ours always win.
 * **Readiness** (not in the original): ``kserve-container`` gets an HTTP readiness probe on
@@ -58,6 +62,7 @@ Output is deterministic: same inputs, equal dicts (caches are ordered by mount p
 from __future__ import annotations
 
 import copy
+import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -103,6 +108,7 @@ __all__ = [
     "predictor_autoscaling",
     "predictor_name",
     "profile_env",
+    "propagated_annotations",
     "replica_bounds",
     "route_name",
     "scales",
@@ -208,6 +214,7 @@ class Inputs:
     node_affinity: Obj | None = None  # the GPU's, when the template status has none of its own
     behaviour: Behaviour = Behaviour.SEEDS  # which generation's env order (:func:`env_layers`)
     cache_root: str = CACHE_ROOT  # AIM_CACHE_PATH (the released original's: /workspace/cache)
+    annotation_globs: tuple[str, ...] = ()  # AIM_PROPAGATE_ANNOTATIONS
 
 
 # -- small readers -------------------------------------------------------------------------------
@@ -459,8 +466,38 @@ def _labels(inputs: Inputs) -> dict[str, str]:
     return dict(sorted(labels.items()))
 
 
+RESERVED_ANNOTATION_PREFIXES = (
+    "aim.eai.amd.com/",
+    "aim.silogen.ai/",
+    "serving.kserve.io/",
+    "serving.knative.dev/",
+    "autoscaling.knative.dev/",
+    "kubectl.kubernetes.io/",
+    "kubernetes.io/",
+    "k8s.io/",
+    "sidecar.opentelemetry.io/",
+    "prometheus.kserve.io/",
+)
+"""Annotation key prefixes never copied from a service: the operator's own, and those that steer
+KServe, Knative, kubectl, Kubernetes or the autoscaling sidecars (a user must not reach them
+through an annotation on the service)."""
+
+
+def propagated_annotations(annotations: Mapping[str, str], globs: Sequence[str]) -> dict[str, str]:
+    """The service's ``annotations`` the InferenceService carries: keys matching one of ``globs``
+    (shell globs, case-sensitive), never one under :data:`RESERVED_ANNOTATION_PREFIXES` or a
+    subdomain of one (``node.kubernetes.io/``)."""
+    return {
+        k: str(v)
+        for k, v in sorted(annotations.items())
+        if not any(f".{p}" in f".{k}" for p in RESERVED_ANNOTATION_PREFIXES)
+        and any(fnmatch.fnmatchcase(k, g) for g in globs)
+    }
+
+
 def _annotations(name: str, inputs: Inputs) -> dict[str, str]:
-    annotations = {DEPLOYMENT_MODE_ANNOTATION: inputs.deployment_mode}
+    annotations = propagated_annotations(inputs.service.annotations, inputs.annotation_globs)
+    annotations[DEPLOYMENT_MODE_ANNOTATION] = inputs.deployment_mode
     if scales(inputs.service.spec):
         annotations[AUTOSCALER_CLASS_ANNOTATION] = AUTOSCALER_KEDA
         annotations[OTEL_INJECT_ANNOTATION] = predictor_name(name)

@@ -388,6 +388,7 @@ class ServiceReconciler:
             propagated_labels=propagated_labels(service.labels, chosen.config.resolved),
             caches=chosen.cache.mounts,
             deployment_mode=self.settings.deployment_mode,
+            annotation_globs=self.settings.propagate_annotations,
             node_affinity=self._affinity(chosen.template, state.inventory),
             behaviour=self.behaviour,
             cache_root=caching.cache_root(self.behaviour),
