@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from aim_dev.kserve import raw
+from aim_dev.local.passes import run_passes
 from aimcore.api.kinds import DEPLOYMENT, HPA, INFERENCE_SERVICE, POD, KindRef
 from aimcore.runtime import ApiException, Kube, describe_error
-from aimcore.runtime.kube import connect
 
 log = logging.getLogger("aim_dev.kserve")
 
@@ -139,17 +139,9 @@ class StandIn:
 
 
 async def run(kubeconfig: str, interval: float = 1.0, domain: str = raw.DEFAULT_DOMAIN) -> None:
-    kube = Kube(await connect(kubeconfig), field_manager=FIELD_MANAGER)
-    standin = StandIn(kube, domain)
-    try:
-        while True:
-            try:
-                await standin.tick()
-            except (ApiException, OSError, TimeoutError) as exc:  # the API server restarting
-                log.warning("tick failed: %s", describe_error(exc))
-            await asyncio.sleep(interval)
-    finally:
-        await kube.close()
+    await run_passes(
+        kubeconfig, FIELD_MANAGER, lambda kube: StandIn(kube, domain), interval=interval, log=log
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from aim_dev.local.passes import run_passes
 from aimcore.api.kinds import PVC, KindRef
-from aimcore.runtime import ApiException, Kube, describe_error
-from aimcore.runtime.kube import connect
+from aimcore.runtime import Kube
 
 log = logging.getLogger("aim_dev.provisioner")
 
@@ -160,17 +160,9 @@ class Provisioner:
 
 
 async def run(kubeconfig: str, root: Path, interval: float = 1.0) -> None:
-    kube = Kube(await connect(kubeconfig), field_manager=FIELD_MANAGER)
-    provisioner = Provisioner(kube, root)
-    try:
-        while True:
-            try:
-                await provisioner.tick()
-            except (ApiException, OSError, TimeoutError) as exc:  # the API server restarting
-                log.warning("pass failed: %s", describe_error(exc))
-            await asyncio.sleep(interval)
-    finally:
-        await kube.close()
+    await run_passes(
+        kubeconfig, FIELD_MANAGER, lambda kube: Provisioner(kube, root), interval=interval, log=log
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
