@@ -10,6 +10,7 @@ import base64
 import contextlib
 import subprocess
 import sys
+import warnings
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -55,10 +56,19 @@ async def connect_seed(server: NatsServer, seed: str, errors: list[str]) -> Nats
     )
 
 
+class Seen(list[bytes]):
+    """What reached the admin's subscriptions, and the server that delivered it (whose log a
+    failure quotes)."""
+
+    def __init__(self, server: NatsServer) -> None:
+        super().__init__()
+        self.server = server
+
+
 @contextlib.asynccontextmanager
-async def watching(server: NatsServer) -> AsyncIterator[list[bytes]]:
+async def watching(server: NatsServer) -> AsyncIterator[Seen]:
     """What reaches the server on the two subjects, seen by an admin."""
-    seen: list[bytes] = []
+    seen = Seen(server)
     admin = await connect_as(server)
 
     async def got(msg: nats.aio.msg.Msg) -> None:
@@ -73,20 +83,41 @@ async def watching(server: NatsServer) -> AsyncIterator[list[bytes]]:
         await admin.close()
 
 
-async def delivered(nc: NatsClient, seen: list[bytes], subject: str, data: bytes) -> bool:
+async def delivered(nc: NatsClient, seen: Seen, subject: str, data: bytes) -> bool:
     """Publish ``data``; whether it reached the server's subscribers. A marker on the allowed
     subject follows it: messages of one connection arrive in order, so once the marker is there,
-    ``data`` is there too or was refused."""
-    marker = data + b" (marker)"
-    await nc.publish(subject, data)
-    await nc.publish(ALLOWED, marker)
-    await nc.flush(timeout=5)
-    # 30 s: on a loaded two-core machine a server's delivery to another connection once took over 10
-    try:
-        await eventually(lambda: asyncio.sleep(0, marker in seen), timeout=30, what=f"{marker!r} delivered")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc} (the publisher's last error: {nc.last_error!r})") from None
-    return data in seen
+    ``data`` is there too or was refused.
+
+    Core NATS delivers at most once, and an integration run under full load once saw neither the
+    data nor the marker within 30 s (issue 44): a marker not seen in 20 s is published again, with
+    the data, once, and a warning in the run's summary says so; a second miss fails with the
+    server's log lines of note (slow consumers, write deadlines, errors)."""
+    failure: AssertionError | None = None
+    for attempt in (1, 2):
+        marker = data + f" (marker {attempt})".encode()
+        if attempt > 1:
+            # shown in the run's warnings summary (pyproject.toml), not an error: the evidence of a loss
+            warnings.warn(f"bus delivery retried: {data!r}'s marker not delivered in 20 s", stacklevel=2)
+        await nc.publish(subject, data)
+        await nc.publish(ALLOWED, marker)
+        await nc.flush(timeout=5)
+
+        async def arrived(expected: bytes = marker) -> bool:
+            return expected in seen
+
+        try:
+            await eventually(arrived, timeout=20, what=f"{marker!r} delivered")
+            return data in seen
+        except AssertionError as exc:
+            failure = exc
+    notes = [
+        line
+        for line in seen.server.log_text().splitlines()
+        if any(word in line for word in ("[WRN]", "[ERR]", "Slow Consumer", "Deadline"))
+    ]
+    raise AssertionError(
+        f"{failure} (the publisher's last error: {nc.last_error!r}; the server's log of note: {notes[-10:]})"
+    ) from None
 
 
 async def test_a_key_is_rotated_and_retired_without_restarting_the_server(
