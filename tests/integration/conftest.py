@@ -135,6 +135,24 @@ async def drained(servers: LocalServers, service: str = "deployer") -> None:
         await nc.close()
 
 
+@contextlib.asynccontextmanager
+async def restarted_with(
+    services: Services, js: JetStreamContext, name: str, env: dict[str, str]
+) -> AsyncIterator[Services]:
+    """``name`` restarted with ``env`` over the settings it runs with (the session's included) for
+    the block, then restarted as it was."""
+    before = dict(services.service_env.get(name, {}))
+    services.procs[name].stop()
+    services.start(name, env={**before, **env})
+    await consumers_ready(js, services)
+    try:
+        yield services
+    finally:
+        services.procs[name].stop()
+        services.start(name, env=before)
+        await consumers_ready(js, services)
+
+
 async def ensure_service(
     services: Services, js: JetStreamContext, name: str, env: dict[str, str] | None = None
 ) -> Services:

@@ -27,7 +27,7 @@ from aimcore.api.kinds import EVENT, INFERENCE_SERVICE
 from aimcore.runtime import Kube
 from tests.helpers import condition, eventually, has
 from tests.integration import test_deployer
-from tests.integration.conftest import Services, consumers_ready, ensure_service
+from tests.integration.conftest import Services, ensure_service, restarted_with
 from tests.integration.test_cache import cache_dir, cache_name_of, dedicated_then_shared, model_caches
 from tests.integration.test_deployer import (
     CACHE_COMING,
@@ -56,15 +56,8 @@ MODEL_T = {"model": {"name": "m"}, "template": {"name": "t"}}
 @pytest.fixture
 async def released(deployer: Services, js: JetStreamContext) -> AsyncIterator[Services]:
     """The deployer restarted with ``AIM_BEHAVIOUR=released`` for one test (the seeds' after it)."""
-    deployer.procs["deployer"].stop()
-    deployer.start("deployer", env={"AIM_BEHAVIOUR": "released"})
-    await consumers_ready(js, deployer)
-    try:
-        yield deployer
-    finally:
-        deployer.procs["deployer"].stop()
-        deployer.start("deployer", env={})
-        await consumers_ready(js, deployer)
+    async with restarted_with(deployer, js, "deployer", {"AIM_BEHAVIOUR": "released"}) as services:
+        yield services
 
 
 async def caches_of(kube: Kube, namespace: str, service: str) -> list[dict[str, Any]]:

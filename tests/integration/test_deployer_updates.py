@@ -20,7 +20,7 @@ from aimcore.api.kinds import INFERENCE_SERVICE
 from aimcore.runtime import Kube
 from tests.helpers import eventually, has, manifest
 from tests.integration import test_deployer
-from tests.integration.conftest import Services, consumers_ready
+from tests.integration.conftest import Services, restarted_with
 from tests.integration.test_deployer import (
     RUNTIME_CONFIG,
     SERVICE,
@@ -141,15 +141,8 @@ async def test_env_and_resources_edits_reach_the_running_inference_service_in_th
 @pytest.fixture
 async def released(deployer: Services, js: JetStreamContext) -> AsyncIterator[Services]:
     """The deployer restarted with ``AIM_BEHAVIOUR=released`` for one test, then as it was."""
-    deployer.procs["deployer"].stop()
-    deployer.start("deployer", env={"AIM_BEHAVIOUR": "released"})
-    await consumers_ready(js, deployer)
-    try:
-        yield deployer
-    finally:
-        deployer.procs["deployer"].stop()
-        deployer.start("deployer", env={})
-        await consumers_ready(js, deployer)
+    async with restarted_with(deployer, js, "deployer", {"AIM_BEHAVIOUR": "released"}) as services:
+        yield services
 
 
 async def test_env_order_of_the_released_original(released: Services, kube: Kube, namespace: str) -> None:
