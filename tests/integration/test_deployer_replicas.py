@@ -15,17 +15,15 @@ import pytest
 
 from aim_deployer.inference import isvc_name, predictor_name
 from aim_deployer.replica_status import Replicas, hpa_name
-from aimcore.api.kinds import DEPLOYMENT, HPA, INFERENCE_SERVICE, POD
+from aimcore.api.kinds import DEPLOYMENT, HPA, POD
 from aimcore.runtime import Kube
-from tests.helpers import condition, eventually, has
+from tests.helpers import eventually
 from tests.integration import test_deployer
 from tests.integration.test_deployer import (
     SERVICE,
-    isvc_of,
     make_model,
     make_service,
     make_template,
-    play_kserve,
     wait_service,
 )
 
@@ -34,7 +32,6 @@ pytestmark = pytest.mark.usefixtures("deployer")
 
 ISVC_LABEL = "serving.kserve.io/inferenceservice"
 PART_OF = {"app.kubernetes.io/part-of": "aim-engine"}
-ISVC_READY = "InferenceServiceReady"
 
 
 def predictor_deployment(namespace: str, isvc: str, replicas: int) -> dict[str, Any]:
@@ -171,23 +168,3 @@ async def test_autoscaling_shows_the_range_and_the_scalers_desired_count(kube: K
     await run_pods(kube, namespace, isvc, 3)
     svc = await wait_service(kube, namespace, "auto", runtime_is(replicas="3/3 (1-3)"), "3/3 (1-3)")
     assert svc["status"]["runtime"] == Replicas(1, 3, 3, 3).wire()
-
-
-async def test_a_ready_pod_keeps_the_service_running_while_kserve_scales(kube: Kube, namespace: str) -> None:
-    """KServe's InferenceService goes not Ready during a rollout or a scale-up while a pod still
-    serves: the service stays Running (the released original's 0.2.2 ``RuntimeScaling``)."""
-    await make_model(kube, namespace, "sm")
-    await make_template(kube, namespace, "sm-t", "sm")
-    await make_service(kube, namespace, "scaling", {"model": {"name": "sm"}})
-    isvc = await isvc_of(kube, namespace, "scaling")
-    await play_kserve(kube, namespace, isvc)
-    await wait_service(kube, namespace, "scaling", has(ISVC_READY, "True", "RuntimeReady"), "Running")
-
-    rolling = {"type": "Ready", "status": "False", "reason": "PredictorNotReady", "message": "rolling out"}
-    name = isvc["metadata"]["name"]
-    await kube.patch_status(INFERENCE_SERVICE, namespace, name, {"status": {"conditions": [rolling]}})
-    svc = await wait_service(kube, namespace, "scaling", has(ISVC_READY, "True", "RuntimeScaling"), "scaling")
-    assert condition(svc["status"], ISVC_READY)["message"] == (
-        "InferenceService has 1 ready pod(s), scaling in progress: PredictorNotReady: rolling out"
-    )
-    assert svc["status"]["status"] == "Running"

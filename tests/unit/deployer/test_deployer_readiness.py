@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from aim_deployer import readiness
-from aim_deployer.readiness import Health, inference_service_health, pods_health, ready_pods
+from aim_deployer.readiness import Health, inference_service_health, pods_health
 from aimcore.api.types import Obj
 from aimcore.domain.status.rules import SERVICE, State
 
@@ -416,23 +416,3 @@ def test_a_refusal_that_passed_or_a_deployment_without_one_is_still_waiting() ->
 
 def test_live_pods_say_more_than_a_refusal_of_others() -> None:
     assert pods_health([LOADING], expected=1, deployment=_deployment(REFUSED)).reason == "PodsStarting"
-
-
-def test_a_not_ready_inference_service_with_ready_pods_is_scaling() -> None:
-    health = inference_service_health(isvc([NOT_READY]), ready_pods=2)
-    assert health == Health(
-        True,
-        "RuntimeScaling",
-        "InferenceService has 2 ready pod(s), scaling in progress: PredictorNotReady: predictor not ready",
-    )
-    # without a ready pod it is not ready; a terminal failure is one whatever still runs
-    assert inference_service_health(isvc([NOT_READY]), ready_pods=0).reason == "RuntimeNotReady"
-    failed = isvc([NOT_READY], status={"modelStatus": {"transitionStatus": "BlockedByFailedLoad"}})
-    assert inference_service_health(failed, ready_pods=1).reason == "InferenceServiceFailed"
-
-
-def test_ready_pods_counts_live_ready_pods_only() -> None:
-    ended = pod("ended", ready=True, phase="Succeeded")
-    leaving = pod("leaving", ready=True, deleting=True)
-    assert ready_pods([READY_POD, LOADING, ended, leaving]) == 1
-    assert ready_pods([]) == 0

@@ -20,11 +20,7 @@ never quote env values; kubelet and scheduler text is redacted and clipped.
    ``status.modelStatus.states.targetModelState`` or ``activeModelState`` is ``FailedToLoad``, or
    ``modelStatus.transitionStatus`` is ``BlockedByFailedLoad``/``InvalidSpec``; the message is
    ``modelStatus.lastFailureInfo`` (reason, message, exit code), else KServe's Ready message;
-6. not Ready, but at least one predictor pod is → ``RuntimeScaling``, True ("InferenceService has
-   N ready pod(s), scaling in progress", KServe's words after it): the model answers while KServe
-   rolls out or scales, so the service stays ``Running`` (the released original's 0.2.2; before, a
-   scale-up or a rollout took a serving service back to ``Starting``);
-7. anything else → ``RuntimeNotReady`` with KServe's Ready reason and message (a
+6. anything else → ``RuntimeNotReady`` with KServe's Ready reason and message (a
    ``lastFailureInfo`` that is not terminal is appended). Not a failure reason: KServe is still
    rolling out or retrying, and the pods condition says what they are doing.
 
@@ -74,13 +70,11 @@ __all__ = [
     "REASON_POD_FAILED",
     "REASON_RUNTIME_NOT_READY",
     "REASON_RUNTIME_READY",
-    "REASON_RUNTIME_SCALING",
     "REASON_SERVERLESS_REJECTED",
     "REASON_WAITING_FOR_PODS",
     "Health",
     "inference_service_health",
     "pods_health",
-    "ready_pods",
 ]
 
 CONTAINER = "kserve-container"
@@ -89,7 +83,6 @@ WHAT = "inference"
 REASON_CREATING_RUNTIME = "CreatingRuntime"
 REASON_RUNTIME_READY = "RuntimeReady"
 REASON_RUNTIME_NOT_READY = "RuntimeNotReady"
-REASON_RUNTIME_SCALING = "RuntimeScaling"
 REASON_SERVERLESS_REJECTED = "ServerlessModeRejected"
 REASON_INFERENCE_SERVICE_FAILED = "InferenceServiceFailed"
 
@@ -159,9 +152,8 @@ def _failure_info(model_status: Mapping[str, Any]) -> str:
     return _clip(text) if text else ""
 
 
-def inference_service_health(isvc: Mapping[str, Any] | None, ready_pods: int = 0) -> Health:
-    """The ``InferenceServiceReady`` condition, ``ready_pods`` of its predictor pods being Ready
-    (rules in the module docstring)."""
+def inference_service_health(isvc: Mapping[str, Any] | None) -> Health:
+    """The ``InferenceServiceReady`` condition (rules in the module docstring)."""
     if isvc is None:
         return Health(False, REASON_CREATING_RUNTIME, "creating InferenceService")
     if _serverless(isvc):
@@ -189,9 +181,6 @@ def inference_service_health(isvc: Mapping[str, Any] | None, ready_pods: int = 0
         detail = failure or kserve
         return Health(False, REASON_INFERENCE_SERVICE_FAILED, f"model server failed to load: {detail}")
     message = f"{kserve}; last failure: {failure}" if failure else kserve
-    if ready_pods > 0:
-        scaling = f"InferenceService has {ready_pods} ready pod(s), scaling in progress"
-        return Health(True, REASON_RUNTIME_SCALING, _clip(f"{scaling}: {message}"))
     return Health(False, REASON_RUNTIME_NOT_READY, message)
 
 
@@ -314,11 +303,6 @@ def _ended_message(pod: Mapping[str, Any]) -> str:
     detail = ": ".join(_clip(str(status[k])) for k in ("reason", "message") if status.get(k))
     text = f"no running predictor pods; pod {_name(pod)} ended ({status.get('phase')}"
     return f"{text}, {detail})" if detail else f"{text})"
-
-
-def ready_pods(pods: Sequence[Mapping[str, Any]]) -> int:
-    """How many of ``pods`` are Ready and neither being deleted nor ended."""
-    return sum(1 for p in pods if _ready(p) and not _deleting(p) and not _ended(p))
 
 
 def _refused(deployment: Mapping[str, Any] | None) -> str | None:
