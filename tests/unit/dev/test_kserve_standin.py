@@ -190,3 +190,41 @@ def test_no_pods_yet_is_pending_and_unchanged_conditions_keep_their_time() -> No
     assert first["modelStatus"]["states"]["targetModelState"] == "Pending"
     later = raw.status({**isvc(), "status": first}, None, [], now="2026-01-01T00:05:00Z")
     assert [c["lastTransitionTime"] for c in later["conditions"]] == [NOW] * 3
+
+
+def autoscaled(klass: str, **predictor: Any) -> dict[str, Any]:
+    body = isvc(**predictor)
+    body["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] = klass
+    return body
+
+
+def live_deployment(replicas: int) -> dict[str, Any]:
+    return {"metadata": {"resourceVersion": "42"}, "spec": {"replicas": replicas}}
+
+
+def test_with_class_external_kserve_makes_no_autoscaler_and_may_start_at_zero() -> None:
+    scaled = autoscaled("external", minReplicas=0, maxReplicas=3)
+    assert raw.scaler(scaled) is None  # KEDA's ScaledObject is the deployer's, its HPA KEDA's
+    assert raw.deployment(scaled)["spec"]["replicas"] == 0
+
+
+@pytest.mark.parametrize("klass", ["keda", "external"])
+def test_a_rewrite_of_an_autoscaled_predictor_keeps_the_scalers_replicas(klass: str) -> None:
+    scaled = autoscaled(klass, minReplicas=1, maxReplicas=4)
+    dep = raw.deployment(scaled, live_deployment(3))
+    assert dep["spec"]["replicas"] == 3
+    # conditional on the Deployment as read: a scaler's later change is not undone (409)
+    assert dep["metadata"]["resourceVersion"] == "42"
+    # the hash says what the InferenceService asks for: the scaler moving replicas rewrites nothing
+    assert raw.spec_hash(dep) == raw.spec_hash(raw.deployment(scaled))
+    assert raw.spec_hash(dep) == raw.spec_hash(raw.deployment(scaled, live_deployment(0)))
+    # a first write (no Deployment yet) starts at minReplicas
+    assert raw.deployment(scaled)["spec"]["replicas"] == 1
+    assert "resourceVersion" not in raw.deployment(scaled)["metadata"]
+
+
+def test_a_rewrite_of_a_fixed_predictor_resets_its_replicas() -> None:
+    """``autoscalerClass: none``: KServe owns the replicas and writes minReplicas again."""
+    dep = raw.deployment(isvc(), live_deployment(5))
+    assert dep["spec"]["replicas"] == 2
+    assert "resourceVersion" not in dep["metadata"]

@@ -29,6 +29,7 @@ log = logging.getLogger("aim_dev.kserve")
 
 SERVICE = KindRef("", "v1", "Service", "services", True)
 FIELD_MANAGER = "kserve-standin"
+WRITE_ATTEMPTS = 5
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -45,19 +46,24 @@ def _comparable(status: Mapping[str, Any]) -> Any:
 
 
 class StandIn:
-    def __init__(self, kube: Kube, domain: str = raw.DEFAULT_DOMAIN) -> None:
+    """The KServe stand-in's passes over every namespace, or over ``namespace`` only (a test's, on a
+    shared control plane)."""
+
+    def __init__(self, kube: Kube, domain: str = raw.DEFAULT_DOMAIN, namespace: str | None = None) -> None:
         self.kube = kube
         self.domain = domain
+        self.namespace = namespace
         self.scalers: dict[tuple[str, str], dict[str, Any]] = {}  # KEDA's HPAs, as last listed
 
     async def tick(self) -> None:
-        isvcs, _ = await self.kube.list(INFERENCE_SERVICE)
+        ns = self.namespace
+        isvcs, _ = await self.kube.list(INFERENCE_SERVICE, ns)
         if not isvcs:
             return
-        deployments, _ = await self.kube.list(DEPLOYMENT, label_selector=raw.ISVC_LABEL)
-        services, _ = await self.kube.list(SERVICE, label_selector=raw.ISVC_LABEL)
-        pods, _ = await self.kube.list(POD, label_selector=raw.ISVC_LABEL)
-        scalers, _ = await self.kube.list(HPA, label_selector=raw.ISVC_LABEL)
+        deployments, _ = await self.kube.list(DEPLOYMENT, ns, label_selector=raw.ISVC_LABEL)
+        services, _ = await self.kube.list(SERVICE, ns, label_selector=raw.ISVC_LABEL)
+        pods, _ = await self.kube.list(POD, ns, label_selector=raw.ISVC_LABEL)
+        scalers, _ = await self.kube.list(HPA, ns, label_selector=raw.ISVC_LABEL)
         by_name = {_key(d): d for d in deployments}
         svc_by_name = {_key(s): s for s in services}
         self.scalers = {_key(h): h for h in scalers}
@@ -85,15 +91,17 @@ class StandIn:
     ) -> None:
         namespace, name = _key(isvc)
         child = (namespace, raw.predictor_name(name))
+        deploy = deployments.get(child)
         try:
-            wanted_deploy, wanted_service = raw.deployment(isvc), raw.service(isvc)
+            wanted_deploy, wanted_service = raw.deployment(isvc, deploy), raw.service(isvc)
         except raw.Unsupported as exc:
             await self._status(isvc, raw.unsupported_status(isvc, str(exc), now=_now()))
             return
-        deploy = deployments.get(child)
         if raw.spec_hash(deploy) != raw.spec_hash(wanted_deploy):
-            deploy = await self.kube.apply(DEPLOYMENT, wanted_deploy)
-            log.info("applied Deployment %s/%s", *child)
+            written = await self._deployment(isvc, wanted_deploy)
+            if written is None:
+                return
+            deploy = written
         if raw.spec_hash(services.get(child)) != raw.spec_hash(wanted_service):
             await self.kube.apply(SERVICE, wanted_service)
             log.info("applied Service %s/%s", *child)
@@ -101,14 +109,36 @@ class StandIn:
         status = raw.status(isvc, deploy, pods.get((namespace, name), []), now=_now(), domain=self.domain)
         await self._status(isvc, status)
 
+    async def _deployment(self, isvc: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any] | None:
+        """Write the predictor Deployment. One that keeps a scaler's replicas is written on the
+        condition that it did not change since read (:func:`aim_dev.kserve.raw.deployment`): on a
+        conflict (the Deployment controller's status writes change it too) it is read again and
+        the write retried, :data:`WRITE_ATTEMPTS` times in all; None when it still conflicts (the
+        next pass tries again)."""
+        namespace, name = _key(wanted)
+        for _ in range(WRITE_ATTEMPTS):
+            try:
+                written = await self.kube.apply(DEPLOYMENT, wanted)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+                log.info("Deployment %s/%s changed since read; reading it again", namespace, name)
+                wanted = raw.deployment(isvc, await self.kube.get(DEPLOYMENT, namespace, name))
+                continue
+            log.info("applied Deployment %s/%s", namespace, name)
+            return written
+        log.info("Deployment %s/%s kept changing; next pass", namespace, name)
+        return None
+
     async def _scaler(self, isvc: dict[str, Any]) -> None:
         """KEDA's HPA for an autoscaled predictor (:func:`aim_dev.kserve.raw.scaler`); removed
-        when the InferenceService stops autoscaling."""
+        when the InferenceService stops autoscaling with class ``keda``, if it is this stand-in's
+        (owned by the InferenceService: one a ScaledObject owns is KEDA's)."""
         namespace, name = _key(isvc)
         key = (namespace, raw.scaler_name(name))
         wanted, live = raw.scaler(isvc), self.scalers.get(key)
         if wanted is None:
-            if live is not None:
+            if live is not None and _controlled_by(live, isvc):
                 await self.kube.delete(HPA, *key)
                 log.info("deleted HorizontalPodAutoscaler %s/%s", *key)
         elif raw.spec_hash(live) != raw.spec_hash(wanted):
@@ -138,9 +168,19 @@ class StandIn:
             )
 
 
+def _controlled_by(child: Mapping[str, Any], isvc: Mapping[str, Any]) -> bool:
+    uid = (isvc.get("metadata") or {}).get("uid")
+    refs = (child.get("metadata") or {}).get("ownerReferences") or []
+    return any(r.get("controller") and r.get("uid") == uid for r in refs)
+
+
 async def run(kubeconfig: str, interval: float = 1.0, domain: str = raw.DEFAULT_DOMAIN) -> None:
     await run_passes(
-        kubeconfig, FIELD_MANAGER, lambda kube: StandIn(kube, domain), interval=interval, log=log
+        kubeconfig,
+        FIELD_MANAGER,
+        lambda kube: StandIn(kube, domain),
+        interval=interval,
+        log=log,
     )
 
 

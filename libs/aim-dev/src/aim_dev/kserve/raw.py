@@ -13,10 +13,14 @@ These functions follow KServe's raw reconcilers (``predictor.go``, ``deployment_
   those plus ``app=isvc.<isvc>-predictor``, the selector); annotations = the InferenceService's and
   the predictor's; the pod spec is the predictor's pod fields with KServe's defaults (a TCP
   readiness probe on the first port of ``kserve-container`` when it has none, ``IfNotPresent``);
-  replicas = ``minReplicas`` (default 1); the predictor's ``deploymentStrategy`` or rolling
-  25 %/25 %; owned by the InferenceService.
+  replicas = ``minReplicas`` (default 1, 0 allowed) when it is created; rewritten with every
+  ``autoscalerClass`` but ``none``, it keeps the live Deployment's replicas (the scaler's number),
+  as KServe's update patch leaves ``replicas`` out; the predictor's ``deploymentStrategy`` or
+  rolling 25 %/25 %; owned by the InferenceService.
 - :func:`scaler`: with ``autoscalerClass: keda``, the HPA KEDA would make
-  (``keda-hpa-<isvc>-predictor``), so the HPA controller bounds the predictor as it would;
+  (``keda-hpa-<isvc>-predictor``), so the HPA controller bounds the predictor as it would; with
+  ``external`` KServe makes no autoscaler (the ScaledObject is someone else's:
+  :mod:`aim_dev.keda` plays KEDA for it);
 - :func:`service`: ``<isvc>-predictor`` selecting ``app=isvc.<isvc>-predictor``, port 80 to the first
   container port (named as it is), the other ports as they are.
 - :func:`status`: ``PredictorReady`` from the Deployment's ``Available``/``Progressing``/
@@ -208,7 +212,35 @@ def replicas(isvc: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1
 
 
-def deployment(isvc: Mapping[str, Any]) -> Obj:
+def autoscaler_class(isvc: Mapping[str, Any]) -> str | None:
+    value = _map(_map(isvc.get("metadata")).get("annotations")).get(AUTOSCALER_CLASS_ANNOTATION)
+    return None if value is None else str(value)
+
+
+def scaler_owns_replicas(isvc: Mapping[str, Any]) -> bool:
+    """Whether a scaler, not KServe, owns the predictor Deployment's replicas once it exists: every
+    ``autoscalerClass`` but ``none`` (KServe's deployment reconciler drops ``replicas`` from its
+    update patch unless the class is ``none``)."""
+    return autoscaler_class(isvc) != "none"
+
+
+def deployment(isvc: Mapping[str, Any], live: Mapping[str, Any] | None = None) -> Obj:
+    """The predictor Deployment. Its hash (:func:`spec_hash`) says what the InferenceService asks
+    for, so a scaler's change of the live replicas never makes it differ. With ``live`` (the
+    Deployment as last read) and a scaler owning the replicas (:func:`scaler_owns_replicas`), the
+    body carries the live replicas instead of ``minReplicas``, and the live ``resourceVersion`` so
+    the write fails (409) rather than undo a scaler's change made since the read."""
+    body = _deployment(isvc)
+    live_replicas = _map(_map(live).get("spec")).get("replicas")
+    if live is not None and scaler_owns_replicas(isvc) and isinstance(live_replicas, int):
+        body["spec"]["replicas"] = live_replicas
+        version = _map(live.get("metadata")).get("resourceVersion")
+        if version:
+            body["metadata"]["resourceVersion"] = str(version)
+    return body
+
+
+def _deployment(isvc: Mapping[str, Any]) -> Obj:
     meta = _map(isvc.get("metadata"))
     name = str(meta["name"])
     pod_labels = {**labels(isvc), APP_LABEL: _app(name)}
@@ -281,9 +313,10 @@ def scaler(isvc: Mapping[str, Any]) -> Obj | None:
     KEDA's controller in one step): ``keda-hpa-<isvc>-predictor`` over the predictor Deployment with
     the predictor's bounds and labels. autoscaling/v1 with a CPU target: the metrics KEDA would feed
     it (OpenTelemetry) do not exist here, so the HPA controller acts on the bounds only. ``None``
-    for any other class."""
+    for any other class (with ``external`` KServe leaves the scaler to whoever wrote the
+    ScaledObject)."""
     meta = _map(isvc.get("metadata"))
-    if _map(meta.get("annotations")).get(AUTOSCALER_CLASS_ANNOTATION) != "keda":
+    if autoscaler_class(isvc) != "keda":
         return None
     name = str(meta["name"])
     predictor = _predictor(isvc)
