@@ -8,6 +8,10 @@ simple: every ``interval`` it lists InferenceServices, their Deployments and the
 KServe's labels), writes a child only when what it would write changed (a hash in the child's
 annotations), and patches an InferenceService's status only when it differs. Children are owned
 by their InferenceService, so the garbage collector removes them with it.
+
+The same process plays KEDA's decisions for ScaledObjects (:mod:`aim_dev.keda`): each pass runs the
+KServe stand-in, then the KEDA stand-in (:class:`aim_dev.local.passes.Together`), so the node stack
+gets both from one process.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from aim_dev.keda.controller import KedaStandIn
 from aim_dev.kserve import raw
-from aim_dev.local.passes import run_passes
+from aim_dev.local.passes import Together, run_passes
 from aimcore.api.kinds import DEPLOYMENT, HPA, INFERENCE_SERVICE, POD, KindRef
 from aimcore.runtime import ApiException, Kube, describe_error
 
@@ -133,7 +138,7 @@ class StandIn:
     async def _scaler(self, isvc: dict[str, Any]) -> None:
         """KEDA's HPA for an autoscaled predictor (:func:`aim_dev.kserve.raw.scaler`); removed
         when the InferenceService stops autoscaling with class ``keda``, if it is this stand-in's
-        (owned by the InferenceService: one a ScaledObject owns is KEDA's)."""
+        (owned by the InferenceService: one a ScaledObject owns is KEDA's, :mod:`aim_dev.keda`)."""
         namespace, name = _key(isvc)
         key = (namespace, raw.scaler_name(name))
         wanted, live = raw.scaler(isvc), self.scalers.get(key)
@@ -175,10 +180,11 @@ def _controlled_by(child: Mapping[str, Any], isvc: Mapping[str, Any]) -> bool:
 
 
 async def run(kubeconfig: str, interval: float = 1.0, domain: str = raw.DEFAULT_DOMAIN) -> None:
+    """The KServe stand-in and then the KEDA stand-in, every ``interval`` seconds."""
     await run_passes(
         kubeconfig,
         FIELD_MANAGER,
-        lambda kube: StandIn(kube, domain),
+        lambda kube: Together(StandIn(kube, domain), KedaStandIn(kube)),
         interval=interval,
         log=log,
     )

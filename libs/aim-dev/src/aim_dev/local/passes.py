@@ -2,7 +2,7 @@
 :mod:`aim_dev.kserve`, and the volume provisioner, :mod:`aim_dev.local.provisioner`): connect, run
 a pass every ``interval`` seconds, log a pass the API server fails (it may be restarting) and go
 on, close the connection when stopped. One loop, so both stand-ins ride out the same failures the
-same way."""
+same way; :class:`Together` runs several stand-ins' passes in one process (KServe's and KEDA's)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,24 @@ class Passes(Protocol):
     """Something that brings the cluster one step closer to what it wants, once per call."""
 
     async def tick(self) -> None: ...
+
+
+class Together:
+    """Several stand-ins' passes as one (the KServe and KEDA stand-ins share a process): each runs
+    in every pass whatever the ones before it did; the first failure is raised once all ran."""
+
+    def __init__(self, *passes: Passes) -> None:
+        self.passes = passes
+
+    async def tick(self) -> None:
+        failure: ApiException | OSError | TimeoutError | None = None
+        for passes in self.passes:
+            try:
+                await passes.tick()
+            except (ApiException, OSError, TimeoutError) as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
 
 async def run_passes(
