@@ -394,7 +394,7 @@ def test_immutable_fields_carry_transition_rule(model: type[BaseModel], attr: st
         (aim.AIMModelSpec, {"image": "base:1", "modelSources": [SOURCE, SOURCE]}),
         (aim.AIMModelSpec, {"image": "base:1", "customTemplates": [{}] * 17}),
         (aim.AIMModelSpec, {"image": ""}),
-        (aim.AIMServiceSpec, {"model": {"name": "a"}, "minReplicas": 0}),
+        (aim.AIMServiceSpec, {"model": {"name": "a"}, "minReplicas": -1}),  # 0 scales to zero (0.2.5)
         (aim.ParentReference, {"name": "gw", "namespace": "Not_A_Label"}),
     ],
 )
@@ -416,7 +416,12 @@ def _svc(**spec: Any) -> dict[str, Any]:
 
 
 def _target(target: dict[str, Any]) -> dict[str, Any]:
-    return {"metrics": [{"type": "PodMetric", "podmetric": {"target": {"type": "Value", **target}}}]}
+    metric = {"query": "vllm:num_requests_running"}
+    return {
+        "metrics": [
+            {"type": "PodMetric", "podmetric": {"metric": metric, "target": {"type": "Value", **target}}}
+        ]
+    }
 
 
 @pytest.mark.parametrize(

@@ -173,7 +173,10 @@ def test_replicas_no_cluster_can_run_are_invalid_spec(field: str, count: int) ->
 
 
 def _autoscaled(target: dict[str, Any]) -> dict[str, Any]:
-    metric = {"type": "PodMetric", "podmetric": {"target": target}}
+    metric = {
+        "type": "PodMetric",
+        "podmetric": {"metric": {"query": "vllm:num_requests_running"}, "target": target},
+    }
     return _obj("AIMService", {"model": {"name": "m"}, "autoScaling": {"metrics": [metric]}})
 
 

@@ -445,6 +445,18 @@ def test_keda_annotations() -> None:
     }
 
 
+@pytest.mark.parametrize("behaviour", list(Behaviour))
+def test_scale_to_zero_hands_scaling_to_the_operators_scaled_object(behaviour: Behaviour) -> None:
+    obj = inference.build(inputs(svc=service({"minReplicas": 0, "maxReplicas": 3}), behaviour=behaviour))
+    assert obj["metadata"]["annotations"] == {
+        "prometheus.kserve.io/port": "8000",
+        "serving.kserve.io/autoscalerClass": "external",
+        "serving.kserve.io/deploymentMode": "RawDeployment",
+        "sidecar.opentelemetry.io/inject": "qwen3-chat-a04542d9-predictor",
+    }
+    assert (predictor(obj)["minReplicas"], predictor(obj)["maxReplicas"]) == (0, 3)
+
+
 def test_autoscaling_metrics_converted_with_defaults() -> None:
     spec = {
         "minReplicas": 1,

@@ -28,6 +28,7 @@ FRAMEWORK_ONLY = {
     "Reconciling",
     "AwaitingDiscovery",
     "ImmutableFieldChanged",  # the deployer: ConfigValid only
+    "RoutingRequiredForScaleToZero",  # the deployer: ConfigValid only
 }
 
 

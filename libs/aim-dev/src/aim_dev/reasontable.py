@@ -83,12 +83,14 @@ TABLE: Table = (
                     "InferenceServiceCreateForbidden",
                     "InvalidSpec",
                     "AwaitingCache",
+                    "AwaitingValidSpec",
                 ),
             ),
             (
                 "InferenceServicePodsReady",
                 (
                     "PodsReady",
+                    "ScaledToZero",
                     "PodsStarting",
                     "WaitingForPods",
                     "PodsPending",
@@ -102,6 +104,19 @@ TABLE: Table = (
                     "PodFailed",
                     "PodOOMKilled",
                     "AwaitingInferenceService",
+                    "AwaitingValidSpec",
+                ),
+            ),
+            (
+                "HPAReady",
+                (
+                    "HPAOperational",
+                    "ScaledToZero",
+                    "HPANotFound",
+                    "ScaleTargetNotReady",
+                    "WaitingForMetrics",
+                    "ScaledObjectCreateRejected",
+                    "ScaledObjectCreateForbidden",
                 ),
             ),
             (

@@ -19,6 +19,7 @@ from aimcore.api.kinds import (
     NODE,
     POD,
     RUNTIME_CONFIG_KINDS,
+    SCALED_OBJECT,
     SERVICE_KINDS,
     TEMPLATE_CACHE_KINDS,
     TEMPLATE_KINDS,
@@ -58,6 +59,7 @@ def controller(ctx: ServiceContext, settings: DeployerSettings) -> Controller:
             *Watch.each(MODEL_CACHE_KINDS, through(deps.creating_template_cache, template_cache_users)),
             Watch(INFERENCE_SERVICE, owners),
             Watch(HTTP_ROUTE, owners),
+            Watch(SCALED_OBJECT, owners),  # a service's own (scale to zero), restored if changed
             Watch(POD, through(deps.predictor_isvc, owners)),
             Watch(DEPLOYMENT, through(deps.predictor_isvc, owners)),
             Watch(HPA, through(deps.scaled_isvc, owners)),

@@ -36,8 +36,9 @@ Rules and where they differ from the original:
   (KEDA: ``autoscalerClass=keda`` plus the OpenTelemetry sidecar and Prometheus port annotations,
   ``predictor.autoScaling`` converted from the service's metrics with the seed's defaults;
   ``minReplicas`` defaults to 1, ``maxReplicas`` to the minimum; a minimum above the maximum is
-  refused by the spec's validation, not adjusted here); else ``replicas`` (default 1, at least 1)
-  fixed, ``autoscalerClass=none``.
+  refused by the spec's validation, not adjusted here); ``autoscalerClass=external`` instead when
+  the operator writes the ScaledObject itself (:func:`owns_scaler`: scale to zero, or metrics under
+  ``released``); else ``replicas`` (default 1, at least 1) fixed, ``autoscalerClass=none``.
 * **Pull policy**: written out (:func:`aimcore.api.imageref.pull_policy`, the released original's
   0.2.5 rule and Kubernetes' default): ``Always`` for an untagged or ``:latest`` image,
   ``IfNotPresent`` for any other tag or a digest. The operator's Jobs follow the same rule.
@@ -78,7 +79,7 @@ from aimcore.api.crds.aim import (
 from aimcore.api.crds.base import EnvVar
 from aimcore.api.errors import AimError
 from aimcore.api.imageref import pull_policy
-from aimcore.api.kinds import INFERENCE_SERVICE, KindRef
+from aimcore.api.kinds import GROUP_AIM, INFERENCE_SERVICE, KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import written
 from aimcore.domain.families.models import Model
@@ -105,6 +106,7 @@ __all__ = [
     "gpus",
     "isvc_name",
     "node_affinity",
+    "owns_scaler",
     "predictor_autoscaling",
     "predictor_name",
     "profile_env",
@@ -136,6 +138,7 @@ OTEL_INJECT_ANNOTATION = "sidecar.opentelemetry.io/inject"
 PROMETHEUS_PORT_ANNOTATION = "prometheus.kserve.io/port"
 AUTOSCALER_NONE = "none"
 AUTOSCALER_KEDA = "keda"
+AUTOSCALER_EXTERNAL = "external"  # the operator's own ScaledObject drives the predictor
 
 COMPONENT_LABEL = "app.kubernetes.io/component"
 SERVICE_LABEL = "aim.eai.amd.com/service"
@@ -392,13 +395,29 @@ def _positive(value: Any) -> int | None:
 
 def replica_bounds(spec: AnyServiceSpec) -> tuple[int, int]:
     """``(minReplicas, maxReplicas)`` of the predictor: the autoscaling bounds (min defaults to 1,
-    max to min), or ``replicas`` (default 1) for both."""
+    0 scales to zero; max defaults to min, at least 1), or ``replicas`` (default 1) for both."""
     if scales(spec):
-        low = _positive(spec.min_replicas) or 1
+        low = spec.min_replicas
+        if not isinstance(low, int) or isinstance(low, bool) or low < 0:
+            low = 1
         # minReplicas > maxReplicas never gets here: the runtime refuses the spec (InvalidSpec).
-        return low, _positive(spec.max_replicas) or low
+        return low, _positive(spec.max_replicas) or max(low, 1)
     fixed = _positive(spec.replicas) or 1
     return fixed, fixed
+
+
+def owns_scaler(service: ServiceView, behaviour: Behaviour) -> bool:
+    """Whether the operator writes the predictor's KEDA ScaledObject itself
+    (:mod:`aim_deployer.scaled_object`, ``autoscalerClass: external``) rather than leaving it to
+    KServe (``keda``, the seeds'): an autoscaled service of the current group that scales to zero
+    (``minReplicas: 0``, which only the operator's ScaledObject can do: its first trigger is the
+    gateway's request counter), or, under ``AIM_BEHAVIOUR=released``, one with metrics to scale on
+    (the released original's 0.2.5 writes no ScaledObject without a trigger)."""
+    spec = service.spec
+    if service.ref.group != GROUP_AIM or not scales(spec):
+        return False
+    low, _ = replica_bounds(spec)
+    return low == 0 or (behaviour.released and predictor_autoscaling(spec) is not None)
 
 
 def _drop_none(values: Mapping[str, Any]) -> Obj:
@@ -499,7 +518,8 @@ def _annotations(name: str, inputs: Inputs) -> dict[str, str]:
     annotations = propagated_annotations(inputs.service.annotations, inputs.annotation_globs)
     annotations[DEPLOYMENT_MODE_ANNOTATION] = inputs.deployment_mode
     if scales(inputs.service.spec):
-        annotations[AUTOSCALER_CLASS_ANNOTATION] = AUTOSCALER_KEDA
+        external = owns_scaler(inputs.service, inputs.behaviour)
+        annotations[AUTOSCALER_CLASS_ANNOTATION] = AUTOSCALER_EXTERNAL if external else AUTOSCALER_KEDA
         annotations[OTEL_INJECT_ANNOTATION] = predictor_name(name)
         annotations[PROMETHEUS_PORT_ANNOTATION] = str(HTTP_PORT)
     else:

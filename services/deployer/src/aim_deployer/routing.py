@@ -55,6 +55,7 @@ __all__ = [
     "RequestTimeoutError",
     "RoutePlan",
     "default_path",
+    "enabled",
     "evaluate",
     "gateway_duration",
     "gateway_to_read",
@@ -278,10 +279,15 @@ def _hostnames(service: ServiceView, config: RuntimeConfig) -> list[str]:
     return [str(h) for h in _setting(service, config, "hostnames") or []]
 
 
+def enabled(service: ServiceView, config: RuntimeConfig) -> bool:
+    """Whether the service is routed (its own ``routing.enabled``, else the runtime config's)."""
+    return bool(_setting(service, config, "enabled"))
+
+
 def gateway_to_read(service: ServiceView, config: RuntimeConfig) -> tuple[str, str] | None:
     """``(namespace, name)`` of the parent Gateway whose listeners :func:`plan_route` needs: a
     route is wanted, with a Gateway parent and no hostnames. ``None`` when nothing need be read."""
-    if not _setting(service, config, "enabled") or _hostnames(service, config):
+    if not enabled(service, config) or _hostnames(service, config):
         return None
     gateway = _setting(service, config, "gateway_ref")
     if gateway is None or not gateway.name or (gateway.kind or "Gateway") != "Gateway":

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aim_deployer import caching, immutability, inference, readiness, routing, sharing
+from aim_deployer import caching, immutability, inference, readiness, routing, scaled_object, sharing
 from aim_deployer.live_volumes import keep_live_volumes
 from aim_deployer.model_resolution import MODEL_READY, ModelPlan, resolve_model
 from aim_deployer.replica_status import hpa_name, runtime_status
@@ -41,7 +41,17 @@ from aim_deployer.settings import DeployerSettings
 from aim_deployer.templates import TEMPLATE_READY, TemplatePlan, resolve_template
 from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus.messages import ConditionReport
-from aimcore.api.kinds import DEPLOYMENT, GATEWAY, GROUP_AIM, HPA, HTTP_ROUTE, INFERENCE_SERVICE, NODE, POD
+from aimcore.api.kinds import (
+    DEPLOYMENT,
+    GATEWAY,
+    GROUP_AIM,
+    HPA,
+    HTTP_ROUTE,
+    INFERENCE_SERVICE,
+    NODE,
+    POD,
+    SCALED_OBJECT,
+)
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
 from aimcore.domain.cleanup import NotReadyCleanup
@@ -74,6 +84,8 @@ CONFIG_VALID = "ConfigValid"
 ISVC_READY = "InferenceServiceReady"
 PODS_READY = "InferenceServicePodsReady"
 ROUTE_READY = routing.ROUTE_READY
+HPA_READY = "HPAReady"
+ROUTING_REQUIRED = "RoutingRequiredForScaleToZero"
 ISVC_LABEL = "serving.kserve.io/inferenceservice"
 PODS_INDEX = "isvc-pods"
 
@@ -226,8 +238,22 @@ class ServiceReconciler:
             return await self._report(request, state)
 
         chosen = Chosen(config, model, template, plan, isvc_name)
-        if await self._inference_service(request, service, state, chosen, live) and service.model_custom:
+        if self._needs_routing(service, config):
+            state.invalid(
+                ROUTING_REQUIRED,
+                "minReplicas 0 needs routing (spec.routing.enabled or the runtime config's): the "
+                "gateway's request counter is what wakes a service scaled to zero",
+            )
+            if live is None:  # nothing is made for it; a running one is left as it is
+                state.conditions += waiting_for("ValidSpec", caching.CACHE_READY)
+                return await self._report(request, state)
+        inputs = self._inputs(service, state, chosen)
+        if (
+            await self._inference_service(request, service, state, chosen, inputs, live=live)
+            and service.model_custom
+        ):
             await sharing.release_custom_models(self.kube, request, model)
+        await self._scaler(request, service, state, chosen, inputs)
         await self._route(request, service, state, config, isvc_name)
         return await self._report(request, state)
 
@@ -376,11 +402,8 @@ class ServiceReconciler:
             await self.kube.delete(mc.ref, request.namespace, mc.name)
         await request.decide("retry-cache", plan.condition.reason, plan.condition.message)
 
-    async def _inference_service(
-        self, request: Req, service: ServiceView, state: Pass, chosen: Chosen, live: Obj | None
-    ) -> bool:
-        """Apply the InferenceService; whether the one in the cluster is now built from ``chosen``."""
-        inputs = inference.Inputs(
+    def _inputs(self, service: ServiceView, state: Pass, chosen: Chosen) -> inference.Inputs:
+        return inference.Inputs(
             service=service,
             model=chosen.model,
             template=chosen.template,
@@ -393,6 +416,26 @@ class ServiceReconciler:
             behaviour=self.behaviour,
             cache_root=caching.cache_root(self.behaviour),
         )
+
+    def _needs_routing(self, service: ServiceView, config: RuntimeConfig) -> bool:
+        """A service that scales to zero with routing off: nothing could wake it."""
+        return (
+            inference.owns_scaler(service, self.behaviour)
+            and inference.replica_bounds(service.spec)[0] == 0
+            and not routing.enabled(service, config)
+        )
+
+    async def _inference_service(
+        self,
+        request: Req,
+        service: ServiceView,
+        state: Pass,
+        chosen: Chosen,
+        inputs: inference.Inputs,
+        *,
+        live: Obj | None,
+    ) -> bool:
+        """Apply the InferenceService; whether the one in the cluster is now built from ``chosen``."""
         body = keep_live_volumes(inference.build(inputs), live)
         if live is None or differs(live, body):
             exists = live is not None
@@ -416,7 +459,7 @@ class ServiceReconciler:
                         )
                     )
                     return False
-                self._pods(request, state, live, chosen.isvc_name)
+                self._pods(request, service, state, live, chosen.isvc_name)
                 state.set(refused)  # the running one is outdated: the refusal explains the step
                 return False
             assert written_isvc.obj is not None  # (only a plain create leaves one there as it is)
@@ -427,11 +470,12 @@ class ServiceReconciler:
                     "CreatingRuntime",
                     f"InferenceService {chosen.isvc_name} applied",
                 )
-        self._pods(request, state, live, chosen.isvc_name)
+        self._pods(request, service, state, live, chosen.isvc_name)
         return True
 
-    def _pods(self, request: Req, state: Pass, live: Obj, isvc_name: str) -> None:
-        """The InferenceService's and its predictor pods' conditions."""
+    def _pods(self, request: Req, service: ServiceView, state: Pass, live: Obj, isvc_name: str) -> None:
+        """The InferenceService's and its predictor pods' conditions (a service scaled to zero has
+        no pods to wait for: ``ScaledToZero``)."""
         health = readiness.inference_service_health(live)
         state.set(condition(ISVC_READY, health.ok, health.reason, health.message))
         pods = [
@@ -442,7 +486,59 @@ class ServiceReconciler:
         expected = int((((live or {}).get("spec") or {}).get("predictor") or {}).get("minReplicas") or 1)
         deployment = request.informer.get(DEPLOYMENT, request.namespace, inference.predictor_name(isvc_name))
         pods_health = readiness.pods_health(pods, expected=expected, deployment=deployment)
+        if not pods_health.ok and self._idle(request, service, isvc_name, deployment) and not pods:
+            pods_health = readiness.Health(
+                True, scaled_object.REASON_SCALED_TO_ZERO, scaled_object.SCALED_TO_ZERO_MESSAGE
+            )
         state.set(condition(PODS_READY, pods_health.ok, pods_health.reason, pods_health.message))
+
+    def _idle(self, request: Req, service: ServiceView, isvc_name: str, deployment: Obj | None) -> bool:
+        """Whether the service is scaled to zero by its own ScaledObject (:func:`scaled_object.idle`)."""
+        if not inference.owns_scaler(service, self.behaviour):
+            return False
+        low, _ = inference.replica_bounds(service.spec)
+        hpa = request.informer.get(HPA, request.namespace, hpa_name(inference.predictor_name(isvc_name)))
+        return scaled_object.idle(low, deployment, hpa)
+
+    async def _scaler(
+        self, request: Req, service: ServiceView, state: Pass, chosen: Chosen, inputs: inference.Inputs
+    ) -> None:
+        """The ScaledObject of a service that scales itself (:mod:`aim_deployer.scaled_object`),
+        applied when it differs, deleted when no longer wanted; ``HPAReady`` from KEDA's HPA."""
+        name = scaled_object.scaler_name(chosen.isvc_name)
+        existing = request.informer.get(SCALED_OBJECT, request.namespace, name)
+        body = None
+        if inference.owns_scaler(service, self.behaviour):
+            body = scaled_object.build(
+                service,
+                chosen.isvc_name,
+                inference.container_resources(inputs),
+                address=self.settings.keda_otel_scaler_address,
+                seconds_per_gib=self.settings.cooldown_seconds_per_gi_memory,
+            )
+        if body is None:
+            if existing is not None and _controlled_by(existing, request.obj):
+                await self.kube.delete(SCALED_OBJECT, request.namespace, name)
+            return
+        if existing is None or differs(existing, body):
+            applied = await self.children.write(request, SCALED_OBJECT, body)
+            if isinstance(applied, Refusal):
+                state.refused(
+                    refused_condition(
+                        HPA_READY, "ScaledObject", SCALED_OBJECT, body, applied, update=existing is not None
+                    ),
+                    applied,
+                )
+                return
+        predictor = inference.predictor_name(chosen.isvc_name)
+        scaler = hpa_name(predictor)
+        health = scaled_object.hpa_health(
+            scaler,
+            request.informer.get(HPA, request.namespace, scaler),
+            request.informer.get(DEPLOYMENT, request.namespace, predictor),
+            inference.replica_bounds(service.spec)[0],
+        )
+        state.set(condition(HPA_READY, health.ok, health.reason, health.message))
 
     async def _route(
         self, request: Req, service: ServiceView, state: Pass, config: RuntimeConfig, isvc_name: str
@@ -555,6 +651,15 @@ class ServiceReconciler:
             along="the service",
         )
         await cleanup.finalize(self.kube, request)
+
+
+def _controlled_by(child: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
+    """Whether ``owner`` is ``child``'s controller (a ScaledObject KServe made is not ours)."""
+    uid = (owner.get("metadata") or {}).get("uid")
+    return any(
+        ref.get("controller") and ref.get("uid") == uid
+        for ref in (child.get("metadata") or {}).get("ownerReferences") or []
+    )
 
 
 def _same_condition(service: ServiceView, report: ConditionReport) -> bool:

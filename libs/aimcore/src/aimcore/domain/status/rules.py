@@ -191,6 +191,7 @@ REASON_STATES: Mapping[str, State] = {
             "Cache",
             "InferenceService",
             "HTTPRoute",
+            "ScaledObject",  # a service's own KEDA ScaledObject (scale to zero)
             "ModelCache",  # a template cache's model cache
             "Pvc",  # a model cache's PVC
             "DownloadJob",  # a model cache's download Job
@@ -275,6 +276,10 @@ WAITING_REASONS: frozenset[str] = frozenset(
         "CreatingDerivedTemplate",  # deployer: TemplateReady while a template with overrides is made
         "DiscoveryLogUnavailable",  # discovery: DiscoveryJobReady, the log of a finished Job not readable yet
         "HTTPRouteCreating",  # deployer: HTTPRouteReady
+        "HPANotFound",  # deployer: HPAReady, until KEDA makes the HPA of the service's ScaledObject
+        "ScaleTargetNotReady",  # deployer: HPAReady, the HPA cannot scale the predictor yet
+        # deployer: InferenceServiceReady/PodsReady of a service whose spec is refused (ConfigValid)
+        "AwaitingValidSpec",
         "ModelNotFound",  # TemplateReady/ModelReady: the named model does not exist (yet)
         # deployer: TemplateReady, no template for the model (yet); a named one that does not
         # exist is ConfigValid=False/ReferenceNotFound besides
@@ -297,6 +302,7 @@ UNREAD_REASONS: frozenset[str] = frozenset(
         "InvalidFilter",  # model sources: ConfigValid/Ready
         "ObjectTooLarge",  # the runtime: ConfigValid/Ready
         "ImmutableFieldChanged",  # deployer: ConfigValid, spec.caching/template changed once set
+        "RoutingRequiredForScaleToZero",  # deployer: ConfigValid, minReplicas 0 with routing off
         "StatusTooLarge",  # the status service: StatusComplete=False, no component condition
         "Reconciling",  # the runtime: Ready, once a spec is valid again
         "WithinLimit",  # model sources: MaxModelsLimitReached=False

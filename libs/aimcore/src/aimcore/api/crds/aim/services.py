@@ -466,6 +466,56 @@ class AIMServiceAutoScaling(K8sModel):
     )
 
 
+AUTOSCALING_SET_RULE = "has(self.metrics) || has(self.pollingInterval) || has(self.cooldownPeriod)"
+AUTOSCALING_SET_MESSAGE = "autoScaling must set at least one of metrics, pollingInterval or cooldownPeriod"
+METRIC_QUERY_RULE = (
+    "!has(self.metrics) || self.metrics.all(m, has(m.podmetric) && has(m.podmetric.metric) && "
+    "(has(m.podmetric.metric.query) || has(m.podmetric.metric.metricNames)))"
+)
+METRIC_QUERY_MESSAGE = "each autoScaling metric needs podmetric.metric.query or podmetric.metric.metricNames"
+
+
+class AIMServiceScalingSpec(AIMServiceAutoScaling):
+    """The current group's autoscaling: the seed's metrics plus how often KEDA polls and how long it
+    waits before scaling in (the released original's 0.2.5, with scale to zero). The legacy group
+    keeps the seed's :class:`AIMServiceAutoScaling`. The rules are the release's CEL; the local
+    API server (Kubernetes 1.20) has no CEL, so the deployer also refuses them (``InvalidSpec``)."""
+
+    model_config = k8s_config(
+        cel((AUTOSCALING_SET_RULE, AUTOSCALING_SET_MESSAGE), (METRIC_QUERY_RULE, METRIC_QUERY_MESSAGE))
+    )
+
+    polling_interval: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "PollingInterval is how often, in seconds, KEDA checks the triggers.\n"
+            "With minReplicas 0 and nothing set, 5."
+        ),
+    )
+    cooldown_period: int | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "CooldownPeriod is how long, in seconds, KEDA waits after the last active trigger\n"
+            "before it scales to zero. With minReplicas 0 and nothing set, 300 plus 5 per GiB\n"
+            "of the predictor's memory (300 to 1200)."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check_set(self, info: ValidationInfo) -> Self:
+        if decoding(info):
+            return self
+        if self.metrics is None and self.polling_interval is None and self.cooldown_period is None:
+            raise ValueError(AUTOSCALING_SET_MESSAGE)
+        for m in self.metrics or []:
+            metric = m.pod_metric.metric if m.pod_metric is not None else None
+            if metric is None or not (metric.query or metric.metric_names):
+                raise ValueError(METRIC_QUERY_MESSAGE)
+        return self
+
+
 def check_replica_bounds(low: int | None, high: int | None) -> None:
     """The Python side of :data:`REPLICA_BOUNDS_RULE` (the deployer used to drop such a maximum)."""
     if low is not None and high is not None and low > high:
@@ -530,11 +580,12 @@ class AIMServiceSpec(AIMServiceRuntimeConfig, RuntimeConfigRef):
     )
     min_replicas: int | None = Field(
         default=None,
-        ge=1,
+        ge=0,
         le=MAX_REPLICAS,
         description=(
             "MinReplicas specifies the minimum number of replicas for autoscaling.\n"
-            "Defaults to 1. Scale to zero is not supported.\n"
+            "Defaults to 1. 0 lets KEDA scale the service to zero when idle (released in 0.2.5).\n"
+            "Scale to zero needs routing: the gateway's request counter is what wakes the service.\n"
             "When specified with MaxReplicas, enables autoscaling for the service."
         ),
     )
@@ -547,7 +598,7 @@ class AIMServiceSpec(AIMServiceRuntimeConfig, RuntimeConfigRef):
             "Required when MinReplicas is set or when AutoScaling configuration is provided."
         ),
     )
-    auto_scaling: AIMServiceAutoScaling | None = Field(
+    auto_scaling: AIMServiceScalingSpec | None = Field(
         default=None,
         description=(
             "AutoScaling configures advanced autoscaling behavior using KEDA.\n"
