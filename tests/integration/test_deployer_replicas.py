@@ -15,15 +15,17 @@ import pytest
 
 from aim_deployer.inference import isvc_name, predictor_name
 from aim_deployer.replica_status import Replicas, hpa_name
-from aimcore.api.kinds import DEPLOYMENT, HPA, POD
+from aimcore.api.kinds import DEPLOYMENT, HPA, INFERENCE_SERVICE, POD
 from aimcore.runtime import Kube
-from tests.helpers import eventually
+from tests.helpers import condition, eventually, has
 from tests.integration import test_deployer
 from tests.integration.test_deployer import (
     SERVICE,
+    isvc_of,
     make_model,
     make_service,
     make_template,
+    play_kserve,
     wait_service,
 )
 
@@ -168,3 +170,32 @@ async def test_autoscaling_shows_the_range_and_the_scalers_desired_count(kube: K
     await run_pods(kube, namespace, isvc, 3)
     svc = await wait_service(kube, namespace, "auto", runtime_is(replicas="3/3 (1-3)"), "3/3 (1-3)")
     assert svc["status"]["runtime"] == Replicas(1, 3, 3, 3).wire()
+
+
+async def test_a_service_scaling_while_a_pod_serves_stays_running_with_its_address(
+    kube: Kube, namespace: str
+) -> None:
+    """RuntimeScaling (0.2.2): KServe reports the InferenceService not Ready while it rolls out or
+    scales, but a pod serves and the address is known: the service stays Running."""
+    await make_model(kube, namespace, "sm")
+    await make_template(kube, namespace, "sm-t", "sm")
+    await make_service(kube, namespace, "scaling", {"model": {"name": "sm"}})
+    isvc = await isvc_of(kube, namespace, "scaling")
+    name = isvc["metadata"]["name"]
+    pod = await play_kserve(kube, namespace, isvc)
+    await wait_service(kube, namespace, "scaling", lambda s: s.get("status") == "Running", "Running")
+
+    rolling = {"type": "Ready", "status": "False", "reason": "PredictorNotReady", "message": "rolling out"}
+    await kube.patch_status(INFERENCE_SERVICE, namespace, name, {"status": {"conditions": [rolling]}})
+    svc = await wait_service(
+        kube, namespace, "scaling", has("InferenceServiceReady", "True", "RuntimeScaling"), "RuntimeScaling"
+    )
+    assert svc["status"]["status"] == "Running"
+    assert condition(svc["status"], "InferenceServiceReady")["message"] == f"http://{name}.{namespace}"
+
+    # the serving pod is lost too: no longer reachable
+    await set_ready(kube, namespace, pod, False)
+    lost = await wait_service(
+        kube, namespace, "scaling", has("InferenceServiceReady", "False", "RuntimeNotReady"), "not serving"
+    )
+    assert lost["status"]["status"] != "Running"

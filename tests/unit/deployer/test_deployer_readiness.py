@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from aim_deployer import readiness
-from aim_deployer.readiness import Health, inference_service_health, pods_health
+from aim_deployer.readiness import Health, inference_service_health, pods_health, ready_pod_count
 from aimcore.api.types import Obj
 from aimcore.domain.status.rules import SERVICE, State
 
@@ -140,6 +140,26 @@ def test_non_terminal_failure_info_is_not_a_failure() -> None:
         "PredictorNotReady: predictor not ready; last failure: ModelLoadFailed: retrying",
     )
     assert component_state("InferenceServiceReady", "False", health.reason) is State.PROGRESSING
+
+
+def test_a_serving_inference_service_that_scales_stays_ready_with_its_address() -> None:
+    """RuntimeScaling (0.2.2): not Ready while KServe rolls out or scales, yet a pod serves."""
+    url = "http://svc.ml-team.example"
+    scaling = isvc([NOT_READY], status={"url": url})
+    assert inference_service_health(scaling, ready_pods=1) == Health(True, "RuntimeScaling", url)
+    # no ready pod: not serving
+    assert inference_service_health(scaling, ready_pods=0).reason == "RuntimeNotReady"
+    # no address yet (a first start): Running would mean reachable, so not yet
+    assert inference_service_health(isvc([NOT_READY]), ready_pods=2).reason == "RuntimeNotReady"
+    # a terminal failure stays one
+    failed = {"states": {"targetModelState": "FailedToLoad"}, "transitionStatus": "BlockedByFailedLoad"}
+    broken = isvc([NOT_READY], status={"url": url, "modelStatus": failed})
+    assert inference_service_health(broken, ready_pods=1).reason == "InferenceServiceFailed"
+
+
+def test_ready_pods_are_counted_without_those_being_deleted() -> None:
+    pods = [pod("a", ready=True), pod("b", ready=True, deleting=True), pod("c", ready=False)]
+    assert ready_pod_count(pods) == 1
 
 
 # -- InferenceServicePodsReady ---------------------------------------------------------------------

@@ -75,6 +75,7 @@ TABLE: Table = (
                 "InferenceServiceReady",
                 (
                     "RuntimeReady",
+                    "RuntimeScaling",
                     "CreatingRuntime",
                     "RuntimeNotReady",
                     "ServerlessModeRejected",
@@ -294,6 +295,9 @@ _TRUE_REASONS = frozenset(
         "CacheReady",
         "CachingDisabled",
         "RuntimeReady",
+        "RuntimeScaling",
+        "ScaledToZero",
+        "HPAOperational",
         "PodsReady",
         "HTTPRouteAccepted",
         "RoutingDisabled",

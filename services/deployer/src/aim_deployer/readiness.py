@@ -20,7 +20,13 @@ never quote env values; kubelet and scheduler text is redacted and clipped.
    ``status.modelStatus.states.targetModelState`` or ``activeModelState`` is ``FailedToLoad``, or
    ``modelStatus.transitionStatus`` is ``BlockedByFailedLoad``/``InvalidSpec``; the message is
    ``modelStatus.lastFailureInfo`` (reason, message, exit code), else KServe's Ready message;
-6. anything else → ``RuntimeNotReady`` with KServe's Ready reason and message (a
+6. at least one predictor pod ready and KServe has given the InferenceService its address
+   (``status.url``) → True/``RuntimeScaling`` with the address (the released original's 0.2.2: a
+   service scaling or rolling out keeps serving and stays ``Running``; its message there is "N
+   ready pod(s), scaling in progress", here the address, which callers read from this condition;
+   the count is in ``InferenceServicePodsReady``). Without an address (a first start before KServe
+   wrote one) it stays not ready: ``Running`` means reachable;
+7. anything else → ``RuntimeNotReady`` with KServe's Ready reason and message (a
    ``lastFailureInfo`` that is not terminal is appended). Not a failure reason: KServe is still
    rolling out or retrying, and the pods condition says what they are doing.
 
@@ -70,11 +76,13 @@ __all__ = [
     "REASON_POD_FAILED",
     "REASON_RUNTIME_NOT_READY",
     "REASON_RUNTIME_READY",
+    "REASON_RUNTIME_SCALING",
     "REASON_SERVERLESS_REJECTED",
     "REASON_WAITING_FOR_PODS",
     "Health",
     "inference_service_health",
     "pods_health",
+    "ready_pod_count",
 ]
 
 CONTAINER = "kserve-container"
@@ -83,6 +91,7 @@ WHAT = "inference"
 REASON_CREATING_RUNTIME = "CreatingRuntime"
 REASON_RUNTIME_READY = "RuntimeReady"
 REASON_RUNTIME_NOT_READY = "RuntimeNotReady"
+REASON_RUNTIME_SCALING = "RuntimeScaling"
 REASON_SERVERLESS_REJECTED = "ServerlessModeRejected"
 REASON_INFERENCE_SERVICE_FAILED = "InferenceServiceFailed"
 
@@ -152,8 +161,9 @@ def _failure_info(model_status: Mapping[str, Any]) -> str:
     return _clip(text) if text else ""
 
 
-def inference_service_health(isvc: Mapping[str, Any] | None) -> Health:
-    """The ``InferenceServiceReady`` condition (rules in the module docstring)."""
+def inference_service_health(isvc: Mapping[str, Any] | None, *, ready_pods: int = 0) -> Health:
+    """The ``InferenceServiceReady`` condition, ``ready_pods`` of its predictor pods ready (rules in
+    the module docstring)."""
     if isvc is None:
         return Health(False, REASON_CREATING_RUNTIME, "creating InferenceService")
     if _serverless(isvc):
@@ -180,8 +190,16 @@ def inference_service_health(isvc: Mapping[str, Any] | None) -> Health:
     if terminal:
         detail = failure or kserve
         return Health(False, REASON_INFERENCE_SERVICE_FAILED, f"model server failed to load: {detail}")
+    url = status.get("url")
+    if ready_pods > 0 and url:
+        return Health(True, REASON_RUNTIME_SCALING, str(url))
     message = f"{kserve}; last failure: {failure}" if failure else kserve
     return Health(False, REASON_RUNTIME_NOT_READY, message)
+
+
+def ready_pod_count(pods: Sequence[Mapping[str, Any]]) -> int:
+    """How many of ``pods`` are ready (pods being deleted left out)."""
+    return sum(1 for p in pods if _ready(p) and not _deleting(p))
 
 
 # -- InferenceServicePodsReady -----------------------------------------------------------------

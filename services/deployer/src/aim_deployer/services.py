@@ -476,13 +476,13 @@ class ServiceReconciler:
     def _pods(self, request: Req, service: ServiceView, state: Pass, live: Obj, isvc_name: str) -> None:
         """The InferenceService's and its predictor pods' conditions (a service scaled to zero has
         no pods to wait for: ``ScaledToZero``)."""
-        health = readiness.inference_service_health(live)
-        state.set(condition(ISVC_READY, health.ok, health.reason, health.message))
         pods = [
             p
             for p in request.informer.by_index(PODS_INDEX, isvc_name)
             if p["metadata"].get("namespace") == request.namespace
         ]
+        health = readiness.inference_service_health(live, ready_pods=readiness.ready_pod_count(pods))
+        state.set(condition(ISVC_READY, health.ok, health.reason, health.message))
         expected = int((((live or {}).get("spec") or {}).get("predictor") or {}).get("minReplicas") or 1)
         deployment = request.informer.get(DEPLOYMENT, request.namespace, inference.predictor_name(isvc_name))
         pods_health = readiness.pods_health(pods, expected=expected, deployment=deployment)
