@@ -433,12 +433,21 @@ def teardown(record: dict[str, Any], keep_logs: bool = True) -> None:
             if keep_logs and child.name == "logs":
                 continue
             if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child, ignore_errors=False)
+                shutil.rmtree(child, onerror=_gone_is_fine)
             else:
                 child.unlink(missing_ok=True)
         if not keep_logs:
-            workdir.rmdir()
+            with contextlib.suppress(FileNotFoundError):
+                workdir.rmdir()
     (REGISTRY / f"{node_id}.json").unlink(missing_ok=True)
+
+
+def _gone_is_fine(func: Callable[..., Any], path: str, exc_info: Any) -> None:
+    """``rmtree``'s error handler: a file another teardown of the same node removed first (a
+    stale node reaped while its own stop runs) is no error; anything else is raised."""
+    error = exc_info[1]
+    if not isinstance(error, FileNotFoundError):
+        raise error
 
 
 def teardown_from_state(state_file: Path, keep_logs: bool = True) -> bool:
