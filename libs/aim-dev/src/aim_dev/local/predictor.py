@@ -89,19 +89,22 @@ class Endpoint:
         start = time.monotonic()
         first: float | None = None
         parts: list[str] = []
+        timings: dict[str, Any] | None = None
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             for raw in resp:
                 line = raw.decode().strip()
                 if not line.startswith("data: {"):
                     continue
                 event = json.loads(line[len("data: ") :])
+                timings = event.get("timings") or timings  # llama.cpp's, on the last event
                 for choice in event.get("choices") or []:
                     text = (choice.get("delta") or {}).get("content")
                     if text:
                         first = first if first is not None else time.monotonic()
                         parts.append(text)
         end = time.monotonic()
-        return Streamed(start, first if first is not None else end, end, "".join(parts), len(parts))
+        text = "".join(parts)
+        return Streamed(start, first if first is not None else end, end, text, len(parts), timings)
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,8 @@ class Streamed:
     text: str
     tokens: int
     """Content chunks (llama.cpp streams one token per chunk)."""
+    timings: dict[str, Any] | None = None
+    """llama.cpp's own timings (prompt and generation counts and rates), where it sent them."""
 
 
 @contextlib.contextmanager
