@@ -13,3 +13,52 @@ def test_up_node_needs_root(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
     out = capsys.readouterr().out
     assert "aimctl up --node needs root" in out
     assert "leave out --node" in out
+
+
+def test_the_demo_model_is_the_tiny_one_unless_asked() -> None:
+    args = main.parser().parse_args(["up", "--node", "--demo"])
+    assert args.model == "tiny-llama-a"
+    args = main.parser().parse_args(["up", "--node", "--demo", "--model", "gemma3-270m"])
+    assert args.model == "gemma3-270m"
+    with pytest.raises(SystemExit):
+        main.parser().parse_args(["up", "--node", "--demo", "--model", "llama-70b"])
+
+
+@pytest.mark.parametrize(
+    "argv", [["up", "--model", "gemma3-270m"], ["up", "--node", "--model", "gemma3-270m"]]
+)
+def test_a_model_without_the_node_demo_is_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main.main(argv) == 2
+    assert "--model chooses the model of `aimctl up --node --demo`" in capsys.readouterr().err
+
+
+def test_the_demo_choices_are_the_node_demos() -> None:
+    from aimctl import nodeup  # noqa: PLC0415 - the node mode's module
+
+    assert tuple(nodeup.DEMOS) == main.DEMO_MODELS
+    from aim_dev.bench import inference  # noqa: PLC0415 - only the benchmark
+
+    assert tuple(inference.SUBJECTS) == main.BENCH_MODELS
+
+
+def test_the_gemma_demo_serves_gemma_as_gemma_chat() -> None:
+    from aimctl import nodeup  # noqa: PLC0415 - the node mode's module
+
+    model, service = nodeup.demo_manifests("img:1", "http://hub:1", nodeup.DEMOS["gemma3-270m"])
+    assert model["kind"] == "AIMModel" and model["metadata"]["name"] == "gemma3-270m"
+    assert model["spec"]["image"] == "img:1"
+    assert service["metadata"]["name"] == "gemma-chat"
+    assert service["spec"]["model"] == {"name": "gemma3-270m"}
+    assert service["spec"]["caching"] == {"mode": "Always"}
+    assert {"name": "HF_ENDPOINT", "value": "http://hub:1"} in service["spec"]["env"]
+    demo = nodeup.DEMOS["gemma3-270m"]
+    assert demo.completion is not None and demo.expected == "Paris"
+    tiny = nodeup.demo_manifests("img:1", "http://hub:1")
+    assert tiny[1]["metadata"]["name"] == "tiny-chat"
+
+
+def test_bench_inference_takes_a_model() -> None:
+    args = main.parser().parse_args(["bench", "inference", "--model", "gemma3-270m"])
+    assert args.model == "gemma3-270m" and args.tokens is None
