@@ -5,7 +5,9 @@ aimsvc`` shows the display string in its ``Replicas`` column.
 
 The node has no metrics server, so the HPA controller cannot compute a count from metrics; it
 still bounds its target (a Deployment scaled above the maximum is brought back to it), and that
-decision (the HPA's ``status.desiredReplicas``) is the desired count the service shows."""
+decision (the HPA's ``status.desiredReplicas``) is the desired count the service shows. A service
+that scales to zero is taken to zero and back by the KEDA stand-in (:mod:`aim_dev.keda`), whose
+decision the test sets in place of the gateway's request counter."""
 
 from __future__ import annotations
 
@@ -17,11 +19,12 @@ import pytest
 
 from aim_deployer.inference import isvc_name, predictor_name
 from aim_deployer.replica_status import Replicas, hpa_name
+from aim_dev.keda.scaledobject import ACTIVITY_ANNOTATION as ACTIVITY
 from aim_dev.local.nodestack import NodeStack
-from aimcore.api.kinds import HPA, POD
+from aimcore.api.kinds import HPA, HTTP_ROUTE, POD, SCALED_OBJECT
 from aimcore.runtime import Kube
 from tests.helpers import eventually, kubectl
-from tests.node.helpers import NODE_TIMEOUT, aim, state, wait_for
+from tests.node.helpers import NODE_TIMEOUT, aim, conditions, state, wait_for
 
 pytestmark = pytest.mark.timeout(NODE_TIMEOUT)
 
@@ -142,3 +145,79 @@ async def test_an_autoscaled_service_shows_its_range_and_the_scalers_decision(
     svc = await until(api, namespace, "auto", "2/2 (1-2)", **Replicas(1, 2, 2, 2).wire())
     assert svc["status"]["runtime"]["replicas"] == "2/2 (1-2)"
     assert column(stack, namespace, "auto") == "2/2 (1-2)"
+
+
+async def gateway_accepts(api: Kube, namespace: str) -> None:
+    """No gateway runs on the node: the test gives the route its gateway's word."""
+
+    async def route() -> dict[str, Any] | None:
+        routes = (await api.list(HTTP_ROUTE, namespace))[0]
+        return routes[0] if routes else None
+
+    found = await eventually(route, timeout=120, what="the HTTPRoute")
+    accepted = {"type": "Accepted", "status": "True", "reason": "Accepted", "message": ""}
+    parent = {
+        "parentRef": {"name": "gw"},
+        "controllerName": "example.com/gw",
+        "conditions": [{**accepted, "lastTransitionTime": "2026-11-29T00:00:00Z"}],
+    }
+    await api.patch_status(
+        HTTP_ROUTE, namespace, found["metadata"]["name"], {"status": {"parents": [parent]}}
+    )
+
+
+def running_with(pods_reason: str) -> Callable[[dict[str, Any]], bool]:
+    def check(svc: dict[str, Any]) -> bool:
+        pods = conditions(svc).get("InferenceServicePodsReady") or {}
+        return state(svc) == "Running" and (pods.get("status"), pods.get("reason")) == ("True", pods_reason)
+
+    return check
+
+
+async def test_a_service_scales_to_zero_and_back_as_keda_decides(
+    stack: NodeStack, api: Kube, namespace: str, model_image: str, source_env: list[dict[str, str]]
+) -> None:
+    """``minReplicas: 0``: the operator's ScaledObject; the KEDA stand-in (its decision set by the
+    test in place of the gateway's request counter) scales the KServe stand-in's Deployment to zero
+    and back; the real HPA controller and kubelet do the rest, and the status follows."""
+    routing = {"enabled": True, "gatewayRef": {"name": "gw"}}
+    body = service_body("zero", model_image, minReplicas=0, maxReplicas=1, routing=routing, env=source_env)
+    await api.create(SERVICE, body, namespace)
+    predictor = predictor_name(isvc_name("zero", namespace))
+    await gateway_accepts(api, namespace)
+
+    # KServe starts the predictor at its minimum, 0; KEDA's HPA over it is disabled at zero
+    idle = await wait_for(
+        api, SERVICE, namespace, "zero", running_with("ScaledToZero"), timeout=300, what="Running at zero"
+    )
+    assert idle["status"]["runtime"] == Replicas(0, 1, 0, 0).wire()
+    assert conditions(idle)["HPAReady"]["reason"] == "ScaledToZero"
+    assert column(stack, namespace, "zero") == "0/0 (0-1)"
+    assert await ready_pods(api, namespace, isvc_name("zero", namespace)) == []
+    scaler = await api.get(SCALED_OBJECT, namespace, predictor)
+    assert scaler is not None and scaler["spec"]["minReplicaCount"] == 0
+
+    # a request at the gateway would activate it: KEDA scales the predictor to one, a real pod
+    # loads the model and turns ready
+    await api.patch(SCALED_OBJECT, namespace, predictor, {"metadata": {"annotations": {ACTIVITY: "active"}}})
+    awake = await wait_for(
+        api, SERVICE, namespace, "zero", running_with("PodsReady"), timeout=300, what="Running with a pod"
+    )
+    assert awake["status"]["runtime"]["currentReplicas"] == 1
+    assert conditions(awake)["HPAReady"]["status"] == "True"
+    assert len(await ready_pods(api, namespace, isvc_name("zero", namespace))) == 1
+
+    # idle past its cooldown: back to zero, the pod gone
+    await api.patch(SCALED_OBJECT, namespace, predictor, {"metadata": {"annotations": {ACTIVITY: "idle"}}})
+    await wait_for(
+        api, SERVICE, namespace, "zero", running_with("ScaledToZero"), timeout=300, what="idle again"
+    )
+
+    async def no_pods() -> bool:
+        pods, _ = await api.list(
+            POD, namespace, label_selector=f"{ISVC_LABEL}={isvc_name('zero', namespace)}"
+        )
+        return not [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+    await eventually(no_pods, timeout=180, interval=0.5, what="the predictor pod gone")
+    await until(api, namespace, "zero", "0/0 (0-1)", **Replicas(0, 1, 0, 0).wire())
