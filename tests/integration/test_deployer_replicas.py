@@ -25,7 +25,6 @@ from tests.integration.test_deployer import (
     make_model,
     make_service,
     make_template,
-    play_kserve,
     wait_service,
 )
 
@@ -176,22 +175,39 @@ async def test_a_service_scaling_while_a_pod_serves_stays_running_with_its_addre
     kube: Kube, namespace: str
 ) -> None:
     """RuntimeScaling (0.2.2): KServe reports the InferenceService not Ready while it rolls out or
-    scales, but a pod serves and the address is known: the service stays Running."""
+    scales, but a pod serves and the address is known: a service that has served stays Running. A
+    first start is Running only once KServe says Ready."""
     await make_model(kube, namespace, "sm")
     await make_template(kube, namespace, "sm-t", "sm")
     await make_service(kube, namespace, "scaling", {"model": {"name": "sm"}})
     isvc = await isvc_of(kube, namespace, "scaling")
     name = isvc["metadata"]["name"]
-    pod = await play_kserve(kube, namespace, isvc)
+    url = f"http://{name}.{namespace}"
+    rolling = {"type": "Ready", "status": "False", "reason": "PredictorNotReady", "message": "rolling out"}
+
+    # a first start: the pod is ready and the address known a moment before KServe says Ready
+    await kube.patch_status(
+        INFERENCE_SERVICE, namespace, name, {"status": {"url": url, "conditions": [rolling]}}
+    )
+    await kube.create(DEPLOYMENT, predictor_deployment(namespace, name, 1), namespace)
+    [pod] = await run_pods(kube, namespace, name, 1)
+    first = await wait_service(
+        kube, namespace, "scaling", has("InferenceServicePodsReady", "True", "PodsReady"), "the pod ready"
+    )
+    assert condition(first["status"], "InferenceServiceReady")["reason"] == "RuntimeNotReady"
+    assert first["status"]["status"] != "Running"
+
+    ready = {"type": "Ready", "status": "True"}
+    await kube.patch_status(INFERENCE_SERVICE, namespace, name, {"status": {"conditions": [ready]}})
     await wait_service(kube, namespace, "scaling", lambda s: s.get("status") == "Running", "Running")
 
-    rolling = {"type": "Ready", "status": "False", "reason": "PredictorNotReady", "message": "rolling out"}
+    # KServe rolls out again: a pod still serves, the service stays Running with its address
     await kube.patch_status(INFERENCE_SERVICE, namespace, name, {"status": {"conditions": [rolling]}})
     svc = await wait_service(
         kube, namespace, "scaling", has("InferenceServiceReady", "True", "RuntimeScaling"), "RuntimeScaling"
     )
     assert svc["status"]["status"] == "Running"
-    assert condition(svc["status"], "InferenceServiceReady")["message"] == f"http://{name}.{namespace}"
+    assert condition(svc["status"], "InferenceServiceReady")["message"] == url
 
     # the serving pod is lost too: no longer reachable
     await set_ready(kube, namespace, pod, False)

@@ -24,8 +24,10 @@ never quote env values; kubelet and scheduler text is redacted and clipped.
    (``status.url``) → True/``RuntimeScaling`` with the address (the released original's 0.2.2: a
    service scaling or rolling out keeps serving and stays ``Running``; its message there is "N
    ready pod(s), scaling in progress", here the address, which callers read from this condition;
-   the count is in ``InferenceServicePodsReady``). Without an address (a first start before KServe
-   wrote one) it stays not ready: ``Running`` means reachable;
+   the count is in ``InferenceServicePodsReady``). Without an address it stays not ready:
+   ``Running`` means reachable. The reconcile counts the ready pods only for a service whose
+   ``InferenceServiceReady`` was True before (it has served): on a first start the pod is ready a
+   moment before KServe calls the InferenceService Ready, and the service is not ``Running`` first;
 7. anything else → ``RuntimeNotReady`` with KServe's Ready reason and message (a
    ``lastFailureInfo`` that is not terminal is appended). Not a failure reason: KServe is still
    rolling out or retrying, and the pods condition says what they are doing.

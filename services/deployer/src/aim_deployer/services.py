@@ -481,7 +481,11 @@ class ServiceReconciler:
             for p in request.informer.by_index(PODS_INDEX, isvc_name)
             if p["metadata"].get("namespace") == request.namespace
         ]
-        health = readiness.inference_service_health(live, ready_pods=readiness.ready_pod_count(pods))
+        # RuntimeScaling only for a service that has served: on a first start the pod is ready a
+        # moment before KServe calls the InferenceService Ready, and Running must not come first
+        served = service.condition(ISVC_READY)
+        ready_pods = readiness.ready_pod_count(pods) if served is not None and served.status == "True" else 0
+        health = readiness.inference_service_health(live, ready_pods=ready_pods)
         state.set(condition(ISVC_READY, health.ok, health.reason, health.message))
         expected = int((((live or {}).get("spec") or {}).get("predictor") or {}).get("minReplicas") or 1)
         deployment = request.informer.get(DEPLOYMENT, request.namespace, inference.predictor_name(isvc_name))
