@@ -21,7 +21,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from aim_deployer.overrides import Overrides
 from aim_dev.local.binaries import run_kubectl
-from aimcore.api.kinds import KindRef
+from aimcore.api.kinds import HTTP_ROUTE, KindRef
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.runtime import ApiException, Kube, describe_error
 from aimcore.runtime.kube import SERVER_ERRORS, connect
@@ -193,6 +193,26 @@ async def status_of(  # noqa: PLR0917
     except AssertionError as exc:
         error = f"; the last read failed: {seen['error']}" if "error" in seen else ""
         raise AssertionError(f"{exc}; status was {json.dumps(seen.get('status'))}{error}") from None
+
+
+async def gateway_accepts(kube: Kube, namespace: str, *, timeout: float = 30.0) -> None:
+    """A gateway's word on the one HTTPRoute in ``namespace`` (no gateway runs in the test stacks):
+    ``Accepted`` by the parent ``gw``, once the route exists."""
+
+    async def route() -> dict[str, Any] | None:
+        routes = (await kube.list(HTTP_ROUTE, namespace))[0]
+        return routes[0] if routes else None
+
+    found = await eventually(route, timeout=timeout, what="the HTTPRoute")
+    accepted = {"type": "Accepted", "status": "True", "reason": "Accepted", "message": ""}
+    parent = {
+        "parentRef": {"name": "gw"},
+        "controllerName": "example.com/gw",
+        "conditions": [{**accepted, "lastTransitionTime": "2026-11-29T00:00:00Z"}],
+    }
+    await kube.patch_status(
+        HTTP_ROUTE, namespace, found["metadata"]["name"], {"status": {"parents": [parent]}}
+    )
 
 
 def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:

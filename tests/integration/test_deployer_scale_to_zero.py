@@ -18,9 +18,9 @@ import pytest
 
 from aim_deployer.inference import predictor_name
 from aim_deployer.replica_status import Replicas, hpa_name
-from aimcore.api.kinds import DEPLOYMENT, HPA, HTTP_ROUTE, INFERENCE_SERVICE, SCALED_OBJECT
+from aimcore.api.kinds import DEPLOYMENT, HPA, INFERENCE_SERVICE, SCALED_OBJECT
 from aimcore.runtime import Kube
-from tests.helpers import condition, eventually, has
+from tests.helpers import condition, eventually, gateway_accepts, has
 from tests.integration import test_deployer
 from tests.integration.test_deployer import (
     SERVICE,
@@ -65,25 +65,6 @@ async def kserve_ready(kube: Kube, namespace: str, isvc: str) -> None:
                 "conditions": [{"type": "Ready", "status": "True"}],
             }
         },
-    )
-
-
-async def gateway_accepts(kube: Kube, namespace: str) -> None:
-    """The gateway's word on the service's route."""
-
-    async def route() -> dict[str, Any] | None:
-        routes = (await kube.list(HTTP_ROUTE, namespace))[0]
-        return routes[0] if routes else None
-
-    found = await eventually(route, timeout=30, what="the HTTPRoute")
-    accepted = {"type": "Accepted", "status": "True", "reason": "Accepted", "message": ""}
-    parent = {
-        "parentRef": {"name": "gw"},
-        "controllerName": "example.com/gw",
-        "conditions": [{**accepted, "lastTransitionTime": "2026-11-29T00:00:00Z"}],
-    }
-    await kube.patch_status(
-        HTTP_ROUTE, namespace, found["metadata"]["name"], {"status": {"parents": [parent]}}
     )
 
 

@@ -21,9 +21,9 @@ from aim_deployer.inference import isvc_name, predictor_name
 from aim_deployer.replica_status import Replicas, hpa_name
 from aim_dev.keda.scaledobject import ACTIVITY_ANNOTATION as ACTIVITY
 from aim_dev.local.nodestack import NodeStack
-from aimcore.api.kinds import HPA, HTTP_ROUTE, POD, SCALED_OBJECT
+from aimcore.api.kinds import HPA, POD, SCALED_OBJECT
 from aimcore.runtime import Kube
-from tests.helpers import eventually, kubectl
+from tests.helpers import eventually, gateway_accepts, kubectl
 from tests.node.helpers import NODE_TIMEOUT, aim, conditions, state, wait_for
 
 pytestmark = pytest.mark.timeout(NODE_TIMEOUT)
@@ -147,25 +147,6 @@ async def test_an_autoscaled_service_shows_its_range_and_the_scalers_decision(
     assert column(stack, namespace, "auto") == "2/2 (1-2)"
 
 
-async def gateway_accepts(api: Kube, namespace: str) -> None:
-    """No gateway runs on the node: the test gives the route its gateway's word."""
-
-    async def route() -> dict[str, Any] | None:
-        routes = (await api.list(HTTP_ROUTE, namespace))[0]
-        return routes[0] if routes else None
-
-    found = await eventually(route, timeout=120, what="the HTTPRoute")
-    accepted = {"type": "Accepted", "status": "True", "reason": "Accepted", "message": ""}
-    parent = {
-        "parentRef": {"name": "gw"},
-        "controllerName": "example.com/gw",
-        "conditions": [{**accepted, "lastTransitionTime": "2026-11-29T00:00:00Z"}],
-    }
-    await api.patch_status(
-        HTTP_ROUTE, namespace, found["metadata"]["name"], {"status": {"parents": [parent]}}
-    )
-
-
 def running_with(pods_reason: str) -> Callable[[dict[str, Any]], bool]:
     def check(svc: dict[str, Any]) -> bool:
         pods = conditions(svc).get("InferenceServicePodsReady") or {}
@@ -184,7 +165,7 @@ async def test_a_service_scales_to_zero_and_back_as_keda_decides(
     body = service_body("zero", model_image, minReplicas=0, maxReplicas=1, routing=routing, env=source_env)
     await api.create(SERVICE, body, namespace)
     predictor = predictor_name(isvc_name("zero", namespace))
-    await gateway_accepts(api, namespace)
+    await gateway_accepts(api, namespace, timeout=120)
 
     # KServe starts the predictor at its minimum, 0; KEDA's HPA over it is disabled at zero
     idle = await wait_for(
