@@ -71,6 +71,7 @@ from aimcore.runtime import (
     Result,
     add_finalizer,
     condition,
+    controlled_by,
     differs,
     has_finalizer,
     refused_condition,
@@ -521,7 +522,7 @@ class ServiceReconciler:
                 seconds_per_gib=self.settings.cooldown_seconds_per_gi_memory,
             )
         if body is None:
-            if existing is not None and _controlled_by(existing, request.obj):
+            if existing is not None and controlled_by(existing, request.obj["metadata"].get("uid")):
                 await self.kube.delete(SCALED_OBJECT, request.namespace, name)
             return
         if existing is None or differs(existing, body):
@@ -655,15 +656,6 @@ class ServiceReconciler:
             along="the service",
         )
         await cleanup.finalize(self.kube, request)
-
-
-def _controlled_by(child: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
-    """Whether ``owner`` is ``child``'s controller (a ScaledObject KServe made is not ours)."""
-    uid = (owner.get("metadata") or {}).get("uid")
-    return any(
-        ref.get("controller") and ref.get("uid") == uid
-        for ref in (child.get("metadata") or {}).get("ownerReferences") or []
-    )
 
 
 def _same_condition(service: ServiceView, report: ConditionReport) -> bool:

@@ -47,7 +47,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from aimcore.runtime.bus import BUS_RETRY, connect_bus, until_answered
-    from aimcore.runtime.children import child_labels, contains, differs, owned_by, owner_reference
+    from aimcore.runtime.children import (
+        child_labels,
+        contains,
+        controlled_by,
+        differs,
+        owned_by,
+        owner_reference,
+    )
     from aimcore.runtime.conditions import condition, refused_condition, refused_message, refused_reason
     from aimcore.runtime.consumer import Consuming, run_consumer
     from aimcore.runtime.controller import Build, Controller, Watch, consumer_name, dispatch, validate_only
@@ -112,6 +119,7 @@ __all__ = [
     "connect_bus",
     "consumer_name",
     "contains",
+    "controlled_by",
     "describe_error",
     "differs",
     "dispatch",

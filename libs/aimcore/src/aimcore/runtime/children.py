@@ -60,6 +60,11 @@ def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
     return any(o.get("uid") == uid for o in _owner_references(obj))
 
 
+def controlled_by(obj: Mapping[str, Any], uid: str | None) -> bool:
+    """Whether the owner with ``uid`` is ``obj``'s controller (its ownerReference says so)."""
+    return bool(uid) and any(o.get("uid") == uid and o.get("controller") for o in _owner_references(obj))
+
+
 def without_owner(obj: Mapping[str, Any], uid: str) -> list[dict[str, Any]]:
     """``obj``'s ownerReferences (copies) less those with ``uid``, in order."""
     return [dict(o) for o in _owner_references(obj) if o.get("uid") != uid]

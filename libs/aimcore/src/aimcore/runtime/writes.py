@@ -26,6 +26,7 @@ from typing import Any
 
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
+from aimcore.runtime.children import controlled_by
 from aimcore.runtime.kube import ApiException, Kube
 from aimcore.runtime.refusals import Refusal, RefusedBodies, refusal
 from aimcore.runtime.request import Request
@@ -56,11 +57,6 @@ class Written:
     """The child as the API server returned it; ``None`` when :attr:`How.CREATE` found one there."""
     created: bool
     """Whether this write created it (``False`` for an apply, which may also have)."""
-
-
-def _controlled_by(body: Obj, uid: str | None) -> bool:
-    owners = (body.get("metadata") or {}).get("ownerReferences") or []
-    return bool(uid) and any(o.get("uid") == uid and o.get("controller") for o in owners)
 
 
 class Children:
@@ -102,7 +98,7 @@ class Children:
             self.refused.remember(kind, body, found)
             return found
         self.refused.forget(kind, body)
-        if record and written.obj is not None and _controlled_by(body, request.obj["metadata"].get("uid")):
+        if record and written.obj is not None and controlled_by(body, request.obj["metadata"].get("uid")):
             request.writes.record(kind, written.obj)
         return written
 
