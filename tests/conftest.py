@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aimcore.domain.outbound import ALLOW_PRIVATE_ENV, ALLOWED_HOSTS_ENV
-from tests.helpers import LOOPBACK_HOSTS
+from tests.helpers import LOOPBACK_HOSTS, PATIENCE
 
 TESTS = Path(__file__).resolve().parent
 
@@ -28,7 +28,8 @@ measured on a loaded two-core machine (``--durations``, load average 5 to 9): un
 8.4 s, oci 2.2 s, servers 12 + 5.5 s (one test 30 s, marked), cluster 35 + 26 s, integration
 21 + 43 s. bus_cluster and node keep the 300 s every test had (not measured here: they need a
 three-node bus, and root; their long tests are marked). A test that needs longer says so with
-``@pytest.mark.timeout(N)`` and why."""
+``@pytest.mark.timeout(N)`` and why. Each figure, a test's own included, is multiplied by
+:data:`tests.helpers.PATIENCE` when the test runs."""
 
 
 def tier_of(item: pytest.Item) -> str:
@@ -43,12 +44,18 @@ def tier_of(item: pytest.Item) -> str:
 @pytest.hookimpl(tryfirst=True)  # before -m selects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its tier (``pytest -m unit`` selects exactly ``tests/unit``) and give it
-    the tier's timeout unless it names its own."""
+    its own timeout, else the tier's, times :data:`~tests.helpers.PATIENCE`."""
     for item in items:
         tier = tier_of(item)
         item.add_marker(getattr(pytest.mark, tier))
-        if item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(TIER_TIMEOUTS[tier]))
+        timeout = stated_timeout(item, TIER_TIMEOUTS[tier]) * PATIENCE
+        item.add_marker(pytest.mark.timeout(timeout), append=False)
+
+
+def stated_timeout(item: pytest.Item, default: float = 0.0) -> float:
+    """The timeout ``item``'s closest ``timeout`` marker states, else ``default``."""
+    marker = item.get_closest_marker("timeout")
+    return float(marker.args[0]) if marker is not None and marker.args else default
 
 
 SESSION_TEARDOWN = 300
@@ -62,9 +69,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not session.items:
         return
     last = session.items[-1]
-    marker = last.get_closest_marker("timeout")
-    own = float(marker.args[0]) if marker is not None and marker.args else 0.0
-    last.add_marker(pytest.mark.timeout(own + SESSION_TEARDOWN), append=False)
+    last.add_marker(pytest.mark.timeout(stated_timeout(last) + SESSION_TEARDOWN * PATIENCE), append=False)
 
 
 @pytest.fixture(autouse=True)

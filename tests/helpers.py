@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,6 +29,15 @@ from aimcore.runtime.kube import SERVER_ERRORS, connect
 
 T = TypeVar("T")
 
+PATIENCE = float(os.environ.get("AIM_TEST_PATIENCE", "3"))
+"""How many times its stated timeout a wait on a condition (:func:`eventually`) and a test
+(``tests/conftest.py``) may take before it fails. A timeout here is a ceiling, never a measurement: a
+passing wait returns as soon as its condition holds, so only a failing one pays for the margin. The
+stated figures hold on a quiet two-core machine; beside another stack (load average 9 to 17 on two
+cores, the machine CI may share) a Job the cache service creates took longer than its 30 s and a
+test's own timeout ran out in its teardown. ``AIM_TEST_PATIENCE=1`` keeps the stated figures (a
+quick failure while working on a test)."""
+
 LOOPBACK_HOSTS = "127.0.0.1,localhost"
 """What the tests allow-list for outbound connections (``AIM_OUTBOUND_ALLOWED_HOSTS``): their servers
 run on loopback. Other loopback addresses (127.0.0.2...) stay refused."""
@@ -39,8 +49,10 @@ is handed its policy, as a service hands its clients the one it read at start-up
 async def eventually(
     probe: Callable[[], Awaitable[T | None]], timeout: float = 20.0, interval: float = 0.05, what: str = ""
 ) -> T:
-    """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+    """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout`` times
+    :data:`PATIENCE`."""
     last: T | None = None
+    timeout *= PATIENCE
     try:
         async with asyncio.timeout(timeout):
             while True:
