@@ -7,6 +7,8 @@
 # the address its AIMService's status gives. `--no-node` (or AIM_UP_NODE=0) runs the no-kubelet
 # stack instead (local control plane, NATS, the services as processes: up in seconds, nothing
 # serves a model). Without root the node cannot run, and the no-kubelet stack is what you get.
+# scripts/preflight.sh first checks what the machine needs (Debian's apt, Python 3.11, free disk;
+# for the node root and cgroup v1) and says what to do, before anything is installed or built.
 # Extra args go to `aimctl up` (e.g. --detach).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,8 +32,10 @@ if [ "$node" = auto ]; then
   fi
 fi
 if [ "$node" = 1 ]; then
+  bash scripts/preflight.sh node
   bash scripts/bootstrap.sh
 else
+  bash scripts/preflight.sh no-node
   AIM_BOOTSTRAP_NODE=0 bash scripts/bootstrap.sh
 fi
 python3 -m uv sync --frozen --quiet
