@@ -22,6 +22,7 @@ import yaml
 from aim_dev.local import binaries
 from aim_dev.local.cluster import ControlPlane
 from aimcore.api.bus import auth
+from aimcore.api.bus import secrets as bus_secrets
 from aimcore.api.kinds import NAMESPACE
 from aimcore.api.types import Obj
 from aimcore.runtime import ApiException, Kube
@@ -42,6 +43,7 @@ SYSTEM_NS = "aim-system"
 SERVICES = ("watcher", "status", "deployer", "discovery", "registry-sync", "cache")
 AIM_GROUPS = ("aim.eai.amd.com", "aim.silogen.ai", "inference.llmkube.dev")
 MAX_MEMORY = 256 * 2**20
+BUS_CREDENTIALS = "aim-bus-credentials"
 
 
 def run_kubectl(*args: str, kubeconfig: Path | None = None, check: bool = True) -> str:
@@ -83,8 +85,10 @@ def base() -> list[Obj]:
 def test_base_renders_every_object(base: list[Obj]) -> None:
     names = {kind: set(of_kind(base, kind)) for kind in {o["kind"] for o in base}}
     expected = {f"aim-{s}" for s in SERVICES}
-    for kind in ("Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
+    for kind in ("Deployment", "ClusterRole", "ClusterRoleBinding"):
         assert names[kind] == expected, kind
+    assert names["ServiceAccount"] == expected | {BUS_CREDENTIALS}
+    assert names["Job"] == {BUS_CREDENTIALS}
     assert names["StatefulSet"] == {"aim-nats"}
     assert "aim-nats" in names["Service"]
     assert names["Namespace"] == {SYSTEM_NS}
@@ -92,13 +96,13 @@ def test_base_renders_every_object(base: list[Obj]) -> None:
     assert names["Service"] == {"aim-nats", "aim-nats-headless", "aim-metrics"}
     assert names["HorizontalPodAutoscaler"] == {"aim-deployer", "aim-status"}
     assert names["NetworkPolicy"] == {"aim-nats", "aim-services"}
-    assert names["Role"] == names["RoleBinding"] == {"aim-registry-sync"}
+    assert names["Role"] == names["RoleBinding"] == {"aim-registry-sync", BUS_CREDENTIALS}
     assert {n.rsplit("-", 1)[0] for n in names["ConfigMap"]} == {"aim-nats-config"}  # name-hashed
     namespaced = [
         o
         for o in base
         if o["kind"]
-        in ("Deployment", "ServiceAccount", "StatefulSet", "Service", "NetworkPolicy", "ConfigMap")
+        in ("Deployment", "ServiceAccount", "StatefulSet", "Service", "NetworkPolicy", "ConfigMap", "Job")
     ]
     assert all(o["metadata"]["namespace"] == SYSTEM_NS for o in namespaced)
 
@@ -159,6 +163,31 @@ def test_deployments_are_locked_down(base: list[Obj]) -> None:
     assert metrics["ports"] == [{"name": "metrics", "port": 8080, "targetPort": "health", "protocol": "TCP"}]
 
 
+def test_the_bus_credentials_job_is_locked_down_and_may_only_create_secrets(base: list[Obj]) -> None:
+    """The Job that makes the bus Secrets on a first install runs the status service's image (one
+    image fewer to build and pull) under the restricted profile, with an account that may create
+    Secrets in the operator's namespace and do nothing else."""
+    job = of_kind(base, "Job")[BUS_CREDENTIALS]
+    pod = job["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == BUS_CREDENTIALS
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (c,) = containers(job)
+    assert c["image"] == "aim-status:0.1.0"
+    assert c["command"] == ["python", "-m", "aimcore.runtime.bus_credentials"]
+    sc = c["securityContext"]
+    assert sc["runAsNonRoot"] is True and sc["allowPrivilegeEscalation"] is False
+    assert sc["readOnlyRootFilesystem"] is True and sc["capabilities"]["drop"] == ["ALL"]
+    assert quantity(c["resources"]["limits"]["memory"]) <= MAX_MEMORY
+    assert not pod.get("volumes")  # nothing mounted: it reads no Secret
+    (rule,) = of_kind(base, "Role")[BUS_CREDENTIALS]["rules"]
+    assert rule == {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}
+    binding = of_kind(base, "RoleBinding")[BUS_CREDENTIALS]
+    assert binding["roleRef"]["name"] == BUS_CREDENTIALS
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": BUS_CREDENTIALS, "namespace": SYSTEM_NS}
+    ]
+
+
 def test_nats_statefulset(base: list[Obj]) -> None:
     sts = of_kind(base, "StatefulSet")["aim-nats"]
     c, _reloader = list(containers(sts))
@@ -189,10 +218,10 @@ def test_the_bus_is_authenticated(base: list[Obj]) -> None:
     assert volumes["config"]["configMap"]["name"] == config["metadata"]["name"]
     sources = [s["secret"] for s in volumes["keys"]["projected"]["sources"]]
     assert sources == [
-        {"name": cli_bus.secret_name(r), "items": [{"key": cli_bus.ACCEPTED, "path": f"{r}.conf"}]}
-        for r in cli_bus.DEPLOYED_ROLES
+        {"name": bus_secrets.secret_name(r), "items": [{"key": bus_secrets.ACCEPTED, "path": f"{r}.conf"}]}
+        for r in bus_secrets.DEPLOYED_ROLES
     ]
-    for r in cli_bus.DEPLOYED_ROLES:
+    for r in bus_secrets.DEPLOYED_ROLES:
         assert f'include "../nats-keys/{r}.conf"' in committed
     mounts = {m["name"]: m["mountPath"] for m in nats["volumeMounts"]}
     assert mounts["config"] == "/etc/nats" and mounts["keys"] == cli_bus.KEYS_DIR

@@ -24,6 +24,7 @@ from aim_dev.local import binaries
 from aim_dev.local.natsserver import NatsServer
 from aim_dev.local.processes import ManagedProcess
 from aim_dev.testing.plugin import connect_as
+from aimcore.api.bus import secrets as bus_secrets
 from aimcore.api.bus.auth import RotationError, inbox_prefix, new_identity, public_key
 from aimctl import bus as cli_bus
 from tests.helpers import eventually, refused_connection
@@ -204,8 +205,8 @@ def deployed_layout(root: Path, secrets: list[dict[str, Any]]) -> Path:
     keys = root / "etc" / "nats-keys"
     keys.mkdir()
     for s in secrets:
-        role = s["metadata"]["labels"][cli_bus.ROLE_LABEL]
-        (keys / f"{role}.conf").write_text(base64.b64decode(s["data"][cli_bus.ACCEPTED]).decode())
+        role = s["metadata"]["labels"][bus_secrets.ROLE_LABEL]
+        (keys / f"{role}.conf").write_text(base64.b64decode(s["data"][bus_secrets.ACCEPTED]).decode())
     return config
 
 
@@ -220,14 +221,14 @@ def test_the_deployed_configuration_takes_every_step_of_a_rotation(tmp_path: Pat
     then retired (through the same YAML kubectl would carry): nats-server accepts each, and each
     role's accepted keys are the Secret's current and previous keys."""
     fresh = yaml_docs(
-        cli_bus.secrets_yaml({r: new_identity(r) for r in cli_bus.DEPLOYED_ROLES}, "aim-system")
+        cli_bus.secrets_yaml({r: new_identity(r) for r in bus_secrets.DEPLOYED_ROLES}, "aim-system")
     )
     rotated = cli_bus.rotate_secrets(cli_bus.read_secrets(dump(fresh)), ["deployer", "download"], [])
     retired = cli_bus.rotate_secrets(cli_bus.read_secrets(dump(rotated)), [], ["deployer", "download"])
     for step, secrets in enumerate((fresh, rotated, retired)):
         result = config_check(deployed_layout(tmp_path / str(step), secrets))
         assert result.returncode == 0, result.stderr
-    by_role = {s["metadata"]["labels"][cli_bus.ROLE_LABEL]: s["data"] for s in rotated}
+    by_role = {s["metadata"]["labels"][bus_secrets.ROLE_LABEL]: s["data"] for s in rotated}
     deployer = {k: base64.b64decode(v).decode() for k, v in by_role["deployer"].items()}
     assert deployer["previous-nkey"] in deployer["accepted.conf"]
     assert deployer["nkey"] == public_key(deployer["seed"]) and deployer["nkey"] in deployer["accepted.conf"]

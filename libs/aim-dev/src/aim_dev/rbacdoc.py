@@ -1,5 +1,6 @@
-"""The permissions tables of docs/deploy.md, generated from the manifests (deploy/base/rbac.yaml for
-the services' own roles, deploy/crds/aim-user-roles.yaml for the user roles), so the page cannot
+"""The permissions tables of docs/deploy.md, generated from the manifests (deploy/base/rbac.yaml and
+deploy/base/bus-credentials.yaml for the operator's own roles, deploy/crds/aim-user-roles.yaml for
+the user roles), so the page cannot
 drift from what is installed: ``aimctl rbac docs`` rewrites the tables between their markers and
 ``--check`` (and tests/unit/cli/test_rbac_docs.py) fails when they are stale."""
 
@@ -15,15 +16,17 @@ from aim_dev import images
 
 PAGE = Path("docs") / "deploy.md"
 SOURCES = {
-    "services": Path("deploy") / "base" / "rbac.yaml",
-    "users": Path("deploy") / "crds" / "aim-user-roles.yaml",
+    "services": (Path("deploy") / "base" / "rbac.yaml", Path("deploy") / "base" / "bus-credentials.yaml"),
+    "users": (Path("deploy") / "crds" / "aim-user-roles.yaml",),
 }
+"""Each table's manifests, in the order its rows are listed."""
 CORE = "core"
 
 
 def _markers(table: str) -> tuple[str, str]:
     return (
-        f"<!-- rbac:{table} begin: generated from {SOURCES[table].as_posix()} by `aimctl rbac docs`; "
+        f"<!-- rbac:{table} begin: generated from {' and '.join(p.as_posix() for p in SOURCES[table])} by "
+        "`aimctl rbac docs`; "
         "do not edit by hand -->",
         f"<!-- rbac:{table} end -->",
     )
@@ -67,14 +70,16 @@ def render(page: str, root: Path | None = None) -> str:
     """``page`` with every table replaced by what the manifests under ``root`` say (between the
     markers ``<!-- rbac:NAME begin ... -->`` and ``<!-- rbac:NAME end -->``)."""
     root = root or images.repo_root()
-    for name, source in SOURCES.items():
+    for name, sources in SOURCES.items():
         begin, end = _markers(name)
         opening = f"<!-- rbac:{name} begin"
         if opening not in page or end not in page:
             raise ValueError(f"{PAGE} lacks the markers of the {name} table: {opening} ... {end}")
         head, rest = page.split(opening, 1)
         _, tail = rest.split(end, 1)
-        page = f"{head}{begin}\n{table(_documents(root / source))}\n{end}{tail}"
+        page = (
+            f"{head}{begin}\n{table(d for source in sources for d in _documents(root / source))}\n{end}{tail}"
+        )
     return page
 
 

@@ -31,21 +31,11 @@ from typing import Any
 import yaml
 
 from aimcore.api.bus import auth, contract
+from aimcore.api.bus.secrets import ACCEPTED, DEPLOYED_ROLES, PREVIOUS, ROLE_LABEL, role_secret, secret_name
 from aimctl import bus_tls
 
-DEPLOYED_ROLES = tuple(r for r in auth.ROLE_NAMES if r != "admin")
-"""The roles a cluster installation has: every service's, the download Jobs', aimctl's reader."""
-
-
-ROLE_LABEL = "aim.eai.amd.com/bus-role"
 KEYS_DIR = "/etc/nats-keys"
 """Where the NATS pod mounts each role's ``accepted.conf`` (as ``<role>.conf``)."""
-ACCEPTED = "accepted.conf"
-PREVIOUS = "previous-nkey"
-
-
-def secret_name(role: str) -> str:
-    return f"aim-bus-{role}"
 
 
 TLS_DIR = "/etc/nats-tls"
@@ -74,38 +64,8 @@ def deploy_config(*, tls: bool = False) -> str:
     )
 
 
-def _b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-def secret(role: str, seed: str, previous: str | None, namespace: str) -> dict[str, Any]:
-    """The Secret ``aim-bus-<role>``: the seed its clients use (``seed``), its public key
-    (``nkey``), the previous key while a rotation is under way (``previous-nkey``), and the keys
-    NATS accepts for the role (``accepted.conf``)."""
-    current = auth.public_key(seed)
-    data = {"seed": _b64(seed), "nkey": _b64(current)}
-    if previous is not None:
-        data[PREVIOUS] = _b64(previous)
-    data[ACCEPTED] = _b64(auth.accepted_keys_conf(role, current, previous))
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "Opaque",
-        "metadata": {
-            "name": secret_name(role),
-            "namespace": namespace,
-            "labels": {
-                "app.kubernetes.io/part-of": "aim-engine",
-                "app.kubernetes.io/component": "bus-credentials",
-                ROLE_LABEL: role,
-            },
-        },
-        "data": data,
-    }
-
-
 def secrets_yaml(identities: dict[str, auth.Identity], namespace: str) -> str:
-    docs = [secret(role, ident.seed, None, namespace) for role, ident in identities.items()]
+    docs = [role_secret(role, ident.seed, None, namespace) for role, ident in identities.items()]
     return _dump(docs)
 
 
@@ -163,7 +123,7 @@ def rotate_secrets(
         if s.previous is not None:
             raise auth.RotationError(f"a rotation of {role!r} is under way: retire its previous key first")
         s.previous, s.seed = auth.public_key(s.seed), auth.new_identity(role).seed
-    return [secret(s.role, s.seed, s.previous, s.namespace) for s in secrets.values()]
+    return [role_secret(s.role, s.seed, s.previous, s.namespace) for s in secrets.values()]
 
 
 def _without_tls(value: str | None) -> tuple[str | None, bool]:
@@ -237,7 +197,7 @@ def cmd_credentials(args: argparse.Namespace) -> int:
         print(f"seeds ({', '.join(roles)}) and nats.conf in {directory}", file=sys.stderr)
         return 0
     identities = {role: auth.new_identity(role) for role in roles}
-    docs = [secret(role, ident.seed, None, args.namespace) for role, ident in identities.items()]
+    docs = [role_secret(role, ident.seed, None, args.namespace) for role, ident in identities.items()]
     if args.tls:
         hosts = (*bus_tls.default_hosts(args.namespace), *args.tls_host)
         docs += bus_tls.BusTls.new(args.namespace, hosts).secrets()

@@ -17,7 +17,6 @@ What a user does, done here with the same objects:
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -29,7 +28,8 @@ from aim_dev.local import binaries, consuming
 from aim_dev.local.consuming import SERVICES
 from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus import auth
-from aimcore.api.kinds import DEPLOYMENT, NAMESPACE, POD, KindRef
+from aimcore.api.bus.secrets import DEPLOYED_ROLES, role_secret
+from aimcore.api.kinds import DEPLOYMENT, NAMESPACE, POD, SECRET, KindRef
 from aimcore.runtime import Kube
 from aimcore.runtime.bus import BusSettings
 
@@ -43,10 +43,8 @@ NATS_PORT = 4222
 NATS_CLAIM = "data-aim-nats-0"
 NATS_UID = 1000  # deploy/base/nats.yaml runs NATS as 1000:1000
 
-SECRET = KindRef("", "v1", "Secret", "secrets", True)
 PERSISTENT_VOLUME = KindRef("", "v1", "PersistentVolume", "persistentvolumes", False)
 STATEFUL_SET = KindRef("apps", "v1", "StatefulSet", "statefulsets", True)
-DEPLOYED_ROLES = tuple(r for r in auth.ROLE_NAMES if r != "admin")
 
 
 class DeployFailed(RuntimeError):
@@ -59,39 +57,6 @@ def overlay_path(behaviour: Behaviour = Behaviour.SEEDS) -> Path:
 
 def crds_path() -> Path:
     return images.repo_root() / CRDS
-
-
-def secret_name(role: str) -> str:
-    return f"aim-bus-{role}"
-
-
-def bus_secret(identity: auth.Identity, namespace: str, previous: str | None = None) -> dict[str, Any]:
-    """The Secret ``aim-bus-<role>`` as ``aimctl bus credentials`` prints it: ``seed``, ``nkey``, the
-    keys NATS accepts (``accepted.conf``) and, during a rotation, ``previous-nkey``."""
-    data = {
-        "seed": base64.b64encode(identity.seed.encode()).decode(),
-        "nkey": base64.b64encode(identity.public.encode()).decode(),
-        "accepted.conf": base64.b64encode(
-            auth.accepted_keys_conf(identity.role, identity.public, previous).encode()
-        ).decode(),
-    }
-    if previous is not None:
-        data["previous-nkey"] = base64.b64encode(previous.encode()).decode()
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "Opaque",
-        "metadata": {
-            "name": secret_name(identity.role),
-            "namespace": namespace,
-            "labels": {
-                "app.kubernetes.io/part-of": "aim-engine",
-                "app.kubernetes.io/component": "bus-credentials",
-                "aim.eai.amd.com/bus-role": identity.role,
-            },
-        },
-        "data": data,
-    }
 
 
 def host_path_volume(
@@ -211,7 +176,10 @@ class Deployment:
         creds = auth.Credentials(self.credentials)
         identities = creds.ensure(DEPLOYED_ROLES)
         for identity in identities.values():
-            await kube.apply(SECRET, bus_secret(identity, self.namespace, creds.previous(identity.role)))
+            await kube.apply(
+                SECRET,
+                role_secret(identity.role, identity.seed, creds.previous(identity.role), self.namespace),
+            )
         self.nats_volume.mkdir(parents=True, exist_ok=True)
         os.chown(self.nats_volume, NATS_UID, NATS_UID)
         volume = host_path_volume(
