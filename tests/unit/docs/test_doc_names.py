@@ -235,6 +235,23 @@ def test_every_name_the_docs_give_exists(check: str) -> None:
     assert not stale, report(stale)
 
 
+# What each check recognises, counted in the docs: a pattern that matched nothing would pass its check.
+RECOGNISED: dict[str, Callable[[Documents], int]] = {
+    "variables": lambda docs: sum(len(VARIABLE.findall(p.text)) for p in docs.everything()),
+    "aim_names": lambda docs: sum(len(AIM_NAME.findall(s.text)) for s in docs.spans()),
+    "buckets": lambda docs: sum(1 for _ in docs.find(BUCKET_CONTEXT)),
+    "subjects": lambda docs: sum(len(SUBJECT.findall(s.text)) for s in docs.spans()),
+    "reasons": lambda docs: sum(len(CONDITION.findall(s.text)) for s in docs.spans()),
+    "kinds": lambda docs: sum(len(KIND.findall(p.text)) for p in docs.everything()),
+    "commands": lambda docs: sum(1 for s in docs.spans() if AIMCTL.match(s.text)),
+}
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_every_check_recognises_names_in_the_docs(check: str) -> None:
+    assert RECOGNISED[check](NAMES.docs) > 0
+
+
 def test_the_allowances_are_used() -> None:
     """Every name of :data:`ELSEWHERE` is still in the docs (a stale allowance hides nothing)."""
     text = "\n".join(piece.text for piece in NAMES.docs.everything())
