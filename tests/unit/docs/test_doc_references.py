@@ -6,10 +6,11 @@ and the heading it names. Checked here:
   the page exists, and the anchor is one of its headings (GitHub's slug) or an explicit ``<a id>``;
 - in the README and every page under ``docs/``, each relative markdown link: the file exists, and
   so does the anchor when it points into a page;
-- in the same pages, the source paths they name (``services/cache/src/aim_cache/plan.py``,
-  ``aimcore/api/kinds.py``) and the modules (``aimcore.runtime.lease``,
-  ``aim_status.ordering.Ordering``): the file, directory or module exists, and a name after the
-  module is defined in it;
+- in the same pages and in the alert rules (the texts an operator paged reads,
+  ``deploy/components/monitoring/prometheusrule.yaml``), the source paths they name
+  (``services/cache/src/aim_cache/plan.py``, ``aimcore/api/kinds.py``) and the modules
+  (``aimcore.runtime.lease``, ``aim_status.ordering.Ordering``): the file, directory or module
+  exists, and a name after the module is defined in it;
 - nothing cites the original design contract, a file outside the repository (its sections are
   ``docs/design.md`` now);
 - nothing cites the other documents kept outside the repository either: the write-ups of how the
@@ -24,12 +25,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.sources import ROOT
+from tests.unit.docs.documents import ALERT_RULES, Stale, report
 
 SCANNED_SUFFIXES = {".py", ".md", ".sh", ".yaml", ".yml", ".toml", ".conf", ".cfg"}
 SCANNED_NAMES = {"Dockerfile"}
@@ -54,16 +55,8 @@ FENCE = re.compile(r"^\s*(```|~~~)")
 ROOT_PATH = re.compile(r"(?<![\w/.$~-])((?:libs|services|tests|scripts|deploy|docs)/[\w./<>*{}-]*)")
 KUBECTL_DEPLOYMENT = re.compile(r"^deploy/aim-[a-z-]+$")  # kubectl's `deploy/<name>`, not a path
 PLACEHOLDER = re.compile(r"[<>*{}]")
-EXAMPLES = Path(__file__).resolve()  # this file: its own tests hold broken references on purpose
-
-
-@dataclass(frozen=True)
-class Stale:
-    where: str
-    what: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.what}"
+# The docs checks' test modules (this one too): their own tests hold broken references on purpose.
+EXAMPLES = frozenset(Path(__file__).resolve().parent.glob("test_*.py"))
 
 
 def slug(heading: str) -> str:
@@ -112,7 +105,7 @@ class Repository:
         """The code and documents: every source, script, configuration and page."""
         for path in sorted(self.root.rglob("*")):
             parts = path.relative_to(self.root).parts
-            if any(part in SKIPPED_DIRS for part in parts) or not path.is_file() or path == EXAMPLES:
+            if any(part in SKIPPED_DIRS for part in parts) or not path.is_file() or path in EXAMPLES:
                 continue
             if path.suffix in SCANNED_SUFFIXES or path.name in SCANNED_NAMES:
                 yield path
@@ -121,6 +114,11 @@ class Repository:
         """The README and every page under ``docs/``."""
         readme = self.root / "README.md"
         return [*([readme] if readme.exists() else []), *sorted((self.root / "docs").rglob("*.md"))]
+
+    def documents(self) -> list[Path]:
+        """The pages, and the alert rules whose texts name what to look at."""
+        rules = self.root / ALERT_RULES
+        return [*self.pages(), *([rules] if rules.exists() else [])]
 
     def lines(self, path: Path) -> Iterator[tuple[str, str]]:
         relative = path.relative_to(self.root)
@@ -175,7 +173,7 @@ class Repository:
             r"(?<![\w/.$~-])((?:" + "|".join(map(re.escape, self.packages)) + r")/[\w./<>*{}-]*)"
         )
         stale = []
-        for page in self.pages():
+        for page in self.documents():
             for where, line in self.lines(page):
                 for match in ROOT_PATH.finditer(line):
                     named = match.group(1).rstrip(".,")
@@ -195,7 +193,7 @@ class Repository:
             r"(?<![\w.])((?:" + "|".join(map(re.escape, self.packages)) + r")(?:\.[A-Za-z_]\w*)+)"
         )
         stale = []
-        for page in self.pages():
+        for page in self.documents():
             for where, line in self.lines(page):
                 for match in dotted.finditer(line):
                     problem = self._module(match.group(1))
@@ -230,10 +228,6 @@ class Repository:
 
 
 REPOSITORY = Repository(ROOT)
-
-
-def report(stale: list[Stale]) -> str:
-    return "\n".join(map(str, stale))
 
 
 def test_nothing_cites_the_original_design_contract() -> None:
@@ -332,6 +326,23 @@ def test_a_stale_source_path_or_module_is_found(made: Repository) -> None:
     assert [str(s) for s in made.modules()] == [
         "docs/page.md:2: aimlib.lease.Gone: no module or name 'Gone' in libs/lib/src/aimlib/lease.py",
         "docs/page.md:2: aimlib.gone: no module or name 'gone' in libs/lib/src/aimlib/__init__.py",
+    ]
+
+
+def test_a_stale_path_or_module_in_an_alert_text_is_found(made: Repository) -> None:
+    rules = made.root / ALERT_RULES
+    rules.parent.mkdir(parents=True)
+    rules.write_text(
+        "        - alert: AIMNoWatcherLeader\n          annotations:\n            description: >-\n"
+        "              See libs/lib/src/aimlib/lease.py and aimlib.lease.Lease, not\n"
+        "              libs/lib/src/aimlib/election.py nor aimlib.lease.Election.\n"
+    )
+    assert [str(s) for s in made.source_paths()] == [
+        f"{ALERT_RULES}:5: libs/lib/src/aimlib/election.py does not exist",
+    ]
+    assert [str(s) for s in made.modules()] == [
+        f"{ALERT_RULES}:5: aimlib.lease.Election: no module or name 'Election' in "
+        "libs/lib/src/aimlib/lease.py",
     ]
 
 

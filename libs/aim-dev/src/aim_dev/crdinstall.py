@@ -13,7 +13,8 @@ CRD = KindRef("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customr
 
 
 def strip_cel(node: Any) -> Any:
-    """Drop ``x-kubernetes-validations``: API servers before 1.25 reject the unknown field."""
+    """Drop ``x-kubernetes-validations``: a server that does not know the field (before 1.23) refuses
+    a server-side apply carrying it, and none before 1.25 runs the rules (docs/deploy.md)."""
     if isinstance(node, dict):
         return {k: strip_cel(v) for k, v in node.items() if k != "x-kubernetes-validations"}
     if isinstance(node, list):

@@ -105,8 +105,9 @@ def broker() -> NatsBroker:
         title="Decisions",
         description=(
             "An explained outcome (`template X selected because …`), and from the status service "
-            "(`{service}` = status, `action` = `status-write`) an audit record of every status write: "
-            "what changed, from which reports (`aimctl audit history` reads these)."
+            "(`{service}` = status, `action` = `write-status`) an audit record of every status write: "
+            "what changed, from which reports (`aimctl events --type decision` replays them; `aimctl "
+            "describe` shows them as an object's condition history)."
         ),
         schema=Decision,
     )
