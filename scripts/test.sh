@@ -12,5 +12,6 @@ echo "== mypy"; uv run mypy libs/*/src services/*/src
 echo "== import contracts"; uv run lint-imports --no-cache
 echo "== crd drift"; uv run aimctl crds generate --check
 echo "== settings reference drift"; uv run aimctl settings docs --check
+echo "== cli reference drift"; uv run aimctl cli docs --check
 echo "== bus contract drift"; uv run aimctl bus spec --check docs/asyncapi.yaml
 echo "== pytest"; uv run pytest "$@"

@@ -486,11 +486,12 @@ class Builder:
         self.log(f"built {name} in {seconds} s ({size // 2**20} MiB)")
         return Built(name, image.ref, self.tarball(name), inputs, seconds, cached=False)
 
-    def push(self, name: str, destination: str, *, insecure: bool = True) -> None:
-        """Copy the built image ``name`` to ``destination`` (``host:port/repo:tag``), its layers
-        uncompressed (a local registry: compressing 200 MiB costs more than it saves)."""
+    def push(self, name: str, destination: str, *, insecure: bool = True, compress: bool = False) -> str:
+        """Copy the built image ``name`` to ``destination`` (``host:port/repo:tag``); returns the
+        digest the registry holds it under. Layers go uncompressed unless ``compress`` (a local
+        registry: compressing 200 MiB costs more than it saves; a remote one: the other way)."""
         self._ensure_loaded(name)
-        self._push(IMAGES[name].ref, destination, insecure)
+        return self._push(IMAGES[name].ref, destination, insecure, compress)
 
     def derive(
         self, name: str, ref: str, *, env: dict[str, str] | None = None, labels: dict[str, str] | None = None
@@ -509,19 +510,25 @@ class Builder:
             self.buildah("rm", c, check=False)
         return ref
 
-    def push_ref(self, ref: str, destination: str, *, insecure: bool = True) -> None:
-        """Copy an image of buildah's storage (e.g. one :meth:`derive` made) to ``destination``."""
-        self._push(ref, destination, insecure)
+    def push_ref(self, ref: str, destination: str, *, insecure: bool = True) -> str:
+        """Copy an image of buildah's storage (e.g. one :meth:`derive` made) to ``destination``;
+        returns its digest there."""
+        return self._push(ref, destination, insecure, compress=False)
 
-    def _push(self, ref: str, destination: str, insecure: bool) -> None:
-        self.buildah(
-            "push",
-            "--quiet",
-            "--disable-compression",
-            f"--tls-verify={'false' if insecure else 'true'}",
-            ref,
-            f"docker://{destination}",
-        )
+    def _push(self, ref: str, destination: str, insecure: bool, compress: bool) -> str:
+        with tempfile.TemporaryDirectory(prefix="aim-push-") as tmp:
+            digest_file = Path(tmp) / "digest"
+            self.buildah(
+                "push",
+                "--quiet",
+                *(() if compress else ("--disable-compression",)),
+                f"--tls-verify={'false' if insecure else 'true'}",
+                "--digestfile",
+                str(digest_file),
+                ref,
+                f"docker://{destination}",
+            )
+            return digest_file.read_text().strip()
 
     def _ensure_loaded(self, name: str) -> None:
         """Put the cached tarball of ``name`` into buildah's storage if the storage lost it."""

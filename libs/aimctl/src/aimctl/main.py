@@ -21,8 +21,9 @@ from aim_dev.local.gguf_sample import tiny_gguf
 from aim_dev.local.stack import Stack, aim_home, stop_detached
 from aimctl import bus as cli_bus
 from aimctl import caches as cli_caches
+from aimctl import clidoc, foreground
 from aimctl import events as cli_audit
-from aimctl import foreground
+from aimctl import images as cli_images
 
 DEMO_MODELS = ("tiny-llama-a", "gemma3-270m")
 """``aimctl up --node --demo --model``'s choices (:data:`aimctl.nodeup.DEMOS`), the default first."""
@@ -290,6 +291,19 @@ def cmd_settings(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cli(args: argparse.Namespace) -> int:
+    page = Path(args.out)
+    if args.check:
+        if clidoc.stale(parser(), page):
+            print(f"{page} differs from aimctl's commands; run `aimctl cli docs`")
+            return 1
+        print(f"{page} matches aimctl's commands")
+        return 0
+    clidoc.write(parser(), page)
+    print(f"wrote {page}")
+    return 0
+
+
 def cmd_rbac(args: argparse.Namespace) -> int:
     page = Path(args.out)
     if args.check:
@@ -380,6 +394,11 @@ def parser() -> argparse.ArgumentParser:
     rbac.add_argument("--out", default=str(rbacdoc.PAGE))
     rbac.add_argument("--check", action="store_true", help="fail if the committed tables are stale")
     rbac.set_defaults(func=cmd_rbac)
+    cli = sub.add_parser("cli", help="the command reference (docs/cli.md), from this parser")
+    cli.add_argument("action", choices=["docs"], nargs="?", default="docs")
+    cli.add_argument("--out", default=str(clidoc.PAGE))
+    cli.add_argument("--check", action="store_true", help="fail if the committed page is stale")
+    cli.set_defaults(func=cmd_cli)
     settings.set_defaults(func=cmd_settings)
     bench = sub.add_parser("bench", help="benchmarks; prints one JSON object on its last line")
     bench.add_argument("suite", choices=["backbone", "download", "deployer", "memory", "inference", "scale"])
@@ -435,6 +454,7 @@ def parser() -> argparse.ArgumentParser:
     cli_audit.register(sub)
     cli_bus.register(sub)
     cli_caches.register(sub)
+    cli_images.register(sub)
     return p
 
 
