@@ -89,6 +89,7 @@ async def test_the_jobs_program_makes_the_secrets_and_logs_no_secret(
         data = decoded(secret)
         assert data[SEED] not in run.stderr + run.stdout
         assert f"{secret_name(role)}: created" in run.stderr
+        assert {f["manager"] for f in secret["metadata"]["managedFields"]} == {"aim-bus-credentials"}
 
     again = await job_program(aim_cluster, namespace)
     assert again.returncode == 0, again.stderr

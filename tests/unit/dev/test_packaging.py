@@ -53,3 +53,29 @@ def test_a_service_image_holds_the_runtime_and_that_service_only(service: str) -
         assert not names & {"boto3", "huggingface-hub"}, names
     if service != "registry-sync":
         assert "semver" not in names
+
+
+@pytest.mark.timeout(300)  # uv resolves aimctl's dependencies afresh (no lock file for a tool)
+def test_aimctl_installs_on_its_own_and_runs_the_commands_users_run(tmp_path: Path) -> None:
+    """``uv tool install --from libs/aimctl aimctl`` (docs/audit.md): an ``aimctl`` outside the
+    repository's environment whose ``events``, ``describe`` and ``bus`` work from any directory."""
+    env = {**os.environ, "UV_TOOL_DIR": str(tmp_path / "tools"), "UV_TOOL_BIN_DIR": str(tmp_path / "bin")}
+    env.pop("VIRTUAL_ENV", None)
+    done = subprocess.run(
+        [UV, "tool", "install", "--from", str(REPO / "libs" / "aimctl"), "aimctl"],
+        env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    aimctl = tmp_path / "bin" / "aimctl"
+    for argv in (["events", "--help"], ["describe", "--help"], ["bus", "credentials"]):
+        ran = subprocess.run(
+            [str(aimctl), *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert ran.returncode == 0, (argv, ran.stderr)
+    assert "kind: Secret" in ran.stdout  # the last: bus credentials printed the role Secrets

@@ -17,19 +17,20 @@ What a user does, done here with the same objects:
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from aim_dev import images
+from aim_dev import images, pinned
 from aim_dev.local import binaries, consuming
 from aim_dev.local.consuming import SERVICES
 from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus import auth
-from aimcore.api.bus.secrets import DEPLOYED_ROLES, role_secret
-from aimcore.api.kinds import DEPLOYMENT, NAMESPACE, POD, SECRET, KindRef
+from aimcore.api.bus.secrets import ROLE_LABEL, SEED
+from aimcore.api.kinds import DEPLOYMENT, POD, SECRET, KindRef
 from aimcore.runtime import Kube
 from aimcore.runtime.bus import BusSettings
 
@@ -149,8 +150,12 @@ class Deployment:
         namespace: str = SYSTEM_NAMESPACE,
         behaviour: Behaviour = Behaviour.SEEDS,
         storage_class: str = "",
+        registry: str,
+        pull_from: str,
     ):
         self.home = home
+        self.registry = registry
+        self.pull_from = pull_from
         self.storage_class = storage_class
         self.kubeconfig = kubeconfig
         self.nats_url = nats_url
@@ -168,18 +173,17 @@ class Deployment:
     def bus(self, role: str = "reader") -> BusSettings:
         return bus_client(self.nats_url, self.credentials, role)
 
+    @property
+    def overlay(self) -> Path:
+        """The overlay ``aimctl images build --push`` writes: the local node's, images by digest."""
+        return self.home / "install"
+
     async def deploy(self, kube: Kube) -> None:
-        """Namespace, bus Secrets, NATS's volume, then the overlay (idempotent)."""
-        await kube.create_if_absent(
-            NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
-        )
-        creds = auth.Credentials(self.credentials)
-        identities = creds.ensure(DEPLOYED_ROLES)
-        for identity in identities.values():
-            await kube.apply(
-                SECRET,
-                role_secret(identity.role, identity.seed, creds.previous(identity.role), self.namespace),
-            )
+        """As docs/deploy.md has a user install it (one push, one apply), with what this machine adds
+        first: NATS's volume (a static hostPath volume reserved for its claim). Then the images
+        pushed to the stack's registry and pinned by digest in an overlay of the local node's
+        (``aimctl images build --push``), the CRDs, and that overlay applied: no Secret step, the
+        Job ``aim-bus-credentials`` makes the bus Secrets. Idempotent."""
         self.nats_volume.mkdir(parents=True, exist_ok=True)
         os.chown(self.nats_volume, NATS_UID, NATS_UID)
         volume = host_path_volume(
@@ -191,6 +195,10 @@ class Deployment:
             storage_class=self.storage_class,
         )
         await kube.create_if_absent(PERSISTENT_VOLUME, volume)
+        pushed = await asyncio.to_thread(
+            pinned.push, images.Builder(), self.registry, pull_from=self.pull_from, insecure=True
+        )
+        pinned.write_overlay(overlay_path(self.behaviour), self.overlay, pushed)
         # The CRDs and the user roles first, as their own kustomization (docs/deploy.md).
         crds = await asyncio.to_thread(
             binaries.apply_kustomization, crds_path(), "--validate=false", kubeconfig=self.kubeconfig
@@ -199,16 +207,23 @@ class Deployment:
             raise DeployFailed(f"kustomize build {CRDS} | kubectl apply: {crds.stderr.strip()}")
         done = await asyncio.to_thread(
             binaries.apply_kustomization,
-            overlay_path(self.behaviour),
+            self.overlay,
             "--validate=false",
             kubeconfig=self.kubeconfig,
             timeout=180,
         )
         if done.returncode != 0:
-            raise DeployFailed(
-                f"kustomize build {overlay_path(self.behaviour)} | kubectl apply: "
-                f"{done.stderr.strip() or done.stdout.strip()}"
-            )
+            said = done.stderr.strip() or done.stdout.strip()
+            raise DeployFailed(f"kustomize build {self.overlay} | kubectl apply: {said}")
+
+    async def keep_seeds(self, kube: Kube) -> None:
+        """The bus Secrets the Job made, kept as seed files where local clients (``aimctl events``,
+        the readiness check below) find them, as a user would copy the reader's out of the cluster."""
+        found, _ = await kube.list(SECRET, self.namespace, label_selector=ROLE_LABEL)
+        creds = auth.Credentials(self.credentials)
+        for secret in found:
+            role = secret["metadata"]["labels"][ROLE_LABEL]
+            creds.keep(role, base64.b64decode(secret["data"][SEED]).decode())
 
     async def wait_ready(self, kube: Kube, timeout: float = 600.0) -> dict[str, float]:
         """Until NATS and every service are rolled out and every service consumes from the bus;
@@ -233,6 +248,7 @@ class Deployment:
             pods, _ = await kube.list(POD, self.namespace)
             detail = "\n".join(_pod_summary(p) for p in pods)
             raise DeployFailed(f"the operator did not roll out in {timeout:.0f}s: {problems}\n{detail}")
+        await self.keep_seeds(kube)
         await self.wait_consuming(deadline)
         timings["consuming"] = round(time.monotonic() - start, 1)
         return timings

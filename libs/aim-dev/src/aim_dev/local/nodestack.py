@@ -222,6 +222,8 @@ class NodeStack:
             nats_url=f"nats://127.0.0.1:{nats_port}",
             behaviour=self.behaviour,
             storage_class=self.volume_class,
+            registry=self.registry.host,
+            pull_from=REGISTRY,
         )
         with self._step("operator"):
             asyncio.run(self._deploy())

@@ -297,8 +297,10 @@ class Kube:
     # -- writes --------------------------------------------------------------------------------
 
     async def create(self, ref: KindRef, body: Obj, namespace: str | None = None) -> Obj:
+        """Create the object under this client's field manager (``metadata.managedFields`` then
+        names who made it, not the HTTP library's user agent)."""
         ns = namespace or (body.get("metadata") or {}).get("namespace")
-        return await self._call("POST", ref.path(ns), body=body)
+        return await self._call("POST", ref.path(ns), query=[("fieldManager", self.field_manager)], body=body)
 
     async def create_if_absent(self, ref: KindRef, body: Obj, namespace: str | None = None) -> Obj | None:
         """Create the object; None if one of that name exists already (HTTP 409), left as it is."""

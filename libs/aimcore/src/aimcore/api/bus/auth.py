@@ -379,6 +379,13 @@ class Credentials:
             tmp.write_text(text)
             tmp.replace(directory / f"{name}.conf")
 
+    def keep(self, role_name: str, seed: str) -> Identity:
+        """The role's seed as another holder has it (a cluster's Secret), replacing any here."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o700)
+        _write_private(self.seed_file(role_name), seed.strip() + "\n")
+        return Identity(role_name, public_key(seed.strip()), seed.strip())
+
     def ensure(self, roles: Iterable[str] = ROLE_NAMES) -> dict[str, Identity]:
         """Read the seeds that exist, generate the missing ones."""
         self.root.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ ALLOW_PRIVATE_ENV: Final = "AIM_OUTBOUND_ALLOW_PRIVATE"
 
 class OutboundSettings(AimSettings):
     """Which hosts and addresses the operator's own pods may connect to when a spec or a server
-    names them (see [deploy.md](deploy.md#outbound-address-policy)). The cache service passes its
+    names them (see [security.md](security.md#outbound-address-policy)). The cache service passes its
     policy to the download Jobs it creates; a model cache's `env` cannot change it."""
 
     title = "Outbound address policy"
