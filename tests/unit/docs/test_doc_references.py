@@ -16,7 +16,11 @@ and the heading it names. Checked here:
 - nothing cites the other documents kept outside the repository either: the write-ups of how the
   original operator behaves, by section number, file name or directory (their topics are
   ``docs/original.md`` now), and the specification's documents by number or by a quoted section
-  or type name (their sections are ``docs/specification.md`` now).
+  or type name (their sections are ``docs/specification.md`` now);
+- in the README and every page under ``docs/``, nothing names an issue by its number ("issue 25",
+  "(issues 28 and 39)", "#12"): the project's tracker is not public, so no reader can follow one,
+  and a page says in words what it refers to; another project's issue is named with its
+  repository (``grpc/grpc-go#5358``), which a reader can look up.
 
 Renaming a heading, a page or a module therefore means updating what cites it; this test lists
 each stale reference with the file and line that holds it."""
@@ -47,6 +51,15 @@ OUTSIDE_CITATION = re.compile(
     r"|\bseeds?\s+0\d\d\b|\bseeds?\s+``[^`]*``|\bseeds?(?:'s)?\s+\"[^\"]*\"",
     re.IGNORECASE,
 )
+# An issue named by number: "issue 25", "Issue 20's", "issues 28 and 39" ("issue 29, 2026-11-27" is
+# issue 29 alone), or a bare "#12" (not another project's "owner/repo#12", nor an entity "&#35;").
+# Link targets are left out before matching: an anchor such as "#2-install" is no issue.
+ISSUE_NUMBER = re.compile(
+    r"\bissues?\s+(?:no\.\s*|number\s+)?#?\d+\b(?:(?:\s*,\s*|\s+(?:and|or)\s+)#?\d+(?![\w/-]|\.\d))*"
+    r"|(?<![\w/.#&-])#\d+\b",
+    re.IGNORECASE,
+)
+ISSUE_ADVICE = "say in words what it refers to (another project's issue: owner/repo#N)"
 DOC_REFERENCE = re.compile(r"(?<![\w/.-])docs/([\w./-]+?\.md)(?:#([\w-]+))?")
 MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
@@ -134,6 +147,23 @@ class Repository:
         return self._citations(
             OUTSIDE_CITATION, "a document outside the repository", "docs/original.md or docs/specification.md"
         )
+
+    def issue_numbers(self) -> list[Stale]:
+        """Every issue the pages name by number, at the line it starts on (a reference may wrap
+        across lines), link targets left out."""
+        stale = []
+        for page in self.pages():
+            text = MARKDOWN_LINK.sub("]", page.read_text())  # a target holds no newline: lines stay
+            for match in ISSUE_NUMBER.finditer(text):
+                line = text.count("\n", 0, match.start()) + 1
+                named = " ".join(match.group(0).split())
+                stale.append(
+                    Stale(
+                        f"{page.relative_to(self.root)}:{line}",
+                        f"names an issue by number ({named}): {ISSUE_ADVICE}",
+                    )
+                )
+        return stale
 
     def _citations(self, pattern: re.Pattern[str], cited: str, instead: str) -> list[Stale]:
         """Every match of ``pattern`` in the code and the documents: a citation nothing resolves."""
@@ -237,6 +267,11 @@ def test_nothing_cites_the_original_design_contract() -> None:
 
 def test_nothing_cites_a_document_outside_the_repository() -> None:
     stale = REPOSITORY.outside_citations()
+    assert not stale, report(stale)
+
+
+def test_no_page_names_an_issue_by_number() -> None:
+    stale = REPOSITORY.issue_numbers()
     assert not stale, report(stale)
 
 
@@ -379,6 +414,31 @@ def test_a_citation_outside_the_repository_is_found(made: Repository) -> None:
             ("code.py:3", '{seed}\'s "Custom Models"'),
             ("code.py:4", "Seeds 002"),
             ("code.py:4", "landscape.md"),
+        ]
+    ]
+
+
+def test_an_issue_named_by_number_is_found(made: Repository) -> None:
+    (made.root / "README.md").write_text(
+        "## The backbone (issue 3)\n\nAs Issue 20's budgets said, written the original's way (issues 28\n"
+        "and 39), which #12 broke; see issue\nno. 7 and issues 4, 5 or #6; measured (issue 29, 2026-11-27).\n"
+    )
+    (made.root / "docs" / "page.md").write_text(
+        "Fixed upstream (grpc/grpc-go#5358, defilantech/LLMKube#405); [step two](#2-install),\n"
+        "[there](design.md#3-leases), &#35;, `#!/bin/sh`, colour #1f2 and #fff; the issue of order.\n"
+        "Nothing at issue here; 3 issues; the issues: none. But see LLMKube #405.\n"
+    )
+    assert [str(s) for s in made.issue_numbers()] == [
+        f"{where}: names an issue by number ({named}): {ISSUE_ADVICE}"
+        for where, named in [
+            ("README.md:1", "issue 3"),
+            ("README.md:3", "Issue 20"),
+            ("README.md:3", "issues 28 and 39"),
+            ("README.md:4", "#12"),
+            ("README.md:4", "issue no. 7"),
+            ("README.md:5", "issues 4, 5 or #6"),
+            ("README.md:5", "issue 29"),
+            ("docs/page.md:3", "#405"),
         ]
     ]
 
