@@ -1,8 +1,8 @@
 """The permissions tables of docs/deploy.md, generated from the manifests (deploy/base/rbac.yaml and
 deploy/base/bus-credentials.yaml for the operator's own roles, deploy/crds/aim-user-roles.yaml for
-the user roles), so the page cannot
-drift from what is installed: ``aimctl rbac docs`` rewrites the tables between their markers and
-``--check`` (and tests/unit/cli/test_rbac_docs.py) fails when they are stale."""
+the user roles), so the page cannot drift from what is installed: ``aimctl rbac docs`` rewrites the
+tables between their markers and ``--check`` (and tests/unit/cli/test_rbac_docs.py) fails when they
+are stale."""
 
 from __future__ import annotations
 
