@@ -13,5 +13,6 @@ echo "== import contracts"; uv run lint-imports --no-cache
 echo "== crd drift"; uv run aimctl crds generate --check
 echo "== settings reference drift"; uv run aimctl settings docs --check
 echo "== cli reference drift"; uv run aimctl cli docs --check
+echo "== bus topology table drift"; uv run aimctl bus topology --check
 echo "== bus contract drift"; uv run aimctl bus spec --check docs/asyncapi.yaml
 echo "== pytest"; uv run pytest "$@"

@@ -32,7 +32,7 @@ import yaml
 
 from aimcore.api.bus import auth, contract
 from aimcore.api.bus.secrets import ACCEPTED, DEPLOYED_ROLES, PREVIOUS, ROLE_LABEL, role_secret, secret_name
-from aimctl import bus_tls
+from aimctl import bus_tls, topologydoc
 
 KEYS_DIR = "/etc/nats-keys"
 """Where the NATS pod mounts each role's ``accepted.conf`` (as ``<role>.conf``)."""
@@ -217,6 +217,19 @@ def cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_topology(args: argparse.Namespace) -> int:
+    page = Path(args.out)
+    if args.check:
+        if topologydoc.stale(page):
+            print(f"{page}'s topology table differs from the code; run `aimctl bus topology`")
+            return 1
+        print(f"{page}'s topology table matches the code")
+        return 0
+    topologydoc.write(page)
+    print(f"wrote the topology table of {page}")
+    return 0
+
+
 def cmd_spec(args: argparse.Namespace) -> int:
     text = contract.yaml_text()
     if args.check:
@@ -267,6 +280,10 @@ def register(sub: Any) -> None:
     config.add_argument("--check", metavar="FILE", help="fail if FILE differs from the generated config")
     config.add_argument("--tls", action="store_true", help="TLS required (deploy/components/bus-tls)")
     config.set_defaults(func=cmd_config)
+    topo = actions.add_parser("topology", help="the streams and buckets table of docs/backbone.md")
+    topo.add_argument("--out", default=str(topologydoc.PAGE))
+    topo.add_argument("--check", action="store_true", help="fail if the committed table is stale")
+    topo.set_defaults(func=cmd_topology)
     spec = actions.add_parser("spec", help="the bus contract (streams, subjects, payloads) as AsyncAPI 3.0")
     spec.add_argument("--check", metavar="FILE", help="fail if FILE differs from the generated document")
     spec.set_defaults(func=cmd_spec)
