@@ -32,6 +32,7 @@ from aim_dev import crdgen, reasontable, settingsdoc
 from aimcore.api import kinds
 from aimcore.api.bus import contract, topology
 from aimcore.domain.status import rules
+from aimctl import clidoc
 from aimctl.main import parser as aimctl_parser
 
 WORD = re.compile(r"[A-Za-z0-9_][\w-]*")
@@ -56,12 +57,8 @@ def aimctl() -> argparse.ArgumentParser:
     return aimctl_parser()
 
 
-def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """The subcommands of ``parser`` by name (none for a leaf)."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
+subcommands = clidoc.subcommands
+"""The subcommands of a parser by name (none for a leaf), as the command reference walks them."""
 
 
 @functools.cache
