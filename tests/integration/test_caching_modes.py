@@ -157,6 +157,36 @@ async def test_dedicated_and_shared_caches_are_apart_and_owned_as_their_mode_say
     await eventually(collected, timeout=45, what="the dedicated cache collected, the shared one kept")
 
 
+async def test_the_services_caching_env_reaches_the_download_and_never_the_predictor(  # type: ignore[no-untyped-def]
+    deployer, kube: Kube, namespace: str
+) -> None:
+    """``spec.caching.env`` (the released original's 0.2.6): a token for the download goes into the
+    template cache the service makes (whose model caches hand it to their download Jobs), above the
+    template's caching env and below the service's own env; the InferenceService never has it."""
+    await make_model(kube, namespace, "m")
+    caching_env = [{"name": "HF_TOKEN", "value": "template-token"}, {"name": "MIRROR", "value": "t"}]
+    await make_template(kube, namespace, "t", "m", caching={"enabled": True, "env": caching_env})
+    spec = {
+        **MODEL_T,
+        "caching": {
+            "mode": "Dedicated",
+            "env": [{"name": "HF_TOKEN", "value": "download-only"}, {"name": "SHARED", "value": "caching"}],
+        },
+        "env": [{"name": "SHARED", "value": "service"}],
+    }
+    await make_service(kube, namespace, "s", spec)
+    own = await cache_named(
+        kube, namespace, dedicated_cache_name("t", "s", await service_uid(kube, namespace, "s"))
+    )
+    env = {e["name"]: e.get("value") for e in own["spec"]["env"]}
+    assert env == {"HF_TOKEN": "download-only", "MIRROR": "t", "SHARED": "service"}
+    await fill(kube, namespace, own["metadata"]["name"], "mc-s")
+    await wait_service(kube, namespace, "s", has("CacheReady", "True", "CacheReady"), "s cached")
+    predictor = env_of(await isvc_of(kube, namespace, "s"))
+    assert "HF_TOKEN" not in predictor and "MIRROR" not in predictor
+    assert predictor["SHARED"] == "service"
+
+
 async def test_the_seeds_modes_are_unchanged(deployer, kube: Kube, namespace: str) -> None:  # type: ignore[no-untyped-def]
     await make_model(kube, namespace, "m")
     await make_template(kube, namespace, "t", "m")

@@ -138,6 +138,7 @@ def test_job_runs_the_aim_downloader_hardened_with_progress_to_nats() -> None:
     assert job["metadata"]["name"] == plan.job_name("mc", "uid-mc", 2)
     assert job["metadata"]["annotations"][plan.ANNOTATION_ATTEMPT] == "2"
     assert job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["activeDeadlineSeconds"] == 86400  # the released original's 24 h backstop
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["command"] == ["aim-download"]

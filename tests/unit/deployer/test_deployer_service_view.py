@@ -101,6 +101,20 @@ def test_caching_mode(group: str, spec: dict[str, Any], mode: str) -> None:
     assert view(group, {**model, **spec}).caching_mode == mode
 
 
+def test_the_caching_env_is_the_current_groups_and_apart_from_the_services_env() -> None:
+    token = {"name": "HF_TOKEN", "value": "t"}
+    spec = {
+        "model": {"name": "llama"},
+        "caching": {"mode": "Always", "env": [token]},
+        "env": [{"name": "A", "value": "1"}],
+    }
+    current = view(AIM, spec)
+    assert [e.name for e in current.caching_env] == ["HF_TOKEN"]
+    assert [e.name for e in current.env] == ["A"]
+    assert view(AIM, {"model": {"name": "llama"}}).caching_env == []
+    assert view(LEGACY, {"aimImageName": "llama", "cacheModel": True}).caching_env == []
+
+
 def test_unoptimized_storage_and_runtime_config() -> None:
     current = view(
         AIM,

@@ -243,6 +243,13 @@ def download_env(cache: ModelCache) -> list[Obj]:
     return env
 
 
+DOWNLOAD_DEADLINE = 24 * 60 * 60
+"""A download Job's ``activeDeadlineSeconds`` (the released AIM Engine's): a backstop for a download
+wedged where no stall is seen (a filesystem that hangs). The Job then fails as
+``JobDeadlineExceeded``, which is retried with back-off like any transient failure, and the next
+Job resumes from the files already on the volume."""
+
+
 def job_body(
     cache: ModelCache,
     *,
@@ -298,6 +305,7 @@ def job_body(
         },
         "spec": {
             "backoffLimit": 0,  # retries are the operator's, with back-off
+            "activeDeadlineSeconds": DOWNLOAD_DEADLINE,
             "template": {"metadata": {"labels": labels}, "spec": pod_spec},
         },
     }

@@ -152,12 +152,17 @@ def find_cache(
 
 def cache_body(service: ServiceView, template: Template, mode: str = SHARED) -> tuple[KindRef, Obj]:
     """The template cache a service makes (env and pull secrets copied as written): Shared (named
-    for template and namespace, owned by none) or, for ``mode`` Dedicated, the service's own."""
+    for template and namespace, owned by none) or, for ``mode`` Dedicated, the service's own. Its
+    env, lowest first: the template's, the template's caching env, the service's caching env (the
+    download's only), the service's env."""
     ref = service.ref
     kind = TemplateCache.kind(ref.group)
     namespace = service.namespace or ""
     env = merge_env(
-        merge_env([written(e) for e in template.env], [written(e) for e in template.caching_env]),
+        merge_env(
+            merge_env([written(e) for e in template.env], [written(e) for e in template.caching_env]),
+            [written(e) for e in service.caching_env],
+        ),
         [written(e) for e in service.env],
     )
     body_spec: Obj = {_template_field(ref.group): template.name}

@@ -147,6 +147,13 @@ class ServiceView(Object[AnyService]):
         return list(self.spec.env or [])
 
     @property
+    def caching_env(self) -> list[EnvVar]:
+        """``spec.caching.env`` (the primary group's only): for the download, never the predictor."""
+        spec = self.spec
+        caching = spec.caching if isinstance(spec, aim.AIMServiceSpec) else None
+        return list(caching.env or []) if caching is not None else []
+
+    @property
     def pull_secrets(self) -> list[LocalObjectReference]:
         return list(self.spec.image_pull_secrets or [])
 

@@ -30,6 +30,7 @@ from aimcore.api.crds.base import (
     IMAGE_PATTERN,
     STATUS,
     CRDInfo,
+    EnvVar,
     ImageReference,
     K8sModel,
     LocalObjectReference,
@@ -248,6 +249,16 @@ class AIMServiceCachingConfig(K8sModel):
             "- Never: Don't use cache even if it exists\n"
             "- Shared: a template cache shared by the namespace's services, owned by none\n"
             "- Dedicated: a template cache of this service only, owned by it"
+        ),
+    )
+    env: list[EnvVar] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+        description=(
+            "Env specifies environment variables for the model download only (the released AIM "
+            "Engine's 0.2.6): they reach the template cache this service makes, its model caches "
+            "and their download Jobs, never the inference containers (a token the predictor must "
+            "not see). Above the template's caching env, below the service's own env."
         ),
     )
 
