@@ -17,10 +17,11 @@ import pytest
 from aim_deployer.inference import isvc_name
 from aim_dev import testmodel
 from aim_dev.kserve import raw
+from aim_dev.local import deployed
 from aim_dev.local.gguf_sample import tiny_gguf
 from aim_dev.local.hub import add_repo
 from aim_dev.local.nodestack import NodeStack
-from aimcore.api.kinds import JOB, POD, PVC, by_kind
+from aimcore.api.kinds import DEPLOYMENT, JOB, POD, PVC, by_kind
 from aimcore.runtime import Kube
 from tests.helpers import eventually
 from tests.node.helpers import (
@@ -230,5 +231,8 @@ async def test_an_llmkube_pvc_model_is_verified_by_a_real_job(
     jobs = (await api.list(JOB, namespace, label_selector="aim.eai.amd.com/component=llmkube-verify"))[0]
     assert jobs and any(j["status"].get("succeeded") == 1 for j in jobs), [j.get("status") for j in jobs]
     job = next(j for j in jobs if j["status"].get("succeeded") == 1)
-    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "aim-cache:0.1.0"
+    cache = await api.get(DEPLOYMENT, deployed.SYSTEM_NAMESPACE, "aim-cache")
+    assert cache is not None
+    own_image = cache["spec"]["template"]["spec"]["containers"][0]["image"]  # pinned by digest
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == own_image
     await ran_on_the_node(api, namespace, job["metadata"]["name"])
