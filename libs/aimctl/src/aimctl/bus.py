@@ -32,7 +32,7 @@ import yaml
 
 from aimcore.api.bus import auth, contract
 from aimcore.api.bus.secrets import ACCEPTED, DEPLOYED_ROLES, PREVIOUS, ROLE_LABEL, role_secret, secret_name
-from aimctl import bus_tls, topologydoc
+from aimctl import bus_tls, generated, topologydoc
 
 KEYS_DIR = "/etc/nats-keys"
 """Where the NATS pod mounts each role's ``accepted.conf`` (as ``<role>.conf``)."""
@@ -218,16 +218,15 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_topology(args: argparse.Namespace) -> int:
-    page = Path(args.out)
-    if args.check:
-        if topologydoc.stale(page):
-            print(f"{page}'s topology table differs from the code; run `aimctl bus topology`")
-            return 1
-        print(f"{page}'s topology table matches the code")
-        return 0
-    topologydoc.write(page)
-    print(f"wrote the topology table of {page}")
-    return 0
+    return generated.check_or_write(
+        Path(args.out),
+        check=args.check,
+        stale=topologydoc.stale,
+        write=topologydoc.write,
+        differs="{page}'s topology table differs from the code; run `aimctl bus topology`",
+        matches="{page}'s topology table matches the code",
+        wrote="wrote the topology table of {page}",
+    )
 
 
 def cmd_spec(args: argparse.Namespace) -> int:

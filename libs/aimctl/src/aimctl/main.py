@@ -21,7 +21,7 @@ from aim_dev.local.gguf_sample import tiny_gguf
 from aim_dev.local.stack import Stack, aim_home, stop_detached
 from aimctl import bus as cli_bus
 from aimctl import caches as cli_caches
-from aimctl import clidoc, foreground
+from aimctl import clidoc, foreground, generated
 from aimctl import events as cli_audit
 from aimctl import images as cli_images
 
@@ -279,42 +279,40 @@ def cmd_crds(args: argparse.Namespace) -> int:
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
-    page = Path(args.out)
-    if args.check:
-        if settingsdoc.stale(page):
-            print(f"{page} differs from the settings classes; run `aimctl settings docs`")
-            return 1
-        print(f"{page} matches the settings classes")
-        return 0
-    settingsdoc.write(page)
-    print(f"wrote {page}")
-    return 0
+    return generated.check_or_write(
+        Path(args.out),
+        check=args.check,
+        stale=settingsdoc.stale,
+        write=settingsdoc.write,
+        differs="{page} differs from the settings classes; run `aimctl settings docs`",
+        matches="{page} matches the settings classes",
+        wrote="wrote {page}",
+    )
 
 
 def cmd_cli(args: argparse.Namespace) -> int:
-    page = Path(args.out)
-    if args.check:
-        if clidoc.stale(parser(), page):
-            print(f"{page} differs from aimctl's commands; run `aimctl cli docs`")
-            return 1
-        print(f"{page} matches aimctl's commands")
-        return 0
-    clidoc.write(parser(), page)
-    print(f"wrote {page}")
-    return 0
+    commands = parser()
+    return generated.check_or_write(
+        Path(args.out),
+        check=args.check,
+        stale=lambda page: clidoc.stale(commands, page),
+        write=lambda page: clidoc.write(commands, page),
+        differs="{page} differs from aimctl's commands; run `aimctl cli docs`",
+        matches="{page} matches aimctl's commands",
+        wrote="wrote {page}",
+    )
 
 
 def cmd_rbac(args: argparse.Namespace) -> int:
-    page = Path(args.out)
-    if args.check:
-        if rbacdoc.stale(page):
-            print(f"{page}'s permission tables differ from deploy/; run `aimctl rbac docs`")
-            return 1
-        print(f"{page}'s permission tables match deploy/")
-        return 0
-    rbacdoc.write(page)
-    print(f"wrote the permission tables of {page}")
-    return 0
+    return generated.check_or_write(
+        Path(args.out),
+        check=args.check,
+        stale=rbacdoc.stale,
+        write=rbacdoc.write,
+        differs="{page}'s permission tables differ from deploy/; run `aimctl rbac docs`",
+        matches="{page}'s permission tables match deploy/",
+        wrote="wrote the permission tables of {page}",
+    )
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
