@@ -22,6 +22,7 @@ from aimcore.api.kinds import SECRET
 from aimcore.runtime import Kube
 from aimcore.runtime.bus_credentials import ensure_secrets
 from tests import helpers
+from tests.cluster.test_deploy import can_user
 
 JOB_MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "base" / "bus-credentials.yaml"
 ACCOUNT = "aim-bus-credentials"
@@ -107,18 +108,8 @@ async def test_the_program_says_why_when_the_api_server_refuses(aim_cluster: Con
 def can_i(
     cp: ControlPlane, account_namespace: str, namespace: str, verb: str, resource: str = "secrets"
 ) -> bool:
-    out = helpers.kubectl(
-        "auth",
-        "can-i",
-        verb,
-        resource,
-        f"--as=system:serviceaccount:{account_namespace}:{ACCOUNT}",
-        "-n",
-        namespace,
-        kubeconfig=cp.kubeconfig_path,
-        check=False,
-    )
-    return out.strip() == "yes"
+    """Whether the Job's account in ``account_namespace`` may ``verb`` ``resource`` in ``namespace``."""
+    return can_user(cp, f"system:serviceaccount:{account_namespace}:{ACCOUNT}", verb, resource, namespace)
 
 
 async def test_the_jobs_account_may_create_secrets_and_nothing_else(
