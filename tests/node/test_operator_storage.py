@@ -3,7 +3,7 @@ hostPath PersistentVolume the test made, so it can read the bytes) from the loca
 predictor pod mounts it (the test model exits without its weights, so ``Running`` proves the mount);
 an LLMKube ``pvc://`` Model is verified in place by a real verify Job that mounts the claim; an
 AIMArtifact whose source ignores byte ranges is fetched by the second protocol of its sequence, in
-the same real Job."""
+the same real Job, without the repository's subfolder (the ``hf://`` default download filter)."""
 
 from __future__ import annotations
 
@@ -135,11 +135,14 @@ async def test_an_artifact_whose_source_ignores_ranges_is_fetched_by_the_second_
     """The default sequence (``HF_TRANSFER,HTTP``) in a real download Job: a Hub that answers every
     ranged request of a 12 MiB file with the whole file fails the ranged protocol, the plain
     requests of ``HTTP`` fetch and verify it, and ``status.download`` says so as the released
-    original does (``{HTTP, 2, 2, "HF_TRANSFER,HTTP", Complete}``)."""
+    original does (``{HTTP, 2, 2, "HF_TRANSFER,HTTP", Complete}``). The repository's subfolder is
+    left out by the ``hf://`` default download filter (``exclude */*``): not on the volume, not in
+    the cache's size."""
     assert stack.hub is not None
     repo = f"aim-tests/ranges-{secrets.token_hex(3)}"
     files = {"config.json": b"{}", "model.safetensors": bytes(range(256)) * (48 * 1024)}
-    add_repo(stack.hub.root, repo, files, lfs_threshold=1024)
+    excluded = {"onnx/model.onnx": bytes(range(256)) * 4096}
+    add_repo(stack.hub.root, repo, {**files, **excluded}, lfs_threshold=1024)
     stack.hub.add_fault(repo, "model.safetensors", "ignore_range", count=1000)
     paths: list[Path] = await volumes(1, "2Gi")
     spec = {
@@ -173,6 +176,9 @@ async def test_an_artifact_whose_source_ignores_ranges_is_fetched_by_the_second_
     [filled] = [p for p in paths if (p / "config.json").exists()]
     for name, data in files.items():
         assert (filled / name).read_bytes() == data
+    assert not (filled / "onnx").exists()
+    assert done["status"]["progress"]["totalBytes"] == sum(len(b) for b in files.values()), summary(done)
+    assert "--exclude=*/*" in job["spec"]["template"]["spec"]["containers"][0]["args"]
     gets = [r for r in stack.hub.requests() if r["repo_id"] == repo and r["method"] == "GET"]
     ranged = [r for r in gets if r["path"] == "model.safetensors" and r["range"]]
     assert ranged and all(r["fault"] == "ignore_range" for r in ranged), ranged

@@ -2,7 +2,7 @@
 each behaviour (the seeds' as written, the released original's mapping), the names and owners of
 the template caches a service makes, which caches a Shared and a Dedicated service find, what a
 cache deleted under a running service reports, and the immutable ``caching``/``template``
-(``aim_deployer.immutability``)."""
+(``aimcore.domain.immutability``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from aim_deployer import immutability
 from aim_deployer.caching import (
     CACHE_ROOT,
     DEDICATED,
@@ -29,10 +28,12 @@ from aim_deployer.caching import (
 )
 from aim_deployer.inference import CacheMount
 from aim_deployer.service_view import ServiceView
+from aim_deployer.services import IMMUTABLE
 from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus import subjects
 from aimcore.api.crds.validation import parse
 from aimcore.api.kinds import by_kind
+from aimcore.domain import immutability
 from aimcore.domain.families.caches import TemplateCache
 from aimcore.domain.families.templates import Template
 from aimcore.runtime import Informer
@@ -290,12 +291,14 @@ def obj(spec: dict[str, Any], record: dict[str, Any] | None = None) -> dict[str,
 
 
 def test_what_is_set_is_recorded_once() -> None:
-    first = immutability.check(obj({"caching": {"mode": "Shared"}}))
+    first = immutability.check(obj({"caching": {"mode": "Shared"}}), IMMUTABLE)
     assert first.refused is None and first.record is not None
     assert json.loads(first.record) == {"caching": {"mode": "Shared"}}
-    again = immutability.check(obj({"caching": {"mode": "Shared"}}, {"caching": {"mode": "Shared"}}))
+    again = immutability.check(
+        obj({"caching": {"mode": "Shared"}}, {"caching": {"mode": "Shared"}}), IMMUTABLE
+    )
     assert again == immutability.Check()  # nothing to write
-    assert immutability.check(obj({})) == immutability.Check()
+    assert immutability.check(obj({}), IMMUTABLE) == immutability.Check()
 
 
 @pytest.mark.parametrize("field", ["caching", "template"])
@@ -303,7 +306,7 @@ def test_a_change_of_a_set_field_is_refused_naming_both_values(field: str) -> No
     before = {"caching": {"mode": "Shared"}, "template": {"name": "a"}}
     after = {"caching": {"mode": "Dedicated"}, "template": {"name": "b"}}
     spec = {**before, field: after[field]}
-    found = immutability.check(obj(spec, before))
+    found = immutability.check(obj(spec, before), IMMUTABLE)
     assert found.record is None
     assert found.refused is not None
     assert f"spec.{field} is immutable once set" in found.refused
@@ -314,9 +317,10 @@ def test_a_change_of_a_set_field_is_refused_naming_both_values(field: str) -> No
 
 def test_setting_a_field_first_or_removing_it_is_accepted_as_cel_does() -> None:
     added = immutability.check(
-        obj({"caching": {"mode": "Shared"}, "template": {"name": "a"}}, {"caching": {"mode": "Shared"}})
+        obj({"caching": {"mode": "Shared"}, "template": {"name": "a"}}, {"caching": {"mode": "Shared"}}),
+        IMMUTABLE,
     )
     assert added.refused is None and added.record is not None
     assert json.loads(added.record)["template"] == {"name": "a"}
-    removed = immutability.check(obj({}, {"caching": {"mode": "Shared"}}))
+    removed = immutability.check(obj({}, {"caching": {"mode": "Shared"}}), IMMUTABLE)
     assert removed.refused is None and removed.record == "{}"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from aim_cache_jobs.downloader.filters import DownloadFilter
     from aimcore.api.bus.messages import ObjectRef
 
 DOWNLOAD_COMMAND = "aim-download"
@@ -27,6 +28,8 @@ INSPECT_COMMAND = "aim-model-inspect"
 STALL_TIMEOUT_OPTION = "--stall-timeout"
 OBJECT_OPTION = "--object"
 UID_OPTION = "--uid"
+INCLUDE_OPTION = "--include"  # repeated: the download filter's patterns (aim_cache_jobs.downloader.filters)
+EXCLUDE_OPTION = "--exclude"
 # aim-model-inspect PATH [--known SIZE:MTIME:SHA256]
 KNOWN_OPTION = "--known"
 
@@ -50,14 +53,20 @@ def pull_secret_env(index: int) -> str:
     return f"{PULL_SECRET_ENV}{index}"
 
 
-def download_args(source: str, dest: str, *, stall_timeout: float, obj: ObjectRef, uid: str) -> list[str]:
-    """``aim-download``'s arguments for the download of ``source`` into ``dest`` for ``obj``."""
+def download_args(
+    source: str, dest: str, *, stall_timeout: float, obj: ObjectRef, uid: str, keep: DownloadFilter
+) -> list[str]:
+    """``aim-download``'s arguments for the download of ``source`` into ``dest`` for ``obj``, of the
+    files ``keep`` keeps (one ``--include=P`` / ``--exclude=P`` per pattern: a pattern may hold a
+    comma or start with a dash)."""
     return [
         source,
         dest,
         f"{STALL_TIMEOUT_OPTION}={stall_timeout:g}",
         f"{OBJECT_OPTION}={object_arg(obj)}",
         f"{UID_OPTION}={uid}",
+        *(f"{INCLUDE_OPTION}={p}" for p in keep.include),
+        *(f"{EXCLUDE_OPTION}={p}" for p in keep.exclude),
     ]
 
 

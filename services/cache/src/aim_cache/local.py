@@ -23,6 +23,7 @@ from aim_cache.download_metrics import DownloadMeter
 from aim_cache.inprocess import Run, Runs
 from aim_cache_jobs.downloader import Progress, progress_report, protocols
 from aim_cache_jobs.downloader.downloadstate import Attempt
+from aim_cache_jobs.downloader.filters import NONE, DownloadFilter
 from aim_cache_jobs.downloader.sequence import download_in_sequence
 from aimcore.api.bus.messages import ObjectRef, StatusReport
 from aimcore.api.kinds import KindRef
@@ -74,16 +75,18 @@ class LocalExecutor:
         *,
         attempt: int,
         spec_hash: str,
+        keep: DownloadFilter = NONE,
     ) -> Run:
         """Download ``cache``'s source into its directory, trying the protocols of ``sequence`` in
-        turn (:func:`~aim_cache_jobs.downloader.sequence.download_in_sequence`), with ``env`` (its
-        credentials, its outbound policy) as the Job's container would have it."""
+        turn (:func:`~aim_cache_jobs.downloader.sequence.download_in_sequence`), the files ``keep``
+        keeps, with ``env`` (its credentials, its outbound policy) as the Job's container would
+        have it."""
         uid = str(cache["metadata"]["uid"])
         self.forget(uid)
         meta = cache["metadata"]
 
         async def work(run: Run) -> None:
-            await self._download(ref, cache, dict(env), sequence, run)
+            await self._download(ref, cache, dict(env), sequence, run, keep)
 
         async def ended(run: Run) -> None:
             await self.wake(ref, cache)
@@ -94,8 +97,14 @@ class LocalExecutor:
     async def close(self) -> None:
         await self.runs.close()
 
-    async def _download(
-        self, ref: KindRef, cache: Obj, env: dict[str, str], sequence: tuple[str, ...], run: Run
+    async def _download(  # noqa: PLR0917 - one run's inputs
+        self,
+        ref: KindRef,
+        cache: Obj,
+        env: dict[str, str],
+        sequence: tuple[str, ...],
+        run: Run,
+        keep: DownloadFilter,
     ) -> None:
         meta = cache["metadata"]
         target = ObjectRef.of(ref, meta.get("namespace"), meta["name"])
@@ -127,6 +136,7 @@ class LocalExecutor:
                 on_progress=on_progress,
                 stall_timeout=self.stall_timeout,
                 policy=self.outbound,
+                keep=keep,
             )
         finally:
             # every progress report is on the bus before the run counts as finished: a reconcile

@@ -65,12 +65,13 @@ from aim_cache_jobs.downloader.downloadstate import (
     reports_download,
 )
 from aim_cache_jobs.downloader.errors import CHECKSUM_MISMATCH, PERMANENT_REASONS
+from aim_cache_jobs.downloader.filters import DownloadFilter
 from aim_cache_jobs.downloader.sequence import SequenceFailed
 from aimcore.api.backoff import Jitter, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, JOB, POD, PVC, KindRef
 from aimcore.api.types import Obj
-from aimcore.domain import jobs
+from aimcore.domain import immutability, jobs
 from aimcore.domain.families.base import StatusCondition
 from aimcore.domain.families.caches import AnyModelCache, ModelCache
 from aimcore.domain.gpu import parse_quantity
@@ -86,6 +87,8 @@ SOURCE_READY = "SourceReady"
 STORAGE_READY = "StorageReady"
 DOWNLOAD_READY = "DownloadReady"
 LEGACY = GROUP_LEGACY
+IMMUTABLE = ("downloadFilter",)
+"""A model cache's spec fields that are immutable once set (``sourceUri`` too, by the seeds' CRD)."""
 
 # failures only a user can fix (credentials, a missing source or Secret): retried at the cap
 NON_RETRYABLE = PERMANENT_REASONS | {SECRET_NOT_FOUND}
@@ -146,6 +149,10 @@ class ModelCacheReconciler:
         if config is None:
             await self._report(request, conditions, fields)
             return None
+        if request.ref.group != LEGACY and (refused := await self._immutable(request)) is not None:
+            conditions.append(cond(SOURCE_READY, False, immutability.REASON, refused))
+            await self._report(request, conditions, fields, ("reject", immutability.REASON, refused))
+            return None
         try:
             parse_source(cache.source_uri)
         except DownloadError as exc:
@@ -158,10 +165,32 @@ class ModelCacheReconciler:
             conditions.append(cond(DOWNLOAD_READY, False, exc.reason, exc.message))
             await self._report(request, conditions, fields, ("reject", exc.reason, exc.message))
             return None
+        try:
+            keep = plan.download_filter(cache, config.spec, self._image(cache))
+        except DownloadError as exc:
+            conditions.append(cond(SOURCE_READY, False, exc.reason, exc.message))
+            await self._report(request, conditions, fields, ("reject", exc.reason, exc.message))
+            return None
         if self.local is not None:
             local = self.local
-            return await self._reconcile_local(request, cache, local, conditions, fields, sequence=sequence)
-        return await self._reconcile_job(request, cache, config.spec, conditions, fields, sequence=sequence)
+            return await self._reconcile_local(
+                request, cache, local, conditions, fields, sequence=sequence, keep=keep
+            )
+        return await self._reconcile_job(
+            request, cache, config.spec, conditions, fields, sequence=sequence, keep=keep
+        )
+
+    async def _immutable(self, request: Request[AnyModelCache]) -> str | None:
+        """Why a changed ``spec.downloadFilter`` is refused (:mod:`aimcore.domain.immutability`:
+        the CRD's CEL rule, checked here for API servers without CEL); else ``None``, what is set
+        now recorded."""
+        found = immutability.check(request.obj, IMMUTABLE)
+        if found.record is not None:
+            annotations = {immutability.ANNOTATION: found.record}
+            await self.kube.patch(
+                request.ref, request.namespace, request.name, {"metadata": {"annotations": annotations}}
+            )
+        return found.refused
 
     async def _report(
         self,
@@ -186,6 +215,7 @@ class ModelCacheReconciler:
         fields: dict[str, Any],
         *,
         sequence: tuple[str, ...],
+        keep: DownloadFilter,
     ) -> Result | None:
         obj = request.obj
         uid = str(cache.uid)
@@ -240,7 +270,7 @@ class ModelCacheReconciler:
             await self._report(request, conditions, fields, ("reject", exc.reason, str(exc)))
             return Result(requeue_after=jobs.JOB_RETRY.delay(1, jitter=uid))
         env = {**self.settings.local_env, **env}
-        run = local.start(request.ref, obj, env, sequence, attempt=attempt, spec_hash=digest)
+        run = local.start(request.ref, obj, env, sequence, attempt=attempt, spec_hash=digest, keep=keep)
         conditions.append(cond(SOURCE_READY, True, "SourceResolved", source))
         conditions.append(
             cond(DOWNLOAD_READY, False, "Downloading", f"attempt {attempt} started in the local executor")
@@ -265,12 +295,13 @@ class ModelCacheReconciler:
         fields: dict[str, Any],
         *,
         sequence: tuple[str, ...],
+        keep: DownloadFilter,
     ) -> Result | None:
         namespace = str(cache.namespace)
         claim = plan.pvc_name(cache.name, str(cache.uid))
         pvc = request.informer.get(PVC, namespace, claim)
         if pvc is None:
-            sized = await self._size(request, cache, conditions)
+            sized = await self._size(request, cache, conditions, keep)
             if isinstance(sized, Result):
                 await self._report(request, conditions, fields)
                 return sized
@@ -303,10 +334,10 @@ class ModelCacheReconciler:
             conditions.append(cond(SOURCE_READY, True, "SourceResolved", cache.source_uri))
         fields["persistentVolumeClaim"] = claim
         storage_condition(pvc, conditions)
-        return await self._download_job(request, cache, conditions, fields, sequence=sequence)
+        return await self._download_job(request, cache, conditions, fields, sequence=sequence, keep=keep)
 
     async def _size(
-        self, request: Request, cache: ModelCache, conditions: list[ConditionReport]
+        self, request: Request, cache: ModelCache, conditions: list[ConditionReport], keep: DownloadFilter
     ) -> int | Result:
         uid = str(cache.uid)
         if cache.size is not None:
@@ -331,7 +362,7 @@ class ModelCacheReconciler:
                 return Result(requeue_after=wait)
         try:
             env = await resolve_env(self.kube, str(request.namespace), plan.download_env(cache))
-            size = await probe_size(cache.source_uri, env, policy=self.settings.outbound)
+            size = await probe_size(cache.source_uri, env, policy=self.settings.outbound, keep=keep)
         except (DownloadError, EnvReferenceMissing) as exc:
             reason = exc.reason
             message = exc.message if isinstance(exc, DownloadError) else str(exc)
@@ -358,6 +389,7 @@ class ModelCacheReconciler:
         fields: dict[str, Any],
         *,
         sequence: tuple[str, ...],
+        keep: DownloadFilter,
     ) -> Result | None:
         digest = plan.spec_hash(cache)
         owned = self._jobs(request, cache)
@@ -368,7 +400,7 @@ class ModelCacheReconciler:
         for old in (j for j in current if j is not latest):
             await self.kube.delete(JOB, request.namespace, old["metadata"]["name"])
         if latest is None:
-            return await self._create_job(request, cache, conditions, fields, 1, sequence=sequence)
+            return await self._create_job(request, cache, conditions, fields, 1, sequence=sequence, keep=keep)
         attempt = _attempt(latest)
         state = jobs.job_state(latest)
         pods = self._pods(request, latest)
@@ -417,7 +449,9 @@ class ModelCacheReconciler:
             await self._report(request, conditions, fields, ("download-failed", reason, message))
             return Result(requeue_after=due - now)
         await self.kube.delete(JOB, request.namespace, latest["metadata"]["name"])
-        return await self._create_job(request, cache, conditions, fields, attempt + 1, sequence=sequence)
+        return await self._create_job(
+            request, cache, conditions, fields, attempt + 1, sequence=sequence, keep=keep
+        )
 
     def _image(self, cache: ModelCache) -> str:
         return plan.download_image(cache, self.settings.download_image, self.settings.behaviour)
@@ -431,12 +465,14 @@ class ModelCacheReconciler:
         attempt: int,
         *,
         sequence: tuple[str, ...],
+        keep: DownloadFilter,
     ) -> Result | None:
         body = plan.job_body(
             cache,
             attempt=attempt,
             image=self._image(cache),
             protocol_sequence=sequence,
+            keep=keep,
             bus=self.settings.job_bus(),
             stall_timeout=self.settings.stall_timeout,
             outbound=self.settings.outbound.env(),

@@ -36,8 +36,9 @@ from aim_cache_jobs.contract import (
     download_args,
     pull_secret_env,
 )
-from aim_cache_jobs.downloader import model_id_for
+from aim_cache_jobs.downloader import INVALID_SOURCE, DownloadError, model_id_for
 from aim_cache_jobs.downloader.downloadstate import reports_download
+from aim_cache_jobs.downloader.filters import NONE, SUBFOLDERS, DownloadFilter
 from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus import progress
 from aimcore.api.bus.messages import ObjectRef
@@ -197,12 +198,55 @@ def uses_kserve_initializer(image: str) -> bool:
     return last.split(":", 1)[0].endswith("storage-initializer")
 
 
+FILTER_UNSUPPORTED = "DownloadFilterUnsupported"
+HF_DEFAULT_FILTER = DownloadFilter(exclude=(SUBFOLDERS,))
+"""The filter of an ``hf://`` cache that sets none and whose runtime config sets none (the
+released original's default)."""
+
+
+def download_filter(cache: ModelCache, config: Mapping[str, Any] | None, image: str) -> DownloadFilter:
+    """Which of the source's files ``cache``'s download keeps (:mod:`aim_cache_jobs.downloader.filters`):
+    its own ``spec.downloadFilter``, else its runtime config's ``storage.downloadFilter``
+    (``config``: the merged spec), else :data:`HF_DEFAULT_FILTER` for an ``hf://`` source and every
+    file for others; ``{}`` at either level is every file. The size probe and the Job both use it.
+
+    KServe's storage initializer (``image``) downloads every file and takes no filter: a cache that
+    writes one itself is refused (``DownloadError(DownloadFilterUnsupported)``: a volume sized for the
+    filtered files would not hold them all), and the defaults do not apply to it. A filter that is not
+    lists of patterns (only possible past the CRDs' schema) is ``InvalidSource``."""
+    own = cache.download_filter
+    configured = ((config or {}).get("storage") or {}).get("downloadFilter")
+    written_filter, where = (
+        (own, "spec.downloadFilter") if own is not None else (configured, "storage.downloadFilter")
+    )
+    try:
+        keep = DownloadFilter.from_spec(written_filter) if isinstance(written_filter, Mapping) else None
+    except ValueError as exc:
+        raise DownloadError(INVALID_SOURCE, f"{where}: {exc}") from None
+    if written_filter is not None and keep is None:
+        raise DownloadError(INVALID_SOURCE, f"{where} must be an object with include and exclude lists")
+    if uses_kserve_initializer(image):
+        if own is not None and keep is not None and not keep.off:
+            raise DownloadError(
+                FILTER_UNSUPPORTED,
+                f"spec.downloadFilter ({keep.describe()}) needs the aim-download image: {image} (KServe's "
+                "storage initializer) downloads every file; set spec.modelDownloadImage to the "
+                "operator's downloader, or remove the filter",
+            )
+        return NONE
+    if keep is not None:
+        return keep
+    return HF_DEFAULT_FILTER if cache.source_uri.lower().startswith("hf://") else NONE
+
+
 def spec_hash(cache: ModelCache) -> str:
     """What a download depends on, as written; a change starts the attempts again."""
     spec = written(cache.resource.spec)
     relevant = {
         k: spec.get(k) for k in ("sourceUri", "env", "modelDownloadImage", "imagePullSecrets", "modelId")
     }
+    if spec.get("downloadFilter") is not None:  # only when set: a cache without one keeps its hash
+        relevant["downloadFilter"] = spec["downloadFilter"]
     return hashlib.sha256(go_json(relevant).encode()).hexdigest()[:12]
 
 
@@ -260,8 +304,10 @@ def job_body(
     log_format: str = "text",
     protocol_sequence: Sequence[str] = (),
     image: str | None = None,
+    keep: DownloadFilter = NONE,
 ) -> Obj:
-    """The download Job, running ``image`` (by default the one the cache names). ``outbound`` is
+    """The download Job, running ``image`` (by default the one the cache names), downloading the
+    files ``keep`` keeps (:func:`download_filter`; written as arguments). ``outbound`` is
     the operator's outbound address policy as environment variables
     (:meth:`aimcore.domain.outbound.OutboundPolicy.env`): the downloader in the Job enforces it.
     The model cache's env may not set those variables (they are dropped from it and the operator's
@@ -283,6 +329,7 @@ def job_body(
                 log_format,
                 protocol_sequence=protocol_sequence,
                 image=image or cache.download_image,
+                keep=keep,
             )
         ],
         "volumes": [
@@ -320,6 +367,7 @@ def download_container(
     *,
     protocol_sequence: Sequence[str] = (),
     image: str,
+    keep: DownloadFilter = NONE,
 ) -> Obj:
     """The download Job's container running ``image``: ``aim-download`` (:mod:`aim_cache_jobs.contract`:
     its arguments and the variables it reads), or KServe's storage initializer called its own way."""
@@ -335,7 +383,9 @@ def download_container(
     else:
         command = [DOWNLOAD_COMMAND]
         target = ObjectRef.of(cache.ref, cache.namespace, cache.name)
-        args = download_args(source, dest, stall_timeout=stall_timeout, obj=target, uid=str(cache.uid))
+        args = download_args(
+            source, dest, stall_timeout=stall_timeout, obj=target, uid=str(cache.uid), keep=keep
+        )
         if bus is not None:
             env.extend(bus.env(cache))
         env.append({"name": LOG_FORMAT_ENV, "value": log_format})

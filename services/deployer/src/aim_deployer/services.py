@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aim_deployer import caching, immutability, inference, readiness, routing, scaled_object, sharing
+from aim_deployer import caching, inference, readiness, routing, scaled_object, sharing
 from aim_deployer.live_volumes import keep_live_volumes
 from aim_deployer.model_resolution import MODEL_READY, ModelPlan, resolve_model
 from aim_deployer.replica_status import hpa_name, runtime_status
@@ -54,6 +54,7 @@ from aimcore.api.kinds import (
 )
 from aimcore.api.types import Obj
 from aimcore.domain import gpu as gpus
+from aimcore.domain import immutability
 from aimcore.domain.cleanup import NotReadyCleanup
 from aimcore.domain.families.base import is_ready, state_of, written
 from aimcore.domain.families.caches import ModelCache, TemplateCache
@@ -81,6 +82,8 @@ log = logging.getLogger(__name__)
 
 
 FINALIZER = "aim.eai.amd.com/template-cache-cleanup"
+IMMUTABLE = ("caching", "template")
+"""The spec fields of an AIMService that are immutable once set (:mod:`aimcore.domain.immutability`)."""
 CONFIG_VALID = "ConfigValid"
 ISVC_READY = "InferenceServiceReady"
 PODS_READY = "InferenceServicePodsReady"
@@ -262,8 +265,8 @@ class ServiceReconciler:
 
     async def _immutable(self, request: Req) -> Pass | None:
         """``spec.caching``/``spec.template`` changed after they were set: refused, nothing else
-        done (:mod:`aim_deployer.immutability`); otherwise what is set now is recorded."""
-        found = immutability.check(request.obj)
+        done (:mod:`aimcore.domain.immutability`); otherwise what is set now is recorded."""
+        found = immutability.check(request.obj, IMMUTABLE)
         if found.refused is not None:
             state = Pass([], {})
             state.invalid(immutability.REASON, found.refused)

@@ -18,6 +18,8 @@ Merge (:func:`merge`), field by field on the wire (camelCase) form:
 - ``env`` merges by variable name, the namespace entry winning; ``AIM_ENGINE_ARGS`` values that are
   JSON objects on both sides are deep-merged;
 - other lists are replaced (``labelPropagation.match``, ``imagePullSecrets``);
+- ``storage.downloadFilter`` is replaced whole: a namespace's filter is the filter, so ``{}``
+  (every file) or ``{include: [...]}`` alone is not merged with the cluster's ``exclude``;
 - a field the namespace config **sets** wins, including ``false`` and ``0``. The original (mergo)
   silently ignores zero values, so a namespace could not switch cluster routing off or set a
   headroom of 0; that is the bug we do not copy. A field set to ``null`` counts as unset.
@@ -278,6 +280,10 @@ def migrate_deprecated(spec: Mapping[str, Any]) -> Obj:
     return out
 
 
+REPLACED_WHOLE = frozenset({"downloadFilter"})
+"""Objects a config sets as a whole: the namespace's replaces the cluster's, never merged into it."""
+
+
 def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> Obj:
     """``over`` merged onto ``base`` (both wire-form specs); neither input is changed."""
     out: Obj = copy.deepcopy(dict(base))
@@ -287,7 +293,7 @@ def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> Obj:
         current = out.get(key)
         if key == "env" and isinstance(value, list) and isinstance(current, list):
             out[key] = merge_env(current, value)
-        elif isinstance(value, Mapping) and isinstance(current, Mapping):
+        elif isinstance(value, Mapping) and isinstance(current, Mapping) and key not in REPLACED_WHOLE:
             out[key] = merge(current, value)
         else:
             out[key] = copy.deepcopy(value)

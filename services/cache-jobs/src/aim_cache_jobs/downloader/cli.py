@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from aim_cache_jobs.contract import (
     DOWNLOAD_COMMAND,
+    EXCLUDE_OPTION,
+    INCLUDE_OPTION,
     OBJECT_OPTION,
     STALL_TIMEOUT_OPTION,
     UID_OPTION,
@@ -53,6 +55,7 @@ from aim_cache_jobs.contract import (
 from aim_cache_jobs.downloader import protocols, simulate, writepath
 from aim_cache_jobs.downloader.downloadstate import Attempt
 from aim_cache_jobs.downloader.errors import DOWNLOAD_FAILED, DownloadError, redact_url
+from aim_cache_jobs.downloader.filters import DownloadFilter
 from aim_cache_jobs.downloader.manifest import Manifest
 from aim_cache_jobs.downloader.progress import Progress, RateMeter, summary
 from aim_cache_jobs.downloader.sequence import SequenceFailed, download_in_sequence
@@ -124,6 +127,21 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_const",
         const="buffered",
         help="the same as --write-path buffered",
+    )
+    parser.add_argument(
+        INCLUDE_OPTION,
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="download only files whose repository-relative path matches one such pattern "
+        "(fnmatch: * also matches /); repeatable",
+    )
+    parser.add_argument(
+        EXCLUDE_OPTION,
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out files whose path matches one such pattern (after --include); repeatable",
     )
     parser.add_argument(OBJECT_OPTION, metavar="GROUP/VERSION/KIND/NAMESPACE/NAME")
     parser.add_argument(UID_OPTION)
@@ -338,6 +356,7 @@ async def _download(
         expected_sha256=args.expected_sha256,
         direct_io={"auto": None, "direct": True, "buffered": False}[args.write_path],
         policy=policy,
+        keep=DownloadFilter.of(args.include, args.exclude),
     )
 
 

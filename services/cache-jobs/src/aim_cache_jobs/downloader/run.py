@@ -25,6 +25,7 @@ from aim_cache_jobs.downloader import writepath
 from aim_cache_jobs.downloader.errors import DOWNLOAD_FAILED, INVALID_SOURCE, DownloadError
 from aim_cache_jobs.downloader.fetch import make_ssl_context
 from aim_cache_jobs.downloader.filejob import PlannedFile
+from aim_cache_jobs.downloader.filters import NONE, DownloadFilter
 from aim_cache_jobs.downloader.listing import DIGEST_ALGORITHMS, PARTIAL_DIR, Digest, Listing
 from aim_cache_jobs.downloader.manifest import Manifest, ManifestFile
 from aim_cache_jobs.downloader.partial import partial_dir
@@ -67,9 +68,12 @@ class _Emitter:
             log.exception("progress callback failed")
 
 
-async def probe_size(uri: str, env: Mapping[str, str], *, policy: OutboundPolicy = STRICT) -> int:
-    """Total bytes of ``uri`` from its listing (for sizing a volume before downloading)."""
-    return (await list_source(uri, env, policy=policy)).total_bytes
+async def probe_size(
+    uri: str, env: Mapping[str, str], *, policy: OutboundPolicy = STRICT, keep: DownloadFilter = NONE
+) -> int:
+    """Total bytes of the files of ``uri`` that ``keep`` keeps, from its listing (for sizing a
+    volume before downloading: the download applies the same filter)."""
+    return (await list_source(uri, env, policy=policy, keep=keep)).total_bytes
 
 
 async def download(
@@ -85,8 +89,11 @@ async def download(
     compute: Sequence[str] = (),
     policy: OutboundPolicy = STRICT,
     ranges: bool = True,
+    keep: DownloadFilter = NONE,
 ) -> Manifest:
-    """Download ``uri`` into ``dest`` and return its manifest (see the package docstring).
+    """Download the files of ``uri`` that ``keep`` keeps (default: all) into ``dest`` and return
+    its manifest (see the package docstring); files of an earlier download of ``dest`` that the
+    filter leaves out are removed when it completes.
     ``direct_io=False`` writes through the page cache even where ``O_DIRECT`` works, ``True`` uses
     ``O_DIRECT`` where it works, ``None`` (the default) measures which is faster on the
     destination's filesystem (:mod:`aim_cache_jobs.downloader.writepath`). ``policy``
@@ -104,7 +111,7 @@ async def download(
     # The write probe (direct_io=None) runs while the source is listed, behind its round trips.
     probing = asyncio.create_task(asyncio.to_thread(writepath.warm, dest)) if direct_io is None else None
     try:
-        listing = await list_source(uri, env, expected_sha256=expected_sha256, policy=policy)
+        listing = await list_source(uri, env, expected_sha256=expected_sha256, policy=policy, keep=keep)
     finally:
         if probing is not None:
             with contextlib.suppress(Exception):

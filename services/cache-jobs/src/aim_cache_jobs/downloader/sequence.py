@@ -12,6 +12,7 @@ from pathlib import Path
 from aim_cache_jobs.downloader import protocols
 from aim_cache_jobs.downloader.downloadstate import Attempt
 from aim_cache_jobs.downloader.errors import DownloadError
+from aim_cache_jobs.downloader.filters import NONE, DownloadFilter
 from aim_cache_jobs.downloader.manifest import Manifest
 from aim_cache_jobs.downloader.run import ProgressCallback, download
 from aimcore.domain.outbound import STRICT, OutboundPolicy
@@ -42,6 +43,7 @@ async def download_in_sequence(
     direct_io: bool | None = None,
     compute: Sequence[str] = (),
     policy: OutboundPolicy = STRICT,
+    keep: DownloadFilter = NONE,
 ) -> tuple[Manifest, Attempt]:
     """:func:`~aim_cache_jobs.downloader.run.download` with each protocol of ``sequence`` in turn;
     the manifest and the attempt that made it, or :class:`SequenceFailed`."""
@@ -63,6 +65,7 @@ async def download_in_sequence(
                 compute=compute,
                 policy=policy,
                 ranges=way.ranges,
+                keep=keep,
             )
         except DownloadError as e:
             if attempt is steps[-1] or not protocols.goes_on(e):

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from aim_cache_jobs.downloader.errors import INVALID_SOURCE, DownloadError
+from aim_cache_jobs.downloader.filters import NONE, DownloadFilter
 from aim_cache_jobs.downloader.hfsource import list_hf, parse_hf
 from aim_cache_jobs.downloader.httpsource import list_http, parse_http
 from aim_cache_jobs.downloader.listing import Digest, Listing, RemoteFile
@@ -85,11 +86,13 @@ async def list_source(
     expected_sha256: str | None = None,
     guard: Callable[[str], None] | None = None,
     policy: OutboundPolicy = STRICT,
+    keep: DownloadFilter = NONE,
 ) -> Listing:
-    """List ``uri``'s files (sizes, URLs, digests). ``expected_sha256`` adds a sha256 digest to a
-    single-file source (an error for a multi-file one). ``guard`` vets every origin an http(s)
-    probe connects to (see :class:`fetch.Connections`). ``policy`` (the process's outbound policy,
-    never from ``env``, which is the user's; default: the strict one) is
+    """List ``uri``'s files (sizes, URLs, digests), those ``keep`` keeps (:mod:`.filters`; default:
+    all). ``expected_sha256`` adds a sha256 digest to a single-file source (an error for a
+    multi-file one, after filtering). ``guard`` vets every origin an http(s) probe connects to (see
+    :class:`fetch.Connections`). ``policy`` (the process's outbound policy, never from ``env``,
+    which is the user's; default: the strict one) is
     applied to every connection the listing opens: the Hub API, the S3 endpoint, a URL, and every
     redirect; a refusal is ``AddressNotAllowed``."""
     parsed = parse_source(uri)
@@ -106,6 +109,7 @@ async def list_source(
         listing = await asyncio.to_thread(list_http, parsed, env, guard, policy)
     else:
         listing = await asyncio.to_thread(list_local, parsed)
+    listing = keep.apply(listing)
     if expected is not None:
         listing = _with_expected(listing, expected)
     return listing

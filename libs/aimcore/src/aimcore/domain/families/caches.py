@@ -152,6 +152,14 @@ class ModelCache(Object[AnyModelCache]):
         return str(self.resource.spec.model_download_image or "")
 
     @property
+    def download_filter(self) -> Obj | None:
+        """``spec.downloadFilter`` as written (the current group's only; ``None`` when unset, ``{}``
+        for no filtering): which of the source's files are downloaded."""
+        spec = self.resource.spec
+        found = spec.download_filter if isinstance(spec, aim.AIMModelCacheSpec) else None
+        return found.wire() if found is not None else None
+
+    @property
     def pull_secrets(self) -> list[str]:
         """The names ``spec.imagePullSecrets`` gives (for the download image, and an ``oci://``
         source's registry)."""

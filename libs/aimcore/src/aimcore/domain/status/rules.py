@@ -174,6 +174,7 @@ REASON_STATES: Mapping[str, State] = {
     "InvalidSource": State.FAILED,
     "UnsupportedMediaType": State.FAILED,
     "InvalidDownloadProtocol": State.FAILED,
+    "DownloadFilterUnsupported": State.FAILED,
     "ProtocolUnavailable": State.FAILED,
     "ProvisioningFailed": State.FAILED,
     # the API server refused a child the object writes (400/422: its content; 403: permission);

@@ -17,6 +17,7 @@ from aimcore.api.crds.aim.common import (
     GROUP,
     MODEL_ID_PATTERN,
     SOURCE_URI_PATTERN,
+    AIMDownloadFilter,
     AIMModelSource,
     AIMResolvedReference,
     AIMResourceStatusValue,
@@ -280,6 +281,16 @@ class AIMModelCacheSpec(RuntimeConfigRef):
     )
     image_pull_secrets: list[LocalObjectReference] | None = Field(
         default=None, description="ImagePullSecrets references secrets for pulling AIM container images."
+    )
+    download_filter: AIMDownloadFilter | None = Field(
+        default=None,
+        json_schema_extra=immutable("downloadFilter is immutable"),
+        description=(
+            "DownloadFilter selects the files of the source that are downloaded (and counted in the\n"
+            "cache's size). When unset, the runtime config's storage.downloadFilter applies, else hf://\n"
+            'sources leave out files in subfolders (exclude ["*/*"]); {} downloads every file.\n'
+            "Immutable once set."
+        ),
     )
 
     @field_validator("model_id")

@@ -10,7 +10,7 @@ each family module imports them instead of importing another family.
 from __future__ import annotations
 
 import enum
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, ValidationInfo, model_validator
 
@@ -248,6 +248,47 @@ class AIMStorageConfig(K8sModel):
             "during model loading. The value represents a percentage (e.g., 10 means 10% extra "
             "space).\n"
             "If not specified, defaults to 10%."
+        ),
+    )
+
+
+GlobPattern = Annotated[str, Field(min_length=1, max_length=1024)]
+"""One download-filter pattern (:class:`AIMDownloadFilter`)."""
+
+
+class AIMDownloadFilter(K8sModel):
+    """AIMDownloadFilter selects the files of a model source that are downloaded (the released
+    AIM Engine's, 0.2.2). Patterns are globs on repository-relative paths, matched as Python's
+    fnmatch does (`*` also matches `/`)."""
+
+    include: list[GlobPattern] | None = Field(
+        default=None,
+        max_length=256,
+        description=(
+            "Include lists glob patterns; when set, only files matching at least one are downloaded.\n"
+            'Example: ["*.safetensors", "*.json", "tokenizer.model"]'
+        ),
+    )
+    exclude: list[GlobPattern] | None = Field(
+        default=None,
+        max_length=256,
+        description=(
+            "Exclude lists glob patterns; files matching any are not downloaded (applied after "
+            'Include).\nExample: ["*/*"] leaves out every file in a subfolder (original/, onnx/...).'
+        ),
+    )
+
+
+class AIMRuntimeStorageConfig(AIMStorageConfig):
+    """AIMRuntimeStorageConfig is a runtime config's storage defaults: a service's, and the download
+    filter of the model caches that resolve the config."""
+
+    download_filter: AIMDownloadFilter | None = Field(
+        default=None,
+        description=(
+            "DownloadFilter is the default download filter of model caches that set none.\n"
+            'When unset, hf:// sources leave out files in subfolders (exclude ["*/*"]); an empty '
+            "filter ({}) downloads every file."
         ),
     )
 

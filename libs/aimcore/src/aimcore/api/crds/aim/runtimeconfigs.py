@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from aimcore.api.crds.aim.common import CATEGORIES, GROUP, AIMServiceRuntimeConfig
+from aimcore.api.crds.aim.common import CATEGORIES, GROUP, AIMRuntimeStorageConfig, AIMServiceRuntimeConfig
 from aimcore.api.crds.base import (
     Condition,
     CRDInfo,
@@ -85,6 +85,13 @@ class AIMRuntimeConfigCommon(AIMServiceRuntimeConfig):
     level.
     """
 
+    storage: AIMRuntimeStorageConfig | None = Field(
+        default=None,
+        description=(
+            "Storage configures storage defaults for this service's PVCs and caches.\n"
+            "When set, these values override namespace/cluster runtime config defaults."
+        ),
+    )
     model: AIMModelConfig | None = Field(
         default=None,
         description=(
