@@ -248,3 +248,13 @@ async def bound(servers: LocalServers, services: Services, service: str = "deplo
         await consumers_ready(nc.jetstream(), services, service)
     finally:
         await nc.close()
+
+
+@pytest.fixture
+async def cluster(private_stack: LocalServers) -> AsyncIterator[Cluster]:  # noqa: F821
+    """The watcher, status and cache (Job mode) services on the test's own control plane, and a
+    fake kubelet with one node (``tests.integration.jobmode``)."""
+    from tests.integration.jobmode import start  # noqa: PLC0415 - jobmode imports this module
+
+    async with start(private_stack) as found:
+        yield found

@@ -18,11 +18,9 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
 
-import pytest
 from nats.js.errors import NotFoundError
 
 from aim_cache.modelcaches import bytes_were_in
@@ -31,18 +29,18 @@ from aim_cache_jobs.downloader import Progress, RateMeter, progress_report, prot
 from aim_dev.local.deployed import PERSISTENT_VOLUME, host_path_volume
 from aim_dev.local.hub import HubServer, add_repo
 from aim_dev.local.registry import Registry
-from aim_dev.testing.kubelet import FakeKubelet, bind_pod, finish_pod, wait_for_service_account
+from aim_dev.testing.kubelet import bind_pod, finish_pod
 from aim_dev.testing.plugin import LocalServers, connect_as
 from aimcore.api.bus import progress as bus_progress
 from aimcore.api.bus import subjects, topology
 from aimcore.api.bus.messages import ObjectRef, StatusReport
-from aimcore.api.kinds import JOB, NAMESPACE, POD, PVC, SECRET, by_kind
+from aimcore.api.kinds import JOB, PVC, SECRET, by_kind
 from aimcore.runtime import Kube, Request, connect_bus
 from aimcore.runtime.bus import BusSettings
-from aimcore.runtime.kube import connect
 from tests.file_server import FileServer
 from tests.helpers import condition, eventually, has, manifest, status_of
-from tests.integration.conftest import Services, health_get
+from tests.integration.conftest import health_get
+from tests.integration.jobmode import Cluster, get, job_pod, new_namespace
 from tests.oci_models import pull_secret, push_docker_model, repo, tiny_gguf
 
 AIM = "aim.eai.amd.com"
@@ -52,57 +50,6 @@ GIB = 1024**3
 IMAGE = "ghcr.io/acme/aim-engine:test"
 FIRST = protocols.first_attempt(protocols.DEFAULT)
 FILES = {"config.json": b"{}", "model.safetensors": b"\x01" * 4096}
-
-
-class Cluster:
-    def __init__(self, servers: LocalServers, services: Services, kube: Kube, kubelet: FakeKubelet) -> None:
-        self.servers = servers
-        self.services = services
-        self.kube = kube
-        self.kubelet = kubelet
-
-
-@pytest.fixture
-async def cluster(private_stack: LocalServers) -> AsyncIterator[Cluster]:
-    services = Services(private_stack, private_stack.workdir / "logs")
-    for name in ("watcher", "status"):
-        services.start(name)
-    services.start("cache", env={"AIM_CACHE_EXECUTOR": "job"})
-    kube = Kube(await connect(private_stack.kubeconfig), field_manager="aim-tests")
-    kubelet = await FakeKubelet().start()
-    try:
-        await kubelet.register_node(kube, "node-1")
-        yield Cluster(private_stack, services, kube, kubelet)
-        services.assert_alive()
-    finally:
-        await kubelet.cleanup(kube)
-        await kubelet.stop()
-        await kube.close()
-        services.stop_all()
-
-
-async def new_namespace(kube: Kube) -> str:
-    name = f"t-{secrets.token_hex(3)}"
-    await kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    await wait_for_service_account(kube, name)
-    return name
-
-
-async def job_pod(kube: Kube, namespace: str, job: str) -> dict[str, Any]:
-    async def probe() -> dict[str, Any] | None:
-        items, _ = await kube.list(POD, namespace)
-        return next((p for p in items if (p["metadata"].get("labels") or {}).get("job-name") == job), None)
-
-    pod: dict[str, Any] = await eventually(probe, timeout=30, what=f"the pod of Job {job}")
-    return pod
-
-
-async def get(kube: Kube, ref: Any, namespace: str, name: str) -> dict[str, Any]:
-    async def probe() -> dict[str, Any] | None:
-        return await kube.get(ref, namespace, name)
-
-    obj: dict[str, Any] = await eventually(probe, timeout=30, what=f"{ref.kind} {name}")
-    return obj
 
 
 def pod_bus(job_env: dict[str, Any]) -> BusSettings:

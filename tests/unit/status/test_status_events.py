@@ -7,10 +7,7 @@ from typing import Any
 
 from aim_status import events
 from aim_status.events import (
-    NORMAL,
-    WARNING,
     Aggregates,
-    Involved,
     RateLimit,
     Seen,
     SpamFilter,
@@ -21,6 +18,7 @@ from aim_status.events import (
 from aim_status.recorder import EventRecorder
 from aim_status.writer import Written
 from aimcore.api.bus.messages import ObjectRef
+from aimcore.api.events import NORMAL, WARNING, Involved
 from aimcore.api.kinds import by_kind
 from aimcore.api.types import Obj
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from nats.js.kv import KeyValue
+
 from aim_cache import dependencies as deps
 from aim_cache.llmkube.own_image import with_own_image
 from aim_cache.llmkube.reconciler import KEY_INDEX, LLMKubeModelReconciler, cache_keys
@@ -22,6 +24,7 @@ from aim_cache.relay import ProgressRelay
 from aim_cache.settings import SETTINGS, CacheSettings
 from aim_cache.templatecaches import TemplateCacheReconciler, model_cache_names, template_names
 from aimcore.api.bus.messages import StatusReport
+from aimcore.api.bus.topology import leases_bucket
 from aimcore.api.kinds import (
     JOB,
     LLMKUBE_MODEL,
@@ -70,6 +73,9 @@ def controller(
     async def requeue(obj: Obj) -> None:
         await publish_requeue(ctx.js, ctx.name, LLMKUBE_MODEL, obj)
 
+    async def leases() -> KeyValue:  # the storage quota's lock (aim_cache.admission)
+        return await leases_bucket(ctx.js)
+
     return Controller(
         ctx.name,
         (*TEMPLATE_CACHE_KINDS, *MODEL_CACHE_KINDS, LLMKUBE_MODEL),
@@ -78,7 +84,7 @@ def controller(
                 TEMPLATE_CACHE_KINDS,
                 TemplateCacheReconciler(ctx.kube, settings.download_image, ctx.settings.behaviour).reconcile,
             ),
-            (MODEL_CACHE_KINDS, ModelCacheReconciler(ctx.kube, settings, local).reconcile),
+            (MODEL_CACHE_KINDS, ModelCacheReconciler(ctx.kube, settings, local, leases=leases).reconcile),
             ((LLMKUBE_MODEL,), LLMKubeModelReconciler(ctx.kube, model_settings, runs, requeue).reconcile),
         ),
         watches=[

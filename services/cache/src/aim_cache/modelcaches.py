@@ -33,10 +33,13 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from aim_cache import plan
+from nats.js.kv import KeyValue
+
+from aim_cache import plan, quota
+from aim_cache.admission import BLOCK_REQUEUE, BUSY_REQUEUE, EVICT_REQUEUE, QuotaBusy, StorageQuota
 from aim_cache.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
 from aim_cache.joblog import JobLogs
 from aim_cache.local import LocalExecutor
@@ -70,6 +73,7 @@ from aim_cache_jobs.downloader.sequence import SequenceFailed
 from aimcore.api.backoff import Jitter, jitter_key
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_LEGACY, JOB, POD, PVC, KindRef
+from aimcore.api.quantities import amount
 from aimcore.api.types import Obj
 from aimcore.domain import immutability, jobs
 from aimcore.domain.families.base import StatusCondition
@@ -125,9 +129,16 @@ def describe_outcome(outcome: Mapping[str, Any]) -> str:
 
 class ModelCacheReconciler:
     def __init__(
-        self, kube: Kube, settings: CacheSettings, local: LocalExecutor | None, *, clock: Any = time.time
+        self,
+        kube: Kube,
+        settings: CacheSettings,
+        local: LocalExecutor | None,
+        *,
+        clock: Any = time.time,
+        leases: Callable[[], Awaitable[KeyValue]] | None = None,
     ) -> None:
         self.kube = kube
+        self.quota = StorageQuota(kube, leases, clock=clock)
         self.settings = settings
         self.local = local
         self.clock = clock
@@ -313,8 +324,18 @@ class ModelCacheReconciler:
                 ).spec
             klass = plan.storage_class(cache.storage_class, config)
             size = plan.pvc_size_bytes(sized, plan.headroom_percent(config))
-            body = plan.pvc_body(cache, size, klass)
-            written = await self.children.write(request, PVC, body)
+            body = plan.pvc_body(cache, size, klass, plan.headroom_percent(config))
+            if cache.size is None:
+                fields["discoveredSizeBytes"] = sized
+            try:
+                async with self.quota.held():
+                    gate = await self._admit(request, cache, sized, config, conditions, fields)
+                    if gate is not None:
+                        return gate
+                    written = await self.children.write(request, PVC, body)
+            except QuotaBusy as busy:
+                log.info("%s/%s waits for the storage quota lock: %s", namespace, cache.name, busy)
+                return Result(requeue_after=BUSY_REQUEUE)
             if isinstance(written, Refusal):
                 return await self._write_refused(
                     request, STORAGE_READY, "Pvc", PVC, body, written, conditions, fields
@@ -333,8 +354,41 @@ class ModelCacheReconciler:
         else:
             conditions.append(cond(SOURCE_READY, True, "SourceResolved", cache.source_uri))
         fields["persistentVolumeClaim"] = claim
+        fields.update(allocated(pvc))
         storage_condition(pvc, conditions)
         return await self._download_job(request, cache, conditions, fields, sequence=sequence, keep=keep)
+
+    async def _admit(  # noqa: PLR0917 - one admission's inputs, named at the call
+        self,
+        request: Request,
+        cache: ModelCache,
+        sized: int,
+        config: Mapping[str, Any],
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+    ) -> Result | None:
+        """The storage quota's word on the volume (:mod:`aim_cache.admission`; under its lock):
+        ``None`` to create it (its conditions added when a quota applies), else what to report and
+        when to decide again: evicting (victims deleted), waiting for them, or blocked."""
+        decision = await self.quota.decide(cache, sized, config)
+        if decision is None:
+            return None
+        conditions.extend(cond(*c) for c in decision.conditions())
+        if decision.admitted:
+            return None
+        if decision.action is quota.Action.EVICT:
+            await self.quota.evict(cache, decision.victims)
+        conditions.append(
+            cond(STORAGE_READY, False, decision.reason, "no volume until the storage quota has room")
+        )
+        await self._report(
+            request,
+            conditions,
+            fields,
+            (f"quota-{decision.action.lower()}", decision.reason, decision.message),
+        )
+        wait = BLOCK_REQUEUE if decision.action is quota.Action.BLOCK else EVICT_REQUEUE
+        return Result(requeue_after=wait)
 
     async def _size(
         self, request: Request, cache: ModelCache, conditions: list[ConditionReport], keep: DownloadFilter
@@ -582,6 +636,21 @@ def verified_locally(
     fields.update(done_progress(request.ref, manifest.total_bytes))
     download_state(request, Phase.SUCCEEDED, conditions, fields, attempt)
     return ("download", "Verified", f"download finished: {message}")
+
+
+def allocated(pvc: Mapping[str, Any]) -> dict[str, Any]:
+    """``status.allocatedSize`` (the PVC's request: what the cache takes of a storage quota) and
+    the ``headroomPercent`` it was sized with (the PVC's annotation)."""
+    request = ((pvc.get("spec") or {}).get("resources") or {}).get("requests", {}).get("storage")
+    out: dict[str, Any] = {}
+    with contextlib.suppress(ValueError):
+        exact = amount(request) if request is not None else None
+        if exact is not None and exact.denominator == 1:
+            out["allocatedSize"] = quota.format_quantity(int(exact))  # 1Gi, as the original writes it
+    headroom = ((pvc.get("metadata") or {}).get("annotations") or {}).get(plan.ANNOTATION_HEADROOM)
+    if headroom is not None and str(headroom).isdigit():
+        out["headroomPercent"] = int(headroom)
+    return out
 
 
 def storage_condition(pvc: Mapping[str, Any], conditions: list[ConditionReport]) -> bool:

@@ -69,6 +69,8 @@ LABEL_TEMPLATE_CREATED = "aim.eai.amd.com/template-created"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 ANNOTATION_ATTEMPT = "aim.eai.amd.com/download-attempt"
 ANNOTATION_SPEC_HASH = "aim.eai.amd.com/download-spec-hash"
+ANNOTATION_HEADROOM = "aim.eai.amd.com/headroom-percent"
+"""On a cache's PVC: the headroom it was sized with (the cache's ``status.headroomPercent``)."""
 
 
 # -- names and places ----------------------------------------------------------------------------
@@ -151,7 +153,7 @@ def cache_labels(cache: ModelCache) -> dict[str, str]:
     return labels
 
 
-def pvc_body(cache: ModelCache, size_bytes: int, klass: str | None) -> Obj:
+def pvc_body(cache: ModelCache, size_bytes: int, klass: str | None, headroom: int | None = None) -> Obj:
     spec: Obj = {
         "accessModes": ["ReadWriteMany"],
         "resources": {"requests": {"storage": str(size_bytes)}},
@@ -165,6 +167,7 @@ def pvc_body(cache: ModelCache, size_bytes: int, klass: str | None) -> Obj:
             "name": pvc_name(cache.name, str(cache.uid)),
             "namespace": cache.namespace,
             "labels": cache_labels(cache),
+            **({"annotations": {ANNOTATION_HEADROOM: str(headroom)}} if headroom is not None else {}),
             "ownerReferences": [owner_reference(cache.ref, cache.obj)],
         },
         "spec": spec,

@@ -45,6 +45,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, cast
 
 from aim_cache import plan
+from aim_cache.quota import QUOTA_READY
 from aimcore.api.backoff import jitter_key
 from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus.messages import ConditionReport
@@ -161,6 +162,11 @@ def caches_condition(caches: Sequence[tuple[str, ModelCache | None]]) -> Conditi
         )
     if any(c is None or not c.conditions for _, c in caches):
         return cond(CACHES_READY, False, "CreatingCaches", "creating model caches")
+    # a cache kept from its volume by a storage quota says why, with its figures, up to the service
+    for _, c in caches:
+        room = c.condition(QUOTA_READY) if c is not None else None
+        if c is not None and room is not None and room.status == "False":
+            return cond(CACHES_READY, False, room.reason, f"model cache {c.name}: {room.message}")
     waiting = [f"{c.name} ({c.state})" for _, c in caches if c is not None and not c.ready]
     return cond(CACHES_READY, False, "CachesNotReady", "waiting for " + ", ".join(waiting))
 

@@ -41,15 +41,12 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
+from aimcore.api.events import NORMAL, WARNING, Involved, event_object, timestamp
 from aimcore.api.kinds import KindRef
 from aimcore.api.types import Obj
 from aimcore.domain.jobs import redact
 from aimcore.domain.status import rules
-
-NORMAL = "Normal"
-WARNING = "Warning"
 
 COMPONENT = "aim-status"
 """``source.component``: what ``kubectl describe`` shows in its ``From`` column."""
@@ -71,26 +68,6 @@ SPAM_REFILL_SECONDS = 300.0  # client-go's defaultSpamQPS = 1/300
 FRAMEWORK_CHECKS = frozenset({rules.CONFIG_VALID, rules.AUTH_VALID, rules.DEPENDENCIES_REACHABLE})
 PROBLEM_CONDITIONS = frozenset({"Degraded", "SourceDrifted"})
 """Conditions (LLMKube's vocabulary) that are bad news when True."""
-
-
-@dataclass(frozen=True)
-class Involved:
-    """The object an Event is about (``involvedObject``)."""
-
-    api_version: str
-    kind: str
-    namespace: str | None
-    name: str
-    uid: str
-    resource_version: str = ""
-
-    def as_reference(self) -> Obj:
-        ref: Obj = {"apiVersion": self.api_version, "kind": self.kind, "name": self.name, "uid": self.uid}
-        if self.namespace:
-            ref["namespace"] = self.namespace
-        if self.resource_version:
-            ref["resourceVersion"] = self.resource_version
-        return ref
 
 
 @dataclass(frozen=True)
@@ -179,10 +156,6 @@ def events_for(ref: KindRef, involved: Involved, old: Obj, new: Obj) -> list[Eve
 # -- the Event objects -----------------------------------------------------------------------------
 
 
-def timestamp(now: float) -> str:
-    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def event_name(spec: EventSpec, now: float) -> str:
     """``<object>.<hex>`` like client-go (whose suffix is the time in ns); the suffix here also
     hashes the key, so two Events made in the same nanosecond still differ. Long object names are
@@ -194,22 +167,18 @@ def event_name(spec: EventSpec, now: float) -> str:
 
 def event_body(spec: EventSpec, name: str, now: float, instance: str) -> Obj:
     """A core/v1 Event, as client-go's legacy recorder makes it (what ``kubectl describe`` reads)."""
-    ts = timestamp(now)
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": name, "namespace": spec.namespace},
-        "involvedObject": spec.involved.as_reference(),
-        "type": spec.type,
-        "reason": spec.reason,
-        "message": spec.message,
-        "source": {"component": COMPONENT},
-        "reportingComponent": REPORTING_CONTROLLER,
-        "reportingInstance": instance,
-        "firstTimestamp": ts,
-        "lastTimestamp": ts,
-        "count": 1,
-    }
+    return event_object(
+        spec.involved,
+        spec.namespace,
+        spec.type,
+        spec.reason,
+        spec.message,
+        name=name,
+        now=now,
+        component=COMPONENT,
+        reporting_controller=REPORTING_CONTROLLER,
+        instance=instance,
+    )
 
 
 def count_patch(count: int, now: float) -> Obj:

@@ -29,7 +29,6 @@ from prometheus_client import Counter
 from aim_status.events import (
     Aggregates,
     EventSpec,
-    Involved,
     RateLimit,
     Seen,
     SpamFilter,
@@ -40,6 +39,7 @@ from aim_status.events import (
     transitions,
 )
 from aim_status.writer import Written
+from aimcore.api.events import Involved
 from aimcore.api.kinds import EVENT
 from aimcore.runtime import REGISTRY, ApiException, Kube, describe_error
 

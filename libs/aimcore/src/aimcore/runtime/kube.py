@@ -337,9 +337,13 @@ class Kube:
             "PATCH", ref.path(namespace, name) + "/status", body=patch, content_type=MERGE_PATCH
         )
 
-    async def delete(self, ref: KindRef, namespace: str | None, name: str) -> bool:
+    async def delete(
+        self, ref: KindRef, namespace: str | None, name: str, *, propagation: str = "Background"
+    ) -> bool:
+        """Delete the object (``propagation``: ``Background``, or ``Foreground`` to keep it, being
+        deleted, until its dependents are gone); False if it was not there."""
         try:
-            await self._call("DELETE", ref.path(namespace, name), body={"propagationPolicy": "Background"})
+            await self._call("DELETE", ref.path(namespace, name), body={"propagationPolicy": propagation})
             return True
         except ApiException as exc:
             if exc.status == 404:

@@ -141,6 +141,7 @@ UPSTREAM_COMPONENTS = frozenset(
         "ClusterServiceTemplateReady",
         "RuntimeConfigReady",
         "GPUReady",
+        "StorageQuotaReady",  # a model cache waits for room under its storage quota
     }
 )
 
@@ -175,6 +176,9 @@ REASON_STATES: Mapping[str, State] = {
     "UnsupportedMediaType": State.FAILED,
     "InvalidDownloadProtocol": State.FAILED,
     "DownloadFilterUnsupported": State.FAILED,
+    # a spec field changed after it was set (a model cache's SourceReady; the deployer reports it
+    # under ConfigValid, which fails the service whatever the reason)
+    "ImmutableFieldChanged": State.FAILED,
     "ProtocolUnavailable": State.FAILED,
     "ProvisioningFailed": State.FAILED,
     # the API server refused a child the object writes (400/422: its content; 403: permission);
@@ -289,6 +293,11 @@ WAITING_REASONS: frozenset[str] = frozenset(
         "RuntimeNotReady",  # deployer: InferenceServiceReady while the model server starts
         "ServiceOverridesNotMatched",  # deployer: TemplateReady, until a template with overrides exists
         "WaitingForPods",  # deployer: InferenceServicePodsReady before any predictor pod
+        # cache: StorageQuotaReady of a model cache with no room (yet), or room being made
+        "NamespaceQuotaExceeded",
+        "ClusterQuotaExceeded",
+        "Evicting",
+        "StorageQuotaBusy",  # cache: the quota lock is taken (never reported: the reconcile comes back)
     }
 )
 
@@ -302,11 +311,12 @@ UNREAD_REASONS: frozenset[str] = frozenset(
         "InvalidConfig",  # runtime configs: ConfigValid/Ready
         "InvalidFilter",  # model sources: ConfigValid/Ready
         "ObjectTooLarge",  # the runtime: ConfigValid/Ready
-        "ImmutableFieldChanged",  # deployer: ConfigValid, spec.caching/template changed once set
         "RoutingRequiredForScaleToZero",  # deployer: ConfigValid, minReplicas 0 with routing off
         "StatusTooLarge",  # the status service: StatusComplete=False, no component condition
         "Reconciling",  # the runtime: Ready, once a spec is valid again
         "WithinLimit",  # model sources: MaxModelsLimitReached=False
+        "WithinQuota",  # cache: StorageQuotaReady=True, StorageQuotaExceeded=False
+        "Evicted",  # cache: the Warning Event on a cache a storage quota deleted (no condition)
         # the registry client (registry-sync reports it on RegistryReachable; discovery as RegistryError)
         "RegistryUnreachable",
         "InvalidImageLabels",  # the label parser (discovery reports MetadataExtractionFailed)

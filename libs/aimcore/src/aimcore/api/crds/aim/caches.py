@@ -282,6 +282,16 @@ class AIMModelCacheSpec(RuntimeConfigRef):
     image_pull_secrets: list[LocalObjectReference] | None = Field(
         default=None, description="ImagePullSecrets references secrets for pulling AIM container images."
     )
+    retention_priority: int | None = Field(
+        default=None,
+        ge=0,
+        le=2147483647,
+        description=(
+            "RetentionPriority ranks the cache for eviction under a storage quota: a cache with a\n"
+            "lower priority is evicted first (then the older). When unset, the runtime config's\n"
+            "artifact.defaultRetentionPriority applies; a cache with neither is never evicted."
+        ),
+    )
     download_filter: AIMDownloadFilter | None = Field(
         default=None,
         json_schema_extra=immutable("downloadFilter is immutable"),
@@ -355,6 +365,19 @@ class AIMModelCacheStatus(K8sModel):
     )
     persistent_volume_claim: str | None = Field(
         default=None, description="PersistentVolumeClaim represents the name of the created PVC"
+    )
+    allocated_size: Quantity | None = Field(
+        default=None,
+        description=(
+            "AllocatedSize is the size of the cache's volume as requested (what it takes of a storage quota)"
+        ),
+    )
+    headroom_percent: int | None = Field(
+        default=None, description="HeadroomPercent is the headroom the volume was sized with"
+    )
+    discovered_size_bytes: int | None = Field(
+        default=None,
+        description="DiscoveredSizeBytes is the model size its source listed (download filter applied)",
     )
     mode: AIMModelCacheMode | None = Field(
         default=None,

@@ -14,6 +14,7 @@ from aimcore.api.crds.base import (
     Condition,
     CRDInfo,
     K8sModel,
+    Quantity,
     Resource,
 )
 
@@ -77,6 +78,36 @@ class AIMRuntimeConfigLabelPropagationSpec(K8sModel):
     )
 
 
+class AIMArtifactConfig(K8sModel):
+    """AIMArtifactConfig holds model-cache defaults (the released original's ``artifact``)."""
+
+    default_retention_priority: int | None = Field(
+        default=None,
+        ge=0,
+        le=2147483647,
+        description=(
+            "DefaultRetentionPriority is the retention priority of model caches that set none.\n"
+            "When unset, such caches are never evicted to make room under a storage quota."
+        ),
+    )
+
+
+class AIMArtifactStorageQuota(K8sModel):
+    """AIMArtifactStorageQuota limits the storage model caches claim (the released original's)."""
+
+    cluster_limit: Quantity | None = Field(
+        default=None,
+        description="ClusterLimit caps the storage of all model caches of the cluster together.",
+    )
+    default_namespace_limit: Quantity | None = Field(
+        default=None,
+        description=(
+            "DefaultNamespaceLimit caps the storage of each namespace's model caches; a namespace's\n"
+            "aim.eai.amd.com/artifact-storage-quota annotation overrides it."
+        ),
+    )
+
+
 class AIMRuntimeConfigCommon(AIMServiceRuntimeConfig):
     """AIMRuntimeConfigCommon captures configuration fields shared across cluster and namespace scopes.
     These settings apply to both AIMRuntimeConfig (namespace-scoped) and AIMClusterRuntimeConfig
@@ -91,6 +122,9 @@ class AIMRuntimeConfigCommon(AIMServiceRuntimeConfig):
             "Storage configures storage defaults for this service's PVCs and caches.\n"
             "When set, these values override namespace/cluster runtime config defaults."
         ),
+    )
+    artifact: AIMArtifactConfig | None = Field(
+        default=None, description="Artifact holds model-cache defaults (retention priority)."
     )
     model: AIMModelConfig | None = Field(
         default=None,
@@ -143,6 +177,14 @@ class AIMRuntimeConfigSpec(AIMRuntimeConfigCommon):
 
 class AIMClusterRuntimeConfigSpec(AIMRuntimeConfigCommon):
     """AIMClusterRuntimeConfigSpec defines cluster-wide defaults for AIM resources."""
+
+    artifact_storage_quota: AIMArtifactStorageQuota | None = Field(
+        default=None,
+        description=(
+            "ArtifactStorageQuota limits the storage model caches claim, per namespace and for the\n"
+            "cluster; a cache over it evicts lower-priority Shared caches, or waits for room."
+        ),
+    )
 
 
 class AIMRuntimeConfigStatus(K8sModel):
