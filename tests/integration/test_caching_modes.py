@@ -23,9 +23,9 @@ from nats.js import JetStreamContext
 
 from aim_deployer.caching import dedicated_cache_name, shared_cache_name
 from aim_dev.local.hub import HubServer
-from aimcore.api.kinds import EVENT, INFERENCE_SERVICE
+from aimcore.api.kinds import EVENT, INFERENCE_SERVICE, by_kind
 from aimcore.runtime import Kube
-from tests.helpers import condition, eventually, has
+from tests.helpers import condition, eventually, has, manifest
 from tests.integration import test_deployer
 from tests.integration.conftest import Services, ensure_service, restarted_with
 from tests.integration.test_cache import cache_dir, cache_name_of, dedicated_then_shared, model_caches
@@ -47,6 +47,7 @@ from tests.integration.test_deployer import (
 deployer = test_deployer.deployer  # the fixture: the session's services, discovery and cache stopped
 __all__ = ["cache_dir"]  # a fixture of test_cache's: the one cache directory of the session
 SERVICE_LABEL = "aim.eai.amd.com/service"
+MODEL_CACHE = by_kind("aim.eai.amd.com", "AIMModelCache")
 # the template named, not selected: a service that selects one is woken by its template's caches
 # only once its status (resolvedTemplate) reaches the deployer, and a cache that changes before
 # that is missed (a race of the deployer's, reported with this work, not what these tests test)
@@ -335,6 +336,46 @@ async def test_a_cache_deleted_under_a_running_service_is_made_again(  # type: i
         lambda: _with_claims(kube, namespace, "s", {f"{claim}-cache"}), timeout=30, what="the new volumes"
     )
     assert now["metadata"]["uid"] == isvc["metadata"]["uid"]  # the same InferenceService
+
+
+async def test_an_imported_cache_is_mounted_read_only_at_its_directory(  # type: ignore[no-untyped-def]
+    deployer, kube: Kube, namespace: str
+) -> None:
+    """A template cache whose model cache imports a claim (``pvc://CLAIM/PATH``): the predictor
+    mounts the claim's directory read-only, never the whole claim writable."""
+    await make_model(kube, namespace, "m")
+    await make_template(kube, namespace, "t", "m")
+    paused = {"aim.eai.amd.com/reconciliation-paused": "true"}  # the cache service's part is played
+    spec = {"sourceUri": "pvc://shared-weights/acme/llama", "modelId": "acme/llama"}
+    await kube.create(
+        MODEL_CACHE, manifest(MODEL_CACHE, "imported", namespace, spec, annotations=paused), namespace
+    )
+    await make_service(kube, namespace, "s", {**MODEL_T, "caching": {"mode": "Shared"}})
+    name = shared_cache_name("t", namespace)
+    await cache_named(kube, namespace, name)
+    entry = {
+        "name": "imported",
+        "status": "Ready",
+        "persistentVolumeClaim": "shared-weights",
+        "model": "acme/llama",
+        "mountPoint": "/workspace/model-cache/acme/llama",
+    }
+    await ready(
+        kube, TEMPLATE_CACHE, namespace, name, {"status": "Ready", "modelCaches": {"acme/llama": entry}}
+    )
+    isvc = await eventually(
+        lambda: _with_claims(kube, namespace, "s", {"shared-weights"}), timeout=30, what="mounted"
+    )
+    predictor = isvc["spec"]["predictor"]
+    [volume] = [v for v in predictor["volumes"] if v.get("persistentVolumeClaim")]
+    assert volume["persistentVolumeClaim"] == {"claimName": "shared-weights", "readOnly": True}
+    [mount] = [m for m in container(isvc)["volumeMounts"] if m["name"] == volume["name"]]
+    assert mount == {
+        "name": volume["name"],
+        "mountPath": "/workspace/model-cache/acme/llama",
+        "subPath": "acme/llama",
+        "readOnly": True,
+    }
 
 
 async def _with_claims(kube: Kube, namespace: str, service: str, expected: set[str]) -> dict[str, Any] | None:

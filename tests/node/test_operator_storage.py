@@ -242,3 +242,59 @@ async def test_an_llmkube_pvc_model_is_verified_by_a_real_job(
     own_image = cache["spec"]["template"]["spec"]["containers"][0]["image"]  # pinned by digest
     assert job["spec"]["template"]["spec"]["containers"][0]["image"] == own_image
     await ran_on_the_node(api, namespace, job["metadata"]["name"])
+
+
+async def test_a_filled_volume_is_imported_in_place_by_a_real_job(
+    stack: NodeStack, api: Kube, namespace: str, volumes: Any
+) -> None:
+    """A ``pvc://`` model cache on the real node: a claim the user filled (a directory of weights,
+    no manifest) is checked by a real Job that mounts it read-only, and the cache is Ready without
+    a download or a volume of its own."""
+    [path] = await volumes(1, "1Gi", access_modes=("ReadWriteOnce",), claim=(namespace, "weights"))
+    files = {"config.json": b"{}", "model.safetensors": bytes(range(256)) * 64}
+    (path / "llama").mkdir()
+    for name, data in files.items():
+        (path / "llama" / name).write_bytes(data)
+    await api.create(
+        PVC,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "weights"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+        namespace,
+    )
+    cache_kind = model_cache_kind()
+    await api.create(
+        cache_kind,
+        {
+            "apiVersion": cache_kind.api_version,
+            "kind": cache_kind.kind,
+            "metadata": {"name": "imported"},
+            "spec": {"sourceUri": "pvc://weights/llama", "modelId": "meta/llama"},
+        },
+        namespace,
+    )
+    done = await wait_for(
+        api,
+        cache_kind,
+        namespace,
+        "imported",
+        lambda c: state(c) == "Ready",
+        timeout=240,
+        what="the import Ready",
+    )
+    said = conditions(done)["DownloadReady"]
+    assert said["reason"] == "Imported", summary(done)
+    assert said["message"].startswith("imported in place: "), summary(done)
+    assert "in 2 files; verified: present" in said["message"], summary(done)
+    assert done["status"]["persistentVolumeClaim"] == "weights"
+    [job] = (await api.list(JOB, namespace, label_selector="aim.eai.amd.com/component=import"))[0]
+    await ran_on_the_node(api, namespace, job["metadata"]["name"])
+    assert [p["metadata"]["name"] for p in (await api.list(PVC, namespace))[0]] == ["weights"]
+    assert sorted(p.name for p in (path / "llama").iterdir()) == sorted(files)  # nothing written

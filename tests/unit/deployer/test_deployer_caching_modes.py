@@ -280,6 +280,39 @@ def test_the_released_mount_root_ignores_the_listed_mount_point() -> None:
     )
 
 
+def test_an_imported_cache_is_mounted_read_only_at_its_directory() -> None:
+    entry = {
+        "meta/llama": {
+            "name": "llama",
+            "status": "Ready",
+            "model": "meta/llama",
+            "persistentVolumeClaim": "shared-weights",
+            "mountPoint": "/workspace/model-cache/meta/llama",
+        }
+    }
+    tc = TemplateCache(TEMPLATE_CACHE, template_cache("tc", SHARED, model_caches=entry))
+    imported = {
+        "apiVersion": "aim.eai.amd.com/v1alpha1",
+        "kind": "AIMModelCache",
+        "metadata": {"name": "llama", "namespace": "ml", "uid": "mc-1"},
+        "spec": {"sourceUri": "pvc://shared-weights/models/llama"},
+        "status": {"status": "Ready", "persistentVolumeClaim": "shared-weights"},
+    }
+    assert mounts_of(informer_of(imported), AIM, tc) == (
+        CacheMount(
+            "llama",
+            "shared-weights",
+            "/workspace/model-cache/meta/llama",
+            sub_path="models/llama",
+            read_only=True,
+        ),
+    )
+    downloaded = {**imported, "spec": {"sourceUri": "hf://meta/llama"}}
+    assert mounts_of(informer_of(downloaded), AIM, tc) == (
+        CacheMount("llama", "shared-weights", "/workspace/model-cache/meta/llama"),
+    )
+
+
 # -- immutable caching and template ------------------------------------------------------------
 
 

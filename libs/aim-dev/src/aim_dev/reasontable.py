@@ -245,6 +245,19 @@ TABLE: Table = (
                     "ProvisioningFailed",
                     "PvcCreateRejected",
                     "PvcCreateForbidden",
+                    "ClaimBound",
+                    "ClaimNotBound",
+                    "ClaimNotFound",
+                    "ClaimInOtherNamespace",
+                ),
+            ),
+            (
+                "StorageQuotaReady",
+                (
+                    "WithinQuota",
+                    "Evicting",
+                    "NamespaceQuotaExceeded",
+                    "ClusterQuotaExceeded",
                 ),
             ),
             (
@@ -270,6 +283,11 @@ TABLE: Table = (
                     "JobEvicted",
                     "DownloadJobCreateRejected",
                     "DownloadJobCreateForbidden",
+                    "Imported",
+                    "MissingFiles",
+                    "SizeMismatch",
+                    "ImportJobCreateRejected",
+                    "ImportJobCreateForbidden",
                 ),
             ),
         ),
@@ -288,6 +306,9 @@ def _state(rule: rules.Rule, condition: str, reason: str) -> str:
 
 _TRUE_REASONS = frozenset(
     {
+        "ClaimBound",
+        "Imported",
+        "WithinQuota",
         "ConfigFound",
         "DefaultConfigNotFound",
         "ModelResolved",

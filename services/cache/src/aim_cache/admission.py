@@ -33,7 +33,7 @@ from typing import Any
 
 from nats.js.kv import KeyValue
 
-from aim_cache import plan, quota
+from aim_cache import imports, plan, quota
 from aimcore.api.errors import AimError
 from aimcore.api.events import WARNING, Involved, event_object
 from aimcore.api.kinds import EVENT, GROUP_AIM, NAMESPACE, PVC
@@ -171,7 +171,8 @@ class StorageQuota:
 
     async def _caches(self, namespace: str | None) -> list[quota.Cache]:
         """Every model cache of the current group (in ``namespace``, or all), each holding the PVC
-        the API server has for it (and its request as its allocated size), or none."""
+        the API server has for it (its own, or the claim it imports) with its request as its
+        allocated size, or none."""
         claims: dict[tuple[str, str], Obj] = {}
         for pvc in (await self.kube.list(PVC, namespace))[0]:
             meta = pvc["metadata"]
@@ -180,7 +181,12 @@ class StorageQuota:
         for ref in ModelCache.kinds_in(GROUP_AIM):
             for item in (await self.kube.list(ref, namespace))[0]:
                 found = quota.Cache.from_object({**item, "apiVersion": ref.api_version, "kind": ref.kind})
-                claim = claims.get((found.namespace, plan.pvc_name(found.name, found.uid)))
+                name = (
+                    imports.parse(found.source_uri).name
+                    if found.imported
+                    else plan.pvc_name(found.name, found.uid)
+                )
+                claim = claims.get((found.namespace, name))
                 out.append(holding(found, claim))
         return out
 

@@ -84,7 +84,12 @@ def controller(
                 TEMPLATE_CACHE_KINDS,
                 TemplateCacheReconciler(ctx.kube, settings.download_image, ctx.settings.behaviour).reconcile,
             ),
-            (MODEL_CACHE_KINDS, ModelCacheReconciler(ctx.kube, settings, local, leases=leases).reconcile),
+            (
+                MODEL_CACHE_KINDS,
+                ModelCacheReconciler(
+                    ctx.kube, settings, local, leases=leases, verify_image=model_settings.verify_image
+                ).reconcile,
+            ),
             ((LLMKUBE_MODEL,), LLMKubeModelReconciler(ctx.kube, model_settings, runs, requeue).reconcile),
         ),
         watches=[

@@ -38,10 +38,11 @@ from typing import Any
 
 from nats.js.kv import KeyValue
 
-from aim_cache import plan, quota
+from aim_cache import imports, plan, quota
 from aim_cache.admission import BLOCK_REQUEUE, BUSY_REQUEUE, EVICT_REQUEUE, QuotaBusy, StorageQuota
 from aim_cache.envvars import SECRET_NOT_FOUND, EnvReferenceMissing, resolve_env
 from aim_cache.joblog import JobLogs
+from aim_cache.llmkube.settings import DEFAULT_VERIFY_IMAGE
 from aim_cache.local import LocalExecutor
 from aim_cache.memo import remember
 from aim_cache.settings import CacheSettings
@@ -94,6 +95,9 @@ LEGACY = GROUP_LEGACY
 IMMUTABLE = ("downloadFilter",)
 """A model cache's spec fields that are immutable once set (``sourceUri`` too, by the seeds' CRD)."""
 
+IMPORT_RECHECK = 30.0
+"""How soon an import looks again at a claim that is missing or not bound (a user's claim is not watched)."""
+
 # failures only a user can fix (credentials, a missing source or Secret): retried at the cap
 NON_RETRYABLE = PERMANENT_REASONS | {SECRET_NOT_FOUND}
 # failures that are about the source rather than the transfer
@@ -136,8 +140,10 @@ class ModelCacheReconciler:
         *,
         clock: Any = time.time,
         leases: Callable[[], Awaitable[KeyValue]] | None = None,
+        verify_image: str = DEFAULT_VERIFY_IMAGE,
     ) -> None:
         self.kube = kube
+        self.verify_image = verify_image  # of import Jobs: the cache service's own (aim-model-inspect)
         self.quota = StorageQuota(kube, leases, clock=clock)
         self.settings = settings
         self.local = local
@@ -164,6 +170,8 @@ class ModelCacheReconciler:
             conditions.append(cond(SOURCE_READY, False, immutability.REASON, refused))
             await self._report(request, conditions, fields, ("reject", immutability.REASON, refused))
             return None
+        if imports.imports(cache.source_uri):
+            return await self._reconcile_import(request, cache, conditions, fields)
         try:
             parse_source(cache.source_uri)
         except DownloadError as exc:
@@ -214,6 +222,139 @@ class ModelCacheReconciler:
         sent = await request.reporter.report(request.ref, request.obj, conditions, fields)
         if sent and decision is not None:
             await request.reporter.decide(request.ref, request.obj, *decision)
+
+    # -- import (pvc://) ----------------------------------------------------------------------------
+
+    async def _reconcile_import(
+        self,
+        request: Request,
+        cache: ModelCache,
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+    ) -> Result | None:
+        """A ``pvc://`` cache (:mod:`aim_cache.imports`): the claim found in the cache's namespace and
+        bound, then checked in place by a Job; never written, resized or deleted."""
+        claim = imports.parse(cache.source_uri)
+        namespace = str(cache.namespace)
+        if self.local is not None:
+            message = (
+                "a pvc:// source is checked by a Job that mounts the claim: the local executor has no kubelet"
+            )
+            conditions.append(cond(SOURCE_READY, False, INVALID_SOURCE, message))
+            await self._report(request, conditions, fields, ("reject", INVALID_SOURCE, message))
+            return None
+        pvc = await self.kube.get(PVC, namespace, claim.name)
+        if pvc is None:
+            elsewhere = sorted(
+                str(p["metadata"].get("namespace"))
+                for p in (await self.kube.list(PVC, None))[0]
+                if p["metadata"].get("name") == claim.name
+            )
+            if elsewhere:
+                reason = imports.CLAIM_IN_OTHER_NAMESPACE
+                message = (
+                    f"PersistentVolumeClaim {claim.name} is in namespace {', '.join(elsewhere)}, not "
+                    f"{namespace}: a model cache imports a claim of its own namespace"
+                )
+            else:
+                reason = imports.CLAIM_NOT_FOUND
+                message = f"no PersistentVolumeClaim {claim.name} in namespace {namespace}"
+            conditions.append(cond(SOURCE_READY, False, reason, message))
+            conditions.append(cond(STORAGE_READY, False, reason, message))
+            await self._report(request, conditions, fields, ("import-claim", reason, message))
+            return Result(requeue_after=IMPORT_RECHECK)  # a user's claim is not watched
+        conditions.append(cond(SOURCE_READY, True, "SourceResolved", cache.source_uri))
+        fields["persistentVolumeClaim"] = claim.name
+        held = imports.capacity(pvc)
+        with contextlib.suppress(ValueError):
+            if held is not None and amount(held).denominator == 1:
+                fields["allocatedSize"] = quota.format_quantity(int(amount(held)))
+        phase = (pvc.get("status") or {}).get("phase") or "Pending"
+        if phase != "Bound":
+            message = f"PersistentVolumeClaim {claim.name} is {phase}: it is imported once bound"
+            conditions.append(cond(STORAGE_READY, False, imports.CLAIM_NOT_BOUND, message))
+            await self._report(request, conditions, fields)
+            return Result(requeue_after=IMPORT_RECHECK)
+        message = (
+            f"imported PersistentVolumeClaim {claim.name}, read-only (never written, resized or deleted)"
+        )
+        conditions.append(cond(STORAGE_READY, True, imports.CLAIM_BOUND, message))
+        return await self._import_job(request, cache, claim, conditions, fields)
+
+    async def _import_job(
+        self,
+        request: Request,
+        cache: ModelCache,
+        claim: imports.Claim,
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+    ) -> Result | None:
+        """The Job that checks the claim in place: made, followed, read, retried with back-off."""
+        digest = plan.spec_hash(cache)
+        owned = self._jobs(request, cache)
+        current = [j for j in owned if _annotation(j, plan.ANNOTATION_SPEC_HASH) == digest]
+        for stale in (j for j in owned if j not in current):
+            await self.kube.delete(JOB, request.namespace, stale["metadata"]["name"])
+        latest = max(current, key=_attempt, default=None)
+        if latest is None:
+            return await self._create_import_job(request, cache, claim, conditions, fields, 1)
+        state = jobs.job_state(latest)
+        if state == jobs.STATE_ACTIVE:
+            what = f"import Job {latest['metadata']['name']} checks {cache.source_uri} in place"
+            conditions.append(cond(DOWNLOAD_READY, False, "Verifying", what))
+            await self._report(request, conditions, fields)
+            return None
+        outcome = await self._outcome(request, latest, self._pods(request, latest))
+        if state == jobs.STATE_SUCCEEDED and outcome.get("result") == "ok":
+            message = "imported in place: " + describe_outcome(outcome)
+            conditions.append(cond(DOWNLOAD_READY, True, imports.IMPORTED, message))
+            fields.update(done_progress(request.ref, int(outcome.get("bytes") or 0)))
+            await self._report(request, conditions, fields, ("import", imports.IMPORTED, message))
+            return None
+        if outcome.get("result") == "error" and outcome.get("reason"):
+            reason, message = str(outcome["reason"]), jobs.redact(str(outcome.get("message", "")))
+        else:
+            reason, message = jobs.classify_failure(
+                latest,
+                self._pods(request, latest),
+                outcome.get("_log"),
+                what="import",
+                container=plan.CONTAINER,
+            )
+        attempt = _attempt(latest)
+        finished = jobs.finished_at(latest)
+        ended = finished.timestamp() if finished is not None else self.clock()
+        due = ended + backoff(attempt, reason, jitter=jitter_key(request.obj))
+        now = self.clock()
+        if now < due:
+            conditions.append(
+                cond(DOWNLOAD_READY, False, reason, f"{message} ({jobs.retry_note(attempt, due)})")
+            )
+            await self._report(request, conditions, fields, ("import-failed", reason, message))
+            return Result(requeue_after=due - now)
+        await self.kube.delete(JOB, request.namespace, latest["metadata"]["name"])
+        return await self._create_import_job(request, cache, claim, conditions, fields, attempt + 1)
+
+    async def _create_import_job(  # noqa: PLR0917 - one Job's inputs, named at the call
+        self,
+        request: Request,
+        cache: ModelCache,
+        claim: imports.Claim,
+        conditions: list[ConditionReport],
+        fields: dict[str, Any],
+        attempt: int,
+    ) -> Result | None:
+        body = imports.job_body(cache, claim, attempt=attempt, image=self.verify_image)
+        written = await self.children.write(request, JOB, body, how=How.CREATE, record=False)
+        if isinstance(written, Refusal):
+            return await self._write_refused(
+                request, DOWNLOAD_READY, "ImportJob", JOB, body, written, conditions, fields
+            )
+        name = body["metadata"]["name"]
+        what = f"import Job {name} (attempt {attempt}) checks {cache.source_uri} in place"
+        conditions.append(cond(DOWNLOAD_READY, False, "Verifying", what))
+        await self._report(request, conditions, fields, ("create-job", "Verifying", what))
+        return None
 
     # -- local executor --------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ once (a Shared one unowned), the InferenceService keeping its volumes until the 
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ from aim_deployer.service_view import ServiceView
 from aimcore.api.behaviour import Behaviour
 from aimcore.api.bus.messages import ConditionReport
 from aimcore.api.kinds import GROUP_AIM, PART_OF_LABEL, PART_OF_VALUE, KindRef
+from aimcore.api.sourcerules import PVC_SCHEME, pvc_parts
 from aimcore.api.types import Obj
 from aimcore.domain.families.base import READY_STATES, written
 from aimcore.domain.families.caches import ModelCache, TemplateCache
@@ -223,7 +225,7 @@ def mounts_of(
             if claim and name:
                 listed = entry.mount_point if root == CACHE_ROOT else None
                 path = listed or mount_path(entry.model or name, root)
-                out.append(CacheMount(name, claim, path))
+                out.append(imported(informer, group, tc.namespace, CacheMount(name, claim, path)))
         return tuple(out)
     label = label_value(tc.name)
     for mc in sorted(ModelCache.each_in(informer, group, tc.namespace), key=lambda m: m.name):
@@ -233,6 +235,16 @@ def mounts_of(
             model = mc.annotations.get(MODEL_ID_ANNOTATION) or mc.name
             out.append(CacheMount(mc.name, mc.claim, mount_path(model, root)))
     return tuple(out)
+
+
+def imported(informer: Informer, group: str, namespace: str | None, mount: CacheMount) -> CacheMount:
+    """``mount`` as an imported (``pvc://CLAIM/PATH``) model cache is mounted: PATH of the claim,
+    read-only; any other cache's unchanged."""
+    mc = ModelCache.get_in(informer, group, namespace, mount.name)
+    if mc is None or not mc.source_uri.startswith(PVC_SCHEME):
+        return mount
+    _, path = pvc_parts(mc.source_uri)
+    return dataclasses.replace(mount, sub_path=path, read_only=True)
 
 
 def failed_model_caches(

@@ -201,6 +201,10 @@ class CacheMount:
     """The PersistentVolumeClaim's name."""
     mount_path: str
     """Where it is mounted, e.g. ``/workspace/model-cache/meta-llama/Llama-3-8B``."""
+    sub_path: str = ""
+    """The directory of the claim mounted (an imported ``pvc://CLAIM/PATH`` cache's PATH)."""
+    read_only: bool = False
+    """Mounted read-only (an imported cache: the operator never writes a claim it did not make)."""
 
 
 @dataclass(frozen=True)
@@ -540,6 +544,23 @@ def _volume_names(caches: Sequence[CacheMount]) -> list[tuple[str, CacheMount]]:
     return out
 
 
+def cache_mount(volume: str, cache: CacheMount) -> Obj:
+    """The inference container's mount of a model cache (an imported one: its directory, read-only)."""
+    mount: Obj = {"name": volume, "mountPath": cache.mount_path}
+    if cache.sub_path:
+        mount["subPath"] = cache.sub_path
+    if cache.read_only:
+        mount["readOnly"] = True
+    return mount
+
+
+def cache_volume(volume: str, cache: CacheMount) -> Obj:
+    claim: Obj = {"claimName": cache.claim}
+    if cache.read_only:
+        claim["readOnly"] = True
+    return {"name": volume, "persistentVolumeClaim": claim}
+
+
 def node_affinity(template: Template) -> Obj | None:
     """``affinity`` from the template's ``status.resolvedNodeAffinity``: a NodeAffinity is used as
     is; a bare NodeSelector (``nodeSelectorTerms``) becomes its required part."""
@@ -571,12 +592,12 @@ def build(inputs: Inputs) -> Obj:
         "readinessProbe": copy.deepcopy(READINESS_PROBE),
         "volumeMounts": [
             {"name": SHM_VOLUME, "mountPath": "/dev/shm"},
-            *({"name": vol, "mountPath": cache.mount_path} for vol, cache in caches),
+            *(cache_mount(vol, cache) for vol, cache in caches),
         ],
     }
     volumes: list[Obj] = [
         {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}},
-        *({"name": vol, "persistentVolumeClaim": {"claimName": cache.claim}} for vol, cache in caches),
+        *(cache_volume(vol, cache) for vol, cache in caches),
     ]
 
     low, high = replica_bounds(spec)

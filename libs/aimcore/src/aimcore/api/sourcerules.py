@@ -28,6 +28,7 @@ from aimcore.api.decoding import rule
 from aimcore.api.imageref import InvalidReference, parse_reference
 
 __all__ = [
+    "PVC_SCHEME",
     "ModelId",
     "SourceUri",
     "check_model_id",
@@ -35,6 +36,8 @@ __all__ = [
     "check_source_uri",
     "model_id_error",
     "profile_id_error",
+    "pvc_error",
+    "pvc_parts",
     "source_uri_error",
 ]
 
@@ -64,13 +67,16 @@ def model_id_error(value: str) -> str | None:
 
 def source_uri_error(value: str) -> str | None:
     """``sourceUri``: ``hf://[{org}/]{model}[@revision]`` or ``s3://{bucket}[/{key prefix}]``,
-    without ``.``/``..`` path segments, or ``oci://{registry}/{repository}[:tag][@sha256:…]``."""
+    without ``.``/``..`` path segments, ``oci://{registry}/{repository}[:tag][@sha256:…]``, or
+    ``pvc://{claim}[/{path}]``."""
     if value.startswith("hf://"):
         return _hf_error(value)
     if value.startswith("s3://"):
         return _s3_error(value)
     if value.startswith("oci://"):
         return _oci_error(value)
+    if value.startswith(PVC_SCHEME):
+        return pvc_error(value)
     return None  # another scheme: the seed's pattern refuses it
 
 
@@ -125,6 +131,34 @@ def _oci_error(value: str) -> str | None:
         return f"sourceUri {value!r}: {exc.message}; {expected}"
     if ref.digest is not None and not ref.digest.startswith("sha256:"):
         return f"sourceUri {value!r}: only a sha256 digest can be verified; {expected}"
+    return None
+
+
+_CLAIM = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+PVC_SCHEME = "pvc://"
+
+
+def pvc_parts(value: str) -> tuple[str, str]:
+    """``pvc://{claim}[/{path}]`` as ``(claim, path)``, the path without empty segments (``""``: the
+    claim's root). Read by the cache service (the import) and the deployer (the mount's subPath)."""
+    claim, _, path = value.removeprefix(PVC_SCHEME).partition("/")
+    return claim, "/".join(p for p in path.split("/") if p)
+
+
+def pvc_error(value: str) -> str | None:
+    """``pvc://{claim}[/{path}]``: a volume the user filled, imported in place (this operator's
+    extension): the claim a DNS subdomain name (a claim of the cache's own namespace), the path
+    relative, without ``.``/``..`` segments."""
+    claim, path = pvc_parts(value)
+    expected = "write pvc://{claim}/{directory}, e.g. pvc://models/llama-3-8b"
+    if not claim or len(claim) > 253 or not _CLAIM.match(claim):
+        return f"sourceUri {value!r}: {claim!r} is not a PersistentVolumeClaim name; {expected}"
+    if any(_dots_only(p) for p in path.split("/")) or _CONTROL.search(path) or "\\" in path:
+        return (
+            f"sourceUri {value!r}: the path must stay inside the claim (no '.' or '..' segments); {expected}"
+        )
     return None
 
 

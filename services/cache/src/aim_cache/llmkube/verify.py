@@ -102,24 +102,7 @@ def job_body(
     }
     if known is not None:
         annotations[ANNOTATION_KNOWN] = known.render()
-    container: Obj = {
-        "name": CONTAINER,
-        "image": image,
-        "imagePullPolicy": pull_policy(image),
-        "command": [COMMAND],
-        "args": args,
-        "volumeMounts": [{"name": "model-source", "mountPath": MOUNT, "readOnly": True}],
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-            "runAsUser": RUN_AS,
-            "runAsGroup": RUN_AS,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
-    }
+    container = inspect_container(image, args)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -138,16 +121,40 @@ def job_body(
                     "restartPolicy": "Never",
                     "securityContext": {"runAsNonRoot": True},
                     "containers": [container],
-                    "volumes": [
-                        {
-                            "name": "model-source",
-                            "persistentVolumeClaim": {"claimName": claim, "readOnly": True},
-                        }
-                    ],
+                    "volumes": [claim_volume(claim)],
                 },
             },
         },
     }
+
+
+def inspect_container(image: str, args: list[str]) -> Obj:
+    """``aim-model-inspect`` with ``args``, hardened, the claim mounted read-only at :data:`MOUNT`
+    (:func:`claim_volume`): what every Job that reads a user's claim in place runs (these, and
+    the import of a ``pvc://`` model cache, :mod:`aim_cache.imports`)."""
+    return {
+        "name": CONTAINER,
+        "image": image,
+        "imagePullPolicy": pull_policy(image),
+        "command": [COMMAND],
+        "args": args,
+        "volumeMounts": [{"name": "model-source", "mountPath": MOUNT, "readOnly": True}],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS,
+            "runAsGroup": RUN_AS,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+    }
+
+
+def claim_volume(claim: str) -> Obj:
+    """The user's claim as the pod's volume, read-only."""
+    return {"name": "model-source", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}}
 
 
 def annotation(job: Mapping[str, Any], key: str) -> str | None:

@@ -176,6 +176,10 @@ REASON_STATES: Mapping[str, State] = {
     "UnsupportedMediaType": State.FAILED,
     "InvalidDownloadProtocol": State.FAILED,
     "DownloadFilterUnsupported": State.FAILED,
+    # an imported claim (pvc://) that is not the cache's to import, or whose files are wrong
+    "ClaimInOtherNamespace": State.FAILED,
+    "MissingFiles": State.FAILED,
+    "SizeMismatch": State.FAILED,
     # a spec field changed after it was set (a model cache's SourceReady; the deployer reports it
     # under ConfigValid, which fails the service whatever the reason)
     "ImmutableFieldChanged": State.FAILED,
@@ -200,6 +204,7 @@ REASON_STATES: Mapping[str, State] = {
             "ModelCache",  # a template cache's model cache
             "Pvc",  # a model cache's PVC
             "DownloadJob",  # a model cache's download Job
+            "ImportJob",  # an imported (pvc://) model cache's check in place
             "VerifyJob",  # an LLMKube Model's verify Job
         )
         for how in ("Rejected", "Forbidden")
@@ -298,6 +303,8 @@ WAITING_REASONS: frozenset[str] = frozenset(
         "ClusterQuotaExceeded",
         "Evicting",
         "StorageQuotaBusy",  # cache: the quota lock is taken (never reported: the reconcile comes back)
+        "ClaimNotFound",  # cache: SourceReady/StorageReady of an import, until the user makes the claim
+        "ClaimNotBound",  # cache: StorageReady of an import, until the claim is bound
     }
 )
 
@@ -316,6 +323,8 @@ UNREAD_REASONS: frozenset[str] = frozenset(
         "Reconciling",  # the runtime: Ready, once a spec is valid again
         "WithinLimit",  # model sources: MaxModelsLimitReached=False
         "WithinQuota",  # cache: StorageQuotaReady=True, StorageQuotaExceeded=False
+        "ClaimBound",  # cache: StorageReady=True of an import
+        "Imported",  # cache: DownloadReady=True of an import
         "Evicted",  # cache: the Warning Event on a cache a storage quota deleted (no condition)
         # the registry client (registry-sync reports it on RegistryReachable; discovery as RegistryError)
         "RegistryUnreachable",

@@ -234,7 +234,8 @@ class AIMModelCacheSpec(RuntimeConfigRef):
         description=(
             "SourceURI specifies the source location of the model to download.\n"
             "Supported protocols: hf:// (HuggingFace) and s3:// (S3-compatible storage)\n"
-            "(and oci:// (OCI registry artifacts), this operator's extension).\n"
+            "(and oci:// (OCI registry artifacts) and pvc://claim/path (a volume already filled,\n"
+            "imported in place), this operator's extensions).\n"
             "This field uniquely identifies the model cache and is immutable after creation.\n"
             "Example: hf://meta-llama/Llama-3-8B"
         ),

@@ -129,7 +129,7 @@ _DOWNLOAD_ENV_DESCRIPTION = (
 )
 
 MODEL_ID_PATTERN = r"^[a-zA-Z0-9_-]+/[a-zA-Z0-9._-]+$"
-SOURCE_URI_PATTERN = r"^(hf|s3|oci)://[^ \t\r\n]+$"
+SOURCE_URI_PATTERN = r"^(hf|s3|oci|pvc)://[^ \t\r\n]+$"
 """The seed's ``^(hf|s3)://…`` widened by ``oci://`` (issue 30): every value it accepts still is."""
 
 
@@ -552,7 +552,8 @@ class AIMModelSource(K8sModel):
             "Supported schemes:\n"
             "- hf://org/model - Hugging Face Hub model\n"
             "- s3://bucket/key - S3-compatible storage\n"
-            "- oci://registry/repository:tag - OCI artifact (this operator's extension)"
+            "- oci://registry/repository:tag - OCI artifact (this operator's extension)\n"
+            "- pvc://claim/path - a volume already filled, imported in place (this operator's extension)"
         ),
     )
     size: Quantity | None = Field(
