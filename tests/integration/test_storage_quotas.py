@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from aim_cache.plan import pvc_name
 from aimcore.api.kinds import EVENT, NAMESPACE, PVC, by_kind
-from aimcore.runtime import Kube
+from aimcore.runtime import ApiException, Kube
 from tests.helpers import condition, eventually, has, manifest, status_of
 from tests.integration.jobmode import Cluster, get, make_ready, new_namespace
 
@@ -197,3 +199,10 @@ async def test_a_cluster_limit_blocks_with_its_reason_and_a_bad_annotation_is_a_
     _, warned = await blocked_by(kube, MODEL_CACHE, ns, "here", "ClusterQuotaExceeded")
     assert warned.startswith("Cluster quota exceeded: 1Gi used + 1Gi needed > 1Gi limit (warning: invalid ")
     assert f'annotation "lots" on namespace {ns}' in warned
+    # a negative limit is refused by the API server, not stored to block everything
+    with pytest.raises(ApiException) as negative:
+        await kube.patch(
+            CLUSTER_CONFIG, None, "default", {"spec": {"artifactStorageQuota": {"clusterLimit": "-1Gi"}}}
+        )
+    assert negative.value.status == 422
+    assert "artifactStorageQuota.clusterLimit" in str(negative.value.body)
