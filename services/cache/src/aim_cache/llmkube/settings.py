@@ -90,7 +90,8 @@ class LLMKubeSettings(AimSettings):
         env="AIM_LLMKUBE_VERIFY_IMAGE",
         form="an image reference",
         shown_default=f"the cache service's own image (see `AIM_POD_NAME`); else `{DEFAULT_VERIFY_IMAGE}`",
-        description="The image of the Jobs that read `pvc://` sources in place (it must carry "
+        description="The image of the Jobs that read `pvc://` sources in place: LLMKube Models' "
+        "verify Jobs and the import Jobs of `pvc://` model caches (it must carry "
         "`aim-model-inspect`). Leave it unset in a cluster: the Jobs then run the image the "
         "cache service runs, whatever an overlay made it.",
     )
