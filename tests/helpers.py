@@ -278,7 +278,10 @@ RESOURCE_QUOTA = KindRef("", "v1", "ResourceQuota", "resourcequotas", True)
 async def quota_of_none(kube: Kube, namespace: str, resource: str) -> str:
     """A ResourceQuota allowing no object of ``resource`` (``count/jobs.batch``...) in
     ``namespace``: the API server then refuses to create one (403, exceeded quota), as a platform
-    team's quota would. Returns its name."""
+    team's quota would. Returns its name once the quota controller has counted it: until then the
+    API server's quota admission may not know the quota yet (its informer lags under load, and an
+    earlier lookup that found none in the namespace is remembered for 30 s), and let a create
+    through."""
     name = f"no-{secrets.token_hex(3)}"
     body = {
         "apiVersion": "v1",
@@ -287,6 +290,12 @@ async def quota_of_none(kube: Kube, namespace: str, resource: str) -> str:
         "spec": {"hard": {resource: "0"}},
     }
     await kube.create(RESOURCE_QUOTA, body, namespace)
+
+    async def counted() -> bool:
+        found = await kube.get(RESOURCE_QUOTA, namespace, name)
+        return resource in (((found or {}).get("status") or {}).get("hard") or {})
+
+    await eventually(counted, timeout=30, what=f"the quota {name} counted")
     return name
 
 
