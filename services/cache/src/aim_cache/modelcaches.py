@@ -4,12 +4,16 @@ verified and kept in storage, with progress users can watch.
 One reconcile:
 
 1. Runtime config (``RuntimeConfigReady``): storage defaults (class, PVC headroom).
-2. Source (``SourceReady``): the URI must parse; in Job mode its size comes from ``spec.size`` or
-   from listing the source (the Hub's file list, an S3 listing) with the cache's env, secrets
-   resolved, so the PVC can be sized before anything is downloaded.
+2. Source (``SourceReady``): the URI must parse and a set ``downloadFilter`` must not have changed
+   (:mod:`aimcore.domain.immutability`); in Job mode its size comes from ``spec.size`` or from
+   listing the source (the Hub's file list, an S3 listing) with the cache's env, secrets resolved
+   and its download filter applied (:func:`aim_cache.plan.download_filter`), so the PVC can be
+   sized before anything is downloaded.
 3. Storage (``StorageReady``): Job mode creates the PVC once (never mutated: size with headroom,
-   storage class from the cache, the runtime config, or the cluster default) and follows its phase;
-   the local executor uses a directory.
+   storage class from the cache, the runtime config, or the cluster default), once its storage
+   quota admits it (``StorageQuotaExceeded``/``StorageQuotaReady``, :mod:`aim_cache.admission`),
+   and follows its phase; the local executor uses a directory. A ``pvc://`` source imports the
+   user's claim instead, checked in place by a Job (:mod:`aim_cache.imports`).
 4. Download (``DownloadReady``): a Job running the downloader (Job mode) or the local executor.
    Running → ``Downloading`` with progress published by the downloader itself (rate, ETA);
    success → ``Verified`` with what was checked; failure → the downloader's reason
