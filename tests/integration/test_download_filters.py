@@ -53,6 +53,13 @@ async def cache_root(
     return Path(started["AIM_CACHE_DIR"])
 
 
+def subfolder_repo(hub: HubServer) -> tuple[str, list[dict[str, str]]]:
+    """A new repository of :data:`FILES` on ``hub``, and the env that points a cache at it."""
+    repo = f"acme/sub-{secrets.token_hex(3)}"
+    add_repo(hub.root, repo, FILES, lfs_threshold=1024)
+    return repo, [{"name": "HF_ENDPOINT", "value": hub.endpoint}]
+
+
 def files_in(root: Path) -> set[str]:
     return {
         str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and not p.name.startswith(".aim")
@@ -66,9 +73,7 @@ def size_of(paths: set[str]) -> int:
 async def test_filters_decide_the_files_the_size_and_the_progress(
     cache_root: Path, kube: Kube, namespace: str, hub_server: HubServer
 ) -> None:
-    repo = f"acme/sub-{secrets.token_hex(3)}"
-    add_repo(hub_server.root, repo, FILES, lfs_threshold=1024)
-    env = [{"name": "HF_ENDPOINT", "value": hub_server.endpoint}]
+    repo, env = subfolder_repo(hub_server)
     config = {"storage": {"downloadFilter": {"exclude": ["original/*"]}}}
     await kube.create(RUNTIME_CONFIG, manifest(RUNTIME_CONFIG, "filtered", namespace, config), namespace)
 
@@ -115,9 +120,7 @@ async def test_filters_decide_the_files_the_size_and_the_progress(
 async def test_a_filter_that_cannot_apply_or_keeps_nothing_is_a_condition(
     cache_root: Path, kube: Kube, namespace: str, hub_server: HubServer
 ) -> None:
-    repo = f"acme/sub-{secrets.token_hex(3)}"
-    add_repo(hub_server.root, repo, FILES, lfs_threshold=1024)
-    env = [{"name": "HF_ENDPOINT", "value": hub_server.endpoint}]
+    repo, env = subfolder_repo(hub_server)
     # KServe's storage initializer (the seeds' default image) downloads every file
     kserve = {"sourceUri": f"hf://{repo}", "env": env, "downloadFilter": {"exclude": ["*/*"]}}
     await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, "kserve", namespace, kserve), namespace)
@@ -129,21 +132,19 @@ async def test_a_filter_that_cannot_apply_or_keeps_nothing_is_a_condition(
     }
     await kube.create(MODEL_CACHE, manifest(MODEL_CACHE, "nothing", namespace, nothing), namespace)
 
-    def source_says(reason: str) -> Any:
-        def check(status: dict[str, Any]) -> bool:
-            found = [c for c in status.get("conditions") or () if c["type"] == "SourceReady"]
-            return bool(found) and found[0]["status"] == "False" and found[0]["reason"] == reason
-
-        return check
-
     refused = await status_of(
-        kube, MODEL_CACHE, namespace, "kserve", source_says("DownloadFilterUnsupported"), "unsupported"
+        kube,
+        MODEL_CACHE,
+        namespace,
+        "kserve",
+        has("SourceReady", "False", "DownloadFilterUnsupported"),
+        "unsupported",
     )
     message = condition(refused["status"], "SourceReady")["message"]
     assert "exclude */*" in message and "storage initializer" in message
     assert refused["status"]["status"] == "Failed"
     empty = await status_of(
-        kube, MODEL_CACHE, namespace, "nothing", source_says("InvalidSource"), "keeps none"
+        kube, MODEL_CACHE, namespace, "nothing", has("SourceReady", "False", "InvalidSource"), "keeps none"
     )
     assert "keeps none of the 4 files" in condition(empty["status"], "SourceReady")["message"]
     assert not (cache_root / namespace / "nothing").exists() or not files_in(
@@ -157,9 +158,7 @@ async def test_a_changed_filter_is_refused_and_patterns_must_be_strings(
     """The CRD's CEL rule (``downloadFilter is immutable``) needs an API server with CEL; this one
     (1.20) stores the change, so the cache service refuses it: ``ImmutableFieldChanged`` naming
     both values, nothing downloaded again, until the filter is set back."""
-    repo = f"acme/sub-{secrets.token_hex(3)}"
-    add_repo(hub_server.root, repo, FILES, lfs_threshold=1024)
-    env = [{"name": "HF_ENDPOINT", "value": hub_server.endpoint}]
+    repo, env = subfolder_repo(hub_server)
     spec = {
         "sourceUri": f"hf://{repo}",
         "env": env,

@@ -49,6 +49,20 @@ WEIGHTS = testmodel.WEIGHTS  # the stack's Hub serves them as the test model's s
 MOUNT = f"{CACHE_ROOT}/{testmodel.CANONICAL_NAME}"
 
 
+def user_claim(name: str) -> dict[str, Any]:
+    """A claim a user made for a volume they filled (bound to the test's static volume)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+
+
 async def test_caching_always_downloads_with_a_real_job_into_a_volume_the_predictor_mounts(
     stack: NodeStack, api: Kube, namespace: str, model_image: str, volumes: Any
 ) -> None:
@@ -192,20 +206,7 @@ async def test_an_llmkube_pvc_model_is_verified_by_a_real_job(
     [path] = await volumes(1, "1Gi", access_modes=("ReadWriteOnce",), claim=(namespace, "gguf"))
     (path / "models").mkdir()
     (path / "models" / "tiny.gguf").write_bytes(data)
-    await api.create(
-        PVC,
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolumeClaim",
-            "metadata": {"name": "gguf"},
-            "spec": {
-                "accessModes": ["ReadWriteOnce"],
-                "storageClassName": "",
-                "resources": {"requests": {"storage": "1Gi"}},
-            },
-        },
-        namespace,
-    )
+    await api.create(PVC, user_claim("gguf"), namespace)
     await api.create(
         LLMKUBE_MODEL,
         {
@@ -255,20 +256,7 @@ async def test_a_filled_volume_is_imported_in_place_by_a_real_job(
     (path / "llama").mkdir()
     for name, data in files.items():
         (path / "llama" / name).write_bytes(data)
-    await api.create(
-        PVC,
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolumeClaim",
-            "metadata": {"name": "weights"},
-            "spec": {
-                "accessModes": ["ReadWriteOnce"],
-                "storageClassName": "",
-                "resources": {"requests": {"storage": "1Gi"}},
-            },
-        },
-        namespace,
-    )
+    await api.create(PVC, user_claim("weights"), namespace)
     cache_kind = model_cache_kind()
     await api.create(
         cache_kind,

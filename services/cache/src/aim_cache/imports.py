@@ -18,7 +18,6 @@ from aimcore.domain.families.caches import ModelCache
 from aimcore.domain.naming import derived_name
 from aimcore.runtime import owner_reference
 
-SCHEME = PVC_SCHEME
 COMPONENT = "import"
 CLAIM_NOT_FOUND = "ClaimNotFound"
 CLAIM_IN_OTHER_NAMESPACE = "ClaimInOtherNamespace"
@@ -42,7 +41,7 @@ class Claim:
 
 
 def imports(source_uri: str) -> bool:
-    return source_uri.startswith(SCHEME)
+    return source_uri.startswith(PVC_SCHEME)
 
 
 def parse(source_uri: str) -> Claim:

@@ -269,10 +269,9 @@ class ModelCacheReconciler:
             return Result(requeue_after=IMPORT_RECHECK)  # a user's claim is not watched
         conditions.append(cond(SOURCE_READY, True, "SourceResolved", cache.source_uri))
         fields["persistentVolumeClaim"] = claim.name
-        held = imports.capacity(pvc)
-        with contextlib.suppress(ValueError):
-            if held is not None and amount(held).denominator == 1:
-                fields["allocatedSize"] = quota.format_quantity(int(amount(held)))
+        held = binary_quantity(imports.capacity(pvc))
+        if held is not None:
+            fields["allocatedSize"] = held
         phase = (pvc.get("status") or {}).get("phase") or "Pending"
         if phase != "Bound":
             message = f"PersistentVolumeClaim {claim.name} is {phase}: it is imported once bound"
@@ -294,12 +293,7 @@ class ModelCacheReconciler:
         fields: dict[str, Any],
     ) -> Result | None:
         """The Job that checks the claim in place: made, followed, read, retried with back-off."""
-        digest = plan.spec_hash(cache)
-        owned = self._jobs(request, cache)
-        current = [j for j in owned if _annotation(j, plan.ANNOTATION_SPEC_HASH) == digest]
-        for stale in (j for j in owned if j not in current):
-            await self.kube.delete(JOB, request.namespace, stale["metadata"]["name"])
-        latest = max(current, key=_attempt, default=None)
+        latest = await self._latest_job(request, cache)
         if latest is None:
             return await self._create_import_job(request, cache, claim, conditions, fields, 1)
         state = jobs.job_state(latest)
@@ -315,20 +309,9 @@ class ModelCacheReconciler:
             fields.update(done_progress(request.ref, int(outcome.get("bytes") or 0)))
             await self._report(request, conditions, fields, ("import", imports.IMPORTED, message))
             return None
-        if outcome.get("result") == "error" and outcome.get("reason"):
-            reason, message = str(outcome["reason"]), jobs.redact(str(outcome.get("message", "")))
-        else:
-            reason, message = jobs.classify_failure(
-                latest,
-                self._pods(request, latest),
-                outcome.get("_log"),
-                what="import",
-                container=plan.CONTAINER,
-            )
+        reason, message = failure_of(latest, self._pods(request, latest), outcome, "import")
         attempt = _attempt(latest)
-        finished = jobs.finished_at(latest)
-        ended = finished.timestamp() if finished is not None else self.clock()
-        due = ended + backoff(attempt, reason, jitter=jitter_key(request.obj))
+        due = self._retry_due(request, latest, reason)
         now = self.clock()
         if now < due:
             conditions.append(
@@ -590,14 +573,7 @@ class ModelCacheReconciler:
         sequence: tuple[str, ...],
         keep: DownloadFilter,
     ) -> Result | None:
-        digest = plan.spec_hash(cache)
-        owned = self._jobs(request, cache)
-        current = [j for j in owned if _annotation(j, plan.ANNOTATION_SPEC_HASH) == digest]
-        for stale in (j for j in owned if j not in current):
-            await self.kube.delete(JOB, request.namespace, stale["metadata"]["name"])
-        latest = max(current, key=_attempt, default=None)
-        for old in (j for j in current if j is not latest):
-            await self.kube.delete(JOB, request.namespace, old["metadata"]["name"])
+        latest = await self._latest_job(request, cache)
         if latest is None:
             return await self._create_job(request, cache, conditions, fields, 1, sequence=sequence, keep=keep)
         attempt = _attempt(latest)
@@ -627,16 +603,8 @@ class ModelCacheReconciler:
             )
             return None
         # failed
-        if outcome.get("result") == "error" and outcome.get("reason"):
-            reason, message = str(outcome["reason"]), jobs.redact(str(outcome.get("message", "")))
-        else:
-            log_tail = outcome.get("_log")
-            reason, message = jobs.classify_failure(
-                latest, pods, log_tail, what="download", container=plan.CONTAINER
-            )
-        finished = jobs.finished_at(latest)
-        ended = finished.timestamp() if finished is not None else self.clock()
-        due = ended + backoff(attempt, reason, jitter=jitter_key(request.obj))
+        reason, message = failure_of(latest, pods, outcome, "download")
+        due = self._retry_due(request, latest, reason)
         now = self.clock()
         if now < due:
             failure_conditions(conditions, reason, message, attempt, due)
@@ -651,6 +619,23 @@ class ModelCacheReconciler:
         return await self._create_job(
             request, cache, conditions, fields, attempt + 1, sequence=sequence, keep=keep
         )
+
+    async def _latest_job(self, request: Request, cache: ModelCache) -> Obj | None:
+        """The cache's newest Job (download or import) made for its current spec; Jobs of an
+        earlier spec, and older attempts, are deleted."""
+        digest = plan.spec_hash(cache)
+        owned = self._jobs(request, cache)
+        current = [j for j in owned if _annotation(j, plan.ANNOTATION_SPEC_HASH) == digest]
+        latest = max(current, key=_attempt, default=None)
+        for old in (j for j in owned if j is not latest):
+            await self.kube.delete(JOB, request.namespace, old["metadata"]["name"])
+        return latest
+
+    def _retry_due(self, request: Request, job: Obj, reason: str) -> float:
+        """When the attempt after the failed ``job`` may start (:func:`backoff` from its end)."""
+        finished = jobs.finished_at(job)
+        ended = finished.timestamp() if finished is not None else self.clock()
+        return ended + backoff(_attempt(job), reason, jitter=jitter_key(request.obj))
 
     def _image(self, cache: ModelCache) -> str:
         return plan.download_image(cache, self.settings.download_image, self.settings.behaviour)
@@ -729,6 +714,14 @@ class ModelCacheReconciler:
         return await self.logs.outcome(str(request.namespace), job, pods, plan.CONTAINER)
 
 
+def failure_of(job: Obj, pods: list[Obj], outcome: Mapping[str, Any], what: str) -> tuple[str, str]:
+    """Why a Job (``what``: ``download`` or ``import``) failed: the reason and message of its
+    result line, else what the Job and its pods say."""
+    if outcome.get("result") == "error" and outcome.get("reason"):
+        return str(outcome["reason"]), jobs.redact(str(outcome.get("message", "")))
+    return jobs.classify_failure(job, pods, outcome.get("_log"), what=what, container=plan.CONTAINER)
+
+
 def job_succeeded(  # noqa: PLR0917 - one outcome's inputs, every one named at the call
     request: Request,
     cache: ModelCache,
@@ -783,15 +776,24 @@ def verified_locally(
     return ("download", "Verified", f"download finished: {message}")
 
 
+def binary_quantity(value: str | None) -> str | None:
+    """A whole number of bytes as the original writes ``allocatedSize`` (``1Gi``; the API server
+    keeps a PVC's request as written, e.g. ``1073741824``); ``None`` for no or no whole value."""
+    try:
+        exact = amount(value) if value is not None else None
+    except ValueError:
+        return None
+    return quota.format_quantity(int(exact)) if exact is not None and exact.denominator == 1 else None
+
+
 def allocated(pvc: Mapping[str, Any]) -> dict[str, Any]:
     """``status.allocatedSize`` (the PVC's request: what the cache takes of a storage quota) and
     the ``headroomPercent`` it was sized with (the PVC's annotation)."""
     request = ((pvc.get("spec") or {}).get("resources") or {}).get("requests", {}).get("storage")
     out: dict[str, Any] = {}
-    with contextlib.suppress(ValueError):
-        exact = amount(request) if request is not None else None
-        if exact is not None and exact.denominator == 1:
-            out["allocatedSize"] = quota.format_quantity(int(exact))  # 1Gi, as the original writes it
+    size = binary_quantity(request)
+    if size is not None:
+        out["allocatedSize"] = size
     headroom = ((pvc.get("metadata") or {}).get("annotations") or {}).get(plan.ANNOTATION_HEADROOM)
     if headroom is not None and str(headroom).isdigit():
         out["headroomPercent"] = int(headroom)

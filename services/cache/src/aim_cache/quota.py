@@ -34,10 +34,10 @@ from typing import Any, Literal
 
 from aim_cache.plan import GIB
 from aimcore.api.quantities import amount
+from aimcore.api.sourcerules import PVC_SCHEME
 from aimcore.domain.units import ceil_gib
 
 __all__ = [
-    "IMPORTED_PREFIX",
     "PROTECTED_ANNOTATION",
     "QUOTA_ANNOTATION",
     "Action",
@@ -56,7 +56,6 @@ __all__ = [
 
 QUOTA_ANNOTATION = "aim.eai.amd.com/artifact-storage-quota"
 PROTECTED_ANNOTATION = "aim.eai.amd.com/eviction-protected"
-IMPORTED_PREFIX = "pvc://"
 
 QUOTA_EXCEEDED = "StorageQuotaExceeded"
 QUOTA_READY = "StorageQuotaReady"
@@ -253,7 +252,7 @@ class Cache:
     @property
     def imported(self) -> bool:
         """It points at a volume the user filled (``pvc://``): it counts, but is never evicted."""
-        return self.source_uri.startswith(IMPORTED_PREFIX)
+        return self.source_uri.startswith(PVC_SCHEME)
 
     @property
     def holds_storage(self) -> bool:
