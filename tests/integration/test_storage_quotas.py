@@ -206,3 +206,35 @@ async def test_a_cluster_limit_blocks_with_its_reason_and_a_bad_annotation_is_a_
         )
     assert negative.value.status == 422
     assert "artifactStorageQuota.clusterLimit" in str(negative.value.body)
+
+
+async def test_two_replicas_and_a_kill_mid_burst_never_admit_more_than_the_quota(cluster: Cluster) -> None:
+    """Eight caches at once, two cache service replicas judging them, one killed (SIGKILL) in the
+    middle and started again: exactly the three that fit get a volume, the other five wait. The
+    lock is the bus's, so a replica that dies holding it delays the others by its TTL at most."""
+    kube, services = cluster.kube, cluster.services
+    services.start("cache", replica=1, env={"AIM_CACHE_EXECUTOR": "job"})
+    ns = await setup(kube, namespace_quota="3Gi", default_priority=None)
+    names = [f"burst-{i}" for i in range(8)]
+    made = await asyncio.gather(
+        *(kube.create(MODEL_CACHE, manifest(MODEL_CACHE, n, ns, spec()), ns) for n in names)
+    )
+    services.kill("cache")
+    services.restart("cache")
+    uids = {obj["metadata"]["name"]: obj["metadata"]["uid"] for obj in made}
+
+    async def settled() -> tuple[list[str], list[str]] | None:
+        held = set(await claims(kube, ns))
+        admitted = [n for n in names if pvc_name(n, uids[n]) in held]
+        blocked = []
+        for n in names:
+            obj = await kube.get(MODEL_CACHE, ns, n)
+            status = (obj or {}).get("status") or {}
+            if has("StorageQuotaReady", "False", "NamespaceQuotaExceeded")(status):
+                blocked.append(n)
+        return (admitted, blocked) if len(admitted) + len(blocked) == len(names) else None
+
+    admitted, blocked = await eventually(settled, timeout=120, what="every cache admitted or blocked")
+    assert len(admitted) == 3, (admitted, blocked)
+    assert sorted(admitted + blocked) == sorted(names)
+    assert len(await claims(kube, ns)) == 3
