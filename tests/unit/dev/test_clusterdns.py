@@ -4,13 +4,21 @@ and its packets (:class:`aim_dev.clusterdns.server.Resolver`), built and read wi
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, cast
 
 import pytest
 from dnslib import QTYPE, RCODE, DNSRecord
 
+from aim_dev.clusterdns import server
 from aim_dev.clusterdns.records import NOERROR, NXDOMAIN, Catalog, Record, build
 from aim_dev.clusterdns.server import Resolver, parse_listen
+from aimcore.api.backoff import Backoff
+from aimcore.api.kinds import KindRef
+from aimcore.runtime import Kube
+from aimcore.runtime.kube import Gone
+from tests.helpers import eventually
 
 SVC = "svc.cluster.local"
 
@@ -233,3 +241,45 @@ def test_listen_addresses() -> None:
     for bad in ("53", "host:", "host:dns"):
         with pytest.raises(Exception, match="ADDR:PORT"):
             parse_listen(bad)
+
+
+class BrokenWatches:
+    """A client whose lists return ``lists`` in turn and whose watches yield ``events`` in turn,
+    each then failing with ``failure``; the last watch waits forever."""
+
+    def __init__(self, lists: list[list[dict[str, Any]]], events: list[dict[str, Any]], failure: Exception):
+        self.lists, self.events, self.failure = lists, events, failure
+        self.listed = 0
+
+    async def list(self, ref: KindRef) -> tuple[list[dict[str, Any]], str]:
+        self.listed += 1
+        return self.lists.pop(0), "1"
+
+    async def watch(self, ref: KindRef, rv: str) -> AsyncIterator[dict[str, Any]]:
+        if not self.events:
+            await asyncio.Event().wait()
+        yield self.events.pop(0)
+        raise self.failure
+
+
+@pytest.mark.parametrize("failure", [OSError("connection reset"), Gone("too old")])
+async def test_a_broken_watch_is_listed_again(monkeypatch: pytest.MonkeyPatch, failure: Exception) -> None:
+    monkeypatch.setattr(server, "RETRY", Backoff(0.001, 0.001))
+    resolver = Resolver(Catalog())
+    resolver.relisted("Endpoints", [])
+    kube = BrokenWatches(
+        [[service("web")], [service("api")]], [{"type": "ADDED", "object": service("db")}], failure
+    )
+    task = asyncio.create_task(server.follow(cast(Kube, kube), server.SERVICE, resolver))
+    try:
+        await asyncio.wait_for(resolver.loaded.wait(), 5)
+
+        async def relisted() -> bool:
+            return kube.listed == 2
+
+        await eventually(relisted, timeout=5, what="a second list")
+        assert set(resolver.catalog.objects["Service"]) == {("ns", "api")}  # the second list, whole
+        assert ask(resolver, f"api.ns.{SVC}").header.rcode == RCODE.NOERROR
+        assert ask(resolver, f"web.ns.{SVC}").header.rcode == RCODE.NXDOMAIN
+    finally:
+        task.cancel()

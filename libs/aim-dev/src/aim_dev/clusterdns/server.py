@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 from pathlib import Path
+from typing import cast
 
 import aiohttp
 from dnslib import AAAA, CNAME, QTYPE, RR, SRV, A, DNSRecord
@@ -109,8 +110,7 @@ class _Udp(asyncio.DatagramProtocol):
         self.transport: asyncio.DatagramTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.DatagramTransport)
-        self.transport = transport
+        self.transport = cast(asyncio.DatagramTransport, transport)
 
     def datagram_received(self, data: bytes, addr: tuple[str | object, ...]) -> None:
         out = self.resolver.reply(data, UDP_SIZE)
