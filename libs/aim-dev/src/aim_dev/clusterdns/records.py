@@ -20,7 +20,9 @@ Emulated, in the cluster domain (``cluster.local`` unless told):
 
 Endpoint addresses are ``addresses``, and ``notReadyAddresses`` too when the Service has
 ``publishNotReadyAddresses``. CoreDNS reads ``addresses`` only: the Endpoints controller already
-puts such a Service's unready pods there, so this differs only for Endpoints made by hand.
+puts such a Service's unready pods there, so this differs only for Endpoints made by hand. CoreDNS
+also makes its records per port, so an endpoint subset or a Service without ports has no address
+there; here it has (no Service this project makes lacks ports).
 
 Not emulated: names outside the cluster domain are NXDOMAIN (CoreDNS forwards them upstream; the
 test nodes have no uplink at all); no pod records (``<a-b-c-d>.<ns>.pod.<domain>``), no PTR, no SOA
