@@ -28,7 +28,7 @@ log() { printf '[bootstrap] %s\n' "$*" >&2; }
 NODE="${AIM_BOOTSTRAP_NODE:-1}"
 packages=(etcd-server docker-registry golang-go rsync make git curl gcc libc6-dev)
 if [ "$NODE" = 1 ]; then
-  packages+=(containerd runc containernetworking-plugins iptables buildah mmdebstrap)
+  packages+=(containerd runc containernetworking-plugins iptables conntrack buildah mmdebstrap)
 fi
 need_apt=()
 for pkg in "${packages[@]}"; do
@@ -38,7 +38,7 @@ done
 # a binary to the build does not change the recipe of the others: a missing one is built (an
 # incremental make), and the ones already cached stay as they are.
 BUILD_STAMP="1.20.2+reflect2-1.0.2+openapi-zero-fix"
-BINARIES=(kube-apiserver kube-controller-manager kubelet kube-scheduler)
+BINARIES=(kube-apiserver kube-controller-manager kubelet kube-scheduler kube-proxy)
 have_src() {
   [ "$(cat "$CACHE/build-stamp" 2>/dev/null)" = "$BUILD_STAMP" ] || return 1
   for b in "${BINARIES[@]}" pause; do [ -x "$CACHE/$b" ] || return 1; done

@@ -1,7 +1,9 @@
 """Stand-in CRDs for the third-party kinds the operator writes (KServe InferenceService, Gateway
-API HTTPRoute, KEDA ScaledObject). Their controllers cannot run here; the test API server and the
-embedded default install these permissive CRDs so the objects can be created and inspected. On a
-real cluster the projects' own CRDs are used instead."""
+API HTTPRoute, KEDA ScaledObject), and for those ``deploy/overlays/production`` applies
+(Prometheus Operator's ServiceMonitor and PrometheusRule: :func:`monitoring_crds`). Their
+controllers cannot run here; the test API server and the embedded default install these permissive
+CRDs so the objects can be created and inspected. On a real cluster the projects' own CRDs are
+used instead."""
 
 from __future__ import annotations
 
@@ -52,3 +54,12 @@ def stand_in_crd(ref: KindRef) -> dict[str, Any]:
 
 def stand_in_crds() -> list[dict[str, Any]]:
     return [stand_in_crd(ref) for ref in EXTERNAL_KINDS]
+
+
+SERVICE_MONITOR = KindRef("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors", True)
+PROMETHEUS_RULE = KindRef("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules", True)
+
+
+def monitoring_crds() -> list[dict[str, Any]]:
+    """What the production overlay's ``service-monitor`` and ``monitoring`` components need."""
+    return [stand_in_crd(ref) for ref in (SERVICE_MONITOR, PROMETHEUS_RULE)]

@@ -205,6 +205,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     if args.node and args.control_plane_only:
         print("--node and --control-plane-only exclude each other", file=sys.stderr)
         return 2
+    if args.nodes != 1 and not (args.node and 2 <= args.nodes <= 5 and not args.demo):
+        print(
+            "--nodes N needs --node, N from 2 to 5, and no --demo (the demo serves a model on one node)",
+            file=sys.stderr,
+        )
+        return 2
     if args.model != DEMO_MODELS[0] and not (args.node and args.demo):
         print("--model chooses the model of `aimctl up --node --demo`: it needs both", file=sys.stderr)
         return 2
@@ -359,6 +365,15 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="a real node (kubelet, kube-scheduler, containerd; root only): the operator runs as Pods "
         "from deploy/, discovery Jobs and predictor pods really run (docs/node.md)",
+    )
+    up.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --node: N real nodes (2 to 5) on one switch, with kube-proxy and a cluster DNS, running "
+        "the production overlay (NATS as three pods over TLS, two replicas of each service; "
+        "docs/node.md, 'Several nodes')",
     )
     up.add_argument(
         "--model",

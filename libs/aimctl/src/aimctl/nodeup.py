@@ -279,6 +279,29 @@ async def _volumes(stack: NodeStack) -> None:
     print(f"$ two static hostPath volumes for the model cache: {paths[0].parent}")
 
 
+def _cluster_ready(stack: NodeStack, args: argparse.Namespace, seconds: float) -> int:
+    assert stack.nodes is not None and stack.operator is not None
+    nodes = ", ".join(f"{n.node_name} ({n.node_ip})" for n in stack.nodes.nodes)
+    print(
+        f"Ready in {seconds:.1f}s: kube-apiserver {stack.cluster and stack.cluster.server} with "
+        f"kube-scheduler and the node lifecycle controller; nodes {nodes}, each with kubelet, "
+        f"containerd, kube-proxy and the cluster DNS stand-in; the operator from "
+        f"deploy/overlays/local-cluster in aim-system (NATS as three pods over TLS, two replicas of "
+        f"{', '.join(SERVICES)}); NATS through every node at {stack.operator.nats_url} "
+        f"(CA {stack.operator.tls_ca}).\n\n"
+        f"  export KUBECONFIG={stack.kubeconfig}\n"
+        f"  kubectl get nodes\n  kubectl get pods -n aim-system -o wide\n\n"
+        f"Logs: {stack.home / 'logs'}, {stack.home / 'nodes'}/<node>/logs; pods: kubectl logs",
+        flush=True,
+    )
+    return foreground.finish(
+        stack,
+        ok=True,
+        detach=args.detach,
+        detached_message="Running in the background; `aimctl down` stops it and removes the nodes.",
+    )
+
+
 def cmd_up_node(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         print(
@@ -296,14 +319,17 @@ def cmd_up_node(args: argparse.Namespace) -> int:
         except gemma.FetchError as exc:
             print(f"error: {exc}")
             return 1
-    stack = NodeStack(detach=args.detach)
-    print(f"Starting the AIM operator on a real node in {stack.home} ...", flush=True)
+    stack = NodeStack(detach=args.detach, node_count=args.nodes)
+    where = f"{args.nodes} real nodes" if stack.clustered else "a real node"
+    print(f"Starting the AIM operator on {where} in {stack.home} ...", flush=True)
     started = time.monotonic()
     try:
         stack.start()
     except (NodeError, DeployFailed, FileNotFoundError) as exc:
         print(f"error: {exc}")
         return 1
+    if stack.clustered:
+        return _cluster_ready(stack, args, time.monotonic() - started)
     assert stack.node is not None and stack.operator is not None
     print(
         f"Ready in {time.monotonic() - started:.1f}s: "

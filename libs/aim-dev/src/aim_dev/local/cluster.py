@@ -2,6 +2,14 @@
 (garbage collector, Job and namespace controllers), like controller-runtime's envtest. No kubelet
 and no scheduler: Pods stay Pending, and tests play the kubelet's part by patching status.
 
+For several real nodes (:mod:`aim_dev.local.multinode`) it also runs what a cluster of nodes needs
+of its control plane: kube-scheduler, the node lifecycle controller (a node that stops reporting
+turns NotReady, then its pods are evicted once their toleration ends), an advertised address that
+is not loopback (the ``kubernetes`` Service's endpoint, which kube-proxy on each node sends to the
+node's forwarder), and the nodes' names resolving to loopback for the API server alone (a hosts
+file bind-mounted over ``/etc/hosts`` in a private mount namespace of its own), where each node's
+forwarder takes the kubelet's port.
+
 Authentication is a static admin token in ``system:masters``; RBAC is on, so service accounts are
 subject to the roles in ``deploy/``.
 """
@@ -21,6 +29,22 @@ import yaml
 from aim_dev.local import binaries
 from aim_dev.local.processes import ManagedProcess, free_port, port_open, start_with_retries
 
+SERVICE_RANGE = "10.0.0.0/24"
+
+
+@dataclass(frozen=True)
+class NodeSupport:
+    """What a control plane of several real nodes runs and how."""
+
+    node_names: tuple[str, ...]
+    """Resolved to 127.0.0.1 for the API server (each node's forwarder holds its kubelet's port)."""
+    advertise_address: str
+    """The ``kubernetes`` Service's endpoint: an address every node has (and forwards to the host)."""
+    toleration_seconds: int = 20
+    """``not-ready``/``unreachable`` toleration the API server gives pods that set none."""
+    monitor_grace: str = "16s"
+    """How long a node may go silent before the lifecycle controller marks it NotReady."""
+
 
 @dataclass
 class ControlPlane:
@@ -34,6 +58,9 @@ class ControlPlane:
     die_with_parent: bool = True
     profiling: bool = False
     """The API server serves Go's profiles on ``/debug/pprof`` (a benchmark's ``--profile``)."""
+    nodes: NodeSupport | None = None
+    """Run what real nodes need of the control plane (None: no kubelet will attach, or one node
+    brings its own scheduler: :class:`aim_dev.node.Node`)."""
 
     @property
     def server(self) -> str:
@@ -114,14 +141,41 @@ class ControlPlane:
                 f"--service-account-private-key-file={self.pki / 'sa.key'}",
                 f"--root-ca-file={self.pki / 'apiserver.crt'}",
                 "--use-service-account-credentials=false",
-                "--controllers=*,-nodeipam,-nodelifecycle,-attachdetach,-persistentvolume-expander,-ttl",
+                *self._controllers(),
                 "--concurrent-gc-syncs=5",
                 "--v=1",
             ],
             logs,
         )
         kcm.wait_until(lambda: port_open(kcm_port), 60, "kube-controller-manager to serve")
+        if self.nodes is not None:
+            self._spawn(
+                "kube-scheduler",
+                [
+                    binaries.find("kube-scheduler"),
+                    f"--kubeconfig={self.kubeconfig_path}",
+                    f"--authentication-kubeconfig={self.kubeconfig_path}",
+                    f"--authorization-kubeconfig={self.kubeconfig_path}",
+                    "--authentication-skip-lookup=true",
+                    "--leader-elect=false",
+                    "--port=0",
+                    f"--secure-port={free_port()}",
+                    "--bind-address=127.0.0.1",
+                    "--v=1",
+                ],
+                logs,
+            )
         return self
+
+    def _controllers(self) -> list[str]:
+        off = ["nodeipam", "attachdetach", "persistentvolume-expander", "ttl"]
+        if self.nodes is None:
+            return ["--controllers=*," + ",".join(f"-{c}" for c in ["nodelifecycle", *off])]
+        return [
+            "--controllers=*," + ",".join(f"-{c}" for c in off),
+            f"--node-monitor-grace-period={self.nodes.monitor_grace}",
+            "--node-monitor-period=2s",
+        ]
 
     def stop(self, grace: float = 10.0) -> None:
         """Stop every process at once, the controller manager first (nothing of a test cluster is
@@ -163,12 +217,37 @@ class ControlPlane:
         (self.pki / "tokens.csv").write_text(f'{self.token},aim-admin,aim-admin,"system:masters"\n')
 
     def _apiserver_args(self) -> list[str]:
+        wrapper: list[str] = []
+        extra: list[str] = []
+        advertise = "127.0.0.1"
+        if self.nodes is not None:
+            hosts = self.workdir / "hosts"
+            names = " ".join(self.nodes.node_names)
+            hosts.write_text(f"127.0.0.1 localhost {names}\n::1 localhost\n")
+            wrapper = [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                'mount --bind "$0" /etc/hosts && exec "$@"',
+                str(hosts),
+            ]
+            advertise = self.nodes.advertise_address
+            extra = [
+                f"--default-not-ready-toleration-seconds={self.nodes.toleration_seconds}",
+                f"--default-unreachable-toleration-seconds={self.nodes.toleration_seconds}",
+                "--kubelet-preferred-address-types=Hostname",
+            ]
         return [
+            *wrapper,
             binaries.find("kube-apiserver"),
+            *extra,
             f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
             f"--secure-port={self.apiserver_port}",
             "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--advertise-address={advertise}",
             "--insecure-port=0",
             f"--cert-dir={self.pki}",
             f"--token-auth-file={self.pki / 'tokens.csv'}",
@@ -177,7 +256,7 @@ class ControlPlane:
             f"--service-account-signing-key-file={self.pki / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--api-audiences=https://kubernetes.default.svc.cluster.local",
-            "--service-cluster-ip-range=10.0.0.0/24",
+            f"--service-cluster-ip-range={SERVICE_RANGE}",
             "--allow-privileged=true",
             "--enable-priority-and-fairness=false",
             f"--profiling={str(self.profiling).lower()}",

@@ -28,6 +28,14 @@ Deployments as Pods, their RBAC, the restricted security context;
 - NATS forwarded to the host's loopback (``state.json``'s ``nats_url``), so ``aimctl events`` and
   the tests reach the bus with the reader's key.
 
+With ``node_count`` above one (``aimctl up --node --nodes 3``) the nodes are a cluster
+(:mod:`aim_dev.local.multinode`: a switch, kube-proxy, the cluster DNS stand-in, the node
+lifecycle controller) and the operator is applied from ``deploy/overlays/local-cluster``, the
+production overlay: NATS as three pods over TLS, two replicas of each service, the PDBs. NATS's
+Service is published to the host's loopback through every node (``state.json``'s ``nats_url`` lists
+them all, ``tls://``: a client keeps the bus when a node is lost), and so is its monitoring port
+(``nats_monitors``); its claims get volumes from the provisioner, the default class.
+
 Everything started is recorded in ``state.json`` (the node's own record in ``node/node.json``) for
 ``aimctl down``; detached, a supervisor process restarts the KServe stand-in and owns the node (the
 node is reaped as stale when the supervisor is gone).
@@ -50,14 +58,15 @@ from typing import Any
 
 from aim_dev import crdinstall, images, llamacpp, testmodel, tinyllm
 from aim_dev.local import consuming, deployed, provisioner
-from aim_dev.local.cluster import ControlPlane
+from aim_dev.local.cluster import ControlPlane, NodeSupport
 from aim_dev.local.hub import HubServer, add_repo
-from aim_dev.local.processes import ManagedProcess, free_port
+from aim_dev.local.multinode import NodeCluster, node_names
+from aim_dev.local.processes import ManagedProcess, free_ports
 from aim_dev.local.registry import Registry
 from aim_dev.local.stack import SUPERVISOR, aim_home
 from aim_dev.node import Node, check_requirements
 from aim_dev.node import config as node_config
-from aim_dev.standins import stand_in_crds
+from aim_dev.standins import monitoring_crds, stand_in_crds
 from aimcore.api.behaviour import Behaviour
 from aimcore.runtime import Kube
 from aimcore.runtime.kube import connect
@@ -71,6 +80,8 @@ NODE_IMAGES = ("pause", *(f"service-{s}" for s in consuming.SERVICES), "nats", "
 """Imported into the node's containerd at its start (the services' first: they share the base
 layer, which is then unpacked once; the llama.cpp runtime is the cache service's image and one
 layer more). Model images come from the registry."""
+CLUSTER_IMAGES = NODE_IMAGES[:-1]
+"""Several nodes serve no model (no llama.cpp runtime to import three times)."""
 
 
 @dataclass
@@ -92,6 +103,20 @@ class NodeStack:
     behaviour: Behaviour = Behaviour.SEEDS
     """Which generation of the original the operator behaves as (``AIM_BEHAVIOUR`` on its services:
     the overlay ``local-node`` or ``local-node-released``)."""
+    node_count: int = 1
+    nodes: NodeCluster | None = None
+    """The nodes, when there are several (``node`` is the one node otherwise)."""
+    nats_monitors: list[str] = field(default_factory=list)
+    """NATS's monitoring port as the host reaches it (clustered: through each node)."""
+
+    @property
+    def clustered(self) -> bool:
+        return self.node_count > 1
+
+    def all_nodes(self) -> list[Node]:
+        if self.nodes is not None:
+            return list(self.nodes.nodes)
+        return [self.node] if self.node is not None else []
 
     @property
     def kubeconfig(self) -> Path:
@@ -131,8 +156,9 @@ class NodeStack:
 
     @property
     def volume_class(self) -> str:
-        """The class of static volumes: the default one's where claims that name none get it."""
-        return provisioner.STORAGE_CLASS if self.behaviour.released else ""
+        """The class of static volumes: the default one's where claims that name none get it
+        (the released behaviour's, and several nodes' whose NATS claims name none)."""
+        return provisioner.STORAGE_CLASS if self.behaviour.released or self.clustered else ""
 
     async def add_volumes(self, kube: Kube, count: int, size: str = "2Gi", **kwargs: Any) -> list[Path]:
         """Static hostPath PersistentVolumes, each a fresh directory under ``volumes/`` writable by
@@ -164,7 +190,8 @@ class NodeStack:
         with self._step("images"):
             built = images.build(list(self.build)) if self.build else []
             self.timings["images rebuilt"] = float(sum(1 for b in built if not b.cached))
-        tarballs = images.tarballs(NODE_IMAGES)  # a clear error if the bootstrap did not build them
+        # a clear error if the bootstrap did not build them
+        tarballs = images.tarballs(CLUSTER_IMAGES if self.clustered else NODE_IMAGES)
         try:
             self._start(tarballs)
         except BaseException:
@@ -175,8 +202,9 @@ class NodeStack:
     def _start(self, tarballs: list[Path]) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         keep = not self.detach
+        support = NodeSupport(node_names(self.node_count), node_config.API_VIP) if self.clustered else None
         with self._step("control plane"):
-            self.cluster = ControlPlane(self.home / "cluster", die_with_parent=keep).start()
+            self.cluster = ControlPlane(self.home / "cluster", die_with_parent=keep, nodes=support).start()
             shutil.copyfile(self.cluster.kubeconfig_path, self.kubeconfig)
         with self._step("registry and hub"):
             self.registry = Registry(self.home / "registry", die_with_parent=keep).start()
@@ -184,8 +212,14 @@ class NodeStack:
             tinyllm.publish(self.hub.root)
             add_repo(self.hub.root, testmodel.CANONICAL_NAME, testmodel.WEIGHTS, lfs_threshold=1024)
         asyncio.run(self._install_stand_in_crds())
-        nats_port = free_port()
-        self._write_state(nats_url=f"nats://127.0.0.1:{nats_port}")
+        nats_ports = free_ports(self.node_count)
+        if self.clustered:
+            monitor_ports = free_ports(self.node_count)
+            self.nats_monitors = [f"127.0.0.1:{p}" for p in monitor_ports]
+            nats_url = ",".join(f"tls://127.0.0.1:{p}" for p in nats_ports)
+        else:
+            nats_url = f"nats://127.0.0.1:{nats_ports[0]}"
+        self._write_state(nats_url=nats_url)
         if self.detach:
             self.supervisor = ManagedProcess(
                 SUPERVISOR,
@@ -198,28 +232,56 @@ class NodeStack:
         else:
             self.kserve = self.kserve_process().start()
             self.provisioner = self.provisioner_process().start()
-        with self._step("node"):
-            self.node = Node(
-                self.home / "node",
-                self.cluster_kubeconfig,
-                images=tarballs,
-                forwards=[
-                    ("127.0.0.1", REGISTRY_PORT, self.registry.port),
-                    (node_config.NODE_IP, REGISTRY_PORT, self.registry.port),
-                    (node_config.NODE_IP, self.hub.port, self.hub.port),
-                ],
-                publish=[(nats_port, "127.0.0.1", deployed.NATS_PORT)],
-                plain_http_registries=[REGISTRY],
-                die_with_parent=keep,
-                owner_pid=self.supervisor.pid if self.supervisor else None,
-            )
-            self._record({"node_state": str(self.node.state_file)})
-            self.node.start()
-            self.timings.update({f"node {k}": v for k, v in self.node.timings.items()})
+        owner = self.supervisor.pid if self.supervisor else None
+        if self.clustered:
+            assert self.registry is not None and self.hub is not None
+            registry, hub = self.registry.port, self.hub.port
+            with self._step("nodes"):
+                self.nodes = NodeCluster(
+                    self.home / "nodes",
+                    self.cluster_kubeconfig,
+                    self.node_count,
+                    images=tarballs,
+                    forwards=lambda ip: [
+                        ("127.0.0.1", REGISTRY_PORT, registry),
+                        (ip, REGISTRY_PORT, registry),
+                        (ip, hub, hub),
+                    ],
+                    publish=lambda i: [
+                        (nats_ports[i], deployed.NATS_SERVICE_IP, deployed.NATS_PORT),
+                        (monitor_ports[i], deployed.NATS_SERVICE_IP, deployed.NATS_MONITOR_PORT),
+                    ],
+                    plain_http_registries=[REGISTRY],
+                    die_with_parent=keep,
+                    owner_pid=owner,
+                )
+                self._record({"node_states": self.nodes.records()})
+                self.nodes.start()
+                self.timings.update({f"nodes {k}": v for k, v in self.nodes.timings.items()})
+        else:
+            with self._step("node"):
+                self.node = Node(
+                    self.home / "node",
+                    self.cluster_kubeconfig,
+                    images=tarballs,
+                    forwards=[
+                        ("127.0.0.1", REGISTRY_PORT, self.registry.port),
+                        (node_config.NODE_IP, REGISTRY_PORT, self.registry.port),
+                        (node_config.NODE_IP, self.hub.port, self.hub.port),
+                    ],
+                    publish=[(nats_ports[0], "127.0.0.1", deployed.NATS_PORT)],
+                    plain_http_registries=[REGISTRY],
+                    die_with_parent=keep,
+                    owner_pid=owner,
+                )
+                self._record({"node_state": str(self.node.state_file)})
+                self.node.start()
+                self.timings.update({f"node {k}": v for k, v in self.node.timings.items()})
         self.operator = deployed.Deployment(
             self.home,
             self.kubeconfig,
-            nats_url=f"nats://127.0.0.1:{nats_port}",
+            nats_url=nats_url,
+            clustered=self.clustered,
             behaviour=self.behaviour,
             storage_class=self.volume_class,
             registry=self.registry.host,
@@ -236,9 +298,10 @@ class NodeStack:
     async def _install_stand_in_crds(self) -> None:
         kube = Kube(await connect(str(self.kubeconfig)), field_manager="aimctl")
         try:
-            await crdinstall.install(kube, stand_in_crds())
+            await crdinstall.install(kube, [*stand_in_crds(), *(monitoring_crds() if self.clustered else [])])
             await kube.apply(
-                provisioner.STORAGE_CLASS_KIND, provisioner.storage_class(default=self.behaviour.released)
+                provisioner.STORAGE_CLASS_KIND,
+                provisioner.storage_class(default=self.behaviour.released or self.clustered),
             )
         finally:
             await kube.close()
@@ -248,7 +311,7 @@ class NodeStack:
         kube = Kube(await connect(str(self.kubeconfig)), field_manager="aimctl")
         try:
             await self.operator.deploy(kube)
-            ready = await self.operator.wait_ready(kube)
+            ready = await self.operator.wait_ready(kube, monitors=self.nats_monitors)
             self.timings.update({f"operator {k}": v for k, v in ready.items()})
         finally:
             await kube.close()
@@ -316,6 +379,8 @@ class NodeStack:
                 proc.stop()
         if self.node is not None:
             self.node.stop()
+        if self.nodes is not None:
+            self.nodes.stop()
         for server in (self.registry, self.hub):
             if server is not None:
                 server.stop()

@@ -66,6 +66,16 @@ def free_port() -> int:
         return found
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` different ports, each as :func:`free_port` finds one."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.2):

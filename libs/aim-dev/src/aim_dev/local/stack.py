@@ -274,12 +274,12 @@ def stop_detached(home: Path | None = None) -> list[str]:
             time.sleep(0.1)
         if _alive(supervisor):
             os.killpg(supervisor, signal.SIGKILL)
-    node_state = state.get("node_state")
-    if node_state:  # its processes, containers, namespace and cgroups, found by the node's id
+    node_states = [state["node_state"]] if state.get("node_state") else state.get("node_states", [])
+    for node_state in node_states:  # processes, containers, namespace and cgroups, by the node's id
         from aim_dev.node import teardown_from_state  # noqa: PLC0415 - node mode only
 
         if teardown_from_state(Path(node_state)):
-            stopped.append("node")
+            stopped.append(f"node {Path(node_state).parent.name}")
     for name, pid in reversed(list(pids.items())):
         try:
             os.killpg(pid, signal.SIGTERM)

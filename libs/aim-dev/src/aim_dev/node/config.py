@@ -17,6 +17,8 @@ from pathlib import Path
 
 import yaml
 
+from aim_dev.local import cluster
+
 NODE_IP = "10.244.76.1"
 """The node's address, on a bridge device in its network namespace (kubelet 1.20 rejects a loopback
 ``--node-ip``, and this kernel has no ``dummy`` link type)."""
@@ -24,6 +26,25 @@ POD_SUBNET = "10.244.77.0/24"
 NODE_DEVICE = "aimnode0"
 POD_BRIDGE = "aimbr0"
 PAUSE_IMAGE = "localhost/aim/pause:3.4.1"
+FABRIC_BRIDGE = "aimfab0"
+"""The switch between several nodes: a bridge in a network namespace of its own (one per cluster),
+each node's ``eth0`` plugged into it by a veth pair."""
+NODE_UPLINK = "eth0"
+CLUSTER_NODE_SUBNET = "10.244.76.0/24"
+"""Several nodes: node ``i`` (from 0) is ``10.244.76.<i+1>`` on its ``eth0``."""
+CLUSTER_POD_SUBNETS = "10.244.80.0/20"
+"""Several nodes: node ``i`` gives its pods ``10.244.<80+i>.0/24`` (kube-proxy's cluster CIDR)."""
+API_VIP = "10.244.75.1"
+"""Several nodes: the API server's advertised address (the ``kubernetes`` Service's endpoint), an
+address every node has on its own device and forwards to the host's API server."""
+DNS_IP = "169.254.20.10"
+"""Several nodes: the cluster DNS each node answers on its own device (NodeLocal DNSCache's address:
+outside the Service range, so no Service can take it)."""
+CLUSTER_DOMAIN = "cluster.local"
+SERVICE_RANGE = cluster.SERVICE_RANGE
+"""The control plane's Service range: a node of several routes it to its uplink, so that a
+connection from the node itself finds a route before kube-proxy rewrites its destination."""
+KUBE_PROXY_HEALTHZ = 10256
 CNI_BIN_DIR = "/usr/lib/cni"
 
 FAKE_SYSCTLS = {
@@ -43,6 +64,38 @@ HARD_CODED_DIRS = {
 
 
 @dataclass(frozen=True)
+class Peer:
+    """Another node of the cluster, as this one routes to it."""
+
+    node_ip: str
+    pod_subnet: str
+
+
+@dataclass(frozen=True)
+class Addressing:
+    """A node's addresses: alone (the default: its address on a device of its own, reached by
+    nothing), or node ``index`` of a cluster whose switch is the network namespace ``fabric``."""
+
+    node_ip: str = NODE_IP
+    pod_subnet: str = POD_SUBNET
+    fabric: str | None = None
+    peers: tuple[Peer, ...] = ()
+
+    @property
+    def clustered(self) -> bool:
+        return self.fabric is not None
+
+    @classmethod
+    def cluster_node(cls, index: int, count: int, fabric: str) -> Addressing:
+        def peer(i: int) -> Peer:
+            return Peer(f"10.244.76.{i + 1}", f"10.244.{80 + i}.0/24")
+
+        own = peer(index)
+        others = tuple(peer(i) for i in range(count) if i != index)
+        return cls(node_ip=own.node_ip, pod_subnet=own.pod_subnet, fabric=fabric, peers=others)
+
+
+@dataclass(frozen=True)
 class Layout:
     """Where a node keeps everything, and the names that make it unique on the machine."""
 
@@ -50,6 +103,7 @@ class Layout:
     workdir: Path
     node_name: str
     kubelet_port: int
+    addressing: Addressing = Addressing()
 
     @property
     def netns(self) -> str:
@@ -94,6 +148,15 @@ class Layout:
     @property
     def cni_conf_dir(self) -> Path:
         return self.workdir / "cni" / "net.d"
+
+    @property
+    def kube_proxy_config(self) -> Path:
+        return self.workdir / "kube-proxy.yaml"
+
+    @property
+    def fabric_port(self) -> str:
+        """The switch's end of this node's veth pair (an interface name: at most 15 characters)."""
+        return "fab-" + self.node_id.removeprefix("aim-node-")
 
     @property
     def holder_script(self) -> Path:
@@ -170,7 +233,7 @@ def cni_conflist(layout: Layout) -> str:
         "ipam": {
             "type": "host-local",
             "dataDir": str(layout.workdir / "cni" / "ipam"),
-            "ranges": [[{"subnet": POD_SUBNET}]],
+            "ranges": [[{"subnet": layout.addressing.pod_subnet}]],
             "routes": [{"dst": "0.0.0.0/0"}],
         },
     }
@@ -200,7 +263,7 @@ def kubelet_config(layout: Layout, max_pods: int = 110) -> str:
         "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
         "authorization": {"mode": "AlwaysAllow"},
         "protectKernelDefaults": False,  # it "sets" the tunables faked in its mount namespace
-        "resolvConf": "",  # no DNS for pods: there is no uplink
+        "resolvConf": "",  # nothing of the host's: there is no uplink
         "serializeImagePulls": False,
         # The status is computed this often and posted when it changes: the node turns Ready a
         # second after its runtime is, not at the next 10 s tick.
@@ -209,6 +272,35 @@ def kubelet_config(layout: Layout, max_pods: int = 110) -> str:
         "imageGCHighThresholdPercent": 99,
         "imageGCLowThresholdPercent": 98,
         "maxPods": max_pods,
+    }
+    if layout.addressing.clustered:  # the cluster DNS stand-in on every node (aim_dev.clusterdns)
+        config["clusterDNS"] = [DNS_IP]
+        config["clusterDomain"] = CLUSTER_DOMAIN
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def kube_proxy_config(layout: Layout) -> str:
+    """kube-proxy in iptables mode in the node's namespaces, leaving the machine's settings alone:
+    no conntrack table size or timeouts (machine-wide here) and no OOM score (root lacks
+    CAP_SYS_RESOURCE)."""
+    config = {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "clientConnection": {"kubeconfig": str(layout.kubeconfig)},
+        "hostnameOverride": layout.node_name,
+        "mode": "iptables",
+        "clusterCIDR": CLUSTER_POD_SUBNETS,
+        "bindAddress": layout.addressing.node_ip,
+        "healthzBindAddress": f"127.0.0.1:{KUBE_PROXY_HEALTHZ}",
+        "metricsBindAddress": "127.0.0.1:10249",
+        "oomScoreAdj": 0,
+        "conntrack": {
+            "maxPerCore": 0,
+            "min": 0,
+            "tcpEstablishedTimeout": "0s",
+            "tcpCloseWaitTimeout": "0s",
+        },
+        "iptables": {"syncPeriod": "30s", "minSyncPeriod": "1s", "masqueradeAll": False},
     }
     return yaml.safe_dump(config, sort_keys=False)
 

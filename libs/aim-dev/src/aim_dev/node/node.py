@@ -118,12 +118,17 @@ class Node:
     owner_pid: int | None = None
     node_id: str = field(default_factory=lambda: f"aim-node-{secrets.token_hex(4)}")
     kubelet_port: int = field(default_factory=free_port)
+    addressing: config.Addressing = field(default_factory=config.Addressing)
+    """Alone (the default), or one node of several on a switch (:mod:`aim_dev.local.multinode`):
+    then kube-proxy and the cluster DNS stand-in run on it too."""
+    scheduler: bool = True
+    """Run kube-scheduler with the node (a cluster of nodes has one, with its control plane)."""
     processes: dict[str, ManagedProcess] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def layout(self) -> config.Layout:
-        return config.Layout(self.node_id, self.workdir, self.node_name, self.kubelet_port)
+        return config.Layout(self.node_id, self.workdir, self.node_name, self.kubelet_port, self.addressing)
 
     @property
     def state_file(self) -> Path:
@@ -131,7 +136,7 @@ class Node:
 
     @property
     def node_ip(self) -> str:
-        return config.NODE_IP
+        return self.addressing.node_ip
 
     @property
     def containerd_socket(self) -> Path:
@@ -187,23 +192,54 @@ class Node:
 
     def _start(self, timeout: float) -> None:
         start = time.monotonic()
-        lay = self.layout
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._save()  # before anything is created: a crash from here on leaves a record to clean up
         server, token, ca_data = _admin_credentials(self.kubeconfig)
-        api_port = int(server.rsplit(":", 1)[1])
         self._write_files(server, token, ca_data)
-
         with self._step("netns"):
-            host.ip("netns", "add", lay.netns)
-            self._ip_in_node("link", "set", "lo", "up")
-            self._ip_in_node("link", "add", config.NODE_DEVICE, "type", "bridge")
-            for address in (config.NODE_IP, SERVICE_IP):
-                self._ip_in_node("addr", "add", f"{address}/32", "dev", config.NODE_DEVICE)
-            self._ip_in_node("link", "set", config.NODE_DEVICE, "up")
+            self._create_network()
             host.create_cgroups(self.node_id)
+        self._start_daemons(timeout, import_images=True)
+        self.timings["total"] = round(time.monotonic() - start, 2)
+
+    def _create_network(self) -> None:
+        """The node's network namespace: its device (the node's address when alone; the addresses
+        every node of a cluster has: the API server's and the DNS's), and in a cluster its ``eth0``
+        on the switch with a route to each other node's pods."""
+        lay, net = self.layout, self.addressing
+        host.ip("netns", "add", lay.netns)
+        self._ip_in_node("link", "set", "lo", "up")
+        self._ip_in_node("link", "add", config.NODE_DEVICE, "type", "bridge")
+        local = (config.API_VIP, config.DNS_IP) if net.clustered else (config.NODE_IP, SERVICE_IP)
+        for address in local:
+            self._ip_in_node("addr", "add", f"{address}/32", "dev", config.NODE_DEVICE)
+        self._ip_in_node("link", "set", config.NODE_DEVICE, "up")
+        if net.fabric is None:
+            return
+        host.ip(
+            "-n", net.fabric, "link", "add", lay.fabric_port, "type", "veth",
+            "peer", "name", config.NODE_UPLINK, "netns", lay.netns,
+        )  # fmt: skip
+        host.ip("-n", net.fabric, "link", "set", lay.fabric_port, "master", config.FABRIC_BRIDGE, "up")
+        prefix = config.CLUSTER_NODE_SUBNET.split("/")[1]
+        self._ip_in_node("addr", "add", f"{net.node_ip}/{prefix}", "dev", config.NODE_UPLINK)
+        self._ip_in_node("link", "set", config.NODE_UPLINK, "up")
+        for peer in net.peers:
+            self._ip_in_node("route", "add", peer.pod_subnet, "via", peer.node_ip)
+        self._ip_in_node("route", "add", config.SERVICE_RANGE, "dev", config.NODE_UPLINK)
+        # Forward between the pods' bridge and the switch; and let the pods' bridged traffic pass
+        # kube-proxy's rules (a pod reaching a Service whose endpoint is on the same bridge).
+        sysctl = ["nsenter", f"--net={lay.netns_path}", "sysctl", "-q", "-w"]
+        for setting in ("net.ipv4.ip_forward=1", "net.bridge.bridge-nf-call-iptables=1"):
+            subprocess.run([*sysctl, setting], check=True, capture_output=True, text=True)
+
+    def _start_daemons(self, timeout: float, import_images: bool) -> None:
+        lay = self.layout
+        server, token, _ = _admin_credentials(self.kubeconfig)
+        api_port = int(server.rsplit(":", 1)[1])
 
         with self._step("holder"):
+            lay.holder_ready.unlink(missing_ok=True)
             holder = self._spawn(
                 "holder",
                 [
@@ -226,14 +262,15 @@ class Node:
             )
             containerd.wait_until(self._containerd_up, 30, "containerd to serve")
 
-        with self._step("images"):
-            for tarball in self.images:
-                self._ctr("images", "import", str(tarball), timeout=300)
+        if import_images:
+            self.import_images(self.images)
 
         with self._step("forwarder"):
+            api = Endpoint("host", "127.0.0.1", api_port)
+            service = (config.API_VIP, api_port) if self.addressing.clustered else (SERVICE_IP, 443)
             forwards = [
-                Forward(Endpoint("node", "127.0.0.1", api_port), Endpoint("host", "127.0.0.1", api_port)),
-                Forward(Endpoint("node", SERVICE_IP, 443), Endpoint("host", "127.0.0.1", api_port)),
+                Forward(Endpoint("node", "127.0.0.1", api_port), api),
+                Forward(Endpoint("node", *service), api),
                 Forward(
                     Endpoint("host", "127.0.0.1", self.kubelet_port),
                     Endpoint("node", "127.0.0.1", self.kubelet_port),
@@ -262,24 +299,49 @@ class Node:
             )
             forwarder.wait_until(ready.exists, 15, "the forwarder's listeners")
 
-        with self._step("scheduler"):
-            self._spawn(
-                "kube-scheduler",
-                [
-                    "nsenter",
-                    f"--net={lay.netns_path}",
-                    binaries.find("kube-scheduler"),
-                    f"--kubeconfig={lay.kubeconfig}",
-                    f"--authentication-kubeconfig={lay.kubeconfig}",
-                    f"--authorization-kubeconfig={lay.kubeconfig}",
-                    "--authentication-skip-lookup=true",
-                    "--leader-elect=false",
-                    "--port=0",
-                    "--secure-port=10259",
-                    "--bind-address=127.0.0.1",
-                    "--v=1",
-                ],
-            )
+        if self.scheduler:
+            with self._step("scheduler"):
+                self._spawn(
+                    "kube-scheduler",
+                    [
+                        "nsenter",
+                        f"--net={lay.netns_path}",
+                        binaries.find("kube-scheduler"),
+                        f"--kubeconfig={lay.kubeconfig}",
+                        f"--authentication-kubeconfig={lay.kubeconfig}",
+                        f"--authorization-kubeconfig={lay.kubeconfig}",
+                        "--authentication-skip-lookup=true",
+                        "--leader-elect=false",
+                        "--port=0",
+                        "--secure-port=10259",
+                        "--bind-address=127.0.0.1",
+                        "--v=1",
+                    ],
+                )
+
+        if self.addressing.clustered:
+            with self._step("kube-proxy and DNS"):
+                self._spawn(
+                    "kube-proxy",
+                    [*enter, binaries.find("kube-proxy"), f"--config={lay.kube_proxy_config}", "--v=1"],
+                )
+                dns_ready = self.workdir / "dns.ready"
+                dns_ready.unlink(missing_ok=True)
+                dns = self._spawn(
+                    "cluster-dns",
+                    [
+                        "nsenter",
+                        f"--net={lay.netns_path}",
+                        sys.executable,
+                        "-m",
+                        "aim_dev.clusterdns",
+                        f"--kubeconfig={lay.kubeconfig}",
+                        f"--listen={config.DNS_IP}:53",
+                        f"--domain={config.CLUSTER_DOMAIN}",
+                        f"--ready={dns_ready}",
+                    ],
+                )
+                dns.wait_until(dns_ready.exists, 30, "the cluster DNS stand-in")
 
         with self._step("kubelet"):
             kubelet = self._spawn(
@@ -296,16 +358,48 @@ class Node:
                     f"--image-service-endpoint=unix://{lay.containerd_socket}",
                     f"--pod-infra-container-image={config.PAUSE_IMAGE}",
                     f"--hostname-override={self.node_name}",
-                    f"--node-ip={config.NODE_IP}",
+                    f"--node-ip={self.addressing.node_ip}",
                     "--v=1",
                 ],
             )
-            api = _Api(server, token)
+            api_client = _Api(server, token)
             kubelet.wait_until(
-                lambda: self._ready_and_untainted(api), timeout, f"node {self.node_name} to be Ready"
+                lambda: self._ready_and_untainted(api_client), timeout, f"node {self.node_name} to be Ready"
             )
         self._save()
-        self.timings["total"] = round(time.monotonic() - start, 2)
+
+    def import_images(self, tarballs: Sequence[Path]) -> None:
+        """docker-archive tarballs into containerd (where the kubelet finds them)."""
+        with self._step("images"):
+            for tarball in tarballs:
+                self._ctr("images", "import", str(tarball), timeout=300)
+
+    # -- faults ------------------------------------------------------------------------------
+
+    def kill(self) -> list[int]:
+        """The node lost with no warning: SIGKILL to every process of it at once (kubelet,
+        containerd, kube-proxy, its forwarder and DNS, and every container); its network
+        namespace, cgroups and files stay, as a powered-off machine's disk and switch port do."""
+        killed = host.kill_processes(self.node_id)
+        for proc in self.processes.values():  # reap them (already dead)
+            proc.kill()
+        self.processes.clear()
+        self._save()
+        return killed
+
+    def restart(self, timeout: float = 120.0) -> Node:
+        """The lost node back: its daemons started again on the same files (containerd keeps its
+        images; the kubelet finds its pods' old sandboxes dead and starts them again)."""
+        host.kill_processes(self.node_id)
+        self.processes.clear()
+        start = time.monotonic()
+        try:
+            self._start_daemons(timeout, import_images=False)
+        except BaseException:
+            self.stop()
+            raise
+        self.timings["restart"] = round(time.monotonic() - start, 2)
+        return self
 
     def _write_files(self, server: str, token: str, ca_data: str) -> None:
         lay = self.layout
@@ -327,7 +421,8 @@ class Node:
         (lay.cni_conf_dir / "10-aim-pods.conflist").write_text(config.cni_conflist(lay))
         lay.kubelet_config.write_text(config.kubelet_config(lay))
         lay.holder_script.write_text(config.holder_script(lay))
-        lay.holder_ready.unlink(missing_ok=True)
+        if self.addressing.clustered:
+            lay.kube_proxy_config.write_text(config.kube_proxy_config(lay))
         lay.kubeconfig.write_text(config.kubeconfig(server, token, ca_data))
         lay.kubeconfig.chmod(0o600)
 
