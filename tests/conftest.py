@@ -20,6 +20,7 @@ TIER_TIMEOUTS = {
     "cluster": 120,
     "integration": 180,
     "bus_cluster": 300,
+    "multinode": 900,
     "node": 300,
 }
 """Each tier's default timeout per test in seconds (pytest-timeout: setup and teardown included, so
@@ -27,9 +28,10 @@ the first test of a session also pays for its servers), about three times the sl
 measured on a loaded two-core machine (``--durations``, load average 5 to 9): unit 9.6 s, nats
 8.4 s, oci 2.2 s, servers 12 + 5.5 s (one test 30 s, marked), cluster 35 + 26 s, integration
 21 + 43 s. bus_cluster and node keep the 300 s every test had (not measured here: they need a
-three-node bus, and root; their long tests are marked). A test that needs longer says so with
-``@pytest.mark.timeout(N)`` and why. Each figure, a test's own included, is multiplied by
-:data:`tests.helpers.PATIENCE` when the test runs."""
+three-node bus, and root; their long tests are marked); multinode's first test starts three
+nodes and the production topology (about five minutes), and its fault tests mark their own. A
+test that needs longer says so with ``@pytest.mark.timeout(N)`` and why. Each figure, a test's
+own included, is multiplied by :data:`tests.helpers.PATIENCE` when the test runs."""
 
 
 def tier_of(item: pytest.Item) -> str:

@@ -307,6 +307,7 @@ def test_kustomizations_use_current_forms() -> None:
         "install",
         "overlays/dev",
         "overlays/local-node",
+        "overlays/local-cluster",
         "overlays/production",
         "components/keda",
         "components/pdb",
@@ -415,6 +416,43 @@ def test_local_node_overlay_changes_only_images_host_networking_addresses_and_po
         p for o in local.values() if o["kind"] == "Deployment" for c in containers(o) for p in c["ports"]
     ]
     assert len({p["containerPort"] for p in ports}) == len(SERVICES)  # no two pods on one node port
+
+
+LOCAL_CLUSTER_ENV = {
+    "AIM_REGISTRY_PLAIN_HTTP": "10.244.75.2:5000",
+    "AIM_OUTBOUND_ALLOWED_HOSTS": "10.244.75.2",
+}
+
+
+def test_local_cluster_overlay_is_production_with_only_what_this_machine_needs() -> None:
+    """What the multi-node tier and `aimctl up --node --nodes 3` run is deploy/overlays/production:
+    the overlay may set NATS's image, the PodDisruptionBudgets' API version (1.20 serves
+    policy/v1beta1 only), aim-nats's cluster address (published to the host through every node),
+    and the local registry's plain HTTP and address for discovery and registry-sync, and nothing
+    else (docs/node.md, "Several nodes")."""
+    production = {(o["kind"], o["metadata"]["name"]): o for o in render(DEPLOY / "overlays" / "production")}
+    local = {(o["kind"], o["metadata"]["name"]): o for o in render(DEPLOY / "overlays" / "local-cluster")}
+    assert set(local) == set(production)
+    for key, original in production.items():
+        changed = copy.deepcopy(local[key])
+        if key[0] == "PodDisruptionBudget":
+            assert (original["apiVersion"], changed["apiVersion"]) == ("policy/v1", "policy/v1beta1"), key
+            changed["apiVersion"] = original["apiVersion"]
+        elif key == ("Service", "aim-nats"):
+            assert changed["spec"].pop("clusterIP") == "10.0.0.250"
+        elif key == ("StatefulSet", "aim-nats"):
+            [nats] = [c for c in containers(changed) if c["name"] == "nats"]
+            assert nats["image"] == "localhost/aim/nats:local"
+            nats["image"] = next(c["image"] for c in containers(original) if c["name"] == "nats")
+        elif key in (("Deployment", "aim-discovery"), ("Deployment", "aim-registry-sync")):
+            [container] = containers(changed)
+            added = {e["name"]: e["value"] for e in container["env"] if e["name"] in LOCAL_CLUSTER_ENV}
+            assert added == LOCAL_CLUSTER_ENV, key
+            container["env"] = [e for e in container["env"] if e["name"] not in LOCAL_CLUSTER_ENV]
+        assert changed == original, key
+    watchers = of_kind(list(local.values()), "Deployment")
+    assert all(d["spec"]["replicas"] == 2 for d in watchers.values())
+    assert all(d["spec"]["template"]["spec"].get("affinity") for d in watchers.values())
 
 
 def test_keda_component_scales_on_the_real_consumers_lag() -> None:

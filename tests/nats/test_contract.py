@@ -179,6 +179,7 @@ async def test_consumer_maps_errors_to_ack_and_nak(js: JetStreamContext) -> None
     assert calls["flaky"] == [1, 2, 3]
     assert consumer.stats.permanent == 1
     assert consumer.stats.naked == 2
+    assert consumer.stats.redelivered == 2  # the flaky one's second and third deliveries
 
 
 async def test_consumer_survives_a_nats_restart(nats_factory) -> None:  # type: ignore[no-untyped-def]

@@ -40,6 +40,7 @@ from aimcore.runtime import (
     through,
     to_owners,
 )
+from aimcore.runtime.settings.outbound import OutboundSettings
 
 template_models = any_of(
     to_owners(*MODEL_KINDS, same_group=True),
@@ -55,7 +56,9 @@ config_users = any_of(
 def controller(ctx: ServiceContext, slots: Slots) -> Controller:
     assert ctx.kube is not None, "discovery needs a Kubernetes client (secrets, templates, jobs, logs)"
     policy = OutboundPolicy.configured(ctx.settings)
-    registry = functools.partial(RegistryClient, policy=policy)
+    registry = functools.partial(
+        RegistryClient, policy=policy, plain_http=ctx.settings.get(OutboundSettings).plain_http_registries
+    )
     models = ModelReconciler(
         ctx.kube,
         ctx.settings.system_namespace,

@@ -17,12 +17,17 @@ from aimcore.domain.oci import RegistryClient
 from aimcore.domain.outbound import OutboundPolicy
 from aimcore.domain.status.compose import AIM_STATUS
 from aimcore.runtime import Controller, ServiceContext, Watch, keep_cached, run_controller, run_service
+from aimcore.runtime.settings.outbound import OutboundSettings
 
 
 def controller(ctx: ServiceContext) -> Controller:
     assert ctx.kube is not None, "registry-sync needs a Kubernetes client"
     # the operator-wide outbound address policy (AIM_OUTBOUND_*), read at start-up
-    registry = functools.partial(RegistryClient, policy=OutboundPolicy.configured(ctx.settings))
+    registry = functools.partial(
+        RegistryClient,
+        policy=OutboundPolicy.configured(ctx.settings),
+        plain_http=ctx.settings.get(OutboundSettings).plain_http_registries,
+    )
     sources = SourceReconciler(ctx.kube, ctx.settings.system_namespace, client_factory=registry)
     return Controller(
         ctx.name,

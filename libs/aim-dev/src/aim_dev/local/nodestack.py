@@ -80,6 +80,9 @@ NODE_IMAGES = ("pause", *(f"service-{s}" for s in consuming.SERVICES), "nats", "
 """Imported into the node's containerd at its start (the services' first: they share the base
 layer, which is then unpacked once; the llama.cpp runtime is the cache service's image and one
 layer more). Model images come from the registry."""
+CLUSTER_REGISTRY = f"{node_config.REGISTRY_VIP}:{REGISTRY_PORT}"
+"""The local registry as every node of several, and every pod on them, reaches it (the operator's
+pods too: ``deploy/overlays/local-cluster`` has them speak plain HTTP to it)."""
 CLUSTER_IMAGES = NODE_IMAGES[:-1]
 """Several nodes serve no model (no llama.cpp runtime to import three times)."""
 
@@ -136,11 +139,11 @@ class NodeStack:
     def pod_registry(self) -> str:
         """The local registry as pods on the pod network see it (a pod's loopback is its own): the
         node's address, plain HTTP (``OCI_PLAIN_HTTP`` for a downloader), for ``oci://`` models."""
-        return f"{node_config.NODE_IP}:{REGISTRY_PORT}"
+        return CLUSTER_REGISTRY if self.clustered else f"{node_config.NODE_IP}:{REGISTRY_PORT}"
 
     def model_image(self, repository: str, tag: str) -> str:
         """The reference pods and the operator use for an image pushed as ``repository:tag``."""
-        return f"{REGISTRY}/{repository}:{tag}"
+        return f"{CLUSTER_REGISTRY if self.clustered else REGISTRY}/{repository}:{tag}"
 
     def push_tiny_model(self, model: llamacpp.Model) -> str:
         """Make ``model``'s AIM image (a generated tiny model's, or Gemma 3 270M's) from the llama.cpp
@@ -244,14 +247,14 @@ class NodeStack:
                     images=tarballs,
                     forwards=lambda ip: [
                         ("127.0.0.1", REGISTRY_PORT, registry),
-                        (ip, REGISTRY_PORT, registry),
+                        (node_config.REGISTRY_VIP, REGISTRY_PORT, registry),
                         (ip, hub, hub),
                     ],
                     publish=lambda i: [
                         (nats_ports[i], deployed.NATS_SERVICE_IP, deployed.NATS_PORT),
                         (monitor_ports[i], deployed.NATS_SERVICE_IP, deployed.NATS_MONITOR_PORT),
                     ],
-                    plain_http_registries=[REGISTRY],
+                    plain_http_registries=[REGISTRY, CLUSTER_REGISTRY],
                     die_with_parent=keep,
                     owner_pid=owner,
                 )

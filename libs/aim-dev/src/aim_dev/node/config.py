@@ -37,6 +37,9 @@ CLUSTER_POD_SUBNETS = "10.244.80.0/20"
 API_VIP = "10.244.75.1"
 """Several nodes: the API server's advertised address (the ``kubernetes`` Service's endpoint), an
 address every node has on its own device and forwards to the host's API server."""
+REGISTRY_VIP = "10.244.75.2"
+"""Several nodes: the local registry's address on every node (forwarded to the host's), which
+containerd, pods and the operator's pods alike reach as ``10.244.75.2:5000`` (plain HTTP)."""
 DNS_IP = "169.254.20.10"
 """Several nodes: the cluster DNS each node answers on its own device (NodeLocal DNSCache's address:
 outside the Service range, so no Service can take it)."""

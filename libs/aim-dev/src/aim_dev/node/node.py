@@ -210,7 +210,11 @@ class Node:
         host.ip("netns", "add", lay.netns)
         self._ip_in_node("link", "set", "lo", "up")
         self._ip_in_node("link", "add", config.NODE_DEVICE, "type", "bridge")
-        local = (config.API_VIP, config.DNS_IP) if net.clustered else (config.NODE_IP, SERVICE_IP)
+        local = (
+            (config.API_VIP, config.REGISTRY_VIP, config.DNS_IP)
+            if net.clustered
+            else (config.NODE_IP, SERVICE_IP)
+        )
         for address in local:
             self._ip_in_node("addr", "add", f"{address}/32", "dev", config.NODE_DEVICE)
         self._ip_in_node("link", "set", config.NODE_DEVICE, "up")

@@ -58,6 +58,7 @@ class ConsumerStats:
     permanent: int = 0
     bus_errors: int = 0
     handed_back: int = 0
+    redelivered: int = 0
 
 
 def _undelivered(psub: JetStreamContext.PullSubscription) -> list[Msg]:
@@ -181,6 +182,8 @@ class Consumer:
 
     async def _process(self, msg: Msg) -> None:
         attempt = msg.metadata.num_delivered
+        if attempt > 1:
+            self.stats.redelivered += 1
         error: BaseException | None = None
         ctx = tracing.extract(msg.headers)
         with tracer.start_as_current_span(f"handle {self.spec.durable}", context=ctx) as span:

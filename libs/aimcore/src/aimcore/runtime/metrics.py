@@ -99,6 +99,10 @@ CONSUMER_COUNTERS = (
     ("terminated", "Messages whose handler failed permanently: acknowledged, not retried."),
     ("handed_back", "Messages a stopping consumer gave back unstarted (a nak without delay)."),
     ("bus_errors", "Failed fetches (the bus down or restarting); the consumer re-binds."),
+    (
+        "redelivered",
+        "Messages received again after an earlier delivery (a nak, or a replica lost before acking).",
+    ),
 )
 LAG_TIMEOUT = 1.0
 """Seconds one consumer-info request may take while scraping; a slower bus leaves the lag out."""

@@ -11,6 +11,7 @@ from aimcore.runtime.settings.base import AimSettings, setting, split_commas, st
 
 ALLOWED_HOSTS_ENV: Final = "AIM_OUTBOUND_ALLOWED_HOSTS"
 ALLOW_PRIVATE_ENV: Final = "AIM_OUTBOUND_ALLOW_PRIVATE"
+PLAIN_HTTP_ENV: Final = "AIM_REGISTRY_PLAIN_HTTP"
 
 
 class OutboundSettings(AimSettings):
@@ -33,4 +34,12 @@ class OutboundSettings(AimSettings):
         form="true or false (also 1/0, yes/no, on/off)",
         description="Allow loopback, private and carrier-grade NAT addresses (in-cluster "
         "registries and mirrors); link-local and cloud metadata addresses stay refused.",
+    )
+    plain_http_registries: Annotated[tuple[str, ...], BeforeValidator(split_commas)] = setting(
+        (),
+        env=PLAIN_HTTP_ENV,
+        form="comma-separated registry hosts (host or host:port, as image references name them)",
+        description="Registries the operator reads image metadata from over plain HTTP, e.g. an "
+        "in-cluster registry without TLS (which the outbound policy must also admit); every other "
+        "registry is spoken to over HTTPS, loopback ones excepted.",
     )
