@@ -173,7 +173,7 @@ class Runtime:
                 await reconcile(version)
 
         async def reconcile(version: str | None) -> None:
-            obj = await self.informer.wait_for(ref, namespace, name, version)
+            obj = await self.informer.current(ref, namespace, name, version)
             if obj is None or is_paused(obj):
                 log.debug("%s: %s", key, "not in the mirror" if obj is None else "paused")
                 return

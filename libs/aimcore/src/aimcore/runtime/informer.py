@@ -282,9 +282,26 @@ class Informer:
         A cache miss or an older copy means the KV watch has not caught up yet (or the object is
         gone): the mirror itself is read then, which is authoritative."""
         key = subjects.object_key(ref, namespace, name)
-        want = rv_int(at_least)
-        if key in self._versions and self._versions[key] >= want:
+        if key in self._versions and self._versions[key] >= rv_int(at_least):
             return self._object(key)
+        return await self._read_mirror(key, at_least)
+
+    async def current(
+        self, ref: KindRef, namespace: str | None, name: str, at_least: str | None
+    ) -> Obj | None:
+        """The object as the mirror holds it now, read from the bucket (its stream's leader answers:
+        the newest version written), newer than the cached copy if the cache lags; ``None`` if it
+        no longer exists. What a reconcile starts from: the event that woke it may be old (a
+        message redelivered after another replica took up its newer one, or a dependency's event
+        naming no version of the object), and the cache may lag the mirror by seconds (its watch
+        re-created after a NATS server went), so only the mirror tells whether a newer version
+        exists; a reconcile from an older one would write children that a newer one already
+        replaced, and nothing would wake it again (tests/multinode: a NATS pod deleted mid-rollout)."""
+        return await self._read_mirror(subjects.object_key(ref, namespace, name), at_least)
+
+    async def _read_mirror(self, key: Key, at_least: str | None) -> Obj | None:
+        """The mirror's copy of ``key``, stored here unless the cache has a newer one (then that
+        is returned); ``None`` if gone; transient if the mirror is older than ``at_least``."""
         try:
             entry = await self.kv.get(key)
         except (KeyNotFoundError, KeyDeletedError):
@@ -292,8 +309,9 @@ class Informer:
         if not entry.value:
             return None
         fresh: Obj = json.loads(entry.value)
-        self._store(key, fresh, bytes(entry.value))
-        if rv_int(_rv(fresh)) < want:
+        if not self._store(key, fresh, bytes(entry.value)):
+            fresh = self._object(key) or fresh  # the watch brought a newer one meanwhile
+        if rv_int(_rv(fresh)) < rv_int(at_least):
             raise TransientError(f"mirror of {key} is at {_rv(fresh)}, older than {at_least}")
         return fresh
 
