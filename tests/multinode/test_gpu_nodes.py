@@ -55,6 +55,16 @@ async def test_each_service_runs_on_the_node_with_its_gpu(
 ) -> None:
     namespace = f"gpu-{secrets.token_hex(3)}"
     await api.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    try:
+        await _services_find_their_gpus(api, namespace, model_image, gpu_nodes)
+    finally:
+        # gone before the next test: each Node event would wake these services (their GPUs)
+        await api.delete(NAMESPACE, None, namespace)
+
+
+async def _services_find_their_gpus(
+    api: Kube, namespace: str, model_image: str, gpu_nodes: dict[str, str]
+) -> None:
     model = {"apiVersion": MODEL.api_version, "kind": MODEL.kind, "metadata": {"name": "m"}}
     await api.create(MODEL, {**model, "spec": {"image": model_image}}, namespace)
     for gpu in (*gpu_nodes, "MI325X"):
