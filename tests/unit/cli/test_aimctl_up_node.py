@@ -1,6 +1,9 @@
-"""``aimctl up --node`` refuses to start without root, with a message that says why and what to do."""
+"""``aimctl up --node`` refuses to start without root, with a message that says why and what to do;
+``--nodes`` only with it; ``aimctl`` finds the clustered bus's CA the stack kept."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +65,35 @@ def test_the_gemma_demo_serves_gemma_as_gemma_chat() -> None:
 def test_bench_inference_takes_a_model() -> None:
     args = main.parser().parse_args(["bench", "inference", "--model", "gemma3-270m"])
     assert args.model == "gemma3-270m" and args.tokens is None
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["up", "--nodes", "3"],  # several nodes are real nodes: --node
+        ["up", "--node", "--nodes", "6"],
+        ["up", "--node", "--nodes", "3", "--demo"],  # the demo serves a model on one node
+    ],
+)
+def test_several_nodes_need_the_node_mode_a_sane_count_and_no_demo(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main.main(argv) == 2
+    assert "--nodes N needs --node, N from 2 to 5, and no --demo" in capsys.readouterr().err
+
+
+def test_aimctl_reaches_a_clustered_bus_over_tls_with_the_ca_up_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`aimctl events` after `aimctl up --node --nodes 3`: the bus is tls:// through every node, and
+    the CA the stack kept in $AIM_HOME/nats is trusted without being named."""
+    from aimctl import events  # noqa: PLC0415
+
+    monkeypatch.setenv("AIM_HOME", str(tmp_path))
+    monkeypatch.delenv("AIM_NATS_TLS_CA_FILE", raising=False)
+    assert events.bus_settings("tls://127.0.0.1:1").tls_ca_file is None
+    (tmp_path / "nats").mkdir()
+    (tmp_path / "nats" / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    assert events.bus_settings("tls://127.0.0.1:1").tls_ca_file == str(tmp_path / "nats" / "ca.crt")
+    monkeypatch.setenv("AIM_NATS_TLS_CA_FILE", "/elsewhere/ca.crt")  # named: that one
+    assert events.bus_settings("tls://127.0.0.1:1").tls_ca_file == "/elsewhere/ca.crt"

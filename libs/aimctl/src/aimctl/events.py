@@ -93,12 +93,16 @@ def kubeconfig_path(explicit: str | None) -> str:
 def bus_settings(url: str) -> BusSettings:
     """How ``aimctl`` reaches the bus at ``url``: as the ``reader`` role (``AIM_NATS_ROLE`` to
     change), with ``AIM_NATS_SEED_FILE`` / ``AIM_NATS_SEED``, else the reader key ``aimctl up``
-    generated in ``$AIM_HOME/nats/creds``."""
+    generated in ``$AIM_HOME/nats/creds``; over TLS trusting ``AIM_NATS_TLS_CA_FILE``, else the bus
+    CA ``aimctl up --node --nodes N`` kept in ``$AIM_HOME/nats/ca.crt``."""
     settings = BusSettings().replace(url=url).as_role("reader")
     if not settings.seed_file and not settings.seed:
         local = Credentials(aim_home() / "nats" / "creds").seed_file(settings.role or "reader")
         if local.exists():
             settings = settings.replace(seed_file=str(local))
+    ca = aim_home() / "nats" / "ca.crt"
+    if not settings.tls_ca_file and ca.exists():
+        settings = settings.replace(tls_ca_file=str(ca))
     return settings
 
 

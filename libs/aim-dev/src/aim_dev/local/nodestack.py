@@ -116,11 +116,6 @@ class NodeStack:
     def clustered(self) -> bool:
         return self.node_count > 1
 
-    def all_nodes(self) -> list[Node]:
-        if self.nodes is not None:
-            return list(self.nodes.nodes)
-        return [self.node] if self.node is not None else []
-
     @property
     def kubeconfig(self) -> Path:
         return self.home / "kubeconfig"
