@@ -13,6 +13,10 @@ it), as docs/node.md#layout describes:
 - one forwarder process for the ports that cross between the host and the node
   (:mod:`aim_dev.node.forward`): the API server (and any ``forwards`` given, e.g. NATS) into the
   node, the kubelet's port out of it.
+- one of several (``addressing``: :mod:`aim_dev.local.multinode`): its ``eth0`` on the cluster's
+  switch with routes to the other nodes' pods, kube-proxy and the cluster DNS stand-in
+  (:mod:`aim_dev.clusterdns`) beside the kubelet, and no scheduler of its own (the control plane
+  runs one). :meth:`Node.kill` loses it with no warning; :meth:`Node.restart` brings it back.
 
 The control plane stays where it is: the tests, ``kubectl`` and ``aimctl`` keep reaching it on the
 host's loopback, and the node reaches it through the forwarder.
@@ -204,8 +208,8 @@ class Node:
 
     def _create_network(self) -> None:
         """The node's network namespace: its device (the node's address when alone; the addresses
-        every node of a cluster has: the API server's and the DNS's), and in a cluster its ``eth0``
-        on the switch with a route to each other node's pods."""
+        every node of a cluster has: the API server's, the registry's and the DNS's), and in a
+        cluster its ``eth0`` on the switch with a route to each other node's pods."""
         lay, net = self.layout, self.addressing
         host.ip("netns", "add", lay.netns)
         self._ip_in_node("link", "set", "lo", "up")
