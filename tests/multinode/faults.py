@@ -300,7 +300,6 @@ class Statuses(Following):
         super().__init__(kube, SERVICE, namespace)
         self.observed: dict[str, int] = {}
         self.backwards: list[str] = []
-        self.changes: Counter[str] = Counter()
 
     def seen(self, event: dict[str, Any]) -> None:
         obj = event["object"]
@@ -312,4 +311,3 @@ class Statuses(Following):
         if generation < before:
             self.backwards.append(f"{name}: {before} -> {generation}")
         self.observed[name] = max(before, generation)
-        self.changes[name] += 1
