@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import logging
 import subprocess
 import sys
 import tempfile
@@ -472,6 +473,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # nats-py over TLS makes asyncio warn "returning true from eof_received() has no effect when
+    # using ssl" whenever a server closes a connection: noise in every command's output
+    logging.getLogger("asyncio").setLevel(logging.ERROR)
     args = parser().parse_args(argv)
     result: int = args.func(args)
     return result

@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import threading
 import time
@@ -320,9 +319,6 @@ def cmd_up_node(args: argparse.Namespace) -> int:
         except gemma.FetchError as exc:
             print(f"error: {exc}")
             return 1
-    # nats-py over TLS makes asyncio warn "returning true from eof_received() has no effect when
-    # using ssl" when a server closes a connection: noise in this command's output, nothing wrong
-    logging.getLogger("asyncio").setLevel(logging.ERROR)
     stack = NodeStack(detach=args.detach, node_count=args.nodes)
     where = f"{args.nodes} real nodes" if stack.clustered else "a real node"
     print(f"Starting the AIM operator on {where} in {stack.home} ...", flush=True)
