@@ -31,7 +31,6 @@ MODEL = by_kind("aim.eai.amd.com", "AIMModel")
 GPU = "amd.com/gpu"
 """No node has one: a service that asks for one is correctly Pending (``FailedScheduling``) with no
 container started, so hundreds of them cost the nodes nothing."""
-JSZ = "/jsz?accounts=true&streams=true&config=true"
 
 
 def ready(obj: Mapping[str, Any]) -> bool:
@@ -45,17 +44,13 @@ async def nats_pods(api: Kube) -> list[dict[str, Any]]:
     return sorted(pods, key=lambda p: p["metadata"]["name"])
 
 
-def _jsz(monitor: str) -> dict[str, Any]:
-    return dict(json.loads(deployed._get(f"http://{monitor}{JSZ}")))
-
-
 async def bus_views(stack: NodeStack, rounds: int = 4) -> list[dict[str, Any]]:
     """Several servers' answers about the bus (each monitor reaches the Service: any server)."""
     views = []
     for _ in range(rounds):
         for monitor in stack.nats_monitors:
             try:
-                views.append(await asyncio.to_thread(_jsz, monitor))
+                views.append(await asyncio.to_thread(deployed.read_jsz, monitor))
             except (OSError, ValueError):  # its node is gone, or the server went mid-answer
                 continue
     return views

@@ -212,9 +212,12 @@ def _pod_summary(pod: Mapping[str, Any]) -> str:
     return f"{pod['metadata']['name']} {status.get('phase')} {' '.join(states)}"
 
 
-def _get(url: str) -> bytes:
+def read_jsz(monitor: str) -> dict[str, Any]:
+    """One NATS server's JetStream view (``/jsz`` with accounts, streams and their configuration)
+    from its monitoring port at ``monitor`` (``host:port``), as :func:`bus_cluster_view` reads it."""
+    url = f"http://{monitor}/jsz?accounts=true&streams=true&config=true"
     with urllib.request.urlopen(url, timeout=5) as resp:
-        return bytes(resp.read())
+        return dict(json.loads(resp.read()))
 
 
 class Deployment:
@@ -389,11 +392,10 @@ class Deployment:
         server) until every stream's leader has been heard."""
         views: list[dict[str, Any]] = []
         problems = ["no server answered"]
-        query = "/jsz?accounts=true&streams=true&config=true"
         while time.monotonic() < deadline:
             for monitor in monitors:
                 try:
-                    views.append(json.loads(await asyncio.to_thread(_get, f"http://{monitor}{query}")))
+                    views.append(await asyncio.to_thread(read_jsz, monitor))
                 except (OSError, ValueError) as exc:
                     problems = [f"{monitor}: {exc}"]
                     continue
